@@ -1,0 +1,109 @@
+/*
+ * cli.h - what ember's commands share: messages, output files, progress,
+ * and reading profiles with the common options. Only the program prints
+ * and exits; the library reports through return codes and diagnostics.
+ */
+#ifndef EMBER_CLI_H
+#define EMBER_CLI_H
+
+#include "ember/error.h"
+#include "ember/formats.h"
+#include "ember/profile.h"
+#include "parse_options.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define EMBER_VERSION "0.1.0"
+
+/* Exit codes: 0 success, 1 the work failed (bad input...), 2 bad usage. */
+enum { EXIT_USAGE = 2 };
+
+/* ---- messages ---- */
+void cli_set_command(const char *name);
+const char *cli_command_name(void);
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "ember CMD: FILE:LINE: message" for a failure the library described. */
+void cli_diag_error(const struct ember_diag *d, int err);
+/* An ember_warn_fn that prints warnings, at most 10 per file. */
+void cli_warn_cb(void *ctx, const struct ember_diag *d);
+struct cli_warnings {
+    char file[256];
+    unsigned shown;
+    uint64_t hidden;
+};
+void cli_warnings_flush(struct cli_warnings *w);
+
+/* ---- output: stdout, or a file written atomically ---- */
+struct cli_output {
+    int fd;
+    const char *path; /* NULL: stdout */
+    char *tmp;        /* the temporary file renamed to path on commit */
+};
+int cli_output_open(struct cli_output *o, const char *path);
+struct ember_sink cli_output_sink(struct cli_output *o);
+/* Makes the output visible: returns 0, or -1 after printing why. */
+int cli_output_commit(struct cli_output *o);
+/* Removes a partial output. */
+void cli_output_abort(struct cli_output *o);
+
+/* ---- progress on stderr, for long inputs on a terminal ---- */
+struct cli_progress {
+    bool enabled;
+    struct timespec start;
+    double last;
+    bool shown;
+};
+void cli_progress_init(struct cli_progress *pr);
+void cli_progress_cb(void *ctx, const struct ember_input *in);
+void cli_progress_done(struct cli_progress *pr);
+
+/* ---- reading profiles with the options every reading command takes ---- */
+struct cli_reader {
+    const char *format; /* "auto" or a format name */
+    bool all;           /* --kernel --jit */
+    struct ember_read_opts ro;
+    struct cli_progress progress;
+    struct cli_warnings warnings;
+    bool flamechart;    /* keep the arrival sequence */
+    const char *verb;   /* for "nothing to VERB" */
+};
+
+void cli_reader_init(struct cli_reader *r);
+
+/* The rows of the option table for reading (r must outlive parsing). */
+#define CLI_READ_OPTIONS(r)                                                                        \
+    OPT_GROUP_("Input options:"),                                                                  \
+        {OPT_STRING, "format", 0, &(r).format, "NAME",                                             \
+         "input format: auto, perf, folded, dtrace", "auto", NULL, false},                         \
+        {OPT_UINT, "threads", 'j', &(r).ro.threads, "N",                                           \
+         "parser threads for large perf inputs (0: one per CPU)", "0", NULL, false},               \
+        OPT_GROUP_("perf script options (as stackcollapse-perf.pl):"),                             \
+        {OPT_FLAG, "pid", 0, &(r).ro.perf.include_pid, NULL, "include PID with process names",    \
+         NULL, NULL, false},                                                                       \
+        {OPT_FLAG, "tid", 0, &(r).ro.perf.include_tid, NULL,                                       \
+         "include TID and PID with process names", NULL, NULL, false},                             \
+        {OPT_FLAG, "kernel", 0, &(r).ro.perf.annotate_kernel, NULL,                                \
+         "annotate kernel functions with _[k]", NULL, NULL, false},                                \
+        {OPT_FLAG, "jit", 0, &(r).ro.perf.annotate_jit, NULL, "annotate JIT functions with _[j]", \
+         NULL, NULL, false},                                                                       \
+        {OPT_FLAG, "all", 0, &(r).all, NULL, "all annotations (--kernel --jit)", NULL, NULL,      \
+         false},                                                                                   \
+        {OPT_FLAG, "addrs", 0, &(r).ro.perf.include_addrs, NULL,                                   \
+         "include raw addresses where symbols can't be found", NULL, NULL, false},                 \
+        {OPT_STRING, "event-filter", 0, &(r).ro.perf.event_filter, "EVENT",                        \
+         "keep only samples of EVENT", "the first event seen", NULL, false},                       \
+        {OPT_FLAG, "inline", 0, &(r).ro.perf.inline_frames, NULL,                                  \
+         "expand inlined functions from DWARF (elfutils)", NULL, NULL, false},                     \
+        {OPT_FLAG, "context", 0, &(r).ro.perf.context, NULL,                                       \
+         "with --inline: add source file:line", NULL, NULL, false},                                \
+        {OPT_FLAG, "srcline", 0, &(r).ro.perf.srcline, NULL,                                       \
+         "input is from 'perf script -F+srcline': add source lines", NULL, NULL, false}
+
+/* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
+ * what failed (the exit code). */
+int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
+
+#endif

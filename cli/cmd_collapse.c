@@ -1,0 +1,56 @@
+/*
+ * cmd_collapse.c - `ember collapse`: profiles in, folded stacks out, the
+ * way FlameGraph's stackcollapse-*.pl scripts write them.
+ */
+#include "cli.h"
+#include "commands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] = "ember collapse [options] [FILE...]";
+static const char description[] =
+    "Reads perf script output, DTrace stacks or folded stacks (plain or gzipped; standard\n"
+    "input when no FILE is given) and writes folded stacks, one line per distinct stack:\n"
+    "\"frame;frame;frame COUNT\", sorted. Options and results are those of FlameGraph's\n"
+    "stackcollapse-perf.pl.";
+
+int cmd_collapse(int argc, char **argv)
+{
+    struct cli_reader r;
+    const char *out = NULL;
+    cli_reader_init(&r);
+    const struct option opts[] = {
+        {OPT_STRING, "output", 'o', &out, "FILE", "write to FILE (atomically)", "stdout", NULL,
+         false},
+        CLI_READ_OPTIONS(r),
+        OPT_END_(),
+    };
+    int nfiles = parse_options(argc, argv, opts, usage, description);
+    if (nfiles < 0)
+        return nfiles == -2 ? 0 : EXIT_USAGE;
+
+    struct ember_profile *p = ember_profile_new();
+    if (!p) {
+        cli_error("out of memory");
+        return 1;
+    }
+    int ret = cli_read_profile(&r, p, argv, nfiles);
+    struct cli_output o;
+    if (!ret && cli_output_open(&o, out) < 0)
+        ret = 1;
+    if (!ret) {
+        struct ember_sink sink = cli_output_sink(&o);
+        int err = ember_write_folded(p, &sink);
+        if (err) {
+            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+            cli_output_abort(&o);
+            ret = 1;
+        } else if (cli_output_commit(&o) < 0) {
+            ret = 1;
+        }
+    }
+    ember_profile_free(p);
+    return ret;
+}

@@ -1,0 +1,206 @@
+/*
+ * cmd_flamegraph.c - `ember flamegraph`: any profile in, an interactive SVG
+ * out, with every option of FlameGraph's flamegraph.pl.
+ */
+#include "cli.h"
+#include "commands.h"
+#include "ember/flame.h"
+#include "ember/transform.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] = "ember flamegraph [options] [FILE...] [-o OUT.svg]";
+static const char description[] =
+    "Draws a flame graph (or an icicle graph, or a flame chart) of the input: folded\n"
+    "stacks or anything 'ember collapse' reads, detected automatically. The SVG is\n"
+    "self-contained: hover for details, click to zoom, Ctrl-F to search (regexp),\n"
+    "Ctrl-I to toggle case. Options are flamegraph.pl's.";
+
+/* "0.1" pixels or "5%" of the total */
+static int parse_minwidth(const char *s, struct ember_flame_opts *o)
+{
+    size_t n = strlen(s);
+    o->min_width_pct = n > 0 && s[n - 1] == '%';
+    char *end;
+    o->min_width = strtod(s, &end);
+    if (end == s || (size_t)(end - s) != n - (o->min_width_pct ? 1 : 0) || o->min_width < 0) {
+        cli_error("--minwidth expects pixels (0.1) or a percentage (0.5%%), not '%s'", s);
+        return -1;
+    }
+    return 0;
+}
+
+static int save_palette(const struct ember_palette *pal, const char *path)
+{
+    struct cli_output o;
+    if (cli_output_open(&o, path) < 0)
+        return -1;
+    struct ember_sink sink = cli_output_sink(&o);
+    int err = ember_palette_save(pal, &sink);
+    if (err) {
+        cli_error("cannot write %s: %s", path, strerror(-err));
+        cli_output_abort(&o);
+        return -1;
+    }
+    return cli_output_commit(&o);
+}
+
+static int render(const struct ember_profile *p, const struct ember_flame_opts *fo,
+                  const char *out)
+{
+    struct cli_output o;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    if (cli_output_open(&o, out) < 0)
+        return 1;
+    struct ember_sink sink = cli_output_sink(&o);
+    int err = ember_flame_render(p, fo, &sink, &d);
+    if (err) {
+        if (d.msg[0])
+            cli_diag_error(&d, err);
+        else
+            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+        cli_output_abort(&o);
+        return 1;
+    }
+    return cli_output_commit(&o) < 0 ? 1 : 0;
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+    struct cli_reader r;
+    struct ember_flame_opts fo;
+    const char *out = NULL, *minwidth = "0.1", *nameattr = NULL;
+    bool reverse = false, cp = false;
+    cli_reader_init(&r);
+    ember_flame_opts_default(&fo);
+    fo.warn = cli_warn_cb;
+    const struct option opts[] = {
+        {OPT_STRING, "output", 'o', &out, "FILE", "write the SVG to FILE (atomically)", "stdout",
+         NULL, false},
+        OPT_GROUP_("Graph options (as flamegraph.pl):"),
+        {OPT_STRING, "title", 0, &fo.title, "TEXT", "title text",
+         "\"Flame Graph\", \"Icicle Graph\" or \"Flame Chart\"", NULL, false},
+        {OPT_STRING, "subtitle", 0, &fo.subtitle, "TEXT", "second title line", "none", NULL,
+         false},
+        {OPT_INT, "width", 0, &fo.width, "NUM", "image width in pixels", "1200", NULL, false},
+        {OPT_INT, "height", 0, &fo.frame_height, "NUM", "height of each frame in pixels", "16",
+         NULL, false},
+        {OPT_STRING, "minwidth", 0, &minwidth, "NUM[%]",
+         "omit frames narrower than NUM pixels, or NUM% of the total", "0.1", NULL, false},
+        {OPT_STRING, "fonttype", 0, &fo.font_type, "FONT", "font family", "Verdana", NULL,
+         false},
+        {OPT_DOUBLE, "fontsize", 0, &fo.font_size, "NUM", "font size", "12", NULL, false},
+        {OPT_DOUBLE, "fontwidth", 0, &fo.font_width, "NUM",
+         "average glyph width relative to the font size", "0.59", NULL, false},
+        {OPT_STRING, "countname", 0, &fo.count_name, "TEXT", "count type label", "samples",
+         NULL, false},
+        {OPT_STRING, "nametype", 0, &fo.name_type, "TEXT", "name type label", "Function:",
+         NULL, false},
+        {OPT_STRING, "colors", 0, &fo.colors, "PALETTE",
+         "hot, mem, io, wakeup, chain, java, js, perl, red, green, blue, aqua, yellow, "
+         "purple, orange",
+         "hot", NULL, false},
+        {OPT_STRING, "bgcolors", 0, &fo.bgcolors, "COLOR",
+         "background: yellow, blue, green, grey or #rrggbb", "from the palette", NULL, false},
+        {OPT_FLAG, "hash", 0, &fo.hash, NULL, "colors are keyed by function name hash", NULL,
+         NULL, false},
+        {OPT_FLAG, "random", 0, &fo.random, NULL, "colors are randomly generated", NULL, NULL,
+         false},
+        {OPT_FLAG, "cp", 0, &cp, NULL, "use a consistent palette (palette.map)", NULL, NULL,
+         false},
+        {OPT_FLAG, "reverse", 0, &reverse, NULL, "generate a stack-reversed flame graph", NULL,
+         NULL, false},
+        {OPT_FLAG, "inverted", 0, &fo.inverted, NULL, "icicle graph (root at the top)", NULL,
+         NULL, false},
+        {OPT_FLAG, "flamechart", 0, &r.flamechart, NULL,
+         "flame chart: keep the input (time) order, do not merge", NULL, NULL, false},
+        {OPT_FLAG, "negate", 0, &fo.negate, NULL, "switch differential hues (blue<->red)", NULL,
+         NULL, false},
+        {OPT_STRING, "notes", 0, &fo.notes, "TEXT", "add a notes comment to the SVG", NULL, NULL,
+         false},
+        {OPT_DOUBLE, "total", 0, &fo.total, "NUM", "total used for widths (if above the real one)",
+         "the sum of the counts", NULL, false},
+        {OPT_DOUBLE, "factor", 0, &fo.factor, "NUM", "multiply the displayed counts", "1", NULL,
+         false},
+        {OPT_STRING, "nameattr", 0, &nameattr, "FILE",
+         "per-function SVG attributes: name<TAB>key=value...", NULL, NULL, false},
+        {OPT_STRING, "encoding", 0, &fo.encoding, "NAME", "encoding in the XML declaration",
+         NULL, NULL, false},
+        CLI_READ_OPTIONS(r),
+        OPT_END_(),
+    };
+    int nfiles = parse_options(argc, argv, opts, usage, description);
+    if (nfiles < 0)
+        return nfiles == -2 ? 0 : EXIT_USAGE;
+    if (parse_minwidth(minwidth, &fo) < 0)
+        return EXIT_USAGE;
+    if (fo.notes && strpbrk(fo.notes, "<>")) {
+        cli_error("--notes cannot contain '<' or '>'");
+        return EXIT_USAGE;
+    }
+    if (!ember_palette_known(fo.colors)) {
+        cli_error("unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, js, perl, "
+                  "red, green, blue, aqua, yellow, purple or orange)",
+                  fo.colors);
+        return EXIT_USAGE;
+    }
+    if (fo.width <= 20 || fo.frame_height <= 0 || fo.font_size <= 0 || fo.font_width <= 0) {
+        cli_error("--width must be above 20, --height, --fontsize and --fontwidth above 0");
+        return EXIT_USAGE;
+    }
+    fo.flamechart = r.flamechart;
+
+    int ret = 0;
+    struct ember_diag d;
+    struct ember_nameattr *na = NULL;
+    struct ember_palette *pal = NULL;
+    struct ember_profile *p = ember_profile_new();
+    ember_diag_clear(&d);
+    if (!p) {
+        cli_error("out of memory");
+        return 1;
+    }
+    if (nameattr) {
+        int err = ember_nameattr_load(&na, nameattr, &d);
+        if (err) {
+            cli_diag_error(&d, err);
+            ret = 1;
+        }
+        fo.nameattr = na;
+    }
+    if (!ret && cp) {
+        pal = ember_palette_new();
+        int err = pal ? ember_palette_load(pal, "palette.map", &d) : -ENOMEM;
+        if (err) {
+            cli_diag_error(&d, err);
+            ret = 1;
+        }
+        fo.palette = pal;
+    }
+    r.verb = "draw";
+    if (!ret)
+        ret = cli_read_profile(&r, p, argv, nfiles);
+    if (!ret && reverse) {
+        struct ember_profile *rev;
+        int err = ember_profile_reverse(p, &rev);
+        if (err) {
+            cli_error("cannot reverse the stacks: %s", strerror(-err));
+            ret = 1;
+        } else {
+            ember_profile_free(p);
+            p = rev;
+        }
+    }
+    if (!ret)
+        ret = render(p, &fo, out);
+    if (!ret && pal && save_palette(pal, "palette.map") < 0)
+        ret = 1;
+    ember_palette_free(pal);
+    ember_nameattr_free(na);
+    ember_profile_free(p);
+    return ret;
+}

@@ -1,0 +1,189 @@
+/*
+ * parse_options.c - the option table interpreter (see parse_options.h).
+ */
+#include "parse_options.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool takes_arg(const struct option *o)
+{
+    return o->type == OPT_STRING || o->type == OPT_INT || o->type == OPT_UINT ||
+           o->type == OPT_DOUBLE || (o->type == OPT_CALLBACK && o->takes_arg);
+}
+
+static int set_value(const struct option *o, const char *arg, const char *spelled)
+{
+    char *end;
+    switch (o->type) {
+    case OPT_FLAG:
+        *(bool *)o->value = true;
+        return 0;
+    case OPT_STRING:
+        *(const char **)o->value = arg;
+        return 0;
+    case OPT_INT:
+    case OPT_UINT: {
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno || *end || end == arg || v < (o->type == OPT_UINT ? 0 : INT_MIN) ||
+            v > INT_MAX) {
+            cli_error("option %s expects %s integer, not '%s'", spelled,
+                      o->type == OPT_UINT ? "a non-negative" : "an", arg);
+            return -1;
+        }
+        if (o->type == OPT_INT)
+            *(int *)o->value = (int)v;
+        else
+            *(unsigned *)o->value = (unsigned)v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        errno = 0;
+        double v = strtod(arg, &end);
+        if (errno || *end || end == arg) {
+            cli_error("option %s expects a number, not '%s'", spelled, arg);
+            return -1;
+        }
+        *(double *)o->value = v;
+        return 0;
+    }
+    case OPT_CALLBACK:
+        return o->cb(o, arg) < 0 ? -1 : 0;
+    default:
+        return -1;
+    }
+}
+
+/* The option named by the long name [name, name+len): exact, else a unique prefix. */
+static const struct option *find_long(const struct option *opts, const char *name, size_t len,
+                                      const char *spelled)
+{
+    const struct option *found = NULL;
+    int matches = 0;
+    for (const struct option *o = opts; o->type != OPT_END; o++) {
+        if (!o->long_name)
+            continue;
+        if (strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)
+            return o;
+        if (strncmp(o->long_name, name, len) == 0) {
+            found = o;
+            matches++;
+        }
+    }
+    if (matches == 1)
+        return found;
+    if (matches > 1) {
+        char list[512] = "";
+        for (const struct option *o = opts; o->type != OPT_END; o++)
+            if (o->long_name && strncmp(o->long_name, name, len) == 0 &&
+                strlen(list) + strlen(o->long_name) + 4 < sizeof(list))
+                strcat(strcat(list, list[0] ? ", --" : "--"), o->long_name);
+        cli_error("option %s is ambiguous (%s)", spelled, list);
+    } else {
+        cli_error("unknown option '%s'", spelled);
+    }
+    return NULL;
+}
+
+int parse_options(int argc, char **argv, const struct option *opts, const char *usage,
+                  const char *description)
+{
+    int nargs = 0;
+    bool only_args = false;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (only_args || a[0] != '-' || a[1] == '\0') {
+            argv[nargs++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_args = true;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage_with_options(usage, description, opts);
+            return -2;
+        }
+        const struct option *o = NULL;
+        const char *arg = NULL;
+        char spelled[128];
+        if (a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            snprintf(spelled, sizeof(spelled), "--%.*s", (int)len, a + 2);
+            o = find_long(opts, a + 2, len, spelled);
+            if (!o)
+                goto bad;
+            if (eq) {
+                if (!takes_arg(o)) {
+                    cli_error("option --%s takes no value", o->long_name);
+                    goto bad;
+                }
+                arg = eq + 1;
+            }
+        } else {
+            for (const struct option *p = opts; p->type != OPT_END; p++)
+                if (p->short_name && p->short_name == a[1])
+                    o = p;
+            snprintf(spelled, sizeof(spelled), "-%c", a[1]);
+            if (!o) {
+                cli_error("unknown option '%s'", spelled);
+                goto bad;
+            }
+            if (a[2]) {
+                if (!takes_arg(o)) {
+                    cli_error("option -%c takes no value", a[1]);
+                    goto bad;
+                }
+                arg = a + 2;
+            }
+        }
+        if (o->long_name)
+            snprintf(spelled, sizeof(spelled), "--%s", o->long_name);
+        if (takes_arg(o) && !arg) {
+            if (i + 1 >= argc) {
+                cli_error("option %s needs a value (%s)", spelled, o->argh ? o->argh : "ARG");
+                goto bad;
+            }
+            arg = argv[++i];
+        }
+        if (set_value(o, arg, spelled) < 0)
+            goto bad;
+    }
+    return nargs;
+bad:
+    fprintf(stderr, "Run '%s --help' for the options.\n", cli_command_name());
+    return -1;
+}
+
+void usage_with_options(const char *usage, const char *description, const struct option *opts)
+{
+    printf("usage: %s\n", usage);
+    if (description)
+        printf("\n%s\n", description);
+    for (const struct option *o = opts; o->type != OPT_END; o++) {
+        if (o->type == OPT_GROUP) {
+            printf("\n%s\n", o->help);
+            continue;
+        }
+        char left[128];
+        int n = snprintf(left, sizeof(left), "  %s%c%s%s%s%s", o->short_name ? "-" : "   ",
+                         o->short_name ? o->short_name : ' ', o->short_name ? ", " : "",
+                         o->long_name ? "--" : "", o->long_name ? o->long_name : "",
+                         takes_arg(o) ? "" : "");
+        if (takes_arg(o))
+            n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->argh ? o->argh : "ARG");
+        if (n < 30)
+            printf("%-30s%s", left, o->help);
+        else
+            printf("%s\n%30s%s", left, "", o->help);
+        if (o->def)
+            printf(" (default: %s)", o->def);
+        printf("\n");
+    }
+}

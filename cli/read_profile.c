@@ -1,0 +1,97 @@
+/*
+ * read_profile.c - reading the inputs of a command into one profile, with
+ * the format detected per file, warnings capped, and progress shown.
+ */
+#include "cli.h"
+#include "ember/input.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void cli_reader_init(struct cli_reader *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->format = "auto";
+}
+
+/* Threads: as asked, or one per CPU for inputs large enough to gain. */
+static unsigned thread_count(const struct cli_reader *r, const struct ember_input *in)
+{
+    if (r->ro.threads)
+        return r->ro.threads;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t size = ember_input_size(in);
+    if (cpus <= 1 || (size >= 0 && size < (16 << 20)))
+        return 1;
+    return cpus > 16 ? 16 : (unsigned)cpus;
+}
+
+static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path,
+                    uint64_t *samples)
+{
+    struct ember_diag d;
+    struct ember_input *in;
+    const struct ember_format *fmt = NULL;
+    ember_diag_clear(&d);
+    int err = ember_input_open(&in, path, &d);
+    if (err) {
+        cli_diag_error(&d, err);
+        return 1;
+    }
+    if (strcmp(r->format, "auto") == 0) {
+        err = ember_format_detect(in, &fmt, &d);
+    } else if (!(fmt = ember_format_find(r->format))) {
+        cli_error("unknown --format '%s' (expected auto, perf, folded or dtrace)", r->format);
+        ember_input_close(in);
+        return EXIT_USAGE;
+    }
+    struct ember_read_opts ro = r->ro;
+    struct ember_read_stats st;
+    memset(&st, 0, sizeof(st));
+    ro.threads = thread_count(r, in);
+    if (!err)
+        err = fmt->read(p, in, &ro, &st, &d);
+    cli_progress_done(&r->progress);
+    cli_warnings_flush(&r->warnings);
+    if (!err && st.filtered)
+        cli_warning("%s: kept the %llu samples of event '%s' and skipped %llu of other events "
+                    "such as '%s' (use --event-filter=EVENT to choose)",
+                    ember_input_name(in), (unsigned long long)st.samples, st.kept_event,
+                    (unsigned long long)st.filtered, st.other_event);
+    *samples += st.samples;
+    if (err)
+        cli_diag_error(&d, err);
+    else if (st.samples == 0)
+        cli_warning("%s: no stacks found (read as %s: %s)", ember_input_name(in), fmt->name,
+                    fmt->description);
+    ember_input_close(in);
+    return err ? 1 : 0;
+}
+
+int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles)
+{
+    if (r->all)
+        r->ro.perf.annotate_kernel = r->ro.perf.annotate_jit = true;
+    if (r->ro.perf.context)
+        r->ro.perf.inline_frames = true;
+    r->ro.warn = cli_warn_cb;
+    r->ro.warn_ctx = &r->warnings;
+    cli_progress_init(&r->progress);
+    r->ro.progress = cli_progress_cb;
+    r->ro.progress_ctx = &r->progress;
+    if (r->flamechart)
+        ember_profile_keep_sequence(p, true);
+    uint64_t samples = 0;
+    for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
+        int ret = read_one(r, p, nfiles ? files[i] : NULL, &samples);
+        if (ret)
+            return ret;
+    }
+    if (samples == 0) {
+        cli_error("no stacks found in the input: nothing to %s", r->verb ? r->verb : "do");
+        return 1;
+    }
+    return 0;
+}

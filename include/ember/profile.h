@@ -1,0 +1,99 @@
+/*
+ * ember/profile.h - the profile: what every reader fills and every writer
+ * walks.
+ *
+ * A profile is a table of interned frame names and a stack tree (a trie):
+ * node 0 is the root, every other node is one frame under its parent and
+ * carries a self weight per metric. Memory grows with the number of distinct
+ * stacks, never with the number of samples read.
+ *
+ * Weights are exact decimals: integers scaled by 10^decimals, where decimals
+ * grows (and existing weights are rescaled) when a reader adds a value with
+ * more fractional digits. Most profiles count samples and stay at 0.
+ *
+ * When asked to (ember_profile_keep_sequence), the profile also keeps the
+ * order in which stacks arrived, for flame charts.
+ */
+#ifndef EMBER_PROFILE_H
+#define EMBER_PROFILE_H
+
+#include "ember/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_ROOT        0u
+#define EMBER_MAX_METRICS 2
+#define EMBER_MAX_DECIMALS 9
+
+struct ember_profile;
+
+/* A decimal number as read: mant / 10^digits. */
+struct ember_decimal {
+    int64_t mant;
+    unsigned digits;
+};
+
+EMBER_API struct ember_profile *ember_profile_new(void);
+EMBER_API void ember_profile_free(struct ember_profile *p);
+
+/* Metrics: 1 by default; 2 for differential profiles (before, after). */
+EMBER_API int ember_profile_set_metrics(struct ember_profile *p, unsigned n);
+EMBER_API unsigned ember_profile_metrics(const struct ember_profile *p);
+EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
+
+/* Frames: each distinct name is stored once and named by a small integer. */
+EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, size_t len,
+                                   uint32_t *frame);
+EMBER_API const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame,
+                                               size_t *len);
+EMBER_API uint32_t ember_profile_frame_count(const struct ember_profile *p);
+
+/* The stack tree. */
+EMBER_API int ember_profile_child(struct ember_profile *p, uint32_t parent, uint32_t frame,
+                                  uint32_t *node);
+EMBER_API uint32_t ember_profile_node_count(const struct ember_profile *p);
+EMBER_API uint32_t ember_profile_node_frame(const struct ember_profile *p, uint32_t node);
+EMBER_API uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node);
+EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node,
+                                     unsigned metric);
+/* Sum of all self weights of a metric. */
+EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned metric);
+
+/* Adds a weight already scaled to the profile's current decimals. */
+EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric,
+                                int64_t value);
+/* Adds a decimal, rescaling the profile when it has more digits. */
+EMBER_API int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned metric,
+                                        struct ember_decimal v);
+
+/* Adds every stack of src to dst (used to combine per-thread profiles). */
+EMBER_API int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src);
+
+/* Arrival order, for flame charts: when enabled before reading, every
+ * ember_profile_add* also records (node, value); consecutive additions to
+ * the same node are merged. */
+EMBER_API void ember_profile_keep_sequence(struct ember_profile *p, bool keep);
+EMBER_API bool ember_profile_has_sequence(const struct ember_profile *p);
+
+/*
+ * Walks every stack that has a non-zero self weight in some metric, in the
+ * byte order of the folded line "frame;frame;...;frame" (what `sort` gives
+ * FlameGraph), calling fn with the path of nodes from the root's child to
+ * the stack's last node. A non-zero return from fn stops the walk and is
+ * returned.
+ */
+typedef int (*ember_walk_fn)(void *ctx, const uint32_t *path, size_t depth,
+                             const int64_t *self);
+EMBER_API int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx);
+
+/* The same callback over the arrival sequence (flame charts). */
+EMBER_API int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
+                                          void *ctx);
+
+/* Formats a scaled weight as an exact decimal ("12", "2.5"); returns the
+ * length written (buf needs 32 bytes). */
+EMBER_API size_t ember_weight_format(char *buf, int64_t value, unsigned decimals);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * folded.c - folded stacks, "frame;frame;frame COUNT", as input and output.
+ *
+ * Input follows flamegraph.pl: the count is the last run of digits (with an
+ * optional fraction) after whitespace; if what precedes it also ends in
+ * whitespace and a number, the line is differential (before, after). A
+ * trailing '\r' is ignored (flamegraph.pl skips CRLF lines entirely).
+ * Frames are split on ';'; like Perl's split, trailing empty frames vanish.
+ * Lines that do not end in a count are skipped with a warning.
+ *
+ * Speed: sorted input repeats long prefixes, so each line reuses the nodes
+ * of the previous line's frames that match byte for byte.
+ */
+#include "formats_impl.h"
+#include "io/chunk.h"
+#include "io/writer.h"
+#include "model/profile_impl.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static bool is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v)
+{
+    size_t i = 0;
+    int64_t m = 0;
+    unsigned digits = 0;
+    bool frac = false;
+    if (n == 0 || s[0] < '0' || s[0] > '9')
+        return false;
+    for (; i < n; i++) {
+        if (s[i] == '.' && !frac) {
+            frac = true;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        if (frac && digits >= EMBER_MAX_DECIMALS)
+            continue; /* beyond what the model keeps */
+        if (m > (INT64_MAX - 9) / 10)
+            return false;
+        m = m * 10 + (s[i] - '0');
+        if (frac)
+            digits++;
+    }
+    v->mant = m;
+    v->digits = digits;
+    return true;
+}
+
+/* Splits "STACK<ws>COUNT" (the count is the whole last word); returns false
+ * if the line does not end in a count. */
+static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v)
+{
+    size_t b = n;
+    while (b > 0 && ((s[b - 1] >= '0' && s[b - 1] <= '9') || s[b - 1] == '.'))
+        b--;
+    if (b == 0 || b == n || !is_space((unsigned char)s[b - 1]) ||
+        !ember_parse_decimal(s + b, n - b, v))
+        return false;
+    *stack_len = b - 1;
+    return true;
+}
+
+struct prev_frame {
+    size_t end; /* where the frame ends in the previous stack's bytes */
+    uint32_t node;
+};
+
+struct folded_reader {
+    struct ember_profile *p;
+    const struct ember_read_opts *o;
+    struct ember_read_stats *st;
+    const char *file;
+    uint64_t line;
+    struct ember_diag *d;
+    /* the previous line's stack and frames, for prefix reuse */
+    char *prev;
+    size_t prev_len, prev_cap;
+    struct prev_frame *frames;
+    size_t nframes, fcap;
+};
+
+/* Inserts the stack [s, s+n) and returns its last node. */
+static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
+{
+    /* Perl's split drops trailing empty fields */
+    while (n > 0 && s[n - 1] == ';')
+        n--;
+    /* Frames shared with the previous stack: the same bytes, ending at the
+     * same place in both. */
+    size_t same = 0, lim = n < r->prev_len ? n : r->prev_len, k = 0;
+    while (same < lim && s[same] == r->prev[same])
+        same++;
+    while (k < r->nframes && r->frames[k].end <= same &&
+           (r->frames[k].end == n || s[r->frames[k].end] == ';'))
+        k++;
+    r->nframes = k;
+    uint32_t node = k ? r->frames[k - 1].node : EMBER_ROOT;
+    for (size_t pos = k ? r->frames[k - 1].end + 1 : 0; n > 0 && pos <= n;) {
+        const char *semi = memchr(s + pos, ';', n - pos);
+        size_t end = semi ? (size_t)(semi - s) : n;
+        uint32_t frame;
+        int err = ember_frames_intern(&r->p->frames, s + pos, end - pos, &frame);
+        if (!err)
+            err = ember_profile_child_fast(r->p, node, frame, &node);
+        if (!err)
+            err = EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1);
+        if (err)
+            return err;
+        r->frames[r->nframes++] = (struct prev_frame){end, node};
+        pos = end + 1;
+    }
+    if (EMBER_VEC_RESERVE(r->prev, r->prev_cap, n + 1) < 0)
+        return -ENOMEM;
+    memcpy(r->prev, s, n);
+    r->prev_len = n;
+    *leaf = node;
+    return 0;
+}
+
+static void warn_line(struct folded_reader *r, const char *s, size_t n)
+{
+    r->st->skipped++;
+    if (!r->o->warn)
+        return;
+    struct ember_diag d;
+    char q[200];
+    ember_quote(q, sizeof(q), s, n, 120);
+    ember_diag_set(&d, 0, r->file, r->line,
+                   "skipped line without a count (expected \"frame;frame COUNT\"): \"%s\"", q);
+    r->o->warn(r->o->warn_ctx, &d);
+}
+
+static int on_line(struct folded_reader *r, const char *s, size_t n)
+{
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    size_t slen, slen2;
+    struct ember_decimal c1, c2;
+    if (!split_count(s, n, &slen, &c2)) {
+        if (n > 0)
+            warn_line(r, s, n);
+        return 0;
+    }
+    bool diff = split_count(s, slen, &slen2, &c1);
+    int err = 0;
+    if (diff && r->p->nmetrics < 2)
+        err = ember_profile_set_metrics(r->p, 2);
+    uint32_t leaf = EMBER_ROOT;
+    if (!err)
+        err = insert_stack(r, s, diff ? slen2 : slen, &leaf);
+    if (!err && diff) {
+        err = ember_profile_add_decimal(r->p, leaf, 0, c1);
+        if (!err)
+            err = ember_profile_add_decimal(r->p, leaf, 1, c2);
+    } else if (!err) {
+        /* in a differential profile a one-count line is unchanged */
+        for (unsigned m = 0; m < r->p->nmetrics && !err; m++)
+            err = ember_profile_add_decimal(r->p, leaf, m, c2);
+    }
+    if (err == -ERANGE)
+        return ember_diag_set(r->d, err, r->file, r->line, "counts overflow a 64-bit total");
+    if (!err)
+        r->st->samples++;
+    return err;
+}
+
+static int folded_read(struct ember_profile *p, struct ember_input *in,
+                       const struct ember_read_opts *o, struct ember_read_stats *st,
+                       struct ember_diag *d)
+{
+    struct folded_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
+    struct ember_chunk c = {0};
+    int err = 0;
+    for (;;) {
+        int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
+        if (got <= 0) {
+            err = got;
+            break;
+        }
+        r.line = c.first_line;
+        const char *s = c.data, *end = c.data + c.len;
+        while (s < end && !err) {
+            const char *nl = memchr(s, '\n', (size_t)(end - s));
+            size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+            err = on_line(&r, s, n);
+            r.line++;
+            s += n + 1;
+        }
+        if (err)
+            break;
+        if (o->progress)
+            o->progress(o->progress_ctx, in);
+    }
+    ember_chunk_release(&c);
+    free(r.prev);
+    free(r.frames);
+    return err;
+}
+
+/* Every line of the first bytes (but a possibly cut last one) must be
+ * "stack COUNT" with a stack that does not start with whitespace. */
+static enum ember_probe folded_probe(const char *data, size_t len)
+{
+    const char *s = data, *end = data + len;
+    unsigned good = 0;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        if (!nl)
+            break;
+        size_t n = (size_t)(nl - s), slen;
+        if (n > 0 && s[n - 1] == '\r')
+            n--;
+        struct ember_decimal v;
+        if (n > 0) {
+            if (is_space((unsigned char)s[0]) || !split_count(s, n, &slen, &v) || slen == 0)
+                return EMBER_PROBE_NO;
+            good++;
+        }
+        s = nl + 1;
+    }
+    if (good == 0 && s < end) {
+        size_t slen;
+        struct ember_decimal v;
+        size_t n = (size_t)(end - s);
+        if (!is_space((unsigned char)s[0]) && split_count(s, n, &slen, &v) && slen > 0)
+            return EMBER_PROBE_MAYBE;
+    }
+    return good ? EMBER_PROBE_YES : EMBER_PROBE_NO;
+}
+
+const struct ember_format ember_format_folded = {
+    .name = "folded",
+    .description = "folded stacks \"frame;frame;frame COUNT\" (FlameGraph's format)",
+    .probe = folded_probe,
+    .read = folded_read,
+};
+
+/* ---- writing ---------------------------------------------------------- */
+
+struct fold_out {
+    struct ember_writer w;
+    const struct ember_profile *p;
+};
+
+static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct fold_out *o = ctx;
+    const struct ember_profile *p = o->p;
+    for (size_t i = 0; i < depth; i++) {
+        size_t len;
+        const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
+        if (i)
+            ember_writer_put(&o->w, ";", 1);
+        ember_writer_put(&o->w, name, len);
+    }
+    for (unsigned m = 0; m < p->nmetrics; m++) {
+        char num[40];
+        num[0] = ' ';
+        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[m], p->decimals));
+    }
+    ember_writer_put(&o->w, "\n", 1);
+    return o->w.err;
+}
+
+int ember_write_folded(const struct ember_profile *p, const struct ember_sink *out)
+{
+    struct fold_out *o = malloc(sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    ember_writer_init(&o->w, out);
+    o->p = p;
+    int err = ember_profile_walk(p, write_line, o);
+    int ferr = ember_writer_flush(&o->w);
+    free(o);
+    return err ? err : ferr;
+}

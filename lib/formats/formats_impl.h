@@ -1,0 +1,18 @@
+/*
+ * formats_impl.h - the formats' table entries, and helpers they share
+ * (library-internal).
+ */
+#ifndef EMBER_FORMATS_IMPL_H
+#define EMBER_FORMATS_IMPL_H
+
+#include "ember/formats.h"
+
+extern const struct ember_format ember_format_perf;
+extern const struct ember_format ember_format_folded;
+extern const struct ember_format ember_format_dtrace;
+
+/* Parses "12", "2.5" or "3." (FlameGraph's \d+(?:\.\d*)?) exactly spanning
+ * [s, s + n). */
+bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
+
+#endif

@@ -1,0 +1,1052 @@
+/*
+ * perf_script.c - `perf script` text into a profile, by the rules of
+ * FlameGraph's stackcollapse-perf.pl (see notes in perf_tidy.c for where
+ * ember departs from them on purpose).
+ *
+ * The input is samples: an event line at column 0 ("comm pid/tid [cpu]
+ * time: period event:"), frame lines (indented "pc symbol (module)", leaf
+ * first) and a blank line. Differences from the script, all deliberate:
+ * - a sample not followed by a blank line (end of file, or the next event
+ *   line) is kept, not dropped or glued to the next one;
+ * - a one-character comm is an ordinary comm;
+ * - an event line that carries its only frame ("comm pid time: 1 cycles:
+ *   ffff sym (mod)", as perf prints without -g) is a one-frame sample.
+ *
+ * Speed: a frame line's name depends only on the text after its address
+ * (and on whether the process is Java), so results are cached by that text:
+ * most lines cost a hash and a memcmp. Memory grows with distinct frame
+ * lines and distinct stacks, not with the input.
+ */
+#include "formats_impl.h"
+#include "perf_tidy.h"
+#include "io/chunk.h"
+#include "model/profile_impl.h"
+#include "symbol/inline.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct line_entry {
+    uint64_t hash;
+    const char *key;
+    uint32_t key_len;
+    uint32_t nframes;    /* 0: the line adds no frame (process-name lines) */
+    uint32_t *frames;    /* in written order: root-most first */
+    bool java;
+    bool unknown;        /* symbol and module both unknown (no srcline follows) */
+};
+
+struct line_cache {
+    struct line_entry *slots;
+    uint32_t mask, count;
+    struct ember_arena arena;
+};
+
+struct pending_frame {      /* --srcline: a frame waiting for its source line */
+    bool active;
+    uint32_t n;
+    char **names;
+    size_t *lens;
+    size_t cap;
+};
+
+struct perf_parser {
+    const struct ember_read_opts *o;
+    struct ember_profile *p;
+    struct ember_read_stats *st;
+    const char *file;
+    uint64_t line;
+
+    /* the event filter: fixed up front, or the first event seen */
+    char filter[128];
+    size_t filter_len;
+    bool have_filter;
+
+    /* the sample being read */
+    bool in_sample; /* an event line was seen and no blank line yet */
+    bool keep;      /* ... and it passed the filter */
+    bool java;
+    uint32_t root;
+    int64_t period;
+    uint32_t *stack; /* frames, leaf-first, each line's group reversed */
+    size_t nstack, scap;
+
+    struct line_cache cache;
+    struct pending_frame pend;
+    struct ember_symbolizer *sym;
+
+    char *buf; /* scratch for building names */
+    size_t bcap;
+    uint32_t *fr; /* scratch for one line's frames */
+    size_t frcap;
+    struct ember_diag *d;
+};
+
+static bool is_ws(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+static bool is_word(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static void warn_line(struct perf_parser *ps, const char *s, size_t n, const char *what)
+{
+    ps->st->skipped++;
+    if (!ps->o->warn)
+        return;
+    struct ember_diag d;
+    char q[200];
+    ember_quote(q, sizeof(q), s, n, 120);
+    ember_diag_set(&d, 0, ps->file, ps->line, "%s: \"%s\"", what, q);
+    ps->o->warn(ps->o->warn_ctx, &d);
+}
+
+/* ---- event lines ------------------------------------------------------ */
+
+struct event_head {
+    const char *comm, *pid, *tid, *rest;
+    size_t comm_len, pid_len, tid_len, rest_len;
+};
+
+/* "comm pid[/tid] ..." where comm may hold spaces: the comm ends at the first
+ * whitespace run followed by digits, an optional "/digits", and whitespace. */
+static bool parse_event_head(const char *s, size_t n, struct event_head *ev)
+{
+    if (n == 0 || is_ws((unsigned char)s[0]))
+        return false;
+    for (size_t i = 1; i < n; i++) {
+        if (!is_ws((unsigned char)s[i]) || is_ws((unsigned char)s[i - 1]))
+            continue;
+        size_t j = i;
+        while (j < n && is_ws((unsigned char)s[j]))
+            j++;
+        size_t k = j;
+        while (k < n && is_digit((unsigned char)s[k]))
+            k++;
+        if (k == j)
+            continue;
+        size_t m = k, t0 = 0;
+        if (m < n && s[m] == '/') {
+            t0 = m + 1;
+            m = t0;
+            while (m < n && is_digit((unsigned char)s[m]))
+                m++;
+            if (m == t0)
+                continue;
+        }
+        if (m >= n || !is_ws((unsigned char)s[m]))
+            continue;
+        ev->comm = s;
+        ev->comm_len = i;
+        if (t0) {
+            ev->pid = s + j, ev->pid_len = k - j;
+            ev->tid = s + t0, ev->tid_len = m - t0;
+        } else {
+            ev->pid = "?", ev->pid_len = 1;
+            ev->tid = s + j, ev->tid_len = k - j;
+        }
+        while (m < n && is_ws((unsigned char)s[m]))
+            m++;
+        ev->rest = s + m;
+        ev->rest_len = n - m;
+        return true;
+    }
+    return false;
+}
+
+/* The script's ":\s*(\d+)*\s+(\S+):\s*$": the line ends with "EVENT:", after
+ * whitespace, after an optional period, after a ':'. */
+static bool parse_event_name(const char *s, size_t n, const char **ev, size_t *evlen,
+                             int64_t *period)
+{
+    while (n > 0 && is_ws((unsigned char)s[n - 1]))
+        n--;
+    size_t a = n;
+    while (a > 0 && !is_ws((unsigned char)s[a - 1]))
+        a--;
+    if (n - a < 2 || s[n - 1] != ':')
+        return false;
+    size_t i = a;
+    while (i > 0 && is_ws((unsigned char)s[i - 1]))
+        i--;
+    if (i == a)
+        return false;
+    size_t k = i;
+    while (k > 0 && is_digit((unsigned char)s[k - 1]))
+        k--;
+    size_t m = k;
+    while (m > 0 && is_ws((unsigned char)s[m - 1]))
+        m--;
+    if (m == 0 || s[m - 1] != ':')
+        return false;
+    *ev = s + a;
+    *evlen = n - 1 - a;
+    int64_t v = 0;
+    for (size_t x = k; x < i; x++)
+        v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (s[x] - '0');
+    *period = v > 0 ? v : 1; /* no period, or 0, counts as one sample */
+    return true;
+}
+
+/* ---- frame lines ------------------------------------------------------ */
+
+struct frame_line {
+    const char *pc, *func, *mod;
+    size_t pc_len, func_len, mod_len;
+};
+
+/* The script's "^\s*(\w+)\s*(.+) \((.*)\)", with its backtracking: the
+ * module is between the last " (" and the last ')', the symbol is what lies
+ * between the address and the module (at least one character). */
+static bool parse_frame(const char *s, size_t n, struct frame_line *f)
+{
+    size_t i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    size_t j = i;
+    while (j < n && is_word((unsigned char)s[j]))
+        j++;
+    if (j == i)
+        return false;
+    size_t k = j;
+    while (k < n && is_ws((unsigned char)s[k]))
+        k++;
+    const char *rp = memrchr(s, ')', n);
+    if (!rp)
+        return false;
+    size_t r = (size_t)(rp - s);
+    size_t q = r;
+    for (;;) {
+        const char *lp = memrchr(s, '(', q);
+        if (!lp)
+            return false;
+        q = (size_t)(lp - s);
+        if (q > 0 && s[q - 1] == ' ')
+            break;
+    }
+    q--; /* the space of " (" */
+    size_t x = k < q ? k : q - 1;
+    if (q == 0 || x < i + 1)
+        return false;
+    f->pc = s + i;
+    f->pc_len = (j < x ? j : x) - i;
+    f->func = s + x;
+    f->func_len = q - x;
+    f->mod = s + q + 2;
+    f->mod_len = r - q - 2;
+    return true;
+}
+
+static int buf_reserve(struct perf_parser *ps, size_t n)
+{
+    return EMBER_VEC_RESERVE(ps->buf, ps->bcap, n);
+}
+
+/* Names one piece of a symbol (FlameGraph's steps 4 to 7) into ps->buf. */
+static int name_piece(struct perf_parser *ps, const struct frame_line *f, const char *piece,
+                      size_t plen, bool inlined, bool *unknown, size_t *out_len)
+{
+    const struct ember_perf_opts *po = &ps->o->perf;
+    if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
+        return -ENOMEM;
+    char *b = ps->buf;
+    size_t len;
+    if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0) {
+        const char *m = f->mod;
+        size_t ml = f->mod_len;
+        if (ml == 9 && memcmp(m, "[unknown]", 9) == 0) {
+            m = "unknown", ml = 7;
+            *unknown = true;
+        } else {
+            const char *slash = memrchr(m, '/', ml);
+            if (slash) {
+                ml -= (size_t)(slash + 1 - m);
+                m = slash + 1;
+            }
+        }
+        len = 0;
+        b[len++] = '[';
+        memcpy(b + len, m, ml);
+        len += ml;
+        if (po->include_addrs) {
+            memcpy(b + len, " <", 2);
+            len += 2;
+            memcpy(b + len, f->pc, f->pc_len);
+            len += f->pc_len;
+            b[len++] = '>';
+        }
+        b[len++] = ']';
+    } else {
+        memcpy(b, piece, plen);
+        len = plen;
+    }
+    b[len] = '\0';
+    /* Rust decoding comes last so that the lifetimes it produces ('a)
+     * survive FlameGraph's quote stripping. */
+    len = ember_tidy_generic(b, len);
+    len = ember_tidy_rust(b, len);
+    if (ps->java)
+        len = ember_tidy_java(b, len);
+    const char *ann = NULL;
+    if (inlined) {
+        if (!memmem(b, len, "_[i]", 4))
+            ann = "_[i]";
+    } else if (po->annotate_kernel && ember_module_is_kernel(f->mod, f->mod_len)) {
+        ann = "_[k]";
+    } else if (po->annotate_jit && ember_module_is_jit(f->mod, f->mod_len)) {
+        if (!memmem(b, len, "_[j]", 4))
+            ann = "_[j]";
+    }
+    if (ann) {
+        memcpy(b + len, ann, 4);
+        len += 4;
+        b[len] = '\0';
+    }
+    *out_len = len;
+    return 0;
+}
+
+static bool offset_suffix(const char *s, size_t n, size_t *cut)
+{
+    /* "+0x<lowercase hex>" at the end */
+    size_t i = n;
+    while (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || (s[i - 1] >= 'a' && s[i - 1] <= 'f')))
+        i--;
+    if (i == n || i < 3 || memcmp(s + i - 3, "+0x", 3) != 0)
+        return false;
+    *cut = i - 3;
+    return true;
+}
+
+static int intern_buf(struct perf_parser *ps, size_t len, uint32_t *id)
+{
+    return ember_frames_intern(&ps->p->frames, ps->buf, len, id);
+}
+
+/* Runs the script's whole naming of a frame line; frames in written order
+ * (root-most first) go to out. */
+static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, uint32_t **out,
+                           size_t *nout, size_t *cap, bool *unknown)
+{
+    const char *raw = f->func;
+    size_t rlen = f->func_len, cut;
+    *nout = 0;
+    *unknown = false;
+    if (offset_suffix(raw, rlen, &cut))
+        rlen = cut;
+    if (rlen > 0 && raw[0] == '(')
+        return 0;
+    /* Perl's split /->/ drops trailing empty pieces. */
+    while (rlen >= 2 && memcmp(raw + rlen - 2, "->", 2) == 0)
+        rlen -= 2;
+    size_t start = 0, idx = 0;
+    while (start < rlen || (idx == 0 && rlen > 0)) {
+        const char *arrow = memmem(raw + start, rlen - start, "->", 2);
+        size_t end = arrow ? (size_t)(arrow - raw) : rlen;
+        size_t len;
+        int err = name_piece(ps, f, raw + start, end - start, idx > 0, unknown, &len);
+        if (!err)
+            err = EMBER_VEC_RESERVE(*out, *cap, *nout + 1);
+        if (!err)
+            err = intern_buf(ps, len, &(*out)[*nout]);
+        if (err)
+            return err;
+        (*nout)++;
+        idx++;
+        if (!arrow)
+            break;
+        start = end + 2;
+    }
+    return 0;
+}
+
+/* ---- the line cache --------------------------------------------------- */
+
+static int cache_init(struct line_cache *c)
+{
+    ember_arena_init(&c->arena);
+    c->slots = calloc(1024, sizeof(*c->slots));
+    c->mask = 1023;
+    c->count = 0;
+    return c->slots ? 0 : -ENOMEM;
+}
+
+static void cache_release(struct line_cache *c)
+{
+    free(c->slots);
+    ember_arena_release(&c->arena);
+}
+
+static struct line_entry *cache_find(struct line_cache *c, const char *key, size_t len,
+                                     bool java, uint64_t h)
+{
+    for (uint32_t i = (uint32_t)h & c->mask;; i = (i + 1) & c->mask) {
+        struct line_entry *e = &c->slots[i];
+        if (!e->key)
+            return NULL;
+        if (e->hash == h && e->key_len == len && e->java == java && memcmp(e->key, key, len) == 0)
+            return e;
+    }
+}
+
+static int cache_add(struct line_cache *c, const char *key, size_t len, bool java, uint64_t h,
+                     const uint32_t *frames, size_t n, bool unknown)
+{
+    if ((c->count + 1) * 2 > c->mask + 1) {
+        uint32_t nmask = c->mask * 2 + 1;
+        struct line_entry *ns = calloc((size_t)nmask + 1, sizeof(*ns));
+        if (!ns)
+            return -ENOMEM;
+        for (uint32_t i = 0; i <= c->mask; i++) {
+            if (!c->slots[i].key)
+                continue;
+            uint32_t j = (uint32_t)c->slots[i].hash & nmask;
+            while (ns[j].key)
+                j = (j + 1) & nmask;
+            ns[j] = c->slots[i];
+        }
+        free(c->slots);
+        c->slots = ns;
+        c->mask = nmask;
+    }
+    if (len > UINT32_MAX)
+        return 0; /* absurd line: just don't cache it */
+    char *k = ember_arena_strndup(&c->arena, key, len);
+    uint32_t *fr = ember_arena_alloc(&c->arena, (n ? n : 1) * sizeof(*fr));
+    if (!k || !fr)
+        return -ENOMEM;
+    memcpy(fr, frames, n * sizeof(*fr));
+    uint32_t i = (uint32_t)h & c->mask;
+    while (c->slots[i].key)
+        i = (i + 1) & c->mask;
+    c->slots[i] = (struct line_entry){h, k, (uint32_t)len, (uint32_t)n, fr, java, unknown};
+    c->count++;
+    return 0;
+}
+
+/* ---- samples ---------------------------------------------------------- */
+
+static int push_frames(struct perf_parser *ps, const uint32_t *fr, size_t n)
+{
+    if (EMBER_VEC_RESERVE(ps->stack, ps->scap, ps->nstack + n) < 0)
+        return -ENOMEM;
+    for (size_t i = n; i-- > 0;)
+        ps->stack[ps->nstack++] = fr[i];
+    return 0;
+}
+
+/* Ends the current sample: root frame, then frames from the outermost. */
+static int end_sample(struct perf_parser *ps)
+{
+    int err = 0;
+    if (ps->in_sample && ps->keep) {
+        uint32_t node;
+        err = ember_profile_child_fast(ps->p, EMBER_ROOT, ps->root, &node);
+        for (size_t i = ps->nstack; i-- > 0 && !err;)
+            err = ember_profile_child_fast(ps->p, node, ps->stack[i], &node);
+        if (!err)
+            err = ember_profile_add(ps->p, node, 0, ps->period);
+        if (!err)
+            ps->st->samples++;
+        else if (err == -ERANGE)
+            err = ember_diag_set(ps->d, err, ps->file, ps->line,
+                                 "sample weights overflow a 64-bit count");
+    }
+    ps->in_sample = false;
+    ps->keep = false;
+    ps->nstack = 0;
+    return err;
+}
+
+static void copy_name(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
+                        size_t len)
+{
+    const struct ember_perf_opts *po = &ps->o->perf;
+    const char *name;
+    size_t nlen;
+    int64_t period = 1;
+    int err = end_sample(ps);
+    if (err)
+        return err;
+    ps->in_sample = true;
+    if (parse_event_name(line, len, &name, &nlen, &period)) {
+        if (!ps->have_filter) {
+            copy_name(ps->filter, sizeof(ps->filter), name, nlen);
+            ps->filter_len = strlen(ps->filter);
+            ps->have_filter = true;
+            copy_name(ps->st->kept_event, sizeof(ps->st->kept_event), name, nlen);
+        } else if (nlen != ps->filter_len || memcmp(name, ps->filter, nlen) != 0) {
+            if (!ps->st->other_event[0])
+                copy_name(ps->st->other_event, sizeof(ps->st->other_event), name, nlen);
+            ps->st->filtered++;
+            return 0;
+        }
+    }
+    ps->keep = true;
+    ps->period = period;
+    /* root frame: comm with spaces as '_', then "-PID" or "-PID/TID" */
+    if (buf_reserve(ps, ev->comm_len + ev->pid_len + ev->tid_len + 4) < 0)
+        return -ENOMEM;
+    char *b = ps->buf;
+    size_t o = 0;
+    for (size_t i = 0; i < ev->comm_len; i++)
+        b[o++] = ev->comm[i] == ' ' ? '_' : ev->comm[i];
+    if (po->include_tid || po->include_pid) {
+        b[o++] = '-';
+        memcpy(b + o, ev->pid, ev->pid_len);
+        o += ev->pid_len;
+        if (po->include_tid) {
+            b[o++] = '/';
+            memcpy(b + o, ev->tid, ev->tid_len);
+            o += ev->tid_len;
+        }
+    }
+    ps->java = o >= 4 && memcmp(b, "java", 4) == 0;
+    return intern_buf(ps, o, &ps->root);
+}
+
+/* --srcline: the line after a frame is its source location. */
+static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
+{
+    struct pending_frame *pf = &ps->pend;
+    /* remove "[...]" parts, then surrounding whitespace */
+    if (buf_reserve(ps, n + 1) < 0)
+        return -ENOMEM;
+    char *loc = ps->buf;
+    size_t ll = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '[') {
+            const char *close = memchr(s + i, ']', n - i);
+            if (close) {
+                i = (size_t)(close - s);
+                continue;
+            }
+        }
+        loc[ll++] = s[i];
+    }
+    size_t a = 0;
+    while (a < ll && is_ws((unsigned char)loc[a]))
+        a++;
+    while (ll > a && is_ws((unsigned char)loc[ll - 1]))
+        ll--;
+    uint32_t nids = pf->n;
+    if (EMBER_VEC_RESERVE(ps->fr, ps->frcap, nids) < 0)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < nids; k++) {
+        size_t len = pf->lens[k];
+        char *nm = pf->names[k];
+        if (ll > a) {
+            char *joined = malloc(len + 1 + (ll - a) + 1);
+            if (!joined)
+                return -ENOMEM;
+            memcpy(joined, nm, len);
+            joined[len] = ':';
+            memcpy(joined + len + 1, loc + a, ll - a);
+            len += 1 + (ll - a);
+            free(nm);
+            nm = joined;
+        }
+        int err = ember_frames_intern(&ps->p->frames, nm, len, &ps->fr[k]);
+        free(nm);
+        pf->names[k] = NULL;
+        if (err)
+            return err;
+    }
+    pf->active = false;
+    pf->n = 0;
+    return push_frames(ps, ps->fr, nids);
+}
+
+static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t n)
+{
+    struct pending_frame *pf = &ps->pend;
+    if (n > pf->cap) {
+        char **names = realloc(pf->names, n * sizeof(*names));
+        size_t *lens = names ? realloc(pf->lens, n * sizeof(*lens)) : NULL;
+        if (names)
+            pf->names = names;
+        if (!lens)
+            return -ENOMEM;
+        pf->lens = lens;
+        pf->cap = n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t len;
+        const char *nm = ember_profile_frame_name(ps->p, fr[k], &len);
+        pf->names[k] = strndup(nm, len);
+        pf->lens[k] = len;
+        if (!pf->names[k])
+            return -ENOMEM;
+    }
+    pf->n = (uint32_t)n;
+    pf->active = true;
+    return 0;
+}
+
+static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr,
+                      size_t *n, size_t *cap, bool *unknown)
+{
+    const struct ember_perf_opts *po = &ps->o->perf;
+    if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
+        !ember_module_is_jit(f->mod, f->mod_len) && !memmem(f->mod, f->mod_len, "kernel.", 7)) {
+        const char *chain;
+        size_t clen;
+        int r = ember_symbolizer_inline(ps->sym, f->mod, f->mod_len, f->pc, f->pc_len, f->func,
+                                        f->func_len, po->context, &chain, &clen);
+        if (r > 0) {
+            *n = 0;
+            *unknown = false;
+            for (size_t a = 0; a <= clen;) {
+                const char *semi = memchr(chain + a, ';', clen - a);
+                size_t e = semi ? (size_t)(semi - chain) : clen;
+                if (EMBER_VEC_RESERVE(*fr, *cap, *n + 1) < 0 ||
+                    ember_frames_intern(&ps->p->frames, chain + a, e - a, &(*fr)[*n]) < 0)
+                    return -ENOMEM;
+                (*n)++;
+                a = e + 1;
+            }
+            return 0;
+        }
+        if (r < 0 && r != -ENOENT)
+            return r;
+    }
+    return name_frame_line(ps, f, fr, n, cap, unknown);
+}
+
+static int on_frame(struct perf_parser *ps, const char *s, size_t n)
+{
+    const struct ember_perf_opts *po = &ps->o->perf;
+    if (!ps->keep)
+        return 0;
+    /* fast path: the text after the address names the frame */
+    size_t i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    size_t key = i;
+    while (i < n && is_word((unsigned char)s[i]))
+        i++;
+    bool any_pc = i > key;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    bool cacheable = any_pc && !po->inline_frames;
+    if (!po->include_addrs)
+        key = i;
+    uint64_t h = 0;
+    if (cacheable) {
+        h = ember_hash_bytes(s + key, n - key, ps->java);
+        struct line_entry *e = cache_find(&ps->cache, s + key, n - key, ps->java, h);
+        if (e) {
+            if (po->srcline && !e->unknown)
+                return defer_for_srcline(ps, e->frames, e->nframes);
+            return push_frames(ps, e->frames, e->nframes);
+        }
+    }
+    struct frame_line f;
+    if (!parse_frame(s, n, &f)) {
+        warn_line(ps, s, n, "unrecognized line (expected an event line, an indented "
+                            "\"address symbol (module)\" frame, or a blank line)");
+        return 0;
+    }
+    size_t nf = 0;
+    bool unknown = false;
+    int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+    if (err)
+        return err;
+    /* Cache only what the key determines: the symbol starts right after the
+     * address's whitespace (not the regex's backtracking corner cases). */
+    if (cacheable && f.func == s + i &&
+        (err = cache_add(&ps->cache, s + key, n - key, ps->java, h, ps->fr, nf, unknown)) < 0)
+        return err;
+    if (po->srcline && !unknown)
+        return defer_for_srcline(ps, ps->fr, nf);
+    return push_frames(ps, ps->fr, nf);
+}
+
+/* perf right-aligns short comms when it prints no call chains: an indented
+ * line may be an event line, unless its first word is an address. */
+static size_t event_indent(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    if (i == 0)
+        return 0;
+    size_t j = i;
+    while (j < n && ((s[j] >= '0' && s[j] <= '9') || (s[j] >= 'a' && s[j] <= 'f')))
+        j++;
+    return j == n || is_ws((unsigned char)s[j]) ? n : i;
+}
+
+static const char *combined_split(const struct event_head *ev);
+
+static bool is_combined(const struct event_head *ev)
+{
+    return combined_split(ev) != NULL;
+}
+
+/* An event line without a period/event suffix may carry a frame:
+ * "comm pid time: 1 cycles:u:  ffff sym (mod)". */
+static const char *combined_split(const struct event_head *ev)
+{
+    const char *s = ev->rest, *end = ev->rest + ev->rest_len;
+    while (s < end) {
+        const char *tok = s;
+        while (s < end && !is_ws((unsigned char)*s))
+            s++;
+        size_t tl = (size_t)(s - tok);
+        while (s < end && is_ws((unsigned char)*s))
+            s++;
+        if (tl < 2 || tok[tl - 1] != ':')
+            continue;
+        bool stamp = true;
+        for (size_t k = 0; k + 1 < tl; k++)
+            stamp = stamp && (is_digit((unsigned char)tok[k]) || tok[k] == '.');
+        if (stamp)
+            continue;
+        /* tok is the event; the rest must be "HEX sym (mod)" */
+        const char *x = s;
+        while (x < end && ((*x >= '0' && *x <= '9') || (*x >= 'a' && *x <= 'f')))
+            x++;
+        struct frame_line f;
+        if (x == s || x == end || !is_ws((unsigned char)*x) ||
+            !parse_frame(s, (size_t)(end - s), &f))
+            return NULL;
+        return s;
+    }
+    return NULL;
+}
+
+static int combined_frame(struct perf_parser *ps, const struct event_head *ev)
+{
+    const char *s = combined_split(ev);
+    return s ? on_frame(ps, s, (size_t)(ev->rest + ev->rest_len - s)) : 0;
+}
+
+static int on_line(struct perf_parser *ps, const char *s, size_t n)
+{
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    if (ps->pend.active) {
+        if (n > 0 && !(n > 0 && s[0] == '#'))
+            return finish_pending(ps, s, n);
+        int err = finish_pending(ps, "", 0);
+        if (err)
+            return err;
+    }
+    if (n > 0 && s[0] == '#')
+        return 0;
+    if (n == 0)
+        return end_sample(ps);
+    struct event_head ev;
+    size_t lead = event_indent(s, n);
+    if (lead < n && parse_event_head(s + lead, n - lead, &ev)) {
+        const char *e;
+        size_t el;
+        int64_t per;
+        bool named = parse_event_name(s, n, &e, &el, &per);
+        if (lead == 0 || named || is_combined(&ev)) {
+            int err = start_sample(ps, &ev, s, n);
+            if (!err && ps->keep && !named)
+                err = combined_frame(ps, &ev);
+            return err;
+        }
+    }
+    if (!ps->in_sample) {
+        /* frames outside a sample: after a filtered or missing event line */
+        struct frame_line f;
+        if (!parse_frame(s, n, &f))
+            warn_line(ps, s, n, "unrecognized line (expected an event line such as "
+                                "\"comm 123 [000] 1.000: 1000 cycles:\")");
+        return 0;
+    }
+    return on_frame(ps, s, n);
+}
+
+static int parse_chunk(struct perf_parser *ps, const struct ember_chunk *c)
+{
+    const char *p = c->data, *end = c->data + c->len;
+    ps->line = c->first_line;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        int err = on_line(ps, p, n);
+        if (err)
+            return err;
+        ps->line++;
+        p += n + 1;
+    }
+    return 0;
+}
+
+static int parser_init(struct perf_parser *ps, struct ember_profile *p,
+                       const struct ember_read_opts *o, struct ember_read_stats *st,
+                       const char *file, struct ember_diag *d)
+{
+    memset(ps, 0, sizeof(*ps));
+    ps->o = o;
+    ps->p = p;
+    ps->st = st;
+    ps->file = file;
+    ps->d = d;
+    if (o->perf.event_filter) {
+        copy_name(ps->filter, sizeof(ps->filter), o->perf.event_filter,
+                  strlen(o->perf.event_filter));
+        ps->filter_len = strlen(ps->filter);
+        ps->have_filter = true;
+        copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
+    }
+    int err = cache_init(&ps->cache);
+    if (!err && o->perf.inline_frames)
+        err = ember_symbolizer_new(&ps->sym);
+    return err;
+}
+
+static void parser_release(struct perf_parser *ps)
+{
+    cache_release(&ps->cache);
+    for (uint32_t k = 0; k < ps->pend.n; k++)
+        free(ps->pend.names[k]);
+    free(ps->pend.names);
+    free(ps->pend.lens);
+    free(ps->stack);
+    free(ps->buf);
+    free(ps->fr);
+    ember_symbolizer_free(ps->sym);
+}
+
+static int parser_finish(struct perf_parser *ps)
+{
+    int err = 0;
+    if (ps->pend.active)
+        err = finish_pending(ps, "", 0);
+    return err ? err : end_sample(ps);
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+struct pool {
+    pthread_mutex_t lock;
+    struct ember_input *in;
+    const struct ember_read_opts *o;
+    const char *filter;
+    bool done;
+    int err;
+    struct ember_diag d;
+};
+
+struct worker {
+    struct pool *pool;
+    struct ember_profile *p;
+    struct ember_read_stats st;
+    pthread_t tid;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct pool *pl = w->pool;
+    struct ember_read_opts o = *pl->o;
+    o.perf.event_filter = pl->filter;
+    struct perf_parser ps;
+    struct ember_chunk c = {0};
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    int err = parser_init(&ps, w->p, &o, &w->st, ember_input_name(pl->in), &d);
+    while (!err) {
+        pthread_mutex_lock(&pl->lock);
+        int r = pl->done || pl->err ? 0 : ember_input_read_chunk(pl->in, &c, EMBER_CUT_SAMPLE, &d);
+        if (r <= 0)
+            pl->done = true;
+        if (r > 0 && o.progress)
+            o.progress(o.progress_ctx, pl->in);
+        pthread_mutex_unlock(&pl->lock);
+        if (r < 0)
+            err = r;
+        if (r <= 0)
+            break;
+        err = parse_chunk(&ps, &c);
+        if (!err)
+            err = parser_finish(&ps);
+    }
+    parser_release(&ps);
+    ember_chunk_release(&c);
+    if (err) {
+        pthread_mutex_lock(&pl->lock);
+        if (!pl->err) {
+            pl->err = err;
+            pl->d = d;
+        }
+        pthread_mutex_unlock(&pl->lock);
+    }
+    return NULL;
+}
+
+/* The first event named in the input decides the default filter: find it in
+ * the first bytes so that every thread applies the same one. */
+static bool first_event(struct ember_input *in, char *out, size_t cap, struct ember_diag *d)
+{
+    const char *data;
+    size_t len;
+    if (ember_input_peek(in, &data, &len, d) < 0)
+        return false;
+    const char *p = data, *end = data + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return false;
+        struct event_head ev;
+        const char *e;
+        size_t el;
+        int64_t per;
+        size_t n = (size_t)(nl - p);
+        if (p[0] != '#' && parse_event_head(p, n, &ev) && parse_event_name(p, n, &e, &el, &per)) {
+            copy_name(out, cap, e, el);
+            return true;
+        }
+        p = nl + 1;
+    }
+    return false;
+}
+
+static int read_threaded(struct ember_profile *p, struct ember_input *in,
+                         const struct ember_read_opts *o, struct ember_read_stats *st,
+                         struct ember_diag *d, const char *filter)
+{
+    unsigned n = o->threads;
+    struct pool pl = {.in = in, .o = o, .filter = filter};
+    struct worker *w = calloc(n, sizeof(*w));
+    int err = w ? 0 : -ENOMEM;
+    pthread_mutex_init(&pl.lock, NULL);
+    ember_diag_clear(&pl.d);
+    unsigned started = 0;
+    for (; started < n && !err; started++) {
+        w[started].pool = &pl;
+        w[started].p = ember_profile_new();
+        if (!w[started].p || pthread_create(&w[started].tid, NULL, worker_main, &w[started])) {
+            ember_profile_free(w[started].p);
+            err = -ENOMEM;
+            break;
+        }
+    }
+    for (unsigned i = 0; i < started; i++) {
+        pthread_join(w[i].tid, NULL);
+        if (!err && !pl.err)
+            err = ember_profile_merge(p, w[i].p);
+        st->samples += w[i].st.samples;
+        st->skipped += w[i].st.skipped;
+        st->filtered += w[i].st.filtered;
+        if (!st->other_event[0])
+            memcpy(st->other_event, w[i].st.other_event, sizeof(st->other_event));
+        ember_profile_free(w[i].p);
+    }
+    copy_name(st->kept_event, sizeof(st->kept_event), filter, strlen(filter));
+    pthread_mutex_destroy(&pl.lock);
+    free(w);
+    if (pl.err) {
+        if (d)
+            *d = pl.d;
+        return pl.err;
+    }
+    return err;
+}
+
+static int perf_read(struct ember_profile *p, struct ember_input *in,
+                     const struct ember_read_opts *o, struct ember_read_stats *st,
+                     struct ember_diag *d)
+{
+    char filter[128];
+    if (o->threads > 1 && !o->perf.srcline && !ember_profile_has_sequence(p)) {
+        if (o->perf.event_filter)
+            return read_threaded(p, in, o, st, d, o->perf.event_filter);
+        if (first_event(in, filter, sizeof(filter), d))
+            return read_threaded(p, in, o, st, d, filter);
+    }
+    struct perf_parser ps;
+    struct ember_chunk c = {0};
+    int err = parser_init(&ps, p, o, st, ember_input_name(in), d);
+    while (!err) {
+        int r = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
+        if (r <= 0) {
+            err = r;
+            break;
+        }
+        err = parse_chunk(&ps, &c);
+        if (o->progress)
+            o->progress(o->progress_ctx, in);
+    }
+    if (!err)
+        err = parser_finish(&ps);
+    parser_release(&ps);
+    ember_chunk_release(&c);
+    return err;
+}
+
+/* Is this line an event line (as on_line decides)? */
+static bool probe_event(const char *s, size_t n)
+{
+    struct event_head ev;
+    const char *e;
+    size_t el;
+    int64_t per;
+    size_t lead = event_indent(s, n);
+    if (lead >= n || !parse_event_head(s + lead, n - lead, &ev))
+        return false;
+    return lead == 0 || parse_event_name(s, n, &e, &el, &per) || is_combined(&ev);
+}
+
+/* An event line, then (after comments) a frame line, a blank line or
+ * another event line. */
+static enum ember_probe perf_probe(const char *data, size_t len)
+{
+    const char *p = data, *end = data + len;
+    bool saw_event = false;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n > 0 && p[n - 1] == '\r')
+            n--;
+        struct frame_line f;
+        if (n > 0 && p[0] == '#') {
+            /* perf's header comments */
+        } else if (!saw_event) {
+            if (n > 0 && !probe_event(p, n))
+                return EMBER_PROBE_NO;
+            saw_event = n > 0;
+        } else {
+            if (n == 0 || probe_event(p, n) || parse_frame(p, n, &f))
+                return nl ? EMBER_PROBE_YES : EMBER_PROBE_MAYBE;
+            return EMBER_PROBE_NO;
+        }
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return saw_event ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
+}
+
+const struct ember_format ember_format_perf = {
+    .name = "perf",
+    .description = "`perf script` text (stackcollapse-perf.pl's input)",
+    .probe = perf_probe,
+    .read = perf_read,
+};

@@ -1,0 +1,341 @@
+/*
+ * inline.c - inline chains from DWARF via elfutils' libdw (see inline.h).
+ *
+ * For an address, libdw gives the nested scopes (dwarf_getscopes); the
+ * functions among them, innermost first, are the inlined subroutines and
+ * finally the real subprogram. An entry's source position is where the
+ * address is for the innermost one, and for each outer one the call site
+ * (DW_AT_call_file/line) of the function inlined into it: exactly what
+ * addr2line -i prints. C++ names are demangled like addr2line -C.
+ */
+#include "inline.h"
+#include "util/arena.h"
+#include "util/hash.h"
+#include "util/vec.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From the C++ runtime (extern "C" in <cxxabi.h>). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct module {
+    char *path;
+    Dwfl *dwfl;
+    Dwfl_Module *mod; /* NULL when the file could not be opened */
+};
+
+struct result {
+    uint32_t module;
+    uint64_t pc;
+    const char *text; /* NULL: unresolved */
+    size_t len;
+};
+
+struct ember_symbolizer {
+    struct module *mods;
+    size_t nmods, mcap;
+    struct result *res; /* open addressing on (module, pc) */
+    uint32_t rmask, rcount;
+    struct ember_arena arena;
+    char *buf;
+    size_t blen, bcap;
+};
+
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+int ember_symbolizer_new(struct ember_symbolizer **out)
+{
+    struct ember_symbolizer *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->res = calloc(256, sizeof(*s->res));
+    if (!s->res) {
+        free(s);
+        return -ENOMEM;
+    }
+    s->rmask = 255;
+    ember_arena_init(&s->arena);
+    *out = s;
+    return 0;
+}
+
+void ember_symbolizer_free(struct ember_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nmods; i++) {
+        free(s->mods[i].path);
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+    }
+    free(s->mods);
+    free(s->res);
+    free(s->buf);
+    ember_arena_release(&s->arena);
+    free(s);
+}
+
+static int module_get(struct ember_symbolizer *s, const char *path, size_t len, uint32_t *idx)
+{
+    for (size_t i = 0; i < s->nmods; i++) {
+        if (strlen(s->mods[i].path) == len && memcmp(s->mods[i].path, path, len) == 0) {
+            *idx = (uint32_t)i;
+            return 0;
+        }
+    }
+    if (EMBER_VEC_RESERVE(s->mods, s->mcap, s->nmods + 1) < 0)
+        return -ENOMEM;
+    struct module *m = &s->mods[s->nmods];
+    memset(m, 0, sizeof(*m));
+    m->path = strndup(path, len);
+    if (!m->path)
+        return -ENOMEM;
+    m->dwfl = dwfl_begin(&offline_callbacks);
+    if (m->dwfl) {
+        m->mod = dwfl_report_offline(m->dwfl, m->path, m->path, -1);
+        dwfl_report_end(m->dwfl, NULL, NULL);
+    }
+    *idx = (uint32_t)s->nmods++;
+    return 0;
+}
+
+static int put(struct ember_symbolizer *s, const char *str, size_t n)
+{
+    if (EMBER_VEC_RESERVE(s->buf, s->bcap, s->blen + n + 1) < 0)
+        return -ENOMEM;
+    memcpy(s->buf + s->blen, str, n);
+    s->blen += n;
+    s->buf[s->blen] = '\0';
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* The function's name as addr2line -f -C prints it. */
+static char *function_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!link)
+        link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (link) {
+        int status = 0;
+        char *d = __cxa_demangle(link, NULL, NULL, &status);
+        if (d && status == 0)
+            return d;
+        free(d);
+        return strdup(link);
+    }
+    const char *name = dwarf_diename(die);
+    if (!name) {
+        Dwarf_Die origin;
+        if (dwarf_attr_integrate(die, DW_AT_abstract_origin, &attr) &&
+            dwarf_formref_die(&attr, &origin))
+            name = dwarf_diename(&origin);
+    }
+    return strdup(name ? name : "??");
+}
+
+/* Appends entries (innermost first) to s->buf as "inner;...;outer" in a
+ * temporary list, then reverses: returns the number of functions found. */
+static int chain_at(struct ember_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr, bool context)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cu)
+        return 0;
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes(cu, addr - bias, &scopes);
+    if (n <= 0)
+        return 0;
+    char **names = calloc((size_t)n, sizeof(*names));
+    char **locs = calloc((size_t)n, sizeof(*locs));
+    int nf = 0, err = 0;
+    if (!names || !locs)
+        err = -ENOMEM;
+    /* innermost location: the line table at addr */
+    char *loc = NULL;
+    if (!err) {
+        Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
+        int lineno = 0;
+        const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+        if (asprintf(&loc, "%s:%d", file ? base_name(file) : "??", lineno) < 0)
+            err = -ENOMEM;
+    }
+    for (int i = 0; i < n && !err; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+            continue;
+        names[nf] = function_name(&scopes[i]);
+        locs[nf] = loc;
+        loc = NULL;
+        if (tag == DW_TAG_inlined_subroutine) {
+            /* the caller's position is this call site */
+            Dwarf_Attribute attr;
+            Dwarf_Word cl = 0, cf = 0;
+            dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cl);
+            dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &cf);
+            Dwarf_Files *files;
+            const char *file = NULL;
+            if (dwarf_getsrcfiles(cu, &files, NULL) == 0)
+                file = dwarf_filesrc(files, cf, NULL, NULL);
+            if (asprintf(&loc, "%s:%u", file ? base_name(file) : "??", (unsigned)cl) < 0)
+                err = -ENOMEM;
+        }
+        nf++;
+        if (tag == DW_TAG_subprogram)
+            break;
+    }
+    free(loc);
+    for (int i = nf; i-- > 0 && !err;) {
+        if (s->blen)
+            err = put(s, ";", 1);
+        if (!err)
+            err = put(s, names[i], strlen(names[i]));
+        if (!err && context) {
+            err = put(s, ":", 1);
+            if (!err)
+                err = put(s, locs[i], strlen(locs[i]));
+        }
+    }
+    for (int i = 0; i < nf; i++) {
+        free(names[i]);
+        free(locs[i]);
+    }
+    free(names);
+    free(locs);
+    free(scopes);
+    return err ? err : nf;
+}
+
+/* The symbol's value, for "func+0xOFF" fallbacks. */
+static bool symbol_value(Dwfl_Module *mod, const char *name, size_t len, GElf_Addr *value)
+{
+    int n = dwfl_module_getsymtab(mod);
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *nm = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+        if (nm && strlen(nm) == len && memcmp(nm, name, len) == 0 && sym.st_value) {
+            *value = addr;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int resolve(struct ember_symbolizer *s, struct module *m, uint64_t pc, const char *sym,
+                   size_t symlen, bool context)
+{
+    s->blen = 0;
+    if (!m->mod)
+        return 0;
+    Dwarf_Addr low = 0, high = 0;
+    dwfl_module_info(m->mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+    int nf = pc >= low && pc < high ? chain_at(s, m->mod, pc, context) : 0;
+    if (nf != 0)
+        return nf;
+    /* "func+0xOFF": func's address plus the offset */
+    const char *plus = NULL;
+    for (size_t i = symlen; i-- > 0;)
+        if (sym[i] == '+') {
+            plus = sym + i;
+            break;
+        }
+    GElf_Addr base;
+    if (!plus || (size_t)(sym + symlen - plus) < 4 || memcmp(plus, "+0x", 3) != 0 ||
+        !symbol_value(m->mod, sym, (size_t)(plus - sym), &base))
+        return 0;
+    char off[32];
+    size_t ol = (size_t)(sym + symlen - plus - 3);
+    if (ol >= sizeof(off))
+        return 0;
+    memcpy(off, plus + 3, ol);
+    off[ol] = '\0';
+    return chain_at(s, m->mod, base + strtoull(off, NULL, 16), context);
+}
+
+static struct result *result_slot(struct ember_symbolizer *s, uint32_t module, uint64_t pc)
+{
+    uint64_t h = ember_hash_u64(pc * 31 + module);
+    for (uint32_t i = (uint32_t)h & s->rmask;; i = (i + 1) & s->rmask) {
+        struct result *r = &s->res[i];
+        if (!r->text && !r->len && !r->pc && !r->module)
+            return r;
+        if (r->module == module && r->pc == pc)
+            return r;
+    }
+}
+
+static int result_grow(struct ember_symbolizer *s)
+{
+    struct result *old = s->res;
+    uint32_t omask = s->rmask;
+    s->res = calloc((size_t)omask * 2 + 2, sizeof(*s->res));
+    if (!s->res) {
+        s->res = old;
+        return -ENOMEM;
+    }
+    s->rmask = omask * 2 + 1;
+    for (uint32_t i = 0; i <= omask; i++)
+        if (old[i].text || old[i].len || old[i].pc || old[i].module)
+            *result_slot(s, old[i].module, old[i].pc) = old[i];
+    free(old);
+    return 0;
+}
+
+int ember_symbolizer_inline(struct ember_symbolizer *s, const char *mod, size_t modlen,
+                            const char *pc, size_t pclen, const char *sym, size_t symlen,
+                            bool context, const char **out, size_t *outlen)
+{
+    char pcs[32];
+    if (pclen == 0 || pclen >= sizeof(pcs))
+        return -ENOENT;
+    memcpy(pcs, pc, pclen);
+    pcs[pclen] = '\0';
+    char *end;
+    uint64_t addr = strtoull(pcs, &end, 16);
+    if (*end)
+        return -ENOENT;
+    uint32_t mi;
+    int err = module_get(s, mod, modlen, &mi);
+    if (err)
+        return err;
+    /* pc 0 in module 0 would look like an empty slot: offset the key */
+    struct result *r = result_slot(s, mi + 1, addr);
+    if (r->module) {
+        if (!r->text)
+            return -ENOENT;
+        *out = r->text;
+        *outlen = r->len;
+        return 1;
+    }
+    int nf = resolve(s, &s->mods[mi], addr, sym, symlen, context);
+    if (nf < 0)
+        return nf;
+    const char *text = nf > 0 ? ember_arena_strndup(&s->arena, s->buf, s->blen) : NULL;
+    if (nf > 0 && !text)
+        return -ENOMEM;
+    *r = (struct result){mi + 1, addr, text, nf > 0 ? s->blen : 0};
+    if (++s->rcount * 2 > s->rmask + 1 && (err = result_grow(s)) < 0)
+        return err;
+    if (!text)
+        return -ENOENT;
+    *out = text;
+    *outlen = s->blen;
+    return 1;
+}

@@ -1,0 +1,15 @@
+/*
+ * vec.h - growing arrays.
+ */
+#ifndef EMBER_UTIL_VEC_H
+#define EMBER_UTIL_VEC_H
+
+#include <stddef.h>
+
+/* Makes *ptr hold at least need elements of elem bytes, growing by half
+ * again each time. Returns 0 or -ENOMEM (then *ptr is unchanged). */
+int ember_vec_reserve(void *ptr, size_t *cap, size_t need, size_t elem);
+
+#define EMBER_VEC_RESERVE(ptr, cap, need) ember_vec_reserve(&(ptr), &(cap), (need), sizeof(*(ptr)))
+
+#endif

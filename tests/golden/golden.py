@@ -1,0 +1,48 @@
+"""Helpers shared by the golden tests: run ember, compare with expected
+files, and report the first line that differs."""
+import os
+import subprocess
+import sys
+
+EMBER = os.environ.get("EMBER", "ember")
+CORPUS = os.environ.get(
+    "EMBER_CORPUS",
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "corpus"))
+
+
+def run(args, stdin=None, check=True):
+    """Runs ember with args; returns (stdout bytes, stderr text, exit code)."""
+    p = subprocess.run([EMBER] + args, input=stdin, capture_output=True)
+    if check and p.returncode != 0:
+        fail("ember %s exited %d:\n%s" % (" ".join(args), p.returncode,
+                                           p.stderr.decode(errors="replace")))
+    return p.stdout, p.stderr.decode(errors="replace"), p.returncode
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def first_difference(got, want, what):
+    """Fails naming the first differing line of two byte strings."""
+    if got == want:
+        return
+    g, w = got.split(b"\n"), want.split(b"\n")
+    for i in range(max(len(g), len(w))):
+        gl = g[i] if i < len(g) else b"<end of output>"
+        wl = w[i] if i < len(w) else b"<end of file>"
+        if gl != wl:
+            fail("%s: line %d differs\n  got:      %s\n  expected: %s" %
+                 (what, i + 1, gl.decode(errors="replace")[:400],
+                  wl.decode(errors="replace")[:400]))
+    fail("%s: outputs differ" % what)
+
+
+def folded_dict(data):
+    """Folded lines as {stack: count}."""
+    out = {}
+    for line in data.decode(errors="surrogateescape").splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + float(count)
+    return out

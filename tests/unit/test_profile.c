@@ -1,0 +1,180 @@
+/*
+ * test_profile.c - the profile model: interning, the stack tree, exact
+ * decimal weights, merging, and the walk in folded-line byte order.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ember/formats.h"
+#include "ember/profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t add_stack(struct ember_profile *p, const char *folded, int64_t w)
+{
+    uint32_t node = EMBER_ROOT;
+    char *copy = strdup(folded), *save = NULL;
+    for (char *f = strtok_r(copy, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
+        uint32_t frame;
+        assert_int_equal(ember_profile_intern(p, f, strlen(f), &frame), 0);
+        assert_int_equal(ember_profile_child(p, node, frame, &node), 0);
+    }
+    free(copy);
+    assert_int_equal(ember_profile_add(p, node, 0, w), 0);
+    return node;
+}
+
+struct text {
+    char buf[4096];
+    size_t len;
+};
+
+static int text_write(void *ctx, const char *buf, size_t len)
+{
+    struct text *t = ctx;
+    assert_true(t->len + len < sizeof(t->buf));
+    memcpy(t->buf + t->len, buf, len);
+    t->len += len;
+    t->buf[t->len] = '\0';
+    return 0;
+}
+
+static const char *folded(const struct ember_profile *p, struct text *t)
+{
+    struct ember_sink sink = {text_write, t};
+    t->len = 0;
+    t->buf[0] = '\0';
+    assert_int_equal(ember_write_folded(p, &sink), 0);
+    return t->buf;
+}
+
+static void test_intern_is_stable(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    uint32_t a, b, c;
+    assert_int_equal(ember_profile_intern(p, "main", 4, &a), 0);
+    assert_int_equal(ember_profile_intern(p, "foo", 3, &b), 0);
+    assert_int_equal(ember_profile_intern(p, "main", 4, &c), 0);
+    assert_int_equal(a, c);
+    assert_int_not_equal(a, b);
+    /* many names force rehashing; ids stay valid */
+    char name[32];
+    for (int i = 0; i < 100000; i++) {
+        uint32_t id;
+        snprintf(name, sizeof(name), "f%d", i);
+        assert_int_equal(ember_profile_intern(p, name, strlen(name), &id), 0);
+    }
+    size_t len;
+    assert_string_equal(ember_profile_frame_name(p, a, &len), "main");
+    assert_int_equal(ember_profile_frame_count(p), 100002);
+    ember_profile_free(p);
+}
+
+static void test_same_stack_same_node(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    uint32_t n1 = add_stack(p, "a;b;c", 1);
+    uint32_t n2 = add_stack(p, "a;b;c", 2);
+    uint32_t n3 = add_stack(p, "a;b", 4);
+    assert_int_equal(n1, n2);
+    assert_int_not_equal(n1, n3);
+    assert_int_equal(ember_profile_self(p, n1, 0), 3);
+    assert_int_equal(ember_profile_total(p, 0), 7);
+    assert_int_equal(ember_profile_node_count(p), 4); /* root, a, b, c */
+    ember_profile_free(p);
+}
+
+/* Folded output is in the byte order of whole lines: "a.b;y" sorts between
+ * the line ending at "a" and the lines below "a", because ' ' < '.' < ';'. */
+static void test_walk_is_line_byte_order(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    struct text t;
+    add_stack(p, "a;x", 1);
+    add_stack(p, "a.b;y", 2);
+    add_stack(p, "a", 3);
+    add_stack(p, "B", 4);
+    add_stack(p, "a b", 5);
+    assert_string_equal(folded(p, &t), "B 4\na 3\na b 5\na.b;y 2\na;x 1\n");
+    ember_profile_free(p);
+}
+
+static void test_decimals_are_exact(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    struct text t;
+    uint32_t n = add_stack(p, "a", 1);
+    assert_int_equal(ember_profile_add_decimal(p, n, 0, (struct ember_decimal){25, 1}), 0);
+    assert_int_equal(ember_profile_add_decimal(p, n, 0, (struct ember_decimal){1, 1}), 0);
+    assert_int_equal(ember_profile_add_decimal(p, n, 0, (struct ember_decimal){2, 1}), 0);
+    assert_string_equal(folded(p, &t), "a 3.8\n");
+    assert_int_equal(ember_profile_add_decimal(p, n, 0, (struct ember_decimal){2, 1}), 0);
+    assert_string_equal(folded(p, &t), "a 4\n");
+    ember_profile_free(p);
+}
+
+static void test_merge(void **state)
+{
+    (void)state;
+    struct ember_profile *a = ember_profile_new(), *b = ember_profile_new();
+    struct text t;
+    add_stack(a, "x;y", 1);
+    add_stack(b, "x;y", 2);
+    add_stack(b, "x;z", 3);
+    uint32_t n = add_stack(b, "w", 0);
+    assert_int_equal(ember_profile_add_decimal(b, n, 0, (struct ember_decimal){5, 1}), 0);
+    assert_int_equal(ember_profile_merge(a, b), 0);
+    assert_string_equal(folded(a, &t), "w 0.5\nx;y 3\nx;z 3\n");
+    ember_profile_free(a);
+    ember_profile_free(b);
+}
+
+static void test_overflow_is_an_error(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    uint32_t n = add_stack(p, "a", INT64_MAX);
+    assert_int_not_equal(ember_profile_add(p, n, 0, 1), 0);
+    ember_profile_free(p);
+}
+
+static void test_weight_format(void **state)
+{
+    (void)state;
+    char buf[40];
+    ember_weight_format(buf, 12345, 0);
+    assert_string_equal(buf, "12345");
+    ember_weight_format(buf, 12345, 2);
+    assert_string_equal(buf, "123.45");
+    ember_weight_format(buf, 12300, 3);
+    assert_string_equal(buf, "12.3");
+    ember_weight_format(buf, 5, 3);
+    assert_string_equal(buf, "0.005");
+    ember_weight_format(buf, 0, 2);
+    assert_string_equal(buf, "0");
+    ember_weight_format(buf, -150, 2);
+    assert_string_equal(buf, "-1.5");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_intern_is_stable),
+        cmocka_unit_test(test_same_stack_same_node),
+        cmocka_unit_test(test_walk_is_line_byte_order),
+        cmocka_unit_test(test_decimals_are_exact),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_overflow_is_an_error),
+        cmocka_unit_test(test_weight_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
