@@ -4,13 +4,18 @@
 #   scripts/deps.sh test    also to run the whole test suite
 set -eu
 BUILD="build-essential cmake pkg-config zlib1g-dev libxxhash-dev libdw-dev libelf-dev"
-TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium nodejs npm linux-perf binutils"
+TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium linux-perf binutils"
 case "${1:-build}" in
 build) want=$BUILD ;;
 test) want=$TEST ;;
 *) echo "usage: $0 build|test" >&2; exit 2 ;;
 esac
 missing=""
+# Node.js may come from elsewhere than Debian (its npm then conflicts with
+# Debian's): only install Debian's when there is none.
+if [ "${1:-build}" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+    want="$want nodejs npm"
+fi
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
