@@ -69,6 +69,22 @@ static int render(const struct ember_profile *p, const struct ember_flame_opts *
     return cli_output_commit(&o) < 0 ? 1 : 0;
 }
 
+/* Replaces *p by its transform; returns 0 or 1 after saying what failed. */
+static int transform(struct ember_profile **p,
+                     int (*fn)(const struct ember_profile *, struct ember_profile **),
+                     const char *what)
+{
+    struct ember_profile *out;
+    int err = fn(*p, &out);
+    if (err) {
+        cli_error("cannot %s: %s", what, strerror(-err));
+        return 1;
+    }
+    ember_profile_free(*p);
+    *p = out;
+    return 0;
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
     struct cli_reader r;
@@ -184,17 +200,10 @@ int cmd_flamegraph(int argc, char **argv)
     r.verb = "draw";
     if (!ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
-    if (!ret && reverse) {
-        struct ember_profile *rev;
-        int err = ember_profile_reverse(p, &rev);
-        if (err) {
-            cli_error("cannot reverse the stacks: %s", strerror(-err));
-            ret = 1;
-        } else {
-            ember_profile_free(p);
-            p = rev;
-        }
-    }
+    if (!ret && reverse)
+        ret = transform(&p, ember_profile_reverse, "reverse the stacks");
+    if (!ret && strcmp(fo.colors, "chain") == 0)
+        ret = transform(&p, ember_profile_annotate_wakers, "annotate wakers");
     if (!ret)
         ret = render(p, &fo, out);
     if (!ret && pal && save_palette(pal, "palette.map") < 0)

@@ -1,0 +1,102 @@
+/*
+ * map.c - rebuilding a profile stack by stack (see map.h). Each node of src
+ * that carries weight is mapped once (memoized), so the cost is one pass
+ * over the stacks however long the arrival sequence is.
+ */
+#include "map.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const char *s,
+                         size_t len)
+{
+    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+        return -ENOMEM;
+    return ember_frames_intern(&dst->frames, s, len, &out->frames[out->n++]);
+}
+
+int ember_stack_out_copy(struct stack_out *out, struct ember_profile *dst,
+                         const struct ember_profile *src, uint32_t f)
+{
+    return ember_stack_out_name(out, dst, src->frames.str[f], src->frames.len[f]);
+}
+
+struct mapper {
+    const struct ember_profile *src;
+    struct ember_profile *dst;
+    ember_stack_map_fn fn;
+    void *ctx;
+    uint32_t *memo; /* src node -> dst node + 1 */
+    uint32_t *path;
+    size_t pcap;
+    struct stack_out out;
+};
+
+static int map_node(struct mapper *m, uint32_t n, uint32_t *res)
+{
+    if (m->memo[n]) {
+        *res = m->memo[n] - 1;
+        return 0;
+    }
+    size_t depth = 0;
+    for (uint32_t k = n; k != EMBER_ROOT; k = m->src->nodes[k].parent)
+        depth++;
+    if (EMBER_VEC_RESERVE(m->path, m->pcap, depth + 1) < 0)
+        return -ENOMEM;
+    size_t d = depth;
+    for (uint32_t k = n; k != EMBER_ROOT; k = m->src->nodes[k].parent)
+        m->path[--d] = m->src->nodes[k].frame;
+    m->out.n = 0;
+    int err = m->fn(m->ctx, m->dst, m->src, m->path, depth, &m->out);
+    uint32_t node = EMBER_ROOT;
+    for (size_t i = 0; i < m->out.n && !err; i++)
+        err = ember_profile_child_fast(m->dst, node, m->out.frames[i], &node);
+    if (err)
+        return err;
+    m->memo[n] = node + 1;
+    *res = node;
+    return 0;
+}
+
+int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, void *ctx,
+                      struct ember_profile **out)
+{
+    struct mapper m = {.src = src, .fn = fn, .ctx = ctx};
+    m.dst = ember_profile_new();
+    m.memo = calloc(src->nnodes, sizeof(*m.memo));
+    int err = m.dst && m.memo ? ember_profile_set_metrics(m.dst, src->nmetrics) : -ENOMEM;
+    if (!err)
+        m.dst->decimals = src->decimals;
+    for (uint32_t n = 0; n < src->nnodes && !err; n++) {
+        uint32_t r;
+        bool any = false;
+        for (unsigned k = 0; k < src->nmetrics; k++)
+            any |= src->self[k][n] != 0;
+        if (!any || (err = map_node(&m, n, &r)))
+            continue;
+        for (unsigned k = 0; k < src->nmetrics && !err; k++)
+            if (__builtin_add_overflow(m.dst->self[k][r], src->self[k][n], &m.dst->self[k][r]))
+                err = -ERANGE;
+    }
+    if (!err && src->keep_seq) {
+        m.dst->keep_seq = true;
+        for (size_t i = 0; i < src->seq_len && !err; i++) {
+            uint32_t r;
+            err = map_node(&m, src->seq_node[i], &r);
+            for (unsigned k = 0; k < src->nmetrics && !err; k++)
+                if (src->seq_w[k][i])
+                    err = ember_profile_seq_append(m.dst, r, k, src->seq_w[k][i]);
+        }
+    }
+    free(m.memo);
+    free(m.path);
+    free(m.out.frames);
+    if (err) {
+        ember_profile_free(m.dst);
+        return err;
+    }
+    *out = m.dst;
+    return 0;
+}
