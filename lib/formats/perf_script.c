@@ -21,6 +21,7 @@
 #include "perf_tidy.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
+#include "model/stack_cache.h"
 #include "symbol/inline.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -30,20 +31,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct line_entry {
-    uint64_t hash;
-    const char *key;
-    uint32_t key_len;
-    uint32_t nframes;    /* 0: the line adds no frame (process-name lines) */
-    uint32_t *frames;    /* in written order: root-most first */
+/* A frame line's result depends only on its symbol (without "+0x" offset),
+ * its module, whether the process is Java, and for unresolved symbols with
+ * --addrs, its address. The cache identifies a line by two independent
+ * 64-bit hashes, of the symbol and of the module (and address): a false hit
+ * would need both to collide, about 2^-100 for a million distinct lines,
+ * far below the odds of a memory error. That keeps it at 24 bytes a line
+ * and spares a comparison of strings that are rarely in cache. */
+struct line_key {
+    const char *sym, *mod, *pc;
+    size_t sym_len, mod_len, pc_len;
     bool java;
-    bool unknown;        /* symbol and module both unknown (no srcline follows) */
+};
+
+/* A slot: the two hashes (the second cut to 32 bits: 96 bits in all) and the
+ * result: a frame id + 1 for the common one-frame line, else LINE_LIST | an
+ * index in lists. 16 bytes, so that large tables stay in cache. */
+enum { LINE_LIST = 1u << 31 };
+
+struct line_slot {
+    uint64_t lo;
+    uint32_t hi;
+    uint32_t value; /* 0: empty slot */
+};
+
+struct line_list {
+    uint32_t offset, count; /* in frames */
+    bool unknown;           /* symbol and module both unknown: no srcline follows */
 };
 
 struct line_cache {
-    struct line_entry *slots;
+    struct line_slot *slots;
     uint32_t mask, count;
-    struct ember_arena arena;
+    struct line_list *lists; /* results other than one known frame */
+    size_t nlists, lcap;
+    uint32_t *frames;
+    size_t nframes, fcap;
 };
 
 struct pending_frame {      /* --srcline: a frame waiting for its source line */
@@ -76,8 +99,13 @@ struct perf_parser {
     size_t nstack, scap;
 
     struct line_cache cache;
+    struct ember_stack_cache stacks;
     struct pending_frame pend;
     struct ember_symbolizer *sym;
+
+    char last_mod[256]; /* the last module hashed, and its hash */
+    size_t last_mod_len;
+    uint64_t last_mod_hash;
 
     char *buf; /* scratch for building names */
     size_t bcap;
@@ -94,6 +122,11 @@ static bool is_ws(unsigned char c)
 static bool is_word(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool is_lower_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
 }
 
 static bool is_digit(unsigned char c)
@@ -210,20 +243,14 @@ struct frame_line {
 /* The script's "^\s*(\w+)\s*(.+) \((.*)\)", with its backtracking: the
  * module is between the last " (" and the last ')', the symbol is what lies
  * between the address and the module (at least one character). */
-static bool parse_frame(const char *s, size_t n, struct frame_line *f)
+static bool parse_frame_at(const char *s, size_t n, size_t i, size_t j, struct frame_line *f)
 {
-    size_t i = 0;
-    while (i < n && is_ws((unsigned char)s[i]))
-        i++;
-    size_t j = i;
-    while (j < n && is_word((unsigned char)s[j]))
-        j++;
     if (j == i)
         return false;
     size_t k = j;
     while (k < n && is_ws((unsigned char)s[k]))
         k++;
-    const char *rp = memrchr(s, ')', n);
+    const char *rp = s[n - 1] == ')' ? s + n - 1 : memrchr(s, ')', n);
     if (!rp)
         return false;
     size_t r = (size_t)(rp - s);
@@ -247,6 +274,17 @@ static bool parse_frame(const char *s, size_t n, struct frame_line *f)
     f->mod = s + q + 2;
     f->mod_len = r - q - 2;
     return true;
+}
+
+static bool parse_frame(const char *s, size_t n, struct frame_line *f)
+{
+    size_t i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    size_t j = i;
+    while (j < n && is_word((unsigned char)s[j]))
+        j++;
+    return parse_frame_at(s, n, i, j, f);
 }
 
 static int buf_reserve(struct perf_parser *ps, size_t n)
@@ -376,63 +414,92 @@ static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, u
 
 static int cache_init(struct line_cache *c)
 {
-    ember_arena_init(&c->arena);
+    memset(c, 0, sizeof(*c));
     c->slots = calloc(1024, sizeof(*c->slots));
     c->mask = 1023;
-    c->count = 0;
     return c->slots ? 0 : -ENOMEM;
 }
 
 static void cache_release(struct line_cache *c)
 {
     free(c->slots);
-    ember_arena_release(&c->arena);
+    free(c->lists);
+    free(c->frames);
 }
 
-static struct line_entry *cache_find(struct line_cache *c, const char *key, size_t len,
-                                     bool java, uint64_t h)
+static void key_hash(struct perf_parser *ps, const struct line_key *k, uint64_t *lo,
+                     uint32_t *hi)
 {
-    for (uint32_t i = (uint32_t)h & c->mask;; i = (i + 1) & c->mask) {
-        struct line_entry *e = &c->slots[i];
-        if (!e->key)
-            return NULL;
-        if (e->hash == h && e->key_len == len && e->java == java && memcmp(e->key, key, len) == 0)
+    *lo = ember_hash_bytes(k->sym, k->sym_len, k->java);
+    /* consecutive frames often share a module: hash it once */
+    if (k->mod_len != ps->last_mod_len || memcmp(k->mod, ps->last_mod, k->mod_len) != 0) {
+        if (k->mod_len <= sizeof(ps->last_mod)) {
+            memcpy(ps->last_mod, k->mod, k->mod_len);
+            ps->last_mod_len = k->mod_len;
+        } else {
+            ps->last_mod_len = SIZE_MAX;
+        }
+        ps->last_mod_hash = ember_hash_bytes(k->mod, k->mod_len, 2);
+    }
+    uint64_t h = ps->last_mod_hash;
+    if (k->pc_len)
+        h ^= ember_hash_bytes(k->pc, k->pc_len, 3) * 0x9E3779B97F4A7C15ULL;
+    *hi = (uint32_t)(h >> 32) ^ (uint32_t)h;
+}
+
+static struct line_slot *cache_find(struct line_cache *c, uint64_t lo, uint32_t hi)
+{
+    for (uint32_t i = (uint32_t)lo & c->mask;; i = (i + 1) & c->mask) {
+        struct line_slot *e = &c->slots[i];
+        if (!e->value || (e->lo == lo && e->hi == hi))
             return e;
     }
 }
 
-static int cache_add(struct line_cache *c, const char *key, size_t len, bool java, uint64_t h,
-                     const uint32_t *frames, size_t n, bool unknown)
+static int cache_grow(struct line_cache *c)
 {
-    if ((c->count + 1) * 2 > c->mask + 1) {
-        uint32_t nmask = c->mask * 2 + 1;
-        struct line_entry *ns = calloc((size_t)nmask + 1, sizeof(*ns));
-        if (!ns)
-            return -ENOMEM;
-        for (uint32_t i = 0; i <= c->mask; i++) {
-            if (!c->slots[i].key)
-                continue;
-            uint32_t j = (uint32_t)c->slots[i].hash & nmask;
-            while (ns[j].key)
-                j = (j + 1) & nmask;
-            ns[j] = c->slots[i];
-        }
-        free(c->slots);
-        c->slots = ns;
-        c->mask = nmask;
-    }
-    if (len > UINT32_MAX)
-        return 0; /* absurd line: just don't cache it */
-    char *k = ember_arena_strndup(&c->arena, key, len);
-    uint32_t *fr = ember_arena_alloc(&c->arena, (n ? n : 1) * sizeof(*fr));
-    if (!k || !fr)
+    uint32_t nmask = c->mask * 2 + 1;
+    struct line_slot *ns = calloc((size_t)nmask + 1, sizeof(*ns));
+    if (!ns)
         return -ENOMEM;
-    memcpy(fr, frames, n * sizeof(*fr));
-    uint32_t i = (uint32_t)h & c->mask;
-    while (c->slots[i].key)
-        i = (i + 1) & c->mask;
-    c->slots[i] = (struct line_entry){h, k, (uint32_t)len, (uint32_t)n, fr, java, unknown};
+    for (uint32_t i = 0; i <= c->mask; i++) {
+        if (!c->slots[i].value)
+            continue;
+        uint32_t j = (uint32_t)c->slots[i].lo & nmask;
+        while (ns[j].value)
+            j = (j + 1) & nmask;
+        ns[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = ns;
+    c->mask = nmask;
+    return 0;
+}
+
+/* Stores the frames of a line; returns its slot (the table may have moved). */
+static int cache_add(struct line_cache *c, uint64_t lo, uint32_t hi, const uint32_t *frames,
+                     size_t n, bool unknown, struct line_slot **out)
+{
+    if ((c->count + 1) * 2 > c->mask + 1 && cache_grow(c) < 0)
+        return -ENOMEM;
+    uint32_t value;
+    if (n == 1 && !unknown && frames[0] < LINE_LIST - 1) {
+        value = frames[0] + 1;
+    } else {
+        if (c->nlists >= LINE_LIST - 1 || c->nframes + n > UINT32_MAX)
+            return -ERANGE;
+        if (EMBER_VEC_RESERVE(c->lists, c->lcap, c->nlists + 1) < 0 ||
+            EMBER_VEC_RESERVE(c->frames, c->fcap, c->nframes + n) < 0)
+            return -ENOMEM;
+        memcpy(c->frames + c->nframes, frames, n * sizeof(*frames));
+        c->lists[c->nlists] = (struct line_list){(uint32_t)c->nframes, (uint32_t)n, unknown};
+        c->nframes += n;
+        value = LINE_LIST | (uint32_t)c->nlists++;
+    }
+    struct line_slot *e = cache_find(c, lo, hi);
+    *e = (struct line_slot){lo, hi, value};
     c->count++;
+    *out = e;
     return 0;
 }
 
@@ -453,9 +520,7 @@ static int end_sample(struct perf_parser *ps)
     int err = 0;
     if (ps->in_sample && ps->keep) {
         uint32_t node;
-        err = ember_profile_child_fast(ps->p, EMBER_ROOT, ps->root, &node);
-        for (size_t i = ps->nstack; i-- > 0 && !err;)
-            err = ember_profile_child_fast(ps->p, node, ps->stack[i], &node);
+        err = ember_stack_cache_node(&ps->stacks, ps->p, ps->root, ps->stack, ps->nstack, &node);
         if (!err)
             err = ember_profile_add(ps->p, node, 0, ps->period);
         if (!err)
@@ -633,53 +698,52 @@ static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32
     return name_frame_line(ps, f, fr, n, cap, unknown);
 }
 
-static int on_frame(struct perf_parser *ps, const char *s, size_t n)
+/* A frame line; [i, j) is its first word (the address). */
+static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j)
 {
     const struct ember_perf_opts *po = &ps->o->perf;
     if (!ps->keep)
         return 0;
-    /* fast path: the text after the address names the frame */
-    size_t i = 0;
-    while (i < n && is_ws((unsigned char)s[i]))
-        i++;
-    size_t key = i;
-    while (i < n && is_word((unsigned char)s[i]))
-        i++;
-    bool any_pc = i > key;
-    while (i < n && is_ws((unsigned char)s[i]))
-        i++;
-    bool cacheable = any_pc && !po->inline_frames;
-    if (!po->include_addrs)
-        key = i;
-    uint64_t h = 0;
-    if (cacheable) {
-        h = ember_hash_bytes(s + key, n - key, ps->java);
-        struct line_entry *e = cache_find(&ps->cache, s + key, n - key, ps->java, h);
-        if (e) {
-            if (po->srcline && !e->unknown)
-                return defer_for_srcline(ps, e->frames, e->nframes);
-            return push_frames(ps, e->frames, e->nframes);
-        }
-    }
     struct frame_line f;
-    if (!parse_frame(s, n, &f)) {
+    if (!parse_frame_at(s, n, i, j, &f)) {
         warn_line(ps, s, n, "unrecognized line (expected an event line, an indented "
                             "\"address symbol (module)\" frame, or a blank line)");
         return 0;
     }
-    size_t nf = 0;
+    size_t nf = 0, cut;
     bool unknown = false;
-    int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
-    if (err)
-        return err;
-    /* Cache only what the key determines: the symbol starts right after the
-     * address's whitespace (not the regex's backtracking corner cases). */
-    if (cacheable && f.func == s + i &&
-        (err = cache_add(&ps->cache, s + key, n - key, ps->java, h, ps->fr, nf, unknown)) < 0)
-        return err;
-    if (po->srcline && !unknown)
-        return defer_for_srcline(ps, ps->fr, nf);
-    return push_frames(ps, ps->fr, nf);
+    if (po->inline_frames) { /* results depend on the address: the symbolizer caches */
+        int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+        if (err)
+            return err;
+        return po->srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
+                                       : push_frames(ps, ps->fr, nf);
+    }
+    struct line_key k = {f.func, f.mod, "", f.func_len, f.mod_len, 0, ps->java};
+    if (offset_suffix(f.func, f.func_len, &cut))
+        k.sym_len = cut;
+    if (po->include_addrs && memmem(k.sym, k.sym_len, "[unknown]", 9))
+        k.pc = f.pc, k.pc_len = f.pc_len;
+    uint64_t lo;
+    uint32_t hi;
+    key_hash(ps, &k, &lo, &hi);
+    struct line_slot *e = cache_find(&ps->cache, lo, hi);
+    if (!e->value) {
+        int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+        if (!err)
+            err = cache_add(&ps->cache, lo, hi, ps->fr, nf, unknown, &e);
+        if (err)
+            return err;
+    }
+    if (!(e->value & LINE_LIST)) {
+        uint32_t frame = e->value - 1;
+        return po->srcline ? defer_for_srcline(ps, &frame, 1) : push_frames(ps, &frame, 1);
+    }
+    const struct line_list *l = &ps->cache.lists[e->value & ~LINE_LIST];
+    const uint32_t *frames = ps->cache.frames + l->offset;
+    if (po->srcline && !l->unknown)
+        return defer_for_srcline(ps, frames, l->count);
+    return push_frames(ps, frames, l->count);
 }
 
 /* perf right-aligns short comms when it prints no call chains: an indented
@@ -692,7 +756,7 @@ static size_t event_indent(const char *s, size_t n)
     if (i == 0)
         return 0;
     size_t j = i;
-    while (j < n && ((s[j] >= '0' && s[j] <= '9') || (s[j] >= 'a' && s[j] <= 'f')))
+    while (j < n && is_lower_hex((unsigned char)s[j]))
         j++;
     return j == n || is_ws((unsigned char)s[j]) ? n : i;
 }
@@ -736,6 +800,17 @@ static const char *combined_split(const struct event_head *ev)
     return NULL;
 }
 
+static int on_frame(struct perf_parser *ps, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    size_t j = i;
+    while (j < n && is_word((unsigned char)s[j]))
+        j++;
+    return on_frame_at(ps, s, n, i, j);
+}
+
 static int combined_frame(struct perf_parser *ps, const struct event_head *ev)
 {
     const char *s = combined_split(ev);
@@ -757,8 +832,21 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
         return 0;
     if (n == 0)
         return end_sample(ps);
+    /* An indented line whose first word is an address is a frame (the usual
+     * case, decided without looking further); any other line may be an event. */
+    size_t i = 0, j;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    for (j = i; j < n && is_word((unsigned char)s[j]); j++)
+        if (!is_lower_hex((unsigned char)s[j]))
+            break;
+    bool address = i > 0 && j > i && (j == n || is_ws((unsigned char)s[j]));
+    if (address && ps->in_sample)
+        return on_frame_at(ps, s, n, i, j);
+    while (j < n && is_word((unsigned char)s[j]))
+        j++;
     struct event_head ev;
-    size_t lead = event_indent(s, n);
+    size_t lead = address ? n : i;
     if (lead < n && parse_event_head(s + lead, n - lead, &ev)) {
         const char *e;
         size_t el;
@@ -779,7 +867,7 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
                                 "\"comm 123 [000] 1.000: 1000 cycles:\")");
         return 0;
     }
-    return on_frame(ps, s, n);
+    return on_frame_at(ps, s, n, i, j);
 }
 
 static int parse_chunk(struct perf_parser *ps, const struct ember_chunk *c)
@@ -816,6 +904,8 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
         copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
     }
     int err = cache_init(&ps->cache);
+    if (!err)
+        err = ember_stack_cache_init(&ps->stacks);
     if (!err && o->perf.inline_frames)
         err = ember_symbolizer_new(&ps->sym);
     return err;
@@ -824,6 +914,7 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
 static void parser_release(struct perf_parser *ps)
 {
     cache_release(&ps->cache);
+    ember_stack_cache_release(&ps->stacks);
     for (uint32_t k = 0; k < ps->pend.n; k++)
         free(ps->pend.names[k]);
     free(ps->pend.names);

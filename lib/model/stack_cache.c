@@ -1,0 +1,89 @@
+/*
+ * stack_cache.c - whole stacks to trie nodes (see stack_cache.h).
+ */
+#include "stack_cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct stack_slot {
+    uint64_t lo, hi;
+    uint32_t node; /* 0: empty slot (the root is never a stack's node) */
+};
+
+/* At most 2^21 stacks cached (48 MiB of slots at half load). */
+enum { STACK_CACHE_MAX = 1 << 21 };
+
+int ember_stack_cache_init(struct ember_stack_cache *c)
+{
+    c->slots = calloc(1024, sizeof(*c->slots));
+    c->mask = 1023;
+    c->count = 0;
+    return c->slots ? 0 : -ENOMEM;
+}
+
+void ember_stack_cache_release(struct ember_stack_cache *c)
+{
+    free(c->slots);
+    c->slots = NULL;
+}
+
+static int walk_trie(struct ember_profile *p, uint32_t root, const uint32_t *frames, size_t n,
+                     uint32_t *node)
+{
+    uint32_t at;
+    int err = ember_profile_child_fast(p, EMBER_ROOT, root, &at);
+    for (size_t i = n; i-- > 0 && !err;)
+        err = ember_profile_child_fast(p, at, frames[i], &at);
+    *node = at;
+    return err;
+}
+
+static int grow(struct ember_stack_cache *c)
+{
+    uint32_t nmask = c->mask * 2 + 1;
+    struct stack_slot *ns = calloc((size_t)nmask + 1, sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    for (uint32_t i = 0; i <= c->mask; i++) {
+        if (!c->slots[i].node)
+            continue;
+        uint32_t j = (uint32_t)c->slots[i].lo & nmask;
+        while (ns[j].node)
+            j = (j + 1) & nmask;
+        ns[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = ns;
+    c->mask = nmask;
+    return 0;
+}
+
+int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
+                           const uint32_t *frames, size_t n, uint32_t *node)
+{
+    XXH128_hash_t h = XXH3_128bits_withSeed(frames, n * sizeof(*frames), root);
+    uint32_t i = (uint32_t)h.low64 & c->mask;
+    for (;; i = (i + 1) & c->mask) {
+        struct stack_slot *s = &c->slots[i];
+        if (!s->node)
+            break;
+        if (s->lo == h.low64 && s->hi == h.high64) {
+            *node = s->node;
+            return 0;
+        }
+    }
+    int err = walk_trie(p, root, frames, n, node);
+    if (err || c->count >= STACK_CACHE_MAX)
+        return err;
+    if ((c->count + 1) * 2 > c->mask + 1) {
+        if (grow(c) < 0)
+            return 0; /* only a cache */
+        i = (uint32_t)h.low64 & c->mask;
+        while (c->slots[i].node)
+            i = (i + 1) & c->mask;
+    }
+    c->slots[i] = (struct stack_slot){h.low64, h.high64, *node};
+    c->count++;
+    return 0;
+}

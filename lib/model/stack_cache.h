@@ -1,0 +1,35 @@
+/*
+ * stack_cache.h - a memo from whole stacks to their trie nodes
+ * (library-internal).
+ *
+ * Inserting a stack into the trie costs one hash lookup per frame, each a
+ * likely cache miss once the profile is large. Samples repeat stacks, so
+ * readers ask this cache first: one lookup of the stack's 128-bit hash.
+ * Stacks are identified by that hash alone (two distinct stacks would have
+ * to collide on 128 bits, about 2^-100 for a million stacks: far below the
+ * odds of a memory error), which keeps the cache small: 24 bytes a stack.
+ * It only speeds things up, and stops growing at a fixed size, so memory
+ * stays bounded whatever the input.
+ */
+#ifndef EMBER_MODEL_STACK_CACHE_H
+#define EMBER_MODEL_STACK_CACHE_H
+
+#include "profile_impl.h"
+
+struct stack_slot;
+
+struct ember_stack_cache {
+    struct stack_slot *slots;
+    uint32_t mask, count;
+};
+
+int ember_stack_cache_init(struct ember_stack_cache *c);
+void ember_stack_cache_release(struct ember_stack_cache *c);
+
+/* The node of the stack whose outermost frame is root and whose other frames
+ * are frames[n-1] (outermost) down to frames[0] (the leaf), creating it in p
+ * as needed. */
+int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
+                           const uint32_t *frames, size_t n, uint32_t *node);
+
+#endif
