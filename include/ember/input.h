@@ -17,6 +17,9 @@ struct ember_input;
 
 /* path NULL or "-" reads standard input. */
 EMBER_API int ember_input_open(struct ember_input **in, const char *path, struct ember_diag *d);
+/* Reads len bytes at data (which must outlive the input), named name. */
+EMBER_API int ember_input_open_memory(struct ember_input **in, const void *data, size_t len,
+                                      const char *name, struct ember_diag *d);
 EMBER_API void ember_input_close(struct ember_input *in);
 /* The name used in messages: the path, or "<stdin>". */
 EMBER_API const char *ember_input_name(const struct ember_input *in);

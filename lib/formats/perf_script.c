@@ -69,12 +69,12 @@ struct line_cache {
     size_t nframes, fcap;
 };
 
-struct pending_frame {      /* --srcline: a frame waiting for its source line */
+struct pending_frame {      /* --srcline: frames waiting for their source line */
     bool active;
-    uint32_t n;
-    char **names;
-    size_t *lens;
-    size_t cap;
+    uint32_t *ids;
+    size_t n, cap;
+    char *join;             /* scratch for "name:location" */
+    size_t jcap;
 };
 
 struct perf_parser {
@@ -491,7 +491,8 @@ static int cache_add(struct line_cache *c, uint64_t lo, uint32_t hi, const uint3
         if (EMBER_VEC_RESERVE(c->lists, c->lcap, c->nlists + 1) < 0 ||
             EMBER_VEC_RESERVE(c->frames, c->fcap, c->nframes + n) < 0)
             return -ENOMEM;
-        memcpy(c->frames + c->nframes, frames, n * sizeof(*frames));
+        if (n)
+            memcpy(c->frames + c->nframes, frames, n * sizeof(*frames));
         c->lists[c->nlists] = (struct line_list){(uint32_t)c->nframes, (uint32_t)n, unknown};
         c->nframes += n;
         value = LINE_LIST | (uint32_t)c->nlists++;
@@ -614,26 +615,21 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
         a++;
     while (ll > a && is_ws((unsigned char)loc[ll - 1]))
         ll--;
-    uint32_t nids = pf->n;
+    size_t nids = pf->n;
     if (EMBER_VEC_RESERVE(ps->fr, ps->frcap, nids) < 0)
         return -ENOMEM;
-    for (uint32_t k = 0; k < nids; k++) {
-        size_t len = pf->lens[k];
-        char *nm = pf->names[k];
-        if (ll > a) {
-            char *joined = malloc(len + 1 + (ll - a) + 1);
-            if (!joined)
-                return -ENOMEM;
-            memcpy(joined, nm, len);
-            joined[len] = ':';
-            memcpy(joined + len + 1, loc + a, ll - a);
-            len += 1 + (ll - a);
-            free(nm);
-            nm = joined;
-        }
-        int err = ember_frames_intern(&ps->p->frames, nm, len, &ps->fr[k]);
-        free(nm);
-        pf->names[k] = NULL;
+    for (size_t k = 0; k < nids; k++) {
+        size_t len;
+        const char *nm = ember_profile_frame_name(ps->p, pf->ids[k], &len);
+        ps->fr[k] = pf->ids[k];
+        if (ll == a)
+            continue;
+        if (EMBER_VEC_RESERVE(pf->join, pf->jcap, len + 1 + (ll - a)) < 0)
+            return -ENOMEM;
+        memcpy(pf->join, nm, len);
+        pf->join[len] = ':';
+        memcpy(pf->join + len + 1, loc + a, ll - a);
+        int err = ember_frames_intern(&ps->p->frames, pf->join, len + 1 + (ll - a), &ps->fr[k]);
         if (err)
             return err;
     }
@@ -645,25 +641,11 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
 static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t n)
 {
     struct pending_frame *pf = &ps->pend;
-    if (n > pf->cap) {
-        char **names = realloc(pf->names, n * sizeof(*names));
-        size_t *lens = names ? realloc(pf->lens, n * sizeof(*lens)) : NULL;
-        if (names)
-            pf->names = names;
-        if (!lens)
-            return -ENOMEM;
-        pf->lens = lens;
-        pf->cap = n;
-    }
-    for (size_t k = 0; k < n; k++) {
-        size_t len;
-        const char *nm = ember_profile_frame_name(ps->p, fr[k], &len);
-        pf->names[k] = strndup(nm, len);
-        pf->lens[k] = len;
-        if (!pf->names[k])
-            return -ENOMEM;
-    }
-    pf->n = (uint32_t)n;
+    if (EMBER_VEC_RESERVE(pf->ids, pf->cap, n) < 0)
+        return -ENOMEM;
+    if (n)
+        memcpy(pf->ids, fr, n * sizeof(*fr));
+    pf->n = n;
     pf->active = true;
     return 0;
 }
@@ -740,6 +722,8 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
         return po->srcline ? defer_for_srcline(ps, &frame, 1) : push_frames(ps, &frame, 1);
     }
     const struct line_list *l = &ps->cache.lists[e->value & ~LINE_LIST];
+    if (l->count == 0)
+        return 0; /* a line that names no frame, such as "(process)" */
     const uint32_t *frames = ps->cache.frames + l->offset;
     if (po->srcline && !l->unknown)
         return defer_for_srcline(ps, frames, l->count);
@@ -915,10 +899,8 @@ static void parser_release(struct perf_parser *ps)
 {
     cache_release(&ps->cache);
     ember_stack_cache_release(&ps->stacks);
-    for (uint32_t k = 0; k < ps->pend.n; k++)
-        free(ps->pend.names[k]);
-    free(ps->pend.names);
-    free(ps->pend.lens);
+    free(ps->pend.ids);
+    free(ps->pend.join);
     free(ps->stack);
     free(ps->buf);
     free(ps->fr);

@@ -25,7 +25,9 @@ enum { CHUNK_SIZE = 1 << 20, PEEK_SIZE = 64 << 10, ZBUF_SIZE = 256 << 10 };
 
 struct ember_input {
     char name[256];
-    int fd;
+    int fd;               /* -1: reading from memory */
+    const char *mem;
+    size_t mem_len, mem_pos;
     bool own_fd;
     bool eof;      /* the file (or gzip stream) has no more bytes */
     bool gz;
@@ -62,6 +64,13 @@ static int io_error(struct ember_input *in, struct ember_diag *d, const char *wh
 /* Reads raw bytes from the file; returns the count, 0 at end, or -EIO. */
 static ssize_t raw_read(struct ember_input *in, void *buf, size_t n, struct ember_diag *d)
 {
+    if (in->fd < 0) {
+        size_t k = in->mem_len - in->mem_pos < n ? in->mem_len - in->mem_pos : n;
+        memcpy(buf, in->mem + in->mem_pos, k);
+        in->mem_pos += k;
+        in->consumed += k;
+        return (ssize_t)k;
+    }
     for (;;) {
         ssize_t r = read(in->fd, buf, n);
         if (r >= 0) {
@@ -133,6 +142,8 @@ static ssize_t fill(struct ember_input *in, char *buf, size_t want, struct ember
     return r;
 }
 
+static int sniff(struct ember_input *in, struct ember_diag *d);
+
 int ember_input_open(struct ember_input **out, const char *path, struct ember_diag *d)
 {
     struct ember_input *in = calloc(1, sizeof(*in));
@@ -164,7 +175,18 @@ int ember_input_open(struct ember_input **out, const char *path, struct ember_di
             posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
-    /* Sniff gzip's magic from the first raw bytes. */
+    int err = sniff(in, d);
+    if (err) {
+        ember_input_close(in);
+        return err;
+    }
+    *out = in;
+    return 0;
+}
+
+/* Starts gzip decompression if the content begins with gzip's magic. */
+static int sniff(struct ember_input *in, struct ember_diag *d)
+{
     unsigned char magic[2];
     size_t got = 0;
     while (got < 2) {
@@ -194,6 +216,21 @@ int ember_input_open(struct ember_input **out, const char *path, struct ember_di
     } else {
         in->eof = true;
     }
+    return err;
+}
+
+int ember_input_open_memory(struct ember_input **out, const void *data, size_t len,
+                            const char *name, struct ember_diag *d)
+{
+    struct ember_input *in = calloc(1, sizeof(*in));
+    if (!in)
+        return -ENOMEM;
+    snprintf(in->name, sizeof(in->name), "%s", name);
+    in->fd = -1;
+    in->mem = data;
+    in->mem_len = len;
+    in->size = (int64_t)len;
+    int err = sniff(in, d);
     if (err) {
         ember_input_close(in);
         return err;
@@ -208,7 +245,7 @@ void ember_input_close(struct ember_input *in)
         return;
     if (in->gz)
         inflateEnd(&in->zs);
-    if (in->own_fd)
+    if (in->own_fd && in->fd >= 0)
         close(in->fd);
     free(in->zbuf);
     free(in->carry);
@@ -278,7 +315,8 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
     size_t want = CHUNK_SIZE;
     if (EMBER_VEC_RESERVE(c->data, c->cap, in->carry_len + want) < 0)
         return -ENOMEM;
-    memcpy(c->data, in->carry, in->carry_len);
+    if (in->carry_len)
+        memcpy(c->data, in->carry, in->carry_len);
     c->len = in->carry_len;
     in->carry_len = 0;
     size_t scanned = 0; /* bytes before this offset hold no usable boundary */

@@ -189,12 +189,7 @@ int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigne
 
 int64_t ember_profile_total(const struct ember_profile *p, unsigned metric)
 {
-    int64_t sum = 0;
-    if (metric >= p->nmetrics)
-        return 0;
-    for (uint32_t n = 0; n < p->nnodes; n++)
-        sum += p->self[metric][n];
-    return sum;
+    return metric < p->nmetrics ? p->total[metric] : 0;
 }
 
 int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
@@ -223,13 +218,25 @@ int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned me
     return 0;
 }
 
-int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
 {
+    int64_t self, total;
     if (metric >= p->nmetrics || node >= p->nnodes)
         return -EINVAL;
-    if (__builtin_add_overflow(p->self[metric][node], value, &p->self[metric][node]))
+    if (__builtin_add_overflow(p->self[metric][node], value, &self) ||
+        __builtin_add_overflow(p->total[metric], value, &total))
         return -ERANGE;
-    return p->keep_seq ? ember_profile_seq_append(p, node, metric, value) : 0;
+    p->self[metric][node] = self;
+    p->total[metric] = total;
+    return 0;
+}
+
+int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+{
+    int err = ember_profile_add_raw(p, node, metric, value);
+    if (!err && p->keep_seq)
+        err = ember_profile_seq_append(p, node, metric, value);
+    return err;
 }
 
 /* Multiplies every stored weight by 10^by. */
@@ -237,6 +244,8 @@ static int rescale(struct ember_profile *p, unsigned by)
 {
     int64_t f = pow10_table[by];
     for (unsigned m = 0; m < p->nmetrics; m++) {
+        if (__builtin_mul_overflow(p->total[m], f, &p->total[m]))
+            return -ERANGE;
         for (uint32_t n = 0; n < p->nnodes; n++)
             if (__builtin_mul_overflow(p->self[m][n], f, &p->self[m][n]))
                 return -ERANGE;
@@ -291,9 +300,9 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
             int64_t v;
             if (!src->self[m][n])
                 continue;
-            if (__builtin_mul_overflow(src->self[m][n], f, &v) ||
-                __builtin_add_overflow(dst->self[m][map[n]], v, &dst->self[m][map[n]]))
-                err = -ERANGE;
+            err = __builtin_mul_overflow(src->self[m][n], f, &v)
+                      ? -ERANGE
+                      : ember_profile_add_raw(dst, map[n], m, v);
         }
     }
     free(map);

@@ -49,6 +49,7 @@ struct ember_profile {
 
     unsigned nmetrics;
     unsigned decimals;
+    int64_t total[EMBER_MAX_METRICS]; /* sum of self weights, kept exact */
 
     bool keep_seq;
     uint32_t *seq_node;
@@ -60,6 +61,9 @@ int ember_frames_init(struct ember_frames *f);
 void ember_frames_release(struct ember_frames *f);
 int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, uint64_t h,
                              uint32_t *id);
+/* Adds to a node's weight and the total, without recording the sequence;
+ * -ERANGE if either would overflow. */
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value);
 /* Records (node, value) in the arrival sequence only. */
 int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
                              int64_t value);

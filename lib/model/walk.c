@@ -88,6 +88,8 @@ static int push_items(const struct ember_profile *p, const struct children *c, u
 {
     size_t start = *len;
     uint32_t nk = c->first[n + 1] - c->first[n];
+    if (nk == 0)
+        return 0;
     if (EMBER_VEC_RESERVE(*items, *cap, start + 2 * (size_t)nk) < 0)
         return -ENOMEM;
     for (uint32_t i = c->first[n]; i < c->first[n + 1]; i++) {
@@ -97,7 +99,8 @@ static int push_items(const struct ember_profile *p, const struct children *c, u
         if (c->first[k + 1] > c->first[k])
             (*items)[(*len)++] = (struct walk_item){k, ITEM_BELOW};
     }
-    qsort_r(*items + start, *len - start, sizeof(**items), item_cmp, (void *)p);
+    if (*len > start)
+        qsort_r(*items + start, *len - start, sizeof(**items), item_cmp, (void *)p);
     return 0;
 }
 

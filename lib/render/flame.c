@@ -559,7 +559,8 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     if (!err && !s)
         err = -ENOMEM;
     if (!err) {
-        qsort(l.frames, l.nframes, sizeof(*l.frames), frame_cmp);
+        if (l.nframes)
+            qsort(l.frames, l.nframes, sizeof(*l.frames), frame_cmp);
         s->o = o;
         s->p = p;
         s->scale = scale;

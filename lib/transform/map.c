@@ -77,8 +77,8 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
         if (!any || (err = map_node(&m, n, &r)))
             continue;
         for (unsigned k = 0; k < src->nmetrics && !err; k++)
-            if (__builtin_add_overflow(m.dst->self[k][r], src->self[k][n], &m.dst->self[k][r]))
-                err = -ERANGE;
+            if (src->self[k][n])
+                err = ember_profile_add_raw(m.dst, r, k, src->self[k][n]);
     }
     if (!err && src->keep_seq) {
         m.dst->keep_seq = true;

@@ -1,0 +1,66 @@
+/*
+ * fuzz_read.c - libFuzzer target for one reader (FORMAT, set at build
+ * time: perf, folded, dtrace, or auto for detection), followed by what the
+ * commands do with a profile: folded output and a flame graph. Any crash,
+ * leak, undefined behaviour or hang is a bug.
+ */
+#include "ember/flame.h"
+#include "ember/formats.h"
+#include "ember/transform.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int discard(void *ctx, const char *buf, size_t len)
+{
+    (void)ctx;
+    (void)buf;
+    (void)len;
+    return 0;
+}
+
+static void ignore_warning(void *ctx, const struct ember_diag *d)
+{
+    (void)ctx;
+    (void)d;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct ember_input *in;
+    struct ember_diag d;
+    if (ember_input_open_memory(&in, data, size, "fuzz", &d))
+        return 0;
+    const struct ember_format *fmt = ember_format_find(FORMAT);
+    if (!fmt && ember_format_detect(in, &fmt, &d) < 0) {
+        ember_input_close(in);
+        return 0;
+    }
+    struct ember_profile *p = ember_profile_new();
+    struct ember_read_opts o = {.warn = ignore_warning};
+    o.perf.include_addrs = size & 1;
+    o.perf.annotate_kernel = o.perf.annotate_jit = size & 2;
+    o.perf.srcline = (size & 12) == 12;
+    struct ember_read_stats st = {0};
+    ember_profile_keep_sequence(p, size & 16);
+    if (fmt->read(p, in, &o, &st, &d) == 0) {
+        struct ember_sink sink = {discard, NULL};
+        ember_write_folded(p, &sink);
+        struct ember_flame_opts fo;
+        ember_flame_opts_default(&fo);
+        fo.flamechart = size & 16;
+        fo.inverted = size & 32;
+        fo.warn = ignore_warning;
+        struct ember_profile *r = NULL;
+        if ((size & 64) && ember_profile_reverse(p, &r) == 0) {
+            ember_flame_render(r, &fo, &sink, &d);
+            ember_profile_free(r);
+        } else {
+            ember_flame_render(p, &fo, &sink, &d);
+        }
+    }
+    ember_profile_free(p);
+    ember_input_close(in);
+    return 0;
+}
