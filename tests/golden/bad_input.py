@@ -7,6 +7,7 @@ usage: bad_input.py WORKDIR
 import gzip
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -165,7 +166,8 @@ def bad_options(d):
 
 def main():
     d = sys.argv[1]
-    os.makedirs(d, exist_ok=True)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
     for fn in CASES:
         sub = os.path.join(d, fn.__name__)
         os.makedirs(sub, exist_ok=True)
