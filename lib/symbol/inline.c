@@ -29,6 +29,7 @@ struct module {
     char *path;
     Dwfl *dwfl;
     Dwfl_Module *mod; /* NULL when the file could not be opened */
+    Dwarf_Addr bias;  /* where elfutils placed the file: its address = file address + bias */
 };
 
 struct result {
@@ -104,6 +105,8 @@ static int module_get(struct ember_symbolizer *s, const char *path, size_t len, 
     if (m->dwfl) {
         m->mod = dwfl_report_offline(m->dwfl, m->path, m->path, -1);
         dwfl_report_end(m->dwfl, NULL, NULL);
+        if (m->mod && !dwfl_module_getelf(m->mod, &m->bias))
+            m->mod = NULL;
     }
     *idx = (uint32_t)s->nmods++;
     return 0;
@@ -150,75 +153,94 @@ static char *function_name(Dwarf_Die *die)
     return strdup(name ? name : "??");
 }
 
-/* Appends entries (innermost first) to s->buf as "inner;...;outer" in a
- * temporary list, then reverses: returns the number of functions found. */
+static bool is_function(Dwarf_Die *die)
+{
+    int tag = dwarf_tag(die);
+    return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* "file:line" of an inlined instance's call site, from its CU's files. */
+static char *call_site(Dwarf_Die *cu, Dwarf_Die *inl)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Word line = 0, file = 0;
+    Dwarf_Files *files;
+    const char *name = NULL;
+    char *loc;
+    dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &line);
+    dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &file);
+    if (dwarf_getsrcfiles(cu, &files, NULL) == 0)
+        name = dwarf_filesrc(files, file, NULL, NULL);
+    return asprintf(&loc, "%s:%u", name ? base_name(name) : "??", (unsigned)line) < 0 ? NULL
+                                                                                        : loc;
+}
+
+/*
+ * Writes "outer;...;innermost" for the functions at addr into s->buf and
+ * returns how many there are. dwarf_getscopes gives the innermost function
+ * (for an inlined instance, what follows it are the scopes of its abstract
+ * definition); the callers are then the function-like parents of each
+ * concrete instance, from dwarf_getscopes_die.
+ */
 static int chain_at(struct ember_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr, bool context)
 {
+    enum { MAX_INLINE = 256 };
     Dwarf_Addr bias = 0;
     Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-    if (!cu)
-        return 0;
     Dwarf_Die *scopes = NULL;
-    int n = dwarf_getscopes(cu, addr - bias, &scopes);
-    if (n <= 0)
+    int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+    int i = 0;
+    while (i < n && !is_function(&scopes[i]))
+        i++;
+    if (i >= n) {
+        free(scopes);
         return 0;
-    char **names = calloc((size_t)n, sizeof(*names));
-    char **locs = calloc((size_t)n, sizeof(*locs));
+    }
+    char *names[MAX_INLINE], *locs[MAX_INLINE];
     int nf = 0, err = 0;
-    if (!names || !locs)
-        err = -ENOMEM;
-    /* innermost location: the line table at addr */
+    Dwarf_Die cur = scopes[i];
+    free(scopes);
+    /* the innermost function's position: the line table at addr */
+    Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
+    int lineno = 0;
+    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
     char *loc = NULL;
-    if (!err) {
-        Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
-        int lineno = 0;
-        const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
-        if (asprintf(&loc, "%s:%d", file ? base_name(file) : "??", lineno) < 0)
-            err = -ENOMEM;
-    }
-    for (int i = 0; i < n && !err; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-            continue;
-        names[nf] = function_name(&scopes[i]);
-        locs[nf] = loc;
-        loc = NULL;
-        if (tag == DW_TAG_inlined_subroutine) {
-            /* the caller's position is this call site */
-            Dwarf_Attribute attr;
-            Dwarf_Word cl = 0, cf = 0;
-            dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cl);
-            dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &cf);
-            Dwarf_Files *files;
-            const char *file = NULL;
-            if (dwarf_getsrcfiles(cu, &files, NULL) == 0)
-                file = dwarf_filesrc(files, cf, NULL, NULL);
-            if (asprintf(&loc, "%s:%u", file ? base_name(file) : "??", (unsigned)cl) < 0)
-                err = -ENOMEM;
-        }
-        nf++;
-        if (tag == DW_TAG_subprogram)
+    if (asprintf(&loc, "%s:%d", file ? base_name(file) : "??", lineno) < 0)
+        return -ENOMEM;
+    for (;;) {
+        names[nf] = function_name(&cur);
+        locs[nf++] = loc;
+        if (dwarf_tag(&cur) != DW_TAG_inlined_subroutine || nf == MAX_INLINE)
             break;
+        loc = call_site(cu, &cur);
+        Dwarf_Die *parents = NULL;
+        int np = dwarf_getscopes_die(&cur, &parents);
+        int j = 1;
+        while (j < np && !is_function(&parents[j]))
+            j++;
+        if (j >= np) {
+            free(parents);
+            free(loc);
+            break;
+        }
+        cur = parents[j];
+        free(parents);
     }
-    free(loc);
-    for (int i = nf; i-- > 0 && !err;) {
+    for (int k = nf; k-- > 0 && !err;) {
         if (s->blen)
             err = put(s, ";", 1);
         if (!err)
-            err = put(s, names[i], strlen(names[i]));
+            err = put(s, names[k] ? names[k] : "??", strlen(names[k] ? names[k] : "??"));
         if (!err && context) {
             err = put(s, ":", 1);
             if (!err)
-                err = put(s, locs[i], strlen(locs[i]));
+                err = put(s, locs[k] ? locs[k] : "??:0", strlen(locs[k] ? locs[k] : "??:0"));
         }
     }
-    for (int i = 0; i < nf; i++) {
-        free(names[i]);
-        free(locs[i]);
+    for (int k = 0; k < nf; k++) {
+        free(names[k]);
+        free(locs[k]);
     }
-    free(names);
-    free(locs);
-    free(scopes);
     return err ? err : nf;
 }
 
@@ -246,7 +268,9 @@ static int resolve(struct ember_symbolizer *s, struct module *m, uint64_t pc, co
         return 0;
     Dwarf_Addr low = 0, high = 0;
     dwfl_module_info(m->mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
-    int nf = pc >= low && pc < high ? chain_at(s, m->mod, pc, context) : 0;
+    /* perf prints file addresses for most user frames: try it as one */
+    Dwarf_Addr at = pc + m->bias;
+    int nf = at >= low && at < high ? chain_at(s, m->mod, at, context) : 0;
     if (nf != 0)
         return nf;
     /* "func+0xOFF": func's address plus the offset */
