@@ -37,11 +37,11 @@ enum { NFUNCS = 20000, MAXDEPTH = 96 };
 static char *funcs[NFUNCS];
 static const char *mods[NFUNCS];
 
-static const char *const words[] = {"parse", "read", "write", "hash", "sort", "alloc", "free",
-                                    "lookup", "insert", "flush", "poll", "encode", "decode",
-                                    "compress", "render", "layout", "dispatch", "handle"};
-static const char *const types[] = {"Buffer", "Table", "Parser", "Session", "Request", "Cache",
-                                    "Index", "Writer", "Node", "Tree"};
+static const char *const words[] = {"parse",  "read",     "write",  "hash",   "sort",     "alloc",
+                                    "free",   "lookup",   "insert", "flush",  "poll",     "encode",
+                                    "decode", "compress", "render", "layout", "dispatch", "handle"};
+static const char *const types[] = {"Buffer", "Table", "Parser", "Session", "Request",
+                                    "Cache",  "Index", "Writer", "Node",    "Tree"};
 
 static void make_funcs(void)
 {
@@ -54,7 +54,9 @@ static void make_funcs(void)
             mods[i] = "/usr/bin/server";
             break;
         case 1:
-            snprintf(buf, sizeof(buf), "app::%s::%s%d(std::vector<int, std::allocator<int> > const&, char const*)", t, w, i);
+            snprintf(buf, sizeof(buf),
+                     "app::%s::%s%d(std::vector<int, std::allocator<int> > const&, char const*)", t,
+                     w, i);
             mods[i] = "/usr/lib/libapp.so.3";
             break;
         case 2:
@@ -108,7 +110,7 @@ int main(int argc, char **argv)
         rng ^= strtoull(argv[3], NULL, 10) * 0x9E3779B97F4A7C15ULL;
     make_funcs();
     /* the distinct stacks: prefixes shared through a few roots */
-    unsigned (*stacks)[MAXDEPTH] = malloc(sizeof(*stacks) * nstacks);
+    unsigned(*stacks)[MAXDEPTH] = malloc(sizeof(*stacks) * nstacks);
     unsigned *depth = malloc(sizeof(*depth) * nstacks);
     for (unsigned s = 0; s < nstacks; s++) {
         unsigned base = s > 0 ? below(s) : 0;
@@ -119,8 +121,8 @@ int main(int argc, char **argv)
         for (unsigned d = 0; d < depth[s]; d++)
             stacks[s][d] = d < keep ? stacks[base][d] : pick_func(uniform);
     }
-    static const char *const comms[] = {"server", "server", "V8 WorkerThread", "java", "kworker/0:1",
-                                        "io worker 3"};
+    static const char *const comms[] = {"server", "server",      "V8 WorkerThread",
+                                        "java",   "kworker/0:1", "io worker 3"};
     static char out[1 << 16];
     setvbuf(stdout, out, _IOFBF, sizeof(out));
     uint64_t written = 0, t = 1000000;

@@ -67,40 +67,67 @@ struct cli_reader {
     struct ember_read_opts ro;
     struct cli_progress progress;
     struct cli_warnings warnings;
-    bool flamechart;    /* keep the arrival sequence */
-    const char *verb;   /* for "nothing to VERB" */
+    bool flamechart;  /* keep the arrival sequence */
+    const char *verb; /* for "nothing to VERB" */
 };
 
 void cli_reader_init(struct cli_reader *r);
 
 /* The rows of the option table for reading (r must outlive parsing). */
-#define CLI_READ_OPTIONS(r)                                                                        \
-    OPT_GROUP_("Input options:"),                                                                  \
-        {OPT_STRING, "format", 0, &(r).format, "NAME",                                             \
-         "input format: auto, perf, folded, dtrace", "auto", NULL, false},                         \
-        {OPT_UINT, "threads", 'j', &(r).ro.threads, "N",                                           \
-         "parser threads for large perf inputs (0: one per CPU)", "0", NULL, false},               \
-        OPT_GROUP_("perf script options (as stackcollapse-perf.pl):"),                             \
-        {OPT_FLAG, "pid", 0, &(r).ro.perf.include_pid, NULL, "include PID with process names",    \
-         NULL, NULL, false},                                                                       \
-        {OPT_FLAG, "tid", 0, &(r).ro.perf.include_tid, NULL,                                       \
-         "include TID and PID with process names", NULL, NULL, false},                             \
-        {OPT_FLAG, "kernel", 0, &(r).ro.perf.annotate_kernel, NULL,                                \
-         "annotate kernel functions with _[k]", NULL, NULL, false},                                \
-        {OPT_FLAG, "jit", 0, &(r).ro.perf.annotate_jit, NULL, "annotate JIT functions with _[j]", \
-         NULL, NULL, false},                                                                       \
-        {OPT_FLAG, "all", 0, &(r).all, NULL, "all annotations (--kernel --jit)", NULL, NULL,      \
-         false},                                                                                   \
-        {OPT_FLAG, "addrs", 0, &(r).ro.perf.include_addrs, NULL,                                   \
-         "include raw addresses where symbols can't be found", NULL, NULL, false},                 \
-        {OPT_STRING, "event-filter", 0, &(r).ro.perf.event_filter, "EVENT",                        \
-         "keep only samples of EVENT", "the first event seen", NULL, false},                       \
-        {OPT_FLAG, "inline", 0, &(r).ro.perf.inline_frames, NULL,                                  \
-         "expand inlined functions from DWARF (elfutils)", NULL, NULL, false},                     \
-        {OPT_FLAG, "context", 0, &(r).ro.perf.context, NULL,                                       \
-         "with --inline: add source file:line", NULL, NULL, false},                                \
-        {OPT_FLAG, "srcline", 0, &(r).ro.perf.srcline, NULL,                                       \
-         "input is from 'perf script -F+srcline': add source lines", NULL, NULL, false}
+#define CLI_READ_OPTIONS(r)                                                                          \
+    OPT_GROUP_("Input options:"),                                                                    \
+        {OPT_STRING,  "format", 0,                                                                   \
+         &(r).format, "NAME",   "input format: auto, perf, folded, dtrace",                          \
+         "auto",      NULL,     false},                                                              \
+        {OPT_UINT, "threads",                                                                        \
+         'j',      &(r).ro.threads,                                                                  \
+         "N",      "parser threads for large perf inputs (0: one per CPU)",                          \
+         "0",      NULL,                                                                             \
+         false},                                                                                     \
+        OPT_GROUP_("perf script options (as stackcollapse-perf.pl):"),                               \
+        {OPT_FLAG, "pid", 0,    &(r).ro.perf.include_pid, NULL, "include PID with process names",    \
+         NULL,     NULL,  false},                                                                    \
+        {OPT_FLAG, "tid",                                                                            \
+         0,        &(r).ro.perf.include_tid,                                                         \
+         NULL,     "include TID and PID with process names",                                         \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_FLAG, "kernel",                                                                         \
+         0,        &(r).ro.perf.annotate_kernel,                                                     \
+         NULL,     "annotate kernel functions with _[k]",                                            \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_FLAG, "jit", 0,    &(r).ro.perf.annotate_jit, NULL, "annotate JIT functions with _[j]", \
+         NULL,     NULL,  false},                                                                    \
+        {OPT_FLAG, "all", 0, &(r).all, NULL, "all annotations (--kernel --jit)", NULL, NULL, false}, \
+        {OPT_FLAG, "addrs",                                                                          \
+         0,        &(r).ro.perf.include_addrs,                                                       \
+         NULL,     "include raw addresses where symbols can't be found",                             \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_STRING,                                                                                 \
+         "event-filter",                                                                             \
+         0,                                                                                          \
+         &(r).ro.perf.event_filter,                                                                  \
+         "EVENT",                                                                                    \
+         "keep only samples of EVENT",                                                               \
+         "the first event seen",                                                                     \
+         NULL,                                                                                       \
+         false},                                                                                     \
+        {OPT_FLAG, "inline",                                                                         \
+         0,        &(r).ro.perf.inline_frames,                                                       \
+         NULL,     "expand inlined functions from DWARF (elfutils)",                                 \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_FLAG, "context",                                                                        \
+         0,        &(r).ro.perf.context,                                                             \
+         NULL,     "with --inline: add source file:line",                                            \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+    {                                                                                                \
+        OPT_FLAG, "srcline", 0, &(r).ro.perf.srcline, NULL,                                          \
+            "input is from 'perf script -F+srcline': add source lines", NULL, NULL, false            \
+    }
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

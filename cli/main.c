@@ -23,8 +23,9 @@ static void usage(FILE *f)
                "and reports.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nRun 'ember COMMAND --help' for a command's options.\n"
-               "Example:\n  perf record -g -- ./prog && perf script | ember flamegraph -o prog.svg\n");
+    fprintf(f,
+            "\nRun 'ember COMMAND --help' for a command's options.\n"
+            "Example:\n  perf record -g -- ./prog && perf script | ember flamegraph -o prog.svg\n");
 }
 
 int main(int argc, char **argv)

@@ -30,8 +30,7 @@ static int set_value(const struct option *o, const char *arg, const char *spelle
     case OPT_UINT: {
         errno = 0;
         long v = strtol(arg, &end, 10);
-        if (errno || *end || end == arg || v < (o->type == OPT_UINT ? 0 : INT_MIN) ||
-            v > INT_MAX) {
+        if (errno || *end || end == arg || v < (o->type == OPT_UINT ? 0 : INT_MIN) || v > INT_MAX) {
             cli_error("option %s expects %s integer, not '%s'", spelled,
                       o->type == OPT_UINT ? "a non-negative" : "an", arg);
             return -1;

@@ -31,13 +31,19 @@ struct option {
     void *value;
     const char *argh; /* name of the argument in --help, e.g. "FILE" */
     const char *help;
-    const char *def;  /* the default, as shown in --help */
+    const char *def; /* the default, as shown in --help */
     int (*cb)(const struct option *opt, const char *arg);
-    bool takes_arg;   /* for OPT_CALLBACK */
+    bool takes_arg; /* for OPT_CALLBACK */
 };
 
-#define OPT_GROUP_(h) {OPT_GROUP, NULL, 0, NULL, NULL, (h), NULL, NULL, false}
-#define OPT_END_() {OPT_END, NULL, 0, NULL, NULL, NULL, NULL, NULL, false}
+#define OPT_GROUP_(h)                                                                              \
+    {                                                                                              \
+        OPT_GROUP, NULL, 0, NULL, NULL, (h), NULL, NULL, false                                     \
+    }
+#define OPT_END_()                                                                                 \
+    {                                                                                              \
+        OPT_END, NULL, 0, NULL, NULL, NULL, NULL, NULL, false                                      \
+    }
 
 /*
  * Parses argv[1..] (argv[0] is the command name). Non-option arguments are

@@ -37,7 +37,8 @@ void cli_progress_cb(void *ctx, const struct ember_input *in)
     int64_t size = ember_input_size(in);
     fprintf(stderr, "\r\033[K%s: %s: %.0f MB", cli_command_name(), ember_input_name(in), mb);
     if (size > 0)
-        fprintf(stderr, " of %.0f MB (%.0f%%)", (double)size / 1e6, 100.0 * mb * 1e6 / (double)size);
+        fprintf(stderr, " of %.0f MB (%.0f%%)", (double)size / 1e6,
+                100.0 * mb * 1e6 / (double)size);
     fprintf(stderr, ", %.0f MB/s", mb / t);
     pr->shown = true;
 }

@@ -20,8 +20,7 @@ struct ember_palette;
 EMBER_API struct ember_palette *ember_palette_new(void);
 EMBER_API void ember_palette_free(struct ember_palette *pal);
 /* Reads "name->rgb(r,g,b)" lines; a missing file is an empty palette. */
-EMBER_API int ember_palette_load(struct ember_palette *pal, const char *path,
-                                 struct ember_diag *d);
+EMBER_API int ember_palette_load(struct ember_palette *pal, const char *path, struct ember_diag *d);
 /* Writes every entry, sorted by name. */
 EMBER_API int ember_palette_save(const struct ember_palette *pal, const struct ember_sink *out);
 
@@ -32,31 +31,31 @@ EMBER_API int ember_nameattr_load(struct ember_nameattr **na, const char *path,
 EMBER_API void ember_nameattr_free(struct ember_nameattr *na);
 
 struct ember_flame_opts {
-    const char *title;     /* NULL: "Flame Graph", "Icicle Graph" or "Flame Chart" */
-    const char *subtitle;  /* NULL or "": none */
-    int width;             /* image width, px (1200) */
-    int frame_height;      /* px (16) */
-    double font_size;      /* (12) */
-    double font_width;     /* average glyph width / font size (0.59) */
-    const char *font_type; /* ("Verdana") */
-    double min_width;      /* frames narrower are omitted (0.1) ... */
-    bool min_width_pct;    /* ... in px, or in % of the total */
-    const char *count_name; /* ("samples") */
-    const char *name_type;  /* ("Function:") */
-    const char *colors;     /* palette ("hot") */
-    const char *bgcolors;   /* NULL: chosen from the palette */
-    bool hash;              /* colours from a hash of the name */
-    bool random;            /* colours at random */
+    const char *title;             /* NULL: "Flame Graph", "Icicle Graph" or "Flame Chart" */
+    const char *subtitle;          /* NULL or "": none */
+    int width;                     /* image width, px (1200) */
+    int frame_height;              /* px (16) */
+    double font_size;              /* (12) */
+    double font_width;             /* average glyph width / font size (0.59) */
+    const char *font_type;         /* ("Verdana") */
+    double min_width;              /* frames narrower are omitted (0.1) ... */
+    bool min_width_pct;            /* ... in px, or in % of the total */
+    const char *count_name;        /* ("samples") */
+    const char *name_type;         /* ("Function:") */
+    const char *colors;            /* palette ("hot") */
+    const char *bgcolors;          /* NULL: chosen from the palette */
+    bool hash;                     /* colours from a hash of the name */
+    bool random;                   /* colours at random */
     struct ember_palette *palette; /* --cp: consistent colours, updated */
-    bool inverted;          /* icicle graph */
-    bool flamechart;        /* draw the profile's arrival sequence */
-    bool negate;            /* swap differential hues */
-    const char *notes;      /* <!-- NOTES: ... --> */
-    const char *encoding;   /* XML declaration's encoding */
-    double total;           /* > 0: total used for widths (if not below the real one) */
-    double factor;          /* multiplies displayed counts (1) */
+    bool inverted;                 /* icicle graph */
+    bool flamechart;               /* draw the profile's arrival sequence */
+    bool negate;                   /* swap differential hues */
+    const char *notes;             /* <!-- NOTES: ... --> */
+    const char *encoding;          /* XML declaration's encoding */
+    double total;                  /* > 0: total used for widths (if not below the real one) */
+    double factor;                 /* multiplies displayed counts (1) */
     const struct ember_nameattr *nameattr;
-    ember_warn_fn warn;     /* --total ignored, low counts */
+    ember_warn_fn warn; /* --total ignored, low counts */
     void *warn_ctx;
 };
 

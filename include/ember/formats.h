@@ -17,21 +17,21 @@
 
 /* Options of stackcollapse-perf.pl, with the same meaning. */
 struct ember_perf_opts {
-    bool include_pid;     /* root frame "comm-PID" */
-    bool include_tid;     /* root frame "comm-PID/TID" */
-    bool annotate_kernel; /* "_[k]" on kernel frames */
-    bool annotate_jit;    /* "_[j]" on JIT frames */
-    bool include_addrs;   /* "[module <ADDR>]" for unresolved frames */
+    bool include_pid;         /* root frame "comm-PID" */
+    bool include_tid;         /* root frame "comm-PID/TID" */
+    bool annotate_kernel;     /* "_[k]" on kernel frames */
+    bool annotate_jit;        /* "_[j]" on JIT frames */
+    bool include_addrs;       /* "[module <ADDR>]" for unresolved frames */
     const char *event_filter; /* NULL: the first event seen */
-    bool srcline;         /* input from `perf script -F+srcline` */
-    bool inline_frames;   /* expand inlined calls from DWARF */
-    bool context;         /* with inline_frames: "func:file:line" */
+    bool srcline;             /* input from `perf script -F+srcline` */
+    bool inline_frames;       /* expand inlined calls from DWARF */
+    bool context;             /* with inline_frames: "func:file:line" */
 };
 
 struct ember_read_opts {
     struct ember_perf_opts perf;
-    unsigned threads;     /* parser threads for formats that support them; 0 = 1 */
-    ember_warn_fn warn;   /* skipped lines and other non-fatal problems */
+    unsigned threads;   /* parser threads for formats that support them; 0 = 1 */
+    ember_warn_fn warn; /* skipped lines and other non-fatal problems */
     void *warn_ctx;
     /* Called now and then with the bytes consumed of the current input. */
     void (*progress)(void *ctx, const struct ember_input *in);

@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EMBER_ROOT        0u
-#define EMBER_MAX_METRICS 2
+#define EMBER_ROOT         0u
+#define EMBER_MAX_METRICS  2
 #define EMBER_MAX_DECIMALS 9
 
 struct ember_profile;
@@ -56,8 +56,7 @@ EMBER_API int ember_profile_child(struct ember_profile *p, uint32_t parent, uint
 EMBER_API uint32_t ember_profile_node_count(const struct ember_profile *p);
 EMBER_API uint32_t ember_profile_node_frame(const struct ember_profile *p, uint32_t node);
 EMBER_API uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node);
-EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node,
-                                     unsigned metric);
+EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned metric);
 /* Sum of all self weights of a metric. */
 EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned metric);
 
@@ -84,8 +83,7 @@ EMBER_API bool ember_profile_has_sequence(const struct ember_profile *p);
  * the stack's last node. A non-zero return from fn stops the walk and is
  * returned.
  */
-typedef int (*ember_walk_fn)(void *ctx, const uint32_t *path, size_t depth,
-                             const int64_t *self);
+typedef int (*ember_walk_fn)(void *ctx, const uint32_t *path, size_t depth, const int64_t *self);
 EMBER_API int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx);
 
 /* The same callback over the arrival sequence (flame charts). */

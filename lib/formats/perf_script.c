@@ -69,11 +69,11 @@ struct line_cache {
     size_t nframes, fcap;
 };
 
-struct pending_frame {      /* --srcline: frames waiting for their source line */
+struct pending_frame { /* --srcline: frames waiting for their source line */
     bool active;
     uint32_t *ids;
     size_t n, cap;
-    char *join;             /* scratch for "name:location" */
+    char *join; /* scratch for "name:location" */
     size_t jcap;
 };
 
@@ -427,8 +427,7 @@ static void cache_release(struct line_cache *c)
     free(c->frames);
 }
 
-static void key_hash(struct perf_parser *ps, const struct line_key *k, uint64_t *lo,
-                     uint32_t *hi)
+static void key_hash(struct perf_parser *ps, const struct line_key *k, uint64_t *lo, uint32_t *hi)
 {
     *lo = ember_hash_bytes(k->sym, k->sym_len, k->java);
     /* consecutive frames often share a module: hash it once */
@@ -650,8 +649,8 @@ static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
     return 0;
 }
 
-static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr,
-                      size_t *n, size_t *cap, bool *unknown)
+static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr, size_t *n,
+                      size_t *cap, bool *unknown)
 {
     const struct ember_perf_opts *po = &ps->o->perf;
     if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
@@ -688,8 +687,9 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
         return 0;
     struct frame_line f;
     if (!parse_frame_at(s, n, i, j, &f)) {
-        warn_line(ps, s, n, "unrecognized line (expected an event line, an indented "
-                            "\"address symbol (module)\" frame, or a blank line)");
+        warn_line(ps, s, n,
+                  "unrecognized line (expected an event line, an indented "
+                  "\"address symbol (module)\" frame, or a blank line)");
         return 0;
     }
     size_t nf = 0, cut;
@@ -847,8 +847,9 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
         /* frames outside a sample: after a filtered or missing event line */
         struct frame_line f;
         if (!parse_frame(s, n, &f))
-            warn_line(ps, s, n, "unrecognized line (expected an event line such as "
-                                "\"comm 123 [000] 1.000: 1000 cycles:\")");
+            warn_line(ps, s, n,
+                      "unrecognized line (expected an event line such as "
+                      "\"comm 123 [000] 1.000: 1000 cycles:\")");
         return 0;
     }
     return on_frame_at(ps, s, n, i, j);

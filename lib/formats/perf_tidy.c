@@ -16,8 +16,8 @@
 
 static bool is_ident(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$';
 }
 
 static bool starts_with(const char *s, size_t len, const char *lit)
@@ -112,10 +112,10 @@ static const struct {
     const char *esc;
     char c;
 } rust_escapes[] = {
-    {"$SP$", '@'},  {"$BP$", '*'},  {"$RF$", '&'},  {"$LT$", '<'},  {"$GT$", '>'},
-    {"$LP$", '('},  {"$RP$", ')'},  {"$C$", ','},   {"$u7e$", '~'}, {"$u20$", ' '},
+    {"$SP$", '@'},   {"$BP$", '*'},  {"$RF$", '&'},  {"$LT$", '<'},  {"$GT$", '>'},
+    {"$LP$", '('},   {"$RP$", ')'},  {"$C$", ','},   {"$u7e$", '~'}, {"$u20$", ' '},
     {"$u27$", '\''}, {"$u3d$", '='}, {"$u5b$", '['}, {"$u5d$", ']'}, {"$u7b$", '{'},
-    {"$u7d$", '}'}, {"$u3b$", ';'}, {"$u2b$", '+'}, {"$u22$", '"'},
+    {"$u7d$", '}'},  {"$u3b$", ';'}, {"$u2b$", '+'}, {"$u22$", '"'},
 };
 
 size_t ember_tidy_rust(char *s, size_t len)

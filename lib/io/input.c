@@ -25,11 +25,11 @@ enum { CHUNK_SIZE = 1 << 20, PEEK_SIZE = 64 << 10, ZBUF_SIZE = 256 << 10 };
 
 struct ember_input {
     char name[256];
-    int fd;               /* -1: reading from memory */
+    int fd; /* -1: reading from memory */
     const char *mem;
     size_t mem_len, mem_pos;
     bool own_fd;
-    bool eof;      /* the file (or gzip stream) has no more bytes */
+    bool eof; /* the file (or gzip stream) has no more bytes */
     bool gz;
     bool gz_ended; /* the last gzip member ended cleanly */
     z_stream zs;
@@ -123,8 +123,8 @@ static ssize_t gz_read(struct ember_input *in, char *buf, size_t n, struct ember
         if (z == Z_STREAM_END) {
             in->gz_ended = true;
         } else if (z != Z_OK && z != Z_BUF_ERROR) {
-            return ember_diag_set(d, -EINVAL, in->name, in->lines + 1,
-                                  "corrupt gzip data (%s)", in->zs.msg ? in->zs.msg : "zlib error");
+            return ember_diag_set(d, -EINVAL, in->name, in->lines + 1, "corrupt gzip data (%s)",
+                                  in->zs.msg ? in->zs.msg : "zlib error");
         }
     }
     return (ssize_t)(n - in->zs.avail_out);
@@ -252,8 +252,7 @@ void ember_input_close(struct ember_input *in)
     free(in);
 }
 
-int ember_input_peek(struct ember_input *in, const char **data, size_t *len,
-                     struct ember_diag *d)
+int ember_input_peek(struct ember_input *in, const char **data, size_t *len, struct ember_diag *d)
 {
     while (in->carry_len < PEEK_SIZE && !in->eof) {
         if (EMBER_VEC_RESERVE(in->carry, in->carry_cap, PEEK_SIZE) < 0)

@@ -11,10 +11,25 @@
 enum { CHILD_INITIAL_SLOTS = 1024 };
 
 static const int64_t pow10_table[] = {
-    1,         10,         100,         1000,         10000,         100000,
-    1000000,   10000000,   100000000,   1000000000,   10000000000,   100000000000,
-    1000000000000, 10000000000000, 100000000000000, 1000000000000000,
-    10000000000000000, 100000000000000000, 1000000000000000000,
+    1,
+    10,
+    100,
+    1000,
+    10000,
+    100000,
+    1000000,
+    10000000,
+    100000000,
+    1000000000,
+    10000000000,
+    100000000000,
+    1000000000000,
+    10000000000000,
+    100000000000000,
+    1000000000000000,
+    10000000000000000,
+    100000000000000000,
+    1000000000000000000,
 };
 
 static int node_reserve(struct ember_profile *p, size_t need)
@@ -192,8 +207,7 @@ int64_t ember_profile_total(const struct ember_profile *p, unsigned metric)
     return metric < p->nmetrics ? p->total[metric] : 0;
 }
 
-int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
-                             int64_t value)
+int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
 {
     if (p->seq_len && p->seq_node[p->seq_len - 1] == node) {
         p->seq_w[metric][p->seq_len - 1] += value;

@@ -71,8 +71,7 @@ int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t 
                              uint32_t *node);
 
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
-static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n,
-                                      uint32_t *id)
+static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
 {
     uint64_t h = ember_hash_bytes(s, n, 0);
     uint32_t tag = (uint32_t)(h >> 32);
@@ -94,8 +93,8 @@ static inline uint32_t ember_child_hash(uint64_t key, uint32_t mask)
     return (uint32_t)ember_hash_u64(key) & mask;
 }
 
-static inline int ember_profile_child_fast(struct ember_profile *p, uint32_t parent,
-                                           uint32_t frame, uint32_t *node)
+static inline int ember_profile_child_fast(struct ember_profile *p, uint32_t parent, uint32_t frame,
+                                           uint32_t *node)
 {
     uint64_t key = (uint64_t)parent << 32 | frame;
     for (uint32_t i = ember_child_hash(key, p->child_mask);; i = (i + 1) & p->child_mask) {

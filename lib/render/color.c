@@ -130,8 +130,8 @@ static bool contains(const char *s, size_t len, const char *lit)
 
 static const char *java_type(const char *s, size_t len)
 {
-    static const char *const pkgs[] = {"java/", "javax/", "jdk/", "net/", "org/",
-                                       "com/",  "io/",    "sun/"};
+    static const char *const pkgs[] = {"java/", "javax/", "jdk/", "net/",
+                                       "org/",  "com/",   "io/",  "sun/"};
     if (ends_with(s, len, "_[j]"))
         return "green";
     if (ends_with(s, len, "_[i]"))
@@ -179,9 +179,9 @@ static const char *js_type(const char *s, size_t len)
     return "red";
 }
 
-static const char *const palettes[] = {"hot",  "mem",   "io",    "wakeup", "chain",
-                                       "java", "js",    "perl",  "red",    "green",
-                                       "blue", "aqua",  "yellow", "purple", "orange"};
+static const char *const palettes[] = {"hot",  "mem",  "io",     "wakeup", "chain",
+                                       "java", "js",   "perl",   "red",    "green",
+                                       "blue", "aqua", "yellow", "purple", "orange"};
 
 bool ember_palette_known(const char *palette)
 {

@@ -216,9 +216,9 @@ struct svg {
     struct ember_writer w;
     const struct ember_flame_opts *o;
     const struct ember_profile *p;
-    double scale;     /* 10^decimals */
-    double timemax;   /* in scaled units */
-    double wpt;       /* pixels per scaled unit */
+    double scale;   /* 10^decimals */
+    double timemax; /* in scaled units */
+    double wpt;     /* pixels per scaled unit */
     double height;
     uint32_t depthmax;
     double maxdelta;
@@ -292,11 +292,13 @@ static void write_head(struct svg *s, const char *bg1, const char *bg2)
                          "-->\n<!-- NOTES: ");
     if (o->notes)
         put_escaped(w, o->notes, false);
-    ember_writer_puts(w, " -->\n<defs>\n"
-                         "\t<linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\" >\n");
+    ember_writer_puts(
+        w, " -->\n<defs>\n"
+           "\t<linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\" >\n");
     ember_writer_printf(w, "\t\t<stop stop-color=\"%s\" offset=\"5%%\" />\n", bg1);
     ember_writer_printf(w, "\t\t<stop stop-color=\"%s\" offset=\"95%%\" />\n", bg2);
-    ember_writer_puts(w, "\t</linearGradient>\n</defs>\n<style type=\"text/css\">\n\ttext { font-family:");
+    ember_writer_puts(
+        w, "\t</linearGradient>\n</defs>\n<style type=\"text/css\">\n\ttext { font-family:");
     put_escaped(w, o->font_type, false);
     ember_writer_printf(w, "; font-size:%spx; fill:rgb(0,0,0); }\n", fs);
     ember_writer_puts(w, "\t#search, #ignorecase { opacity:0.1; cursor:pointer; }\n"
@@ -391,7 +393,8 @@ static void write_frame(struct svg *s, const struct frame *f)
     struct ember_writer *w = &s->w;
     const struct ember_profile *p = s->p;
     size_t len;
-    const char *name = f->depth == 0 ? "" : ember_profile_frame_name(p, p->nodes[f->node].frame, &len);
+    const char *name =
+        f->depth == 0 ? "" : ember_profile_frame_name(p, p->nodes[f->node].frame, &len);
     if (f->depth == 0)
         len = 0;
     double x1 = XPAD + (double)f->start * s->wpt;
@@ -516,8 +519,7 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
                               "#rrggbb)",
                               o->bgcolors);
     if (o->width <= 2 * XPAD)
-        return ember_diag_set(d, -EINVAL, NULL, 0, "--width must be more than %d pixels",
-                              2 * XPAD);
+        return ember_diag_set(d, -EINVAL, NULL, 0, "--width must be more than %d pixels", 2 * XPAD);
     unsigned wm = p->nmetrics > 1 ? 1 : 0;
     double scale = pow(10, p->decimals);
     double time = (double)ember_profile_total(p, wm);
@@ -546,8 +548,8 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     double wpt = (o->width - 2.0 * XPAD) / timemax;
     struct layout l = {.p = p, .diff = p->nmetrics > 1};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
-    int err = o->flamechart ? ember_profile_walk_sequence(p, flow, &l)
-                            : ember_profile_walk(p, flow, &l);
+    int err =
+        o->flamechart ? ember_profile_walk_sequence(p, flow, &l) : ember_profile_walk(p, flow, &l);
     for (size_t k = l.nopen; k-- > 0 && !err;)
         err = close_frame(&l, k + 1, &l.open[k]);
     if (!err) {

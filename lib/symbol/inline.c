@@ -171,8 +171,7 @@ static char *call_site(Dwarf_Die *cu, Dwarf_Die *inl)
     dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &file);
     if (dwarf_getsrcfiles(cu, &files, NULL) == 0)
         name = dwarf_filesrc(files, file, NULL, NULL);
-    return asprintf(&loc, "%s:%u", name ? base_name(name) : "??", (unsigned)line) < 0 ? NULL
-                                                                                        : loc;
+    return asprintf(&loc, "%s:%u", name ? base_name(name) : "??", (unsigned)line) < 0 ? NULL : loc;
 }
 
 /*

@@ -16,8 +16,8 @@ void ember_diag_clear(struct ember_diag *d)
     d->msg[0] = '\0';
 }
 
-int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line,
-                   const char *fmt, ...)
+int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line, const char *fmt,
+                   ...)
 {
     if (!d)
         return err;

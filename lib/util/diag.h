@@ -10,8 +10,8 @@
 
 /* Fills d (when not NULL) and returns err, so that callers can write
  * "return ember_diag_set(d, -EINVAL, file, line, "...", ...);". */
-int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
 
 /* Writes at most max bytes of s into out (size outsz) so that a line of
  * garbage can be quoted in a message: control bytes and invalid UTF-8 become

@@ -24,8 +24,7 @@ void ember_strmap_release(struct ember_strmap *m)
     ember_arena_release(&m->arena);
 }
 
-static struct strmap_slot *find(struct strmap_slot *slots, size_t mask, const char *key,
-                                size_t len)
+static struct strmap_slot *find(struct strmap_slot *slots, size_t mask, const char *key, size_t len)
 {
     for (size_t i = (size_t)ember_hash_bytes(key, len, 0) & mask;; i = (i + 1) & mask) {
         struct strmap_slot *s = &slots[i];

@@ -15,8 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void rgb(const char *palette, enum ember_color_mode mode, const char *name,
-                const char *want)
+static void rgb(const char *palette, enum ember_color_mode mode, const char *name, const char *want)
 {
     char got[32];
     struct ember_rgb c = ember_color(palette, mode, name, strlen(name), NULL);

@@ -42,11 +42,13 @@ static void test_generic_keeps_cxx(void **state)
     (void)state;
     /* FlameGraph would cut all of these at their first '(' */
     check(ember_tidy_generic,
-          "std::_Function_handler<void (int), main::{lambda(int)#1}>::_M_invoke(std::_Any_data const&, int&&)",
+          "std::_Function_handler<void (int), main::{lambda(int)#1}>::_M_invoke(std::_Any_data "
+          "const&, int&&)",
           "std::_Function_handler<void (int), main::{lambda(int)#1}>::_M_invoke");
     check(ember_tidy_generic, "std::function<int (int, int)>::operator()(int, int) const",
           "std::function<int (int, int)>::operator()");
-    check(ember_tidy_generic, "std::operator<< <std::char_traits<char> >(std::ostream&, char const*)",
+    check(ember_tidy_generic,
+          "std::operator<< <std::char_traits<char> >(std::ostream&, char const*)",
           "std::operator<< <std::char_traits<char> >");
     check(ember_tidy_generic, "Foo::operator<(Foo const&) const", "Foo::operator<");
     check(ember_tidy_generic, "Foo::operator[](unsigned long)", "Foo::operator[]");
@@ -67,7 +69,8 @@ static void test_rust(void **state)
     check(ember_tidy_rust, "std::sys::unix::fs::File::open::hb90e1c1c787080f0",
           "std::sys::unix::fs::File::open");
     check(ember_tidy_rust,
-          "_$LT$std..collections..hash..map..HashMap$LT$K$C$$u20$V$GT$$GT$::insert::h980e74df27f75c7d",
+          "_$LT$std..collections..hash..map..HashMap$LT$K$C$$u20$V$GT$$GT$::insert::"
+          "h980e74df27f75c7d",
           "<std::collections::hash::map::HashMap<K, V>>::insert");
     check(ember_tidy_rust, "_ZN3std2rt10lang_start17h0123456789abcdefE",
           "_ZN3std2rt10lang_start17h0123456789abcdefE");
