@@ -24,6 +24,7 @@
 #include "model/stack_cache.h"
 #include "symbol/inline.h"
 #include "util/diag.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -276,14 +277,23 @@ static bool parse_frame_at(const char *s, size_t n, size_t i, size_t j, struct f
     return true;
 }
 
+/* The script's "^\s*(\w+)": the address is [*i, *j). */
+static void scan_address(const char *s, size_t n, size_t *i, size_t *j)
+{
+    size_t a = 0;
+    while (a < n && is_ws((unsigned char)s[a]))
+        a++;
+    size_t b = a;
+    while (b < n && is_word((unsigned char)s[b]))
+        b++;
+    *i = a;
+    *j = b;
+}
+
 static bool parse_frame(const char *s, size_t n, struct frame_line *f)
 {
-    size_t i = 0;
-    while (i < n && is_ws((unsigned char)s[i]))
-        i++;
-    size_t j = i;
-    while (j < n && is_word((unsigned char)s[j]))
-        j++;
+    size_t i, j;
+    scan_address(s, n, &i, &j);
     return parse_frame_at(s, n, i, j, f);
 }
 
@@ -455,31 +465,23 @@ static struct line_slot *cache_find(struct line_cache *c, uint64_t lo, uint32_t 
     }
 }
 
-static int cache_grow(struct line_cache *c)
+static uint64_t line_slot_hash(const void *slot)
 {
-    uint32_t nmask = c->mask * 2 + 1;
-    struct line_slot *ns = calloc((size_t)nmask + 1, sizeof(*ns));
-    if (!ns)
-        return -ENOMEM;
-    for (uint32_t i = 0; i <= c->mask; i++) {
-        if (!c->slots[i].value)
-            continue;
-        uint32_t j = (uint32_t)c->slots[i].lo & nmask;
-        while (ns[j].value)
-            j = (j + 1) & nmask;
-        ns[j] = c->slots[i];
-    }
-    free(c->slots);
-    c->slots = ns;
-    c->mask = nmask;
-    return 0;
+    return ((const struct line_slot *)slot)->lo;
+}
+
+static bool line_slot_used(const void *slot)
+{
+    return ((const struct line_slot *)slot)->value != 0;
 }
 
 /* Stores the frames of a line; returns its slot (the table may have moved). */
 static int cache_add(struct line_cache *c, uint64_t lo, uint32_t hi, const uint32_t *frames,
                      size_t n, bool unknown, struct line_slot **out)
 {
-    if ((c->count + 1) * 2 > c->mask + 1 && cache_grow(c) < 0)
+    if ((c->count + 1) * 2 > c->mask + 1 &&
+        ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), line_slot_hash,
+                         line_slot_used) < 0)
         return -ENOMEM;
     uint32_t value;
     if (n == 1 && !unknown && frames[0] < LINE_LIST - 1) {
@@ -786,12 +788,8 @@ static const char *combined_split(const struct event_head *ev)
 
 static int on_frame(struct perf_parser *ps, const char *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n && is_ws((unsigned char)s[i]))
-        i++;
-    size_t j = i;
-    while (j < n && is_word((unsigned char)s[j]))
-        j++;
+    size_t i, j;
+    scan_address(s, n, &i, &j);
     return on_frame_at(ps, s, n, i, j);
 }
 

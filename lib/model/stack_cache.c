@@ -2,6 +2,7 @@
  * stack_cache.c - whole stacks to trie nodes (see stack_cache.h).
  */
 #include "stack_cache.h"
+#include "util/table.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,24 +40,14 @@ static int walk_trie(struct ember_profile *p, uint32_t root, const uint32_t *fra
     return err;
 }
 
-static int grow(struct ember_stack_cache *c)
+static uint64_t slot_hash(const void *slot)
 {
-    uint32_t nmask = c->mask * 2 + 1;
-    struct stack_slot *ns = calloc((size_t)nmask + 1, sizeof(*ns));
-    if (!ns)
-        return -ENOMEM;
-    for (uint32_t i = 0; i <= c->mask; i++) {
-        if (!c->slots[i].node)
-            continue;
-        uint32_t j = (uint32_t)c->slots[i].lo & nmask;
-        while (ns[j].node)
-            j = (j + 1) & nmask;
-        ns[j] = c->slots[i];
-    }
-    free(c->slots);
-    c->slots = ns;
-    c->mask = nmask;
-    return 0;
+    return ((const struct stack_slot *)slot)->lo;
+}
+
+static bool slot_used(const void *slot)
+{
+    return ((const struct stack_slot *)slot)->node != 0;
 }
 
 int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
@@ -77,7 +68,8 @@ int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p,
     if (err || c->count >= STACK_CACHE_MAX)
         return err;
     if ((c->count + 1) * 2 > c->mask + 1) {
-        if (grow(c) < 0)
+        if (ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), slot_hash,
+                             slot_used) < 0)
             return 0; /* only a cache */
         i = (uint32_t)h.low64 & c->mask;
         while (c->slots[i].node)

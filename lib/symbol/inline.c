@@ -11,6 +11,7 @@
 #include "inline.h"
 #include "util/arena.h"
 #include "util/hash.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <dwarf.h>
@@ -292,33 +293,25 @@ static int resolve(struct ember_symbolizer *s, struct module *m, uint64_t pc, co
     return chain_at(s, m->mod, base + strtoull(off, NULL, 16), context);
 }
 
-static struct result *result_slot(struct ember_symbolizer *s, uint32_t module, uint64_t pc)
+static uint64_t result_hash(const void *slot)
 {
-    uint64_t h = ember_hash_u64(pc * 31 + module);
-    for (uint32_t i = (uint32_t)h & s->rmask;; i = (i + 1) & s->rmask) {
-        struct result *r = &s->res[i];
-        if (!r->text && !r->len && !r->pc && !r->module)
-            return r;
-        if (r->module == module && r->pc == pc)
-            return r;
-    }
+    const struct result *r = slot;
+    return ember_hash_u64(r->pc * 31 + r->module);
 }
 
-static int result_grow(struct ember_symbolizer *s)
+static bool result_used(const void *slot)
 {
-    struct result *old = s->res;
-    uint32_t omask = s->rmask;
-    s->res = calloc((size_t)omask * 2 + 2, sizeof(*s->res));
-    if (!s->res) {
-        s->res = old;
-        return -ENOMEM;
+    return ((const struct result *)slot)->module != 0;
+}
+
+static struct result *result_slot(struct ember_symbolizer *s, uint32_t module, uint64_t pc)
+{
+    struct result key = {.module = module, .pc = pc};
+    for (uint32_t i = (uint32_t)result_hash(&key) & s->rmask;; i = (i + 1) & s->rmask) {
+        struct result *r = &s->res[i];
+        if (!r->module || (r->module == module && r->pc == pc))
+            return r;
     }
-    s->rmask = omask * 2 + 1;
-    for (uint32_t i = 0; i <= omask; i++)
-        if (old[i].text || old[i].len || old[i].pc || old[i].module)
-            *result_slot(s, old[i].module, old[i].pc) = old[i];
-    free(old);
-    return 0;
 }
 
 int ember_symbolizer_inline(struct ember_symbolizer *s, const char *mod, size_t modlen,
@@ -354,7 +347,9 @@ int ember_symbolizer_inline(struct ember_symbolizer *s, const char *mod, size_t 
     if (nf > 0 && !text)
         return -ENOMEM;
     *r = (struct result){mi + 1, addr, text, nf > 0 ? s->blen : 0};
-    if (++s->rcount * 2 > s->rmask + 1 && (err = result_grow(s)) < 0)
+    if (++s->rcount * 2 > s->rmask + 1 &&
+        (err = ember_table_grow((void **)&s->res, &s->rmask, sizeof(*s->res), result_hash,
+                                result_used)) < 0)
         return err;
     if (!text)
         return -ENOENT;

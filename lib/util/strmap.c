@@ -3,6 +3,7 @@
  */
 #include "strmap.h"
 #include "hash.h"
+#include "table.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +34,17 @@ static struct strmap_slot *find(struct strmap_slot *slots, size_t mask, const ch
     }
 }
 
+static uint64_t slot_hash(const void *slot)
+{
+    const struct strmap_slot *s = slot;
+    return ember_hash_bytes(s->key, s->len, 0);
+}
+
+static bool slot_used(const void *slot)
+{
+    return ((const struct strmap_slot *)slot)->key != NULL;
+}
+
 void *ember_strmap_get(const struct ember_strmap *m, const char *key, size_t len)
 {
     struct strmap_slot *s = find(m->slots, m->mask, key, len);
@@ -46,17 +58,10 @@ int ember_strmap_put(struct ember_strmap *m, const char *key, size_t len, void *
         s->value = value;
         return 0;
     }
-    if ((m->count + 1) * 2 > m->mask + 1) {
-        size_t nmask = m->mask * 2 + 1;
-        struct strmap_slot *ns = calloc(nmask + 1, sizeof(*ns));
-        if (!ns)
+    if ((m->count + 1) * 2 > (size_t)m->mask + 1) {
+        if (ember_table_grow((void **)&m->slots, &m->mask, sizeof(*m->slots), slot_hash,
+                             slot_used) < 0)
             return -ENOMEM;
-        for (size_t i = 0; i <= m->mask; i++)
-            if (m->slots[i].key)
-                *find(ns, nmask, m->slots[i].key, m->slots[i].len) = m->slots[i];
-        free(m->slots);
-        m->slots = ns;
-        m->mask = nmask;
         s = find(m->slots, m->mask, key, len);
     }
     char *k = ember_arena_strndup(&m->arena, key, len);
@@ -80,7 +85,7 @@ struct strmap_slot *ember_strmap_sorted(const struct ember_strmap *m)
     if (!out)
         return NULL;
     size_t n = 0;
-    for (size_t i = 0; i <= m->mask; i++)
+    for (uint32_t i = 0; i <= m->mask; i++)
         if (m->slots[i].key)
             out[n++] = m->slots[i];
     qsort(out, n, sizeof(*out), slot_cmp);

@@ -18,7 +18,8 @@ struct strmap_slot {
 
 struct ember_strmap {
     struct strmap_slot *slots;
-    size_t mask, count;
+    uint32_t mask;
+    size_t count;
     struct ember_arena arena; /* keys, and whatever values callers put here */
 };
 

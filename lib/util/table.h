@@ -1,0 +1,19 @@
+/*
+ * table.h - growing open-addressing tables of fixed-size slots (linear
+ * probing; a slot is free when used() says so, normally all zero bytes).
+ * Each table keeps its own lookup, which knows its keys; growth is shared.
+ */
+#ifndef EMBER_UTIL_TABLE_H
+#define EMBER_UTIL_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Doubles *slots (mask + 1 slots of slot_size bytes), placing every used
+ * slot at hash(slot) & new mask. Returns 0 or -ENOMEM (the table is then
+ * unchanged). */
+int ember_table_grow(void **slots, uint32_t *mask, size_t slot_size,
+                     uint64_t (*hash)(const void *slot), bool (*used)(const void *slot));
+
+#endif
