@@ -15,6 +15,7 @@
 #include "io/chunk.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
+#include "model/stack_cache.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -75,6 +76,7 @@ struct prev_frame {
 
 struct folded_reader {
     struct ember_profile *p;
+    struct ember_stack_cache stacks;
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
     const char *file;
@@ -87,12 +89,10 @@ struct folded_reader {
     size_t nframes, fcap;
 };
 
-/* Inserts the stack [s, s+n) and returns its last node. */
-static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
+/* The frames of a stack not seen before, reusing the previous line's
+ * nodes where the text matches. */
+static int insert_frames(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
 {
-    /* Perl's split drops trailing empty fields */
-    while (n > 0 && s[n - 1] == ';')
-        n--;
     /* Frames shared with the previous stack: the same bytes, ending at the
      * same place in both. */
     size_t same = 0, lim = n < r->prev_len ? n : r->prev_len, k = 0;
@@ -123,6 +123,22 @@ static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32
     r->prev_len = n;
     *leaf = node;
     return 0;
+}
+
+/* Inserts the stack [s, s+n) and returns its last node. */
+static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
+{
+    /* Perl's split drops trailing empty fields */
+    while (n > 0 && s[n - 1] == ';')
+        n--;
+    /* a stack seen before: one hash of its text */
+    XXH128_hash_t h = XXH3_128bits(s, n);
+    if (ember_stack_cache_get(&r->stacks, h.low64, h.high64, leaf))
+        return 0;
+    int err = insert_frames(r, s, n, leaf);
+    if (!err)
+        ember_stack_cache_put(&r->stacks, h.low64, h.high64, *leaf);
+    return err;
 }
 
 static void warn_line(struct folded_reader *r, const char *s, size_t n)
@@ -178,8 +194,8 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
 {
     struct folded_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
     struct ember_chunk c = {0};
-    int err = 0;
-    for (;;) {
+    int err = ember_stack_cache_init(&r.stacks);
+    while (!err) {
         int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
         if (got <= 0) {
             err = got;
@@ -200,6 +216,7 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
             o->progress(o->progress_ctx, in);
     }
     ember_chunk_release(&c);
+    ember_stack_cache_release(&r.stacks);
     free(r.prev);
     free(r.frames);
     return err;

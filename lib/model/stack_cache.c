@@ -50,32 +50,44 @@ static bool slot_used(const void *slot)
     return ((const struct stack_slot *)slot)->node != 0;
 }
 
+static struct stack_slot *find(const struct ember_stack_cache *c, uint64_t lo, uint64_t hi)
+{
+    for (uint32_t i = (uint32_t)lo & c->mask;; i = (i + 1) & c->mask) {
+        struct stack_slot *s = &c->slots[i];
+        if (!s->node || (s->lo == lo && s->hi == hi))
+            return s;
+    }
+}
+
+bool ember_stack_cache_get(const struct ember_stack_cache *c, uint64_t lo, uint64_t hi,
+                           uint32_t *node)
+{
+    const struct stack_slot *s = find(c, lo, hi);
+    *node = s->node;
+    return s->node != 0;
+}
+
+void ember_stack_cache_put(struct ember_stack_cache *c, uint64_t lo, uint64_t hi, uint32_t node)
+{
+    if (node == EMBER_ROOT || c->count >= STACK_CACHE_MAX)
+        return;
+    if ((c->count + 1) * 2 > c->mask + 1 &&
+        ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), slot_hash, slot_used) < 0)
+        return; /* only a cache */
+    struct stack_slot *s = find(c, lo, hi);
+    if (!s->node)
+        c->count++;
+    *s = (struct stack_slot){lo, hi, node};
+}
+
 int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
                            const uint32_t *frames, size_t n, uint32_t *node)
 {
     XXH128_hash_t h = XXH3_128bits_withSeed(frames, n * sizeof(*frames), root);
-    uint32_t i = (uint32_t)h.low64 & c->mask;
-    for (;; i = (i + 1) & c->mask) {
-        struct stack_slot *s = &c->slots[i];
-        if (!s->node)
-            break;
-        if (s->lo == h.low64 && s->hi == h.high64) {
-            *node = s->node;
-            return 0;
-        }
-    }
+    if (ember_stack_cache_get(c, h.low64, h.high64, node))
+        return 0;
     int err = walk_trie(p, root, frames, n, node);
-    if (err || c->count >= STACK_CACHE_MAX)
-        return err;
-    if ((c->count + 1) * 2 > c->mask + 1) {
-        if (ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), slot_hash,
-                             slot_used) < 0)
-            return 0; /* only a cache */
-        i = (uint32_t)h.low64 & c->mask;
-        while (c->slots[i].node)
-            i = (i + 1) & c->mask;
-    }
-    c->slots[i] = (struct stack_slot){h.low64, h.high64, *node};
-    c->count++;
-    return 0;
+    if (!err)
+        ember_stack_cache_put(c, h.low64, h.high64, *node);
+    return err;
 }

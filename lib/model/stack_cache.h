@@ -26,6 +26,12 @@ struct ember_stack_cache {
 int ember_stack_cache_init(struct ember_stack_cache *c);
 void ember_stack_cache_release(struct ember_stack_cache *c);
 
+/* Lookup and insertion by a stack's 128-bit hash, for readers that hash the
+ * stack's text (folded lines). get returns false when the stack is unknown. */
+bool ember_stack_cache_get(const struct ember_stack_cache *c, uint64_t lo, uint64_t hi,
+                           uint32_t *node);
+void ember_stack_cache_put(struct ember_stack_cache *c, uint64_t lo, uint64_t hi, uint32_t node);
+
 /* The node of the stack whose outermost frame is root and whose other frames
  * are frames[n-1] (outermost) down to frames[0] (the leaf), creating it in p
  * as needed. */
