@@ -1,0 +1,140 @@
+/*
+ * cmd_trace.c - `ember trace`: reading what programs recorded with
+ * ember/trace.h: dump, stats, latency, export.
+ */
+#include "cli.h"
+#include "commands.h"
+#include "ember/traceview.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "ember trace dump|stats|latency|export [options] FILE\n"
+    "       ember trace dump --follow PID|FILE";
+static const char description[] =
+    "Reads a trace file written by a program built with <ember/trace.h> and run with\n"
+    "EMBER_TRACE=FILE, or by 'ember record'. The file may be from a running program\n"
+    "(read without stopping it) or from one that ended or was killed.\n\n"
+    "  dump     one line per event, in time order\n"
+    "  stats    per span name: count, total, mean, min, p50, p90, p99, max\n"
+    "  latency  an HdrHistogram of span durations (--span NAME for one span)\n"
+    "  export   --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)";
+
+static void report_losses(struct ember_trace *t)
+{
+    for (unsigned i = 0; i < ember_trace_ring_count(t); i++) {
+        const struct ember_trace_ring *r = ember_trace_ring(t, i);
+        if (r->lost)
+            cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read",
+                        r->tid, r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
+                        (unsigned long long)r->lost, (unsigned long long)r->events);
+    }
+}
+
+int cmd_follow(const char *what, const char *out, bool ticks);
+
+int cmd_trace(int argc, char **argv)
+{
+    const char *out = NULL, *format = NULL, *span = NULL, *follow = NULL;
+    bool ticks = false;
+    const struct option opts[] = {
+        {OPT_STRING, "output", 'o', &out, "FILE", "write to FILE", "stdout", NULL, false},
+        {OPT_STRING, "format", 0, &format, "FORMAT", "export: chrome, perfetto or ctf", NULL,
+         NULL, false},
+        {OPT_STRING, "span", 0, &span, "NAME", "latency: only spans named NAME", "all spans",
+         NULL, false},
+        {OPT_FLAG, "ticks", 0, &ticks, NULL, "dump: raw timestamps instead of seconds", NULL,
+         NULL, false},
+        {OPT_STRING, "follow", 'f', &follow, "PID|FILE",
+         "dump: print events as a running program writes them", NULL, NULL, false},
+        OPT_END_(),
+    };
+    int nargs = parse_options(argc, argv, opts, usage, description);
+    if (nargs < 0)
+        return nargs == -2 ? 0 : EXIT_USAGE;
+    if (nargs < 1) {
+        cli_error("which tool? dump, stats, latency or export (see 'ember trace --help')");
+        return EXIT_USAGE;
+    }
+    const char *tool = argv[0];
+    if (follow) {
+        if (strcmp(tool, "dump") != 0 || nargs != 1) {
+            cli_error("--follow goes with dump alone: ember trace dump --follow PID|FILE");
+            return EXIT_USAGE;
+        }
+        return cmd_follow(follow, out, ticks);
+    }
+    if (nargs != 2) {
+        cli_error("%s takes one trace file", tool);
+        return EXIT_USAGE;
+    }
+    bool is_export = strcmp(tool, "export") == 0;
+    if (strcmp(tool, "dump") && strcmp(tool, "stats") && strcmp(tool, "latency") && !is_export) {
+        cli_error("unknown trace tool '%s' (dump, stats, latency or export)", tool);
+        return EXIT_USAGE;
+    }
+    if (is_export && (!format || (strcmp(format, "chrome") && strcmp(format, "perfetto") &&
+                                  strcmp(format, "ctf")))) {
+        cli_error("export needs --format chrome, perfetto or ctf");
+        return EXIT_USAGE;
+    }
+    if (is_export && strcmp(format, "ctf") == 0 && !out) {
+        cli_error("export --format ctf needs -o DIRECTORY");
+        return EXIT_USAGE;
+    }
+
+    struct ember_diag d;
+    struct ember_trace *t;
+    ember_diag_clear(&d);
+    int err = ember_trace_open(&t, argv[1], &d);
+    if (err) {
+        cli_diag_error(&d, err);
+        return 1;
+    }
+    report_losses(t);
+    if (is_export && strcmp(format, "ctf") == 0) {
+        err = ember_trace_export_ctf(t, out, &d);
+        if (err)
+            cli_diag_error(&d, err);
+        ember_trace_close(t);
+        return err ? 1 : 0;
+    }
+    struct cli_output o;
+    if (cli_output_open(&o, out) < 0) {
+        ember_trace_close(t);
+        return 1;
+    }
+    struct ember_sink sink = cli_output_sink(&o);
+    if (strcmp(tool, "dump") == 0)
+        err = ember_trace_dump(t, &sink, ticks);
+    else if (strcmp(tool, "stats") == 0)
+        err = ember_trace_stats(t, &sink);
+    else if (strcmp(tool, "latency") == 0)
+        err = ember_trace_latency(t, span, &sink, &d);
+    else if (strcmp(format, "chrome") == 0)
+        err = ember_trace_export_chrome(t, &sink);
+    else
+        err = ember_trace_export_perfetto(t, &sink);
+    ember_trace_close(t);
+    if (err) {
+        if (d.msg[0])
+            cli_diag_error(&d, err);
+        else
+            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+        cli_output_abort(&o);
+        return 1;
+    }
+    return cli_output_commit(&o) < 0 ? 1 : 0;
+}
+
+int cmd_follow(const char *what, const char *out, bool ticks)
+{
+    (void)what;
+    (void)out;
+    (void)ticks;
+    cli_error("--follow: not yet");
+    return 1;
+}

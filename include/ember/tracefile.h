@@ -1,0 +1,92 @@
+/*
+ * ember/tracefile.h - reading what ember/trace.h wrote: ring files (live,
+ * or left by a process that ended or was killed) and the packet logs that
+ * `ember record` writes.
+ *
+ * The file is untrusted: every offset and length is checked, and a corrupt
+ * or truncated file gives -EINVAL with a diagnostic, never a crash. Rings
+ * are copied before they are read, so a live writer cannot tear an event
+ * under the reader; what it overwrote meanwhile is counted as lost.
+ */
+#ifndef EMBER_TRACEFILE_H
+#define EMBER_TRACEFILE_H
+
+#include "ember/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ember_trace;
+
+enum ember_event_kind {
+    EMBER_EV_BEGIN = 1,
+    EMBER_EV_END = 2,
+    EMBER_EV_INSTANT = 3,
+    EMBER_EV_COUNTER = 4,
+    EMBER_EV_EVENT = 5, /* a user-defined type */
+};
+
+enum { EMBER_TRACE_MAX_FIELDS = 8 };
+
+struct ember_trace_site {
+    uint32_t id;
+    int kind;
+    const char *name;
+    unsigned nfields;
+    const char *field_names[EMBER_TRACE_MAX_FIELDS];
+    int field_types[EMBER_TRACE_MAX_FIELDS]; /* EMBER_FT_I64, _F64, _STR */
+};
+
+struct ember_trace_value {
+    int64_t i;
+    double f;
+    const char *s;
+};
+
+struct ember_trace_event {
+    unsigned ring;
+    uint32_t tid;
+    uint64_t ticks; /* the raw timestamp */
+    int64_t ns;     /* nanoseconds since the trace started */
+    uint64_t seq;   /* the event's number in its ring (0 = the thread's first) */
+    const struct ember_trace_site *site;
+    struct ember_trace_value v[EMBER_TRACE_MAX_FIELDS];
+};
+
+struct ember_trace_ring {
+    uint32_t tid;
+    char name[64];
+    uint64_t events; /* events read */
+    uint64_t lost;   /* events written but gone: overwritten, or dropped when full */
+    uint64_t packets;
+};
+
+EMBER_API int ember_trace_open(struct ember_trace **t, const char *path, struct ember_diag *d);
+EMBER_API void ember_trace_close(struct ember_trace *t);
+
+EMBER_API uint32_t ember_trace_pid(const struct ember_trace *t);
+EMBER_API const char *ember_trace_exe(const struct ember_trace *t);
+EMBER_API uint64_t ember_trace_ticks_per_sec(const struct ember_trace *t);
+/* The timestamp (in ticks) taken at ns == 0. */
+EMBER_API uint64_t ember_trace_base_ticks(const struct ember_trace *t);
+/* Wall-clock time of ns == 0, in ns since the Unix epoch. */
+EMBER_API uint64_t ember_trace_start_realtime(const struct ember_trace *t);
+EMBER_API const uint8_t *ember_trace_uuid(const struct ember_trace *t);
+
+EMBER_API unsigned ember_trace_ring_count(const struct ember_trace *t);
+EMBER_API const struct ember_trace_ring *ember_trace_ring(const struct ember_trace *t, unsigned i);
+EMBER_API unsigned ember_trace_site_count(const struct ember_trace *t);
+EMBER_API const struct ember_trace_site *ember_trace_site_at(const struct ember_trace *t,
+                                                             unsigned i);
+
+/* Every event, in time order across threads (in ring order on ties). */
+typedef int (*ember_trace_event_fn)(void *ctx, const struct ember_trace_event *e);
+EMBER_API int ember_trace_each(struct ember_trace *t, ember_trace_event_fn fn, void *ctx);
+
+/* The valid packets of ring i, in order: for exporting CTF. The packet's
+ * context (content size, end time, discarded events) is already fixed up. */
+typedef int (*ember_trace_packet_fn)(void *ctx, unsigned ring, const void *packet, size_t size);
+EMBER_API int ember_trace_each_packet(struct ember_trace *t, ember_trace_packet_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * ember/traceview.h - what `ember trace` shows of a trace: the events one
+ * per line, per-span statistics and latency histograms, and exports to
+ * Chrome trace JSON, Perfetto and CTF (for babeltrace2).
+ */
+#ifndef EMBER_TRACEVIEW_H
+#define EMBER_TRACEVIEW_H
+
+#include "ember/error.h"
+#include "ember/formats.h"
+#include "ember/tracefile.h"
+
+#include <stdbool.h>
+
+/* One line per event, in time order: seconds since the start (or raw
+ * ticks), thread, kind, name, fields. Lost events are reported last. */
+EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks);
+
+/* Per span name: count, total, mean, min, percentiles, max. */
+EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out);
+
+/* Durations of the spans named span (NULL: all) as an HdrHistogram: the
+ * percentile table in HdrHistogram's classic format, then a bar chart. */
+EMBER_API int ember_trace_latency(struct ember_trace *t, const char *span,
+                                  const struct ember_sink *out, struct ember_diag *d);
+
+EMBER_API int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *out);
+EMBER_API int ember_trace_export_perfetto(struct ember_trace *t, const struct ember_sink *out);
+/* A CTF 1.8 trace directory: metadata and one stream file per thread. */
+EMBER_API int ember_trace_export_ctf(struct ember_trace *t, const char *dir, struct ember_diag *d);
+
+#endif

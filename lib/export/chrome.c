@@ -1,0 +1,170 @@
+/*
+ * chrome.c - Chrome's Trace Event JSON (what chrome://tracing, Perfetto's UI
+ * and speedscope open): spans as B/E pairs, instants and user events as
+ * thread-scoped "i", counters as "C", thread names as metadata events.
+ * Times are microseconds since the trace started, to the nanosecond.
+ */
+#include "ember/trace.h"
+#include "ember/traceview.h"
+#include "io/writer.h"
+#include "render/flame_internal.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void json_string(struct ember_writer *w, const char *s)
+{
+    ember_writer_put(w, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            ember_writer_printf(w, "\\%c", *p);
+        else if (*p < 0x20)
+            ember_writer_printf(w, "\\u%04x", *p);
+        else if (*p >= 0x80) {
+            /* keep valid UTF-8, replace the rest: JSON must be UTF-8 */
+            size_t len = strlen((const char *)p), n = 1;
+            while (n < len && n < 4 && (p[n] & 0xc0) == 0x80)
+                n++;
+            ember_svg_escape(w, (const char *)p, n, false);
+            p += n - 1;
+        } else
+            ember_writer_put(w, (const char *)p, 1);
+    }
+    ember_writer_put(w, "\"", 1);
+}
+
+/* Open spans per thread: viewers (speedscope) reject ends without a
+ * begin and begins never ended, which a flight recorder produces. */
+struct open_stack {
+    const char **names;
+    size_t n, cap;
+    int64_t last;
+};
+
+struct chrome {
+    struct ember_writer w;
+    struct ember_trace *t;
+    uint32_t pid;
+    struct open_stack *open; /* per ring */
+};
+
+static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
+{
+    ember_writer_puts(w, ",\"args\":{");
+    for (unsigned i = 0; i < e->site->nfields; i++) {
+        if (i)
+            ember_writer_puts(w, ",");
+        json_string(w, e->site->field_names[i]);
+        ember_writer_puts(w, ":");
+        if (e->site->field_types[i] == EMBER_FT_STR)
+            json_string(w, e->v[i].s);
+        else if (e->site->field_types[i] == EMBER_FT_F64 && e->v[i].f == e->v[i].f &&
+                 e->v[i].f - e->v[i].f == 0)
+            ember_writer_printf(w, "%.17g", e->v[i].f);
+        else if (e->site->field_types[i] == EMBER_FT_F64)
+            ember_writer_puts(w, "null"); /* JSON has no NaN or infinity */
+        else
+            ember_writer_printf(w, "%lld", (long long)e->v[i].i);
+    }
+    ember_writer_puts(w, "}");
+}
+
+static void put_event(struct chrome *c, const char *ph, uint32_t tid, int64_t ns, const char *name)
+{
+    ember_writer_printf(&c->w, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,\"name\":",
+                        ph, c->pid, tid, (long long)(ns / 1000),
+                        (long long)(ns % 1000 < 0 ? -(ns % 1000) : ns % 1000));
+    json_string(&c->w, name);
+}
+
+/* Ends the open spans of a thread above depth keep. */
+static void end_to(struct chrome *c, unsigned ring, uint32_t tid, size_t keep, int64_t ns)
+{
+    struct open_stack *o = &c->open[ring];
+    while (o->n > keep) {
+        put_event(c, "E", tid, ns, o->names[--o->n]);
+        ember_writer_puts(&c->w, "}");
+    }
+}
+
+static int chrome_event(void *ctx, const struct ember_trace_event *e)
+{
+    struct chrome *c = ctx;
+    struct open_stack *o = &c->open[e->ring];
+    o->last = e->ns;
+    if (e->site->kind == EMBER_EV_END) {
+        size_t k = o->n;
+        while (k > 0 && strcmp(o->names[k - 1], e->site->name) != 0)
+            k--;
+        if (k == 0)
+            return 0; /* its begin is not in the trace */
+        end_to(c, e->ring, e->tid, k, e->ns);
+        o->n--;
+    } else if (e->site->kind == EMBER_EV_BEGIN) {
+        if (EMBER_VEC_RESERVE(o->names, o->cap, o->n + 1) < 0)
+            return -ENOMEM;
+        o->names[o->n++] = e->site->name;
+    }
+    const char *ph;
+    switch (e->site->kind) {
+    case EMBER_EV_BEGIN:
+        ph = "B";
+        break;
+    case EMBER_EV_END:
+        ph = "E";
+        break;
+    case EMBER_EV_COUNTER:
+        ph = "C";
+        break;
+    default:
+        ph = "i";
+        break;
+    }
+    put_event(c, ph, e->tid, e->ns, e->site->name);
+    if (*ph == 'i')
+        ember_writer_puts(&c->w, ",\"s\":\"t\"");
+    if (e->site->nfields)
+        put_args(&c->w, e);
+    ember_writer_puts(&c->w, "}");
+    return c->w.err;
+}
+
+int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *out)
+{
+    struct chrome *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    ember_writer_init(&c->w, out);
+    c->t = t;
+    c->pid = ember_trace_pid(t);
+    const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
+    ember_writer_printf(&c->w, "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
+                               "\"name\":\"process_name\",\"args\":{\"name\":",
+                        c->pid);
+    json_string(&c->w, slash ? slash + 1 : exe);
+    ember_writer_puts(&c->w, "}}");
+    for (unsigned i = 0; i < ember_trace_ring_count(t); i++) {
+        const struct ember_trace_ring *r = ember_trace_ring(t, i);
+        if (!r->name[0])
+            continue;
+        ember_writer_printf(&c->w, ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
+                                   "\"args\":{\"name\":",
+                            c->pid, r->tid);
+        json_string(&c->w, r->name);
+        ember_writer_puts(&c->w, "}}");
+    }
+    unsigned nrings = ember_trace_ring_count(t);
+    c->open = calloc(nrings ? nrings : 1, sizeof(*c->open));
+    int err = c->open ? ember_trace_each(t, chrome_event, c) : -ENOMEM;
+    for (unsigned i = 0; i < nrings && !err; i++)
+        end_to(c, i, ember_trace_ring(t, i)->tid, 0, c->open[i].last);
+    ember_writer_puts(&c->w, "\n],\"displayTimeUnit\":\"ns\"}\n");
+    int ferr = ember_writer_flush(&c->w);
+    for (unsigned i = 0; c->open && i < nrings; i++)
+        free(c->open[i].names);
+    free(c->open);
+    free(c);
+    return err ? err : ferr;
+}
