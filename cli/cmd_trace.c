@@ -7,13 +7,15 @@
 #include "ember/traceview.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
-    "ember trace dump|stats|latency|export [options] FILE\n"
-    "       ember trace dump --follow PID|FILE";
+static const char usage[] = "ember trace dump|stats|latency|export [options] FILE\n"
+                            "       ember trace dump --follow PID|FILE";
 static const char description[] =
     "Reads a trace file written by a program built with <ember/trace.h> and run with\n"
     "EMBER_TRACE=FILE, or by 'ember record'. The file may be from a running program\n"
@@ -42,12 +44,12 @@ int cmd_trace(int argc, char **argv)
     bool ticks = false;
     const struct option opts[] = {
         {OPT_STRING, "output", 'o', &out, "FILE", "write to FILE", "stdout", NULL, false},
-        {OPT_STRING, "format", 0, &format, "FORMAT", "export: chrome, perfetto or ctf", NULL,
-         NULL, false},
-        {OPT_STRING, "span", 0, &span, "NAME", "latency: only spans named NAME", "all spans",
-         NULL, false},
-        {OPT_FLAG, "ticks", 0, &ticks, NULL, "dump: raw timestamps instead of seconds", NULL,
-         NULL, false},
+        {OPT_STRING, "format", 0, &format, "FORMAT", "export: chrome, perfetto or ctf", NULL, NULL,
+         false},
+        {OPT_STRING, "span", 0, &span, "NAME", "latency: only spans named NAME", "all spans", NULL,
+         false},
+        {OPT_FLAG, "ticks", 0, &ticks, NULL, "dump: raw timestamps instead of seconds", NULL, NULL,
+         false},
         {OPT_STRING, "follow", 'f', &follow, "PID|FILE",
          "dump: print events as a running program writes them", NULL, NULL, false},
         OPT_END_(),
@@ -130,11 +132,115 @@ int cmd_trace(int argc, char **argv)
     return cli_output_commit(&o) < 0 ? 1 : 0;
 }
 
+/* A process's trace file: the mapped file that starts with the magic. */
+static bool trace_of_pid(const char *pid, char *path, size_t cap)
+{
+    char maps[64];
+    snprintf(maps, sizeof(maps), "/proc/%s/maps", pid);
+    FILE *f = fopen(maps, "r");
+    if (!f)
+        return false;
+    char line[4400];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        char *p = strchr(line, '/');
+        if (!p)
+            continue;
+        p[strcspn(p, "\n")] = '\0';
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        uint64_t magic = 0;
+        if (fd >= 0 && pread(fd, &magic, 8, 0) == 8 && magic == 0x31525445424d45ULL) {
+            snprintf(path, cap, "%s", p);
+            found = true;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    fclose(f);
+    return found;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+struct follow_out {
+    FILE *out;
+    struct ember_follow *f;
+    bool ticks;
+};
+
+static int follow_event(void *ctx, const struct ember_trace_event *e)
+{
+    struct follow_out *o = ctx;
+    char line[8192];
+    size_t n = ember_trace_event_line(e, ember_follow_ring(o->f, e->ring)->name, o->ticks, line,
+                                      sizeof(line));
+    return fwrite(line, 1, n, o->out) == n ? 0 : -EIO;
+}
+
 int cmd_follow(const char *what, const char *out, bool ticks)
 {
-    (void)what;
-    (void)out;
-    (void)ticks;
-    cli_error("--follow: not yet");
-    return 1;
+    char path[4096];
+    bool pid = what[0] && strspn(what, "0123456789") == strlen(what);
+    signal(SIGINT, on_interrupt);
+    signal(SIGTERM, on_interrupt);
+    if (pid) {
+        /* the process may not have started tracing yet: wait for its file */
+        while (!trace_of_pid(what, path, sizeof(path))) {
+            if (interrupted || kill((pid_t)atoi(what), 0) < 0) {
+                cli_error("process %s %s no ember trace file", what,
+                          interrupted ? "has" : "ended with");
+                return 1;
+            }
+            usleep(20000);
+        }
+    } else {
+        snprintf(path, sizeof(path), "%s", what);
+    }
+    struct ember_diag d;
+    struct ember_follow *f;
+    ember_diag_clear(&d);
+    int err = ember_follow_open(&f, path, 60000, &d);
+    if (err) {
+        cli_diag_error(&d, err);
+        return 1;
+    }
+    FILE *o = out ? fopen(out, "w") : stdout;
+    if (!o) {
+        cli_error("cannot write %s: %s", out, strerror(errno));
+        ember_follow_close(f);
+        return 1;
+    }
+    struct follow_out fo = {o, f, ticks};
+    for (;;) {
+        bool alive = ember_follow_writer_alive(f);
+        int n = ember_follow_poll(f, follow_event, &fo, NULL, NULL, !alive);
+        if (n < 0) {
+            err = n;
+            break;
+        }
+        fflush(o);
+        if (!alive || interrupted)
+            break;
+        if (n == 0)
+            usleep(10000);
+    }
+    for (unsigned i = 0; i < ember_follow_ring_count(f); i++) {
+        const struct ember_trace_ring *r = ember_follow_ring(f, i);
+        if (r->lost)
+            cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read",
+                        r->tid, r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
+                        (unsigned long long)r->lost, (unsigned long long)r->events);
+    }
+    if (err)
+        cli_error("%s: %s", path, err == -EINVAL ? "the trace is corrupt" : strerror(-err));
+    if (out)
+        fclose(o);
+    ember_follow_close(f);
+    return err ? 1 : 0;
 }

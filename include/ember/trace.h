@@ -85,8 +85,8 @@ struct ember_field {
  *     EMBER_EMIT(io_event, EMBER_I64("fd", fd), EMBER_STR("op", "read"));
  * Emitted fields must follow the schema's order and types. */
 #define EMBER_EVENT_TYPE(var, name, schema)                                                        \
-    static struct ember__site var = {(name), EMBER__EVENT, sizeof(schema) / sizeof((schema)[0]),  \
-                                     0, (schema), 0, {0}}
+    static struct ember__site var = {                                                              \
+        (name), EMBER__EVENT, sizeof(schema) / sizeof((schema)[0]), 0, (schema), 0, {0}}
 
 /* ---- internals the macros use ----------------------------------------- */
 
@@ -176,7 +176,7 @@ static inline uint64_t ember__f64_bits(double d)
 }
 
 #define EMBER__CAT2(a, b) a##b
-#define EMBER__CAT(a, b) EMBER__CAT2(a, b)
+#define EMBER__CAT(a, b)  EMBER__CAT2(a, b)
 #define EMBER__SITE(var, name, kind)                                                               \
     static struct ember__site var = {(name), (kind), 0, 0, 0, 0, {0}}
 #define EMBER__NARGS(...) (sizeof((struct ember_field[]){__VA_ARGS__}) / sizeof(struct ember_field))
@@ -184,23 +184,23 @@ static inline uint64_t ember__f64_bits(double d)
 /* An event of kind at this call site, with optional fields. */
 #define EMBER__EVENT_AT(kind, name, ...)                                                           \
     do {                                                                                           \
-        static struct ember__site ember__s = {(name), (kind), 0, 0, 0, 0, {0}};                  \
+        static struct ember__site ember__s = {(name), (kind), 0, 0, 0, 0, {0}};                    \
         __VA_OPT__(if (__builtin_expect(ember__on, 0)) ember__emit_fields(                         \
-                       &ember__s, (struct ember_field[]){__VA_ARGS__},                             \
-                       EMBER__NARGS(__VA_ARGS__));                                                 \
-                   else) ember__emit(&ember__s, 0, 0);                                             \
+                       &ember__s, (struct ember_field[]){__VA_ARGS__}, EMBER__NARGS(__VA_ARGS__)); \
+                   else)                                                                           \
+        ember__emit(&ember__s, 0, 0);                                                              \
     } while (0)
 
 #ifndef EMBER_TRACE_DISABLE
 
 #define EMBER_SPAN_BEGIN(name, ...) EMBER__EVENT_AT(EMBER__BEGIN, name __VA_OPT__(, ) __VA_ARGS__)
-#define EMBER_SPAN_END(name, ...) EMBER__EVENT_AT(EMBER__END, name __VA_OPT__(, ) __VA_ARGS__)
-#define EMBER_INSTANT(name, ...) EMBER__EVENT_AT(EMBER__INSTANT, name __VA_OPT__(, ) __VA_ARGS__)
+#define EMBER_SPAN_END(name, ...)   EMBER__EVENT_AT(EMBER__END, name __VA_OPT__(, ) __VA_ARGS__)
+#define EMBER_INSTANT(name, ...)    EMBER__EVENT_AT(EMBER__INSTANT, name __VA_OPT__(, ) __VA_ARGS__)
 
 /* A span from here to the end of the enclosing block. */
 #define EMBER_SPAN(name)                                                                           \
-    EMBER__SITE(EMBER__CAT(ember__sb, __LINE__), name, EMBER__BEGIN);                             \
-    EMBER__SITE(EMBER__CAT(ember__se, __LINE__), name, EMBER__END);                               \
+    EMBER__SITE(EMBER__CAT(ember__sb, __LINE__), name, EMBER__BEGIN);                              \
+    EMBER__SITE(EMBER__CAT(ember__se, __LINE__), name, EMBER__END);                                \
     ember__emit(&EMBER__CAT(ember__sb, __LINE__), 0, 0);                                           \
     struct ember__site *EMBER__CAT(ember__sg, __LINE__)                                            \
         __attribute__((cleanup(ember__span_cleanup), unused)) = &EMBER__CAT(ember__se, __LINE__)
@@ -208,15 +208,17 @@ static inline uint64_t ember__f64_bits(double d)
 /* A counter sample: an integer, or a double when value is floating. */
 #define EMBER_COUNTER(name, value)                                                                 \
     do {                                                                                           \
-        static struct ember__site ember__s = {(name), EMBER__COUNTER, 1, 0, 0, 0,                  \
-                                              {EMBER__CT(value)}};                                 \
+        static struct ember__site ember__s = {(name), EMBER__COUNTER,    1, 0, 0,                  \
+                                              0,      {EMBER__CT(value)}};                         \
         ember__emit(&ember__s, 1, EMBER__CV(value));                                               \
     } while (0)
 #define EMBER__CT(value)                                                                           \
-    _Generic((value), float: EMBER_FT_F64, double: EMBER_FT_F64, default: EMBER_FT_I64)
+    _Generic((value), float : EMBER_FT_F64, double : EMBER_FT_F64, default : EMBER_FT_I64)
 #define EMBER__CV(value)                                                                           \
-    _Generic((value), float: ember__f64_bits((double)(value)),                                     \
-             double: ember__f64_bits((double)(value)), default: (uint64_t)(int64_t)(value))
+    _Generic((value), float                                                                        \
+             : ember__f64_bits((double)(value)), double                                            \
+             : ember__f64_bits((double)(value)), default                                           \
+             : (uint64_t)(int64_t)(value))
 
 #define EMBER_EMIT(var, ...)                                                                       \
     do {                                                                                           \
@@ -236,9 +238,9 @@ static inline uint64_t ember__f64_bits(double d)
         }                                                                                          \
     } while (0)
 #define EMBER_SPAN_BEGIN(name, ...) EMBER__CHECK(name __VA_OPT__(, ) __VA_ARGS__)
-#define EMBER_SPAN_END(name, ...) EMBER__CHECK(name __VA_OPT__(, ) __VA_ARGS__)
-#define EMBER_INSTANT(name, ...) EMBER__CHECK(name __VA_OPT__(, ) __VA_ARGS__)
-#define EMBER_SPAN(name) EMBER__CHECK(name)
+#define EMBER_SPAN_END(name, ...)   EMBER__CHECK(name __VA_OPT__(, ) __VA_ARGS__)
+#define EMBER_INSTANT(name, ...)    EMBER__CHECK(name __VA_OPT__(, ) __VA_ARGS__)
+#define EMBER_SPAN(name)            EMBER__CHECK(name)
 #define EMBER_COUNTER(name, value)                                                                 \
     do {                                                                                           \
         if (0) {                                                                                   \

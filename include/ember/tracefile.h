@@ -89,4 +89,37 @@ EMBER_API int ember_trace_each(struct ember_trace *t, ember_trace_event_fn fn, v
 typedef int (*ember_trace_packet_fn)(void *ctx, unsigned ring, const void *packet, size_t size);
 EMBER_API int ember_trace_each_packet(struct ember_trace *t, ember_trace_packet_fn fn, void *ctx);
 
+/* ---- following a trace as it is written ---- */
+
+struct ember_follow;
+
+/* Waits up to timeout_ms for path to exist and hold a complete header. */
+EMBER_API int ember_follow_open(struct ember_follow **f, const char *path, int timeout_ms,
+                                struct ember_diag *d);
+EMBER_API void ember_follow_close(struct ember_follow *f);
+/* Reads what was written since the last poll: events to fn (time order
+ * within the batch), and the packets read to pfn (for copying them). With
+ * pfn and !final, only packets their writer has closed are taken. Returns
+ * the number of events, or a negative error. */
+EMBER_API int ember_follow_poll(struct ember_follow *f, ember_trace_event_fn fn, void *ctx,
+                                ember_trace_packet_fn pfn, void *pctx, bool final);
+EMBER_API bool ember_follow_writer_alive(const struct ember_follow *f);
+EMBER_API unsigned ember_follow_ring_count(const struct ember_follow *f);
+EMBER_API const struct ember_trace_ring *ember_follow_ring(const struct ember_follow *f,
+                                                           unsigned i);
+/* The file's first bytes (header, site table...), for copying them. */
+EMBER_API const void *ember_follow_header(const struct ember_follow *f, size_t *strings_used);
+
+/* ---- packet logs: what `ember record` writes from a follower ---- */
+
+struct ember_trace_log;
+/* Writes to fd (which must allow pwrite) the packets of f. */
+EMBER_API int ember_trace_log_new(struct ember_trace_log **l, struct ember_follow *f, int fd);
+/* An ember_trace_packet_fn: pass the log as ctx to ember_follow_poll. */
+EMBER_API int ember_trace_log_packet(void *log, unsigned ring, const void *packet, size_t size);
+/* Writes the header and tables: the log is complete. */
+EMBER_API int ember_trace_log_finish(struct ember_trace_log *l);
+EMBER_API uint64_t ember_trace_log_packets(const struct ember_trace_log *l);
+EMBER_API void ember_trace_log_free(struct ember_trace_log *l);
+
 #endif

@@ -16,6 +16,11 @@
  * ticks), thread, kind, name, fields. Lost events are reported last. */
 EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks);
 
+/* One event as dump prints it, with its thread's name, into buf (a line
+ * ending in '\n', cut to cap). Returns the length. */
+EMBER_API size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread,
+                                        bool ticks, char *buf, size_t cap);
+
 /* Per span name: count, total, mean, min, percentiles, max. */
 EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out);
 

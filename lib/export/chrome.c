@@ -73,9 +73,9 @@ static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
 
 static void put_event(struct chrome *c, const char *ph, uint32_t tid, int64_t ns, const char *name)
 {
-    ember_writer_printf(&c->w, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,\"name\":",
-                        ph, c->pid, tid, (long long)(ns / 1000),
-                        (long long)(ns % 1000 < 0 ? -(ns % 1000) : ns % 1000));
+    ember_writer_printf(
+        &c->w, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,\"name\":", ph, c->pid,
+        tid, (long long)(ns / 1000), (long long)(ns % 1000 < 0 ? -(ns % 1000) : ns % 1000));
     json_string(&c->w, name);
 }
 
@@ -140,8 +140,9 @@ int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *ou
     c->t = t;
     c->pid = ember_trace_pid(t);
     const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
-    ember_writer_printf(&c->w, "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
-                               "\"name\":\"process_name\",\"args\":{\"name\":",
+    ember_writer_printf(&c->w,
+                        "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
+                        "\"name\":\"process_name\",\"args\":{\"name\":",
                         c->pid);
     json_string(&c->w, slash ? slash + 1 : exe);
     ember_writer_puts(&c->w, "}}");
@@ -149,8 +150,9 @@ int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *ou
         const struct ember_trace_ring *r = ember_trace_ring(t, i);
         if (!r->name[0])
             continue;
-        ember_writer_printf(&c->w, ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
-                                   "\"args\":{\"name\":",
+        ember_writer_printf(&c->w,
+                            ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
+                            "\"args\":{\"name\":",
                             c->pid, r->tid);
         json_string(&c->w, r->name);
         ember_writer_puts(&c->w, "}}");

@@ -81,22 +81,24 @@ static void write_metadata(struct ember_trace *t, struct ember_writer *w)
     if ((long double)offset_s > origin)
         offset_s--;
     unsigned long long offset = (unsigned long long)((origin - (long double)offset_s) * hz);
-    ember_writer_printf(w, "/* CTF 1.8 */\n"
-                           "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
-                           "typealias integer { size = 32; align = 32; signed = false; } := "
-                           "uint32_t;\n"
-                           "typealias integer { size = 64; align = 64; signed = false; } := "
-                           "uint64_t;\n"
-                           "typealias integer { size = 64; align = 64; signed = true; } := int64_t;\n"
-                           "typealias floating_point { exp_dig = 11; mant_dig = 53; align = 64; } "
-                           ":= double;\n\n"
-                           "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"%s\";\n"
-                           "\tbyte_order = le;\n"
-                           "\tpacket.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t "
-                           "stream_id; };\n};\n\n",
+    ember_writer_printf(w,
+                        "/* CTF 1.8 */\n"
+                        "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+                        "typealias integer { size = 32; align = 32; signed = false; } := "
+                        "uint32_t;\n"
+                        "typealias integer { size = 64; align = 64; signed = false; } := "
+                        "uint64_t;\n"
+                        "typealias integer { size = 64; align = 64; signed = true; } := int64_t;\n"
+                        "typealias floating_point { exp_dig = 11; mant_dig = 53; align = 64; } "
+                        ":= double;\n\n"
+                        "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"%s\";\n"
+                        "\tbyte_order = le;\n"
+                        "\tpacket.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t "
+                        "stream_id; };\n};\n\n",
                         uuid);
-    ember_writer_printf(w, "env {\n\ttracer_name = \"ember\";\n\ttracer_major = 0;\n"
-                           "\ttracer_minor = 1;\n\tvpid = %u;\n\tprocname = \"",
+    ember_writer_printf(w,
+                        "env {\n\ttracer_name = \"ember\";\n\ttracer_major = 0;\n"
+                        "\ttracer_minor = 1;\n\tvpid = %u;\n\tprocname = \"",
                         ember_trace_pid(t));
     const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
     tsdl_string(w, slash ? slash + 1 : exe);

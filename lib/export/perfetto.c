@@ -194,10 +194,10 @@ static int perfetto_event(void *ctx, const struct ember_trace_event *e)
     if (s->kind == EMBER_EV_COUNTER)
         track = counter_track(p, e->ring, s->name);
     struct msg *te = &p->sub;
-    int type = s->kind == EMBER_EV_BEGIN   ? 1
-               : s->kind == EMBER_EV_END   ? 2
+    int type = s->kind == EMBER_EV_BEGIN     ? 1
+               : s->kind == EMBER_EV_END     ? 2
                : s->kind == EMBER_EV_COUNTER ? 4
-                                           : 3;
+                                             : 3;
     field_varint(te, TE_TYPE, (uint64_t)type);
     field_varint(te, TE_TRACK, track);
     if (type == 4) {

@@ -34,7 +34,7 @@ static int close_to(struct pairing *pr, unsigned ring, size_t keep, int64_t at, 
     while (ts->n > keep && !err) {
         struct open_span *o = &ts->stack[--ts->n];
         bool flagged = !(own_end && ts->n == keep);
-        struct ember_span s = {o->name, ring, o->begin, at < o->begin ? o->begin : at,
+        struct ember_span s = {o->name,         ring,   o->begin, at < o->begin ? o->begin : at,
                                (unsigned)ts->n, flagged};
         if (flagged)
             pr->st->unclosed++;

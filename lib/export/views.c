@@ -53,6 +53,54 @@ static void put_value(struct ember_writer *w, int type, const struct ember_trace
     }
 }
 
+static void event_line(struct ember_writer *w, const struct ember_trace_event *e,
+                       const char *thread, bool ticks)
+{
+    if (ticks)
+        ember_writer_printf(w, "%llu", (unsigned long long)e->ticks);
+    else
+        ember_writer_printf(w, "%s%lld.%09lld", e->ns < 0 ? "-" : "",
+                            (long long)(llabs(e->ns) / 1000000000),
+                            (long long)(llabs(e->ns) % 1000000000));
+    ember_writer_printf(w, " %u %s %s %s", e->tid, thread && thread[0] ? thread : "-",
+                        kind_name(e->site->kind), e->site->name);
+    for (unsigned i = 0; i < e->site->nfields; i++) {
+        ember_writer_printf(w, " %s=", e->site->field_names[i]);
+        put_value(w, e->site->field_types[i], &e->v[i]);
+    }
+    ember_writer_put(w, "\n", 1);
+}
+
+struct line_buf {
+    char *buf;
+    size_t cap, len;
+};
+
+static int line_write(void *ctx, const char *buf, size_t len)
+{
+    struct line_buf *l = ctx;
+    size_t room = l->cap > l->len + 1 ? l->cap - l->len - 1 : 0;
+    size_t k = len < room ? len : room;
+    memcpy(l->buf + l->len, buf, k);
+    l->len += k;
+    return 0;
+}
+
+size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread, bool ticks,
+                              char *buf, size_t cap)
+{
+    struct line_buf l = {buf, cap, 0};
+    struct ember_sink sink = {line_write, &l};
+    struct ember_writer w; /* 64 KiB on the stack: this runs per event */
+    if (cap == 0)
+        return 0;
+    ember_writer_init(&w, &sink);
+    event_line(&w, e, thread, ticks);
+    ember_writer_flush(&w);
+    buf[l.len] = '\0';
+    return l.len;
+}
+
 struct dump_ctx {
     struct ember_writer w;
     struct ember_trace *t;
@@ -62,20 +110,7 @@ struct dump_ctx {
 static int dump_event(void *ctx, const struct ember_trace_event *e)
 {
     struct dump_ctx *c = ctx;
-    const struct ember_trace_ring *r = ember_trace_ring(c->t, e->ring);
-    if (c->ticks)
-        ember_writer_printf(&c->w, "%llu", (unsigned long long)e->ticks);
-    else
-        ember_writer_printf(&c->w, "%s%lld.%09lld", e->ns < 0 ? "-" : "",
-                            (long long)(llabs(e->ns) / 1000000000),
-                            (long long)(llabs(e->ns) % 1000000000));
-    ember_writer_printf(&c->w, " %u %s %s %s", e->tid, r->name[0] ? r->name : "-",
-                        kind_name(e->site->kind), e->site->name);
-    for (unsigned i = 0; i < e->site->nfields; i++) {
-        ember_writer_printf(&c->w, " %s=", e->site->field_names[i]);
-        put_value(&c->w, e->site->field_types[i], &e->v[i]);
-    }
-    ember_writer_put(&c->w, "\n", 1);
+    event_line(&c->w, e, ember_trace_ring(c->t, e->ring)->name, c->ticks);
     return c->w.err;
 }
 
@@ -139,7 +174,8 @@ static int stats_span(void *ctx, const struct ember_span *s)
 
 static int by_total(const void *a, const void *b)
 {
-    const struct name_stats *x = *(struct name_stats *const *)a, *y = *(struct name_stats *const *)b;
+    const struct name_stats *x = *(struct name_stats *const *)a,
+                            *y = *(struct name_stats *const *)b;
     return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->name, y->name);
 }
 
@@ -196,8 +232,9 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
             ember_writer_puts(w, "\n");
         }
         if (st.unmatched_ends)
-            ember_writer_printf(w, "# %llu span ends had no begin (tracing started inside them, "
-                                   "or their begin was overwritten)\n",
+            ember_writer_printf(w,
+                                "# %llu span ends had no begin (tracing started inside them, "
+                                "or their begin was overwritten)\n",
                                 (unsigned long long)st.unmatched_ends);
         err = ember_writer_flush(w);
     }
@@ -262,16 +299,17 @@ int ember_trace_latency(struct ember_trace *t, const char *span, const struct em
                     c.all[0]->h.counts[k] += c.all[i]->h.counts[k];
             for (size_t i = 1; i < c.n; i++) {
                 c.all[0]->h.total += c.all[i]->h.total;
-                c.all[0]->h.max = c.all[i]->h.max > c.all[0]->h.max ? c.all[i]->h.max
-                                                                     : c.all[0]->h.max;
-                c.all[0]->h.min = c.all[i]->h.min < c.all[0]->h.min ? c.all[i]->h.min
-                                                                     : c.all[0]->h.min;
+                c.all[0]->h.max =
+                    c.all[i]->h.max > c.all[0]->h.max ? c.all[i]->h.max : c.all[0]->h.max;
+                c.all[0]->h.min =
+                    c.all[i]->h.min < c.all[0]->h.min ? c.all[i]->h.min : c.all[0]->h.min;
             }
         }
         ns = c.n ? c.all[0] : NULL;
         if (!ns)
-            err = ember_diag_set(d, -ENODATA, NULL, 0, span ? "no span named \"%s\" in the trace"
-                                                            : "no spans in the trace%s",
+            err = ember_diag_set(d, -ENODATA, NULL, 0,
+                                 span ? "no span named \"%s\" in the trace"
+                                      : "no spans in the trace%s",
                                  span ? span : "");
     }
     struct ember_writer *w = err ? NULL : malloc(sizeof(*w));

@@ -42,9 +42,9 @@
 
 #include <stdint.h>
 
-#define EMBER_RING_MAGIC 0x31525445424d45ULL /* "EMBETR1" */
+#define EMBER_RING_MAGIC   0x31525445424d45ULL /* "EMBETR1" */
 #define EMBER_RING_VERSION 1
-#define EMBER_CTF_MAGIC 0xC1FC1FC1u
+#define EMBER_CTF_MAGIC    0xC1FC1FC1u
 
 enum {
     EMBER_RING_HEADER_SIZE = 4096,
@@ -74,8 +74,8 @@ struct ember_ring_header {
     uint64_t base_real_ns;   /* ... CLOCK_REALTIME, for absolute times */
     uint64_t strings_offset; /* the site table */
     uint64_t strings_size;
-    uint64_t rings_offset; /* ring descriptors */
-    uint64_t data_offset;  /* ring 0 */
+    uint64_t rings_offset;  /* ring descriptors */
+    uint64_t data_offset;   /* ring 0 */
     uint32_t rings_claimed; /* atomic: rings handed to threads */
     uint32_t strings_used;  /* bytes of the site table in use (release) */
     uint64_t consumer;      /* drain mode: nonzero while a consumer is attached */
@@ -87,7 +87,7 @@ struct ember_ring_desc {
     uint32_t tid;
     uint32_t state; /* 0 free, 1 in use, 2 the thread exited */
     char name[56];
-    uint64_t head;    /* published stream position (own cache line) */
+    uint64_t head; /* published stream position (own cache line) */
     uint64_t pad1[7];
     uint64_t tail;    /* drain mode: the consumer has read up to here */
     uint64_t dropped; /* drain mode: events the writer dropped, ring full */

@@ -10,6 +10,7 @@
  */
 #include "ember/trace.h"
 #include "ember/tracefile.h"
+#include "decode.h"
 #include "format.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -44,10 +45,7 @@ struct ember_trace {
     char name[256];
     struct ember_ring_header h;
     char *sites_raw;
-    struct ember_trace_site *sites;
-    unsigned nsites;
-    struct ember_trace_site **by_id; /* id -> site, NULL where none */
-    uint32_t max_id;
+    struct ember_sites sites;
     struct ring *rings;
     unsigned nrings;
     char *log; /* packet log: the whole data part */
@@ -72,92 +70,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
-/* ---- sites ------------------------------------------------------------ */
-
-static int parse_sites(struct ember_trace *t, size_t used, struct ember_diag *d)
-{
-    size_t cap = 0;
-    for (size_t off = 0; off + sizeof(struct ember_site_record) <= used;) {
-        struct ember_site_record rec;
-        memcpy(&rec, t->sites_raw + off, sizeof(rec));
-        if (rec.size < sizeof(rec) || rec.size % 8 || rec.size > used - off ||
-            rec.nfields > EMBER_MAX_FIELDS || rec.kind < EMBER_EV_BEGIN || rec.kind > EMBER_EV_EVENT)
-            return bad(t, d, "corrupt site table");
-        const char *p = t->sites_raw + off + sizeof(rec), *end = t->sites_raw + off + rec.size;
-        if (rec.name_len > end - p)
-            return bad(t, d, "corrupt site table (name)");
-        if (EMBER_VEC_RESERVE(t->sites, cap, t->nsites + 1) < 0)
-            return -ENOMEM;
-        struct ember_trace_site *s = &t->sites[t->nsites];
-        memset(s, 0, sizeof(*s));
-        s->id = (uint32_t)(off / 8 + 1);
-        s->kind = rec.kind;
-        /* names are copied NUL-terminated next to the raw table */
-        s->name = strndup(p, rec.name_len);
-        p += rec.name_len;
-        s->nfields = rec.nfields;
-        for (unsigned i = 0; i < rec.nfields; i++) {
-            if (end - p < 2 || (unsigned char)p[1] > end - p - 2)
-                return bad(t, d, "corrupt site table (fields)");
-            s->field_types[i] = (unsigned char)p[0];
-            if (s->field_types[i] < EMBER_FT_I64 || s->field_types[i] > EMBER_FT_STR)
-                return bad(t, d, "corrupt site table (field type)");
-            s->field_names[i] = strndup(p + 2, (unsigned char)p[1]);
-            p += 2 + (unsigned char)p[1];
-        }
-        t->nsites++;
-        off += rec.size;
-    }
-    t->max_id = (uint32_t)(used / 8 + 1);
-    t->by_id = calloc((size_t)t->max_id + 1, sizeof(*t->by_id));
-    if (!t->by_id)
-        return -ENOMEM;
-    for (unsigned i = 0; i < t->nsites; i++)
-        t->by_id[t->sites[i].id] = &t->sites[i];
-    return 0;
-}
-
 /* ---- packets ---------------------------------------------------------- */
-
-/* Decodes the event at p (n bytes available) into e; returns its size, or
- * 0 if it is not a valid event. */
-static size_t decode(const struct ember_trace *t, const char *p, size_t n,
-                     struct ember_trace_event *e)
-{
-    if (n < EMBER_EVENT_HEADER)
-        return 0;
-    uint32_t id, size;
-    memcpy(&id, p, 4);
-    memcpy(&size, p + 4, 4);
-    memcpy(&e->ticks, p + 8, 8);
-    if (size < EMBER_EVENT_HEADER || size % 8 || size > n || id == 0 || id > t->max_id ||
-        !t->by_id[id])
-        return 0;
-    e->site = t->by_id[id];
-    size_t off = EMBER_EVENT_HEADER;
-    for (unsigned i = 0; i < e->site->nfields; i++) {
-        struct ember_trace_value *v = &e->v[i];
-        memset(v, 0, sizeof(*v));
-        if (e->site->field_types[i] == EMBER_FT_STR) {
-            const char *nul = off < size ? memchr(p + off, '\0', size - off) : NULL;
-            if (!nul)
-                return 0;
-            v->s = p + off;
-            off += ((size_t)(nul - (p + off)) + 1 + 7) / 8 * 8;
-        } else {
-            if (off + 8 > size)
-                return 0;
-            uint64_t raw;
-            memcpy(&raw, p + off, 8);
-            if (e->site->field_types[i] == EMBER_FT_F64)
-                memcpy(&v->f, &raw, 8);
-            else
-                v->i = (int64_t)raw;
-            off += 8;
-        }
-    }
-    return off <= size ? size : 0;
-}
 
 /* Checks every event of a packet; returns the number, or -1 if corrupt. */
 static long count_events(const struct ember_trace *t, const char *p, size_t size)
@@ -165,7 +78,7 @@ static long count_events(const struct ember_trace *t, const char *p, size_t size
     long n = 0;
     struct ember_trace_event e;
     for (size_t off = EMBER_PACKET_HEADER; off < size; n++) {
-        size_t sz = decode(t, p + off, size - off, &e);
+        size_t sz = ember_event_decode(&t->sites, p + off, size - off, &e);
         if (!sz)
             return -1;
         off += sz;
@@ -272,8 +185,8 @@ static int read_log(struct ember_trace *t, int fd, uint64_t file_size, struct em
     }
     for (unsigned i = 0; i < t->nrings; i++) {
         struct ember_ring_desc dsc;
-        if (read_at(fd, &dsc, sizeof(dsc),
-                    t->h.rings_offset + (uint64_t)i * EMBER_RING_DESC_SIZE) < 0)
+        if (read_at(fd, &dsc, sizeof(dsc), t->h.rings_offset + (uint64_t)i * EMBER_RING_DESC_SIZE) <
+            0)
             return bad(t, d, "truncated ring table");
         t->rings[i].info.tid = dsc.tid;
         memcpy(t->rings[i].info.name, dsc.name, sizeof(dsc.name));
@@ -337,14 +250,14 @@ int ember_trace_open(struct ember_trace **out, const char *path, struct ember_di
         err = bad(t, d, "unsupported version");
     bool log = !err && (h->flags & EMBER_RING_LOG);
     uint64_t P = h->packet_size, N = h->packets_per_ring;
-    if (!err && (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) ||
-                 h->ring_count == 0 || h->ring_count > 65536 || h->ticks_per_sec == 0 ||
-                 h->strings_used > h->strings_size || h->strings_offset > size ||
-                 h->strings_size > size - h->strings_offset ||
-                 h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE > size ||
-                 h->data_offset > size ||
-                 (!log && (P * N > (1ull << 36) ||
-                           h->data_offset + (uint64_t)h->ring_count * P * N > size))))
+    if (!err &&
+        (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) || h->ring_count == 0 ||
+         h->ring_count > 65536 || h->ticks_per_sec == 0 || h->strings_used > h->strings_size ||
+         h->strings_offset > size || h->strings_size > size - h->strings_offset ||
+         h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE > size ||
+         h->data_offset > size ||
+         (!log &&
+          (P * N > (1ull << 36) || h->data_offset + (uint64_t)h->ring_count * P * N > size))))
         err = bad(t, d, "header fields out of range");
     h->exe[sizeof(h->exe) - 1] = '\0';
     if (!err) {
@@ -360,15 +273,14 @@ int ember_trace_open(struct ember_trace **out, const char *path, struct ember_di
         err = snapshot_ring(t, fd, i, d);
     /* the site table last: every event read has its site there by now */
     uint32_t used = 0;
-    if (!err && read_at(fd, &used, 4,
-                        offsetof(struct ember_ring_header, strings_used)) < 0)
+    if (!err && read_at(fd, &used, 4, offsetof(struct ember_ring_header, strings_used)) < 0)
         err = bad(t, d, "truncated header");
     if (!err && (used > h->strings_size || !(t->sites_raw = malloc(used ? used : 1))))
         err = used > h->strings_size ? bad(t, d, "site table out of range") : -ENOMEM;
     if (!err && read_at(fd, t->sites_raw, used, h->strings_offset) < 0)
         err = bad(t, d, "truncated site table");
-    if (!err)
-        err = parse_sites(t, used, d);
+    if (!err && (err = ember_sites_update(&t->sites, t->sites_raw, used)) == -EINVAL)
+        err = bad(t, d, "corrupt site table");
     if (!err)
         err = account(t, d);
     close(fd);
@@ -384,18 +296,12 @@ void ember_trace_close(struct ember_trace *t)
 {
     if (!t)
         return;
-    for (unsigned i = 0; i < t->nsites; i++) {
-        free((char *)t->sites[i].name);
-        for (unsigned k = 0; k < t->sites[i].nfields; k++)
-            free((char *)t->sites[i].field_names[k]);
-    }
+    ember_sites_release(&t->sites);
     for (unsigned i = 0; i < t->nrings; i++) {
         free(t->rings[i].copy);
         free(t->rings[i].packets);
     }
     free(t->rings);
-    free(t->sites);
-    free(t->by_id);
     free(t->sites_raw);
     free(t->log);
     free(t);
@@ -443,12 +349,12 @@ const struct ember_trace_ring *ember_trace_ring(const struct ember_trace *t, uns
 
 unsigned ember_trace_site_count(const struct ember_trace *t)
 {
-    return t->nsites;
+    return t->sites.n;
 }
 
 const struct ember_trace_site *ember_trace_site_at(const struct ember_trace *t, unsigned i)
 {
-    return i < t->nsites ? &t->sites[i] : NULL;
+    return i < t->sites.n ? &t->sites.sites[i] : NULL;
 }
 
 /* ---- iteration -------------------------------------------------------- */
@@ -472,7 +378,7 @@ static bool cursor_load(const struct ember_trace *t, struct cursor *c)
             c->seq = ph.ctx.event_seq_begin;
         }
         if (c->off < pk->size) {
-            size_t sz = decode(t, pk->p + c->off, pk->size - c->off, &c->e);
+            size_t sz = ember_event_decode(&t->sites, pk->p + c->off, pk->size - c->off, &c->e);
             c->e.ring = c->ring;
             c->e.tid = r->info.tid;
             c->e.seq = c->seq;
@@ -554,7 +460,7 @@ int ember_trace_each_packet(struct ember_trace *t, ember_trace_packet_fn fn, voi
                 uint64_t last = ph.ctx.timestamp_begin;
                 struct ember_trace_event e;
                 for (size_t off = EMBER_PACKET_HEADER; off < pk->size;) {
-                    size_t sz = decode(t, buf + off, pk->size - off, &e);
+                    size_t sz = ember_event_decode(&t->sites, buf + off, pk->size - off, &e);
                     last = e.ticks;
                     off += sz;
                 }

@@ -40,12 +40,12 @@ __thread struct ember__writer ember__w __attribute__((tls_model("initial-exec"))
 
 /* What a thread knows beyond the fast path's fields. */
 struct thread_state {
-    uint32_t epoch;  /* the file its ring is in; 0: none */
-    int ring;        /* valid when epoch is set and not untraced */
-    bool full;       /* drain mode: waiting for the consumer */
-    bool untraced;   /* no ring left for this thread in this file */
-    char *base;      /* the open packet */
-    uint64_t seq;    /* its sequence number */
+    uint32_t epoch; /* the file its ring is in; 0: none */
+    int ring;       /* valid when epoch is set and not untraced */
+    bool full;      /* drain mode: waiting for the consumer */
+    bool untraced;  /* no ring left for this thread in this file */
+    char *base;     /* the open packet */
+    uint64_t seq;   /* its sequence number */
     char name[56];
 };
 static __thread struct thread_state ts_ __attribute__((tls_model("initial-exec")));
@@ -363,8 +363,7 @@ uint32_t ember__register(struct ember__site *site)
         id = (uint32_t)(g.sites_used / 8 + 1);
         if (g.h && g.sites_used + size <= g.h->strings_size) {
             memcpy(g.map + g.h->strings_offset + g.sites_used, r, size);
-            __atomic_store_n(&g.h->strings_used, (uint32_t)(g.sites_used + size),
-                             __ATOMIC_RELEASE);
+            __atomic_store_n(&g.h->strings_used, (uint32_t)(g.sites_used + size), __ATOMIC_RELEASE);
         }
         g.sites_used += size;
         site->nfields = (uint8_t)nf;

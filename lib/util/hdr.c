@@ -150,7 +150,8 @@ double ember_hdr_mean(const struct ember_hdr *h)
         if (!h->counts[i])
             continue;
         int64_t v = value_at_index(h, i);
-        double mid = (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
+        double mid =
+            (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
         sum += mid * (double)h->counts[i];
     }
     return h->total ? sum / (double)h->total : 0;
@@ -163,7 +164,8 @@ double ember_hdr_stddev(const struct ember_hdr *h)
         if (!h->counts[i])
             continue;
         int64_t v = value_at_index(h, i);
-        double mid = (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
+        double mid =
+            (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
         geometric += (mid - mean) * (mid - mean) * (double)h->counts[i];
     }
     return h->total ? sqrt(geometric / (double)h->total) : 0;

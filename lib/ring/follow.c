@@ -1,0 +1,327 @@
+/*
+ * follow.c - reading a ring file while its program writes it: the live
+ * consumer behind `ember trace dump --follow` and `ember record`.
+ *
+ * It waits for the file and for its header's magic (written last), never
+ * trusting a fixed sleep. Then, each poll, it copies the packets each ring
+ * published since the last poll, re-checks the ring's head to drop any the
+ * writer may have overwritten meanwhile, and counts as lost the events
+ * between the last one it read and the first of the next packet it keeps.
+ * In drain mode it publishes how far it has read (tail), so writers only
+ * drop events when it falls behind.
+ */
+#include "decode.h"
+#include "ember/trace.h"
+#include "ember/tracefile.h"
+#include "format.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct follow_ring {
+    struct ember_trace_ring info; /* lost = overwritten + dropped */
+    uint64_t pos;                 /* stream position read up to */
+    uint64_t next_seq;            /* the number of the next event expected */
+    uint64_t overwritten;         /* events gone before they could be read */
+};
+
+struct batched {
+    struct ember_trace_event e;
+    size_t str_off[EMBER_TRACE_MAX_FIELDS];
+};
+
+struct ember_follow {
+    char name[256];
+    int fd;
+    char *map;
+    size_t size;
+    struct ember_ring_header *h;
+    bool drain;
+    struct ember_sites sites;
+    struct follow_ring *rings;
+    unsigned nrings;
+    char *buf;
+    struct batched *batch;
+    size_t nbatch, bcap;
+    char *strs;
+    size_t nstrs, scap;
+};
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Checks the header's fields against the mapping. */
+static bool header_ok(const struct ember_ring_header *h, size_t size)
+{
+    uint64_t P = h->packet_size, N = h->packets_per_ring;
+    return h->version == EMBER_RING_VERSION && P >= 4096 && P <= (64u << 20) && P % 8 == 0 &&
+           N >= 2 && N <= (1u << 20) && h->ring_count && h->ring_count <= 65536 &&
+           h->ticks_per_sec && h->strings_offset <= size &&
+           h->strings_size <= size - h->strings_offset &&
+           h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE <= size &&
+           P * N <= (1ull << 36) && h->data_offset + (uint64_t)h->ring_count * P * N <= size;
+}
+
+int ember_follow_open(struct ember_follow **out, const char *path, int timeout_ms,
+                      struct ember_diag *d)
+{
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    int fd = -1;
+    struct stat st;
+    for (;;) {
+        if (fd < 0)
+            fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT)
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            uint64_t magic = 0;
+            if (fstat(fd, &st) == 0 && st.st_size >= EMBER_RING_HEADER_SIZE &&
+                pread(fd, &magic, 8, 0) == 8 && magic == EMBER_RING_MAGIC)
+                break;
+        } else if (errno != ENOENT) {
+            return ember_diag_set(d, -EIO, path, 0, "cannot open: %s", strerror(errno));
+        }
+        if (now_ms() >= deadline) {
+            if (fd >= 0)
+                close(fd);
+            return ember_diag_set(d, -ETIMEDOUT, path, 0,
+                                  fd < 0 ? "no such trace file appeared"
+                                         : "the file never got a complete trace header");
+        }
+        sleep_ms(20);
+    }
+    struct ember_follow *f = calloc(1, sizeof(*f));
+    if (!f) {
+        close(fd);
+        return -ENOMEM;
+    }
+    snprintf(f->name, sizeof(f->name), "%s", path);
+    f->fd = fd;
+    f->size = (size_t)st.st_size;
+    int writable = (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
+    f->map = mmap(NULL, f->size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+    if (f->map == MAP_FAILED) {
+        f->map = NULL;
+        ember_follow_close(f);
+        return ember_diag_set(d, -EIO, path, 0, "cannot map: %s", strerror(errno));
+    }
+    f->h = (struct ember_ring_header *)(void *)f->map;
+    if (!header_ok(f->h, f->size)) {
+        ember_follow_close(f);
+        return ember_diag_set(d, -EINVAL, path, 0,
+                              "not a valid ember trace: header fields out "
+                              "of range");
+    }
+    f->drain = (f->h->flags & EMBER_RING_DRAIN) && writable;
+    f->rings = calloc(f->h->ring_count, sizeof(*f->rings));
+    f->buf = malloc(f->h->packet_size);
+    if (!f->rings || !f->buf) {
+        ember_follow_close(f);
+        return -ENOMEM;
+    }
+    if (f->drain)
+        __atomic_store_n(&f->h->consumer, (uint64_t)getpid(), __ATOMIC_RELEASE);
+    *out = f;
+    return 0;
+}
+
+void ember_follow_close(struct ember_follow *f)
+{
+    if (!f)
+        return;
+    if (f->map) {
+        if (f->drain)
+            __atomic_store_n(&f->h->consumer, 0, __ATOMIC_RELEASE);
+        munmap(f->map, f->size);
+    }
+    if (f->fd >= 0)
+        close(f->fd);
+    ember_sites_release(&f->sites);
+    free(f->rings);
+    free(f->buf);
+    free(f->batch);
+    free(f->strs);
+    free(f);
+}
+
+bool ember_follow_writer_alive(const struct ember_follow *f)
+{
+    return kill((pid_t)f->h->pid, 0) == 0 || errno == EPERM;
+}
+
+unsigned ember_follow_ring_count(const struct ember_follow *f)
+{
+    return f->nrings;
+}
+
+const struct ember_trace_ring *ember_follow_ring(const struct ember_follow *f, unsigned i)
+{
+    return i < f->nrings ? &f->rings[i].info : NULL;
+}
+
+static struct ember_ring_desc *desc(const struct ember_follow *f, unsigned i)
+{
+    return (struct ember_ring_desc *)(void *)(f->map + f->h->rings_offset +
+                                              (size_t)i * EMBER_RING_DESC_SIZE);
+}
+
+static int batch_event(struct ember_follow *f, const struct ember_trace_event *e)
+{
+    if (EMBER_VEC_RESERVE(f->batch, f->bcap, f->nbatch + 1) < 0)
+        return -ENOMEM;
+    struct batched *b = &f->batch[f->nbatch++];
+    b->e = *e;
+    for (unsigned i = 0; i < e->site->nfields; i++) {
+        if (e->site->field_types[i] != EMBER_FT_STR)
+            continue;
+        size_t n = strlen(e->v[i].s) + 1;
+        if (EMBER_VEC_RESERVE(f->strs, f->scap, f->nstrs + n) < 0)
+            return -ENOMEM;
+        memcpy(f->strs + f->nstrs, e->v[i].s, n);
+        b->str_off[i] = f->nstrs;
+        f->nstrs += n;
+    }
+    return 0;
+}
+
+static int batch_cmp(const void *va, const void *vb)
+{
+    const struct batched *a = va, *b = vb;
+    if (a->e.ticks != b->e.ticks)
+        return a->e.ticks < b->e.ticks ? -1 : 1;
+    if (a->e.ring != b->e.ring)
+        return a->e.ring < b->e.ring ? -1 : 1;
+    return a->e.seq < b->e.seq ? -1 : a->e.seq > b->e.seq;
+}
+
+/* Reads ring i: events to the batch, packets to pfn. With whole, only
+ * closed packets are taken (the open one is left for a later poll). */
+static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn pfn, void *pctx,
+                     bool whole)
+{
+    struct follow_ring *r = &f->rings[i];
+    struct ember_ring_desc *d = desc(f, i);
+    uint64_t P = f->h->packet_size, N = f->h->packets_per_ring;
+    r->info.tid = d->tid;
+    memcpy(r->info.name, d->name, sizeof(d->name));
+    r->info.name[sizeof(d->name) - 1] = '\0';
+    const char *ring = f->map + f->h->data_offset + (size_t)i * P * N;
+    int err = 0;
+    for (;;) {
+        uint64_t head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
+        if (r->pos >= head || err)
+            break;
+        uint64_t s = r->pos / P, last = (head - 1) / P;
+        if (last + 2 > s + N) {
+            /* lapped: skip to the oldest packet the writer cannot reach now */
+            r->pos = (last + 2 - N) * P;
+            continue;
+        }
+        bool closed = s < last;
+        if (whole && !closed)
+            break;
+        memcpy(f->buf, ring + (s % N) * P, P);
+        uint64_t head2 = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
+        if ((head2 - 1) / P + 2 > s + N)
+            continue; /* overwritten while copied: go round again */
+        struct ember_packet_header ph;
+        memcpy(&ph, f->buf, sizeof(ph));
+        uint64_t end = closed ? ph.ctx.content_size / 8 : head - s * P;
+        if (ph.magic != EMBER_CTF_MAGIC || ph.ctx.packet_seq_num != s ||
+            end < EMBER_PACKET_HEADER || end > P) {
+            r->pos = (s + 1) * P; /* not a packet we can use */
+            continue;
+        }
+        uint64_t off = r->pos - s * P;
+        if (off < EMBER_PACKET_HEADER) {
+            off = EMBER_PACKET_HEADER;
+            if (ph.ctx.event_seq_begin > r->next_seq)
+                r->overwritten += ph.ctx.event_seq_begin - r->next_seq;
+            r->next_seq = ph.ctx.event_seq_begin;
+            r->info.packets++;
+        }
+        while (off < end && !err) {
+            struct ember_trace_event e;
+            size_t sz = ember_event_decode(&f->sites, f->buf + off, end - off, &e);
+            if (!sz)
+                break; /* a site not yet in our table, or damage: stop here */
+            e.ring = i;
+            e.tid = r->info.tid;
+            e.seq = r->next_seq++;
+            int64_t dt = (int64_t)(e.ticks - f->h->base_ticks);
+            e.ns = (int64_t)((__int128)dt * 1000000000 / (__int128)f->h->ticks_per_sec);
+            r->info.events++;
+            err = batch_event(f, &e);
+            off += sz;
+        }
+        if (!err && pfn) {
+            ph.ctx.content_size = off * 8;
+            ph.ctx.events_discarded = r->overwritten + d->dropped;
+            memcpy(f->buf, &ph, sizeof(ph));
+            err = pfn(pctx, i, f->buf, (size_t)off);
+        }
+        r->pos = off >= end && closed ? (s + 1) * P : s * P + off;
+        if (f->drain)
+            __atomic_store_n(&d->tail, closed && off >= end ? (s + 1) * P : s * P,
+                             __ATOMIC_RELEASE);
+        if (off < end && !closed)
+            break;
+    }
+    r->info.lost = r->overwritten + __atomic_load_n(&d->dropped, __ATOMIC_ACQUIRE);
+    return err;
+}
+
+int ember_follow_poll(struct ember_follow *f, ember_trace_event_fn fn, void *ctx,
+                      ember_trace_packet_fn pfn, void *pctx, bool final)
+{
+    uint32_t used = __atomic_load_n(&f->h->strings_used, __ATOMIC_ACQUIRE);
+    if (used > f->h->strings_size)
+        return -EINVAL;
+    int err = ember_sites_update(&f->sites, f->map + f->h->strings_offset, used);
+    if (err)
+        return err;
+    uint32_t claimed = __atomic_load_n(&f->h->rings_claimed, __ATOMIC_ACQUIRE);
+    f->nrings = claimed < f->h->ring_count ? claimed : f->h->ring_count;
+    f->nbatch = 0;
+    f->nstrs = 0;
+    for (unsigned i = 0; i < f->nrings && !err; i++)
+        err = poll_ring(f, i, pfn, pctx, pfn && !final);
+    if (err)
+        return err;
+    qsort(f->batch, f->nbatch, sizeof(*f->batch), batch_cmp);
+    for (size_t k = 0; k < f->nbatch && fn && !err; k++) {
+        struct ember_trace_event *e = &f->batch[k].e;
+        for (unsigned i = 0; i < e->site->nfields; i++)
+            if (e->site->field_types[i] == EMBER_FT_STR)
+                e->v[i].s = f->strs + f->batch[k].str_off[i];
+        err = fn(ctx, e);
+    }
+    return err ? err : (int)(f->nbatch > INT32_MAX ? INT32_MAX : f->nbatch);
+}
+
+/* The header and tables as they are now, for `ember record`'s log. */
+const void *ember_follow_header(const struct ember_follow *f, size_t *strings_used)
+{
+    *strings_used = __atomic_load_n(&f->h->strings_used, __ATOMIC_ACQUIRE);
+    return f->map;
+}
