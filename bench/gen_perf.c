@@ -154,5 +154,9 @@ int main(int argc, char **argv)
         }
         written += (uint64_t)printf("\n");
     }
+    free(stacks);
+    free(depth);
+    for (int i = 0; i < NFUNCS; i++)
+        free(funcs[i]);
     return 0;
 }

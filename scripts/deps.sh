@@ -4,7 +4,8 @@
 #   scripts/deps.sh test    also to run the whole test suite
 set -eu
 BUILD="build-essential cmake pkg-config zlib1g-dev libxxhash-dev libdw-dev libelf-dev"
-TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium linux-perf binutils"
+TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium linux-perf binutils babeltrace2
+      protobuf-compiler"
 case "${1:-build}" in
 build) want=$BUILD ;;
 test) want=$TEST ;;

@@ -44,6 +44,7 @@ struct ember_trace_opts {
                              keeps up, and what it misses is counted */
 };
 
+#ifndef EMBER_TRACE_DISABLE
 /* Starts tracing into a new file at path (created 0600; an existing file is
  * never touched: PATH.1, PATH.2... are tried; "%p" in path becomes the
  * pid). EMBER_TRACE=PATH does this at program start, with EMBER_TRACE_RING,
@@ -56,6 +57,24 @@ EMBER_TRACE_API void ember_trace_stop(void);
 EMBER_TRACE_API const char *ember_trace_path(void);
 /* Names the calling thread in the trace. */
 EMBER_TRACE_API void ember_thread_name(const char *name);
+#else
+/* Compiled out: the same calls, doing nothing (start says "not supported"). */
+static inline int ember_trace_start(const char *path, const struct ember_trace_opts *opts)
+{
+    (void)path;
+    (void)opts;
+    return -38; /* -ENOSYS */
+}
+static inline void ember_trace_stop(void) {}
+static inline const char *ember_trace_path(void)
+{
+    return "";
+}
+static inline void ember_thread_name(const char *name)
+{
+    (void)name;
+}
+#endif
 
 /* ---- fields ----------------------------------------------------------- */
 

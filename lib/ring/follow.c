@@ -241,6 +241,8 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
         if (whole && !closed)
             break;
         memcpy(f->buf, ring + (s % N) * P, P);
+        /* as a seqlock reader: the copy is done before head is read again */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         uint64_t head2 = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
         if ((head2 - 1) / P + 2 > s + N)
             continue; /* overwritten while copied: go round again */
@@ -308,7 +310,8 @@ int ember_follow_poll(struct ember_follow *f, ember_trace_event_fn fn, void *ctx
         err = poll_ring(f, i, pfn, pctx, pfn && !final);
     if (err)
         return err;
-    qsort(f->batch, f->nbatch, sizeof(*f->batch), batch_cmp);
+    if (f->nbatch)
+        qsort(f->batch, f->nbatch, sizeof(*f->batch), batch_cmp);
     for (size_t k = 0; k < f->nbatch && fn && !err; k++) {
         struct ember_trace_event *e = &f->batch[k].e;
         for (unsigned i = 0; i < e->site->nfields; i++)
