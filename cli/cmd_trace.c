@@ -96,11 +96,12 @@ int cmd_trace(int argc, char **argv)
         cli_diag_error(&d, err);
         return 1;
     }
-    report_losses(t);
     if (is_export && strcmp(format, "ctf") == 0) {
         err = ember_trace_export_ctf(t, out, &d);
         if (err)
-            cli_diag_error(&d, err);
+            cli_diag_error(ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d, err);
+        else
+            report_losses(t);
         ember_trace_close(t);
         return err ? 1 : 0;
     }
@@ -120,15 +121,20 @@ int cmd_trace(int argc, char **argv)
         err = ember_trace_export_chrome(t, &sink);
     else
         err = ember_trace_export_perfetto(t, &sink);
-    ember_trace_close(t);
+    if (!err)
+        report_losses(t);
     if (err) {
-        if (d.msg[0])
+        if (ember_trace_error(t)->msg[0])
+            cli_diag_error(ember_trace_error(t), err);
+        else if (d.msg[0])
             cli_diag_error(&d, err);
         else
             cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
         cli_output_abort(&o);
+        ember_trace_close(t);
         return 1;
     }
+    ember_trace_close(t);
     return cli_output_commit(&o) < 0 ? 1 : 0;
 }
 

@@ -54,6 +54,9 @@ struct ember_trace_event {
     struct ember_trace_value v[EMBER_TRACE_MAX_FIELDS];
 };
 
+/* A thread's ring. The counts are those of the last pass over the events
+ * (ember_trace_each or ember_trace_each_packet): the reader reads one
+ * packet at a time, checking each as it goes. */
 struct ember_trace_ring {
     uint32_t tid;
     char name[64];
@@ -79,6 +82,10 @@ EMBER_API const struct ember_trace_ring *ember_trace_ring(const struct ember_tra
 EMBER_API unsigned ember_trace_site_count(const struct ember_trace *t);
 EMBER_API const struct ember_trace_site *ember_trace_site_at(const struct ember_trace *t,
                                                              unsigned i);
+
+/* What stopped the last pass, when it returned -EINVAL or -EIO (a
+ * corrupt or truncated file): file and message. */
+EMBER_API const struct ember_diag *ember_trace_error(const struct ember_trace *t);
 
 /* Every event, in time order across threads (in ring order on ties). */
 typedef int (*ember_trace_event_fn)(void *ctx, const struct ember_trace_event *e);

@@ -12,6 +12,7 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,101 +32,286 @@ static const char *kind_name(int kind)
     }
 }
 
-/* A field value as text: integers and doubles as printf does, strings
- * quoted with '"' and '\' escaped and control bytes as \xNN. */
-static void put_value(struct ember_writer *w, int type, const struct ember_trace_value *v)
+/* Decimal digits without printf: dump writes tens of millions of lines. */
+static const char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
+
+/* v < 10^8 in exactly 8 digits, with 32-bit arithmetic. */
+static void put_8(char *p, uint32_t v)
 {
-    if (type == EMBER_FT_I64) {
-        ember_writer_printf(w, "%lld", (long long)v->i);
-    } else if (type == EMBER_FT_F64) {
-        ember_writer_printf(w, "%.17g", v->f);
-    } else {
-        ember_writer_put(w, "\"", 1);
-        for (const unsigned char *s = (const unsigned char *)v->s; *s; s++) {
-            if (*s == '"' || *s == '\\')
-                ember_writer_printf(w, "\\%c", *s);
-            else if (*s < 0x20 || *s == 0x7f)
-                ember_writer_printf(w, "\\x%02x", *s);
-            else
-                ember_writer_put(w, (const char *)s, 1);
-        }
-        ember_writer_put(w, "\"", 1);
+    for (int i = 3; i >= 0; i--) {
+        uint32_t r = v % 100;
+        v /= 100;
+        p[2 * i] = digit_pairs[2 * r];
+        p[2 * i + 1] = digit_pairs[2 * r + 1];
     }
 }
 
-static void event_line(struct ember_writer *w, const struct ember_trace_event *e,
-                       const char *thread, bool ticks)
+static char *put_u32(char *p, uint32_t v)
+{
+    char tmp[10];
+    int n = 10;
+    while (v >= 100) {
+        uint32_t r = v % 100;
+        v /= 100;
+        tmp[--n] = digit_pairs[2 * r + 1];
+        tmp[--n] = digit_pairs[2 * r];
+    }
+    if (v >= 10) {
+        tmp[--n] = digit_pairs[2 * v + 1];
+        tmp[--n] = digit_pairs[2 * v];
+    } else {
+        tmp[--n] = (char)('0' + v);
+    }
+    memcpy(p, tmp + n, (size_t)(10 - n));
+    return p + (10 - n);
+}
+
+/* 64-bit numbers in chunks of 8 digits: few 64-bit divisions. */
+static char *put_u64(char *p, uint64_t v)
+{
+    if (v <= UINT32_MAX)
+        return put_u32(p, (uint32_t)v);
+    uint64_t hi = v / 100000000;
+    uint32_t lo = (uint32_t)(v % 100000000);
+    if (hi <= UINT32_MAX) {
+        p = put_u32(p, (uint32_t)hi);
+    } else {
+        p = put_u32(p, (uint32_t)(hi / 100000000));
+        put_8(p, (uint32_t)(hi % 100000000));
+        p += 8;
+    }
+    put_8(p, lo);
+    return p + 8;
+}
+
+static char *put_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, -(uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
+}
+
+/* Exactly nine digits (the nanoseconds of a time). */
+static char *put_9(char *p, uint32_t v)
+{
+    p[0] = (char)('0' + v / 100000000);
+    put_8(p + 1, v % 100000000);
+    return p + 9;
+}
+
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* A field value as text: integers and doubles as printf does, strings
+ * quoted with '"' and '\' escaped and control bytes as \xNN. The caller
+ * leaves room: values are at most EMBER_MAX_STR bytes, 4 each escaped. */
+static char *put_value(char *p, int type, const struct ember_trace_value *v)
+{
+    if (type == EMBER_FT_I64)
+        return put_i64(p, v->i);
+    if (type == EMBER_FT_F64)
+        return p + snprintf(p, 32, "%.17g", v->f);
+    *p++ = '"';
+    for (const unsigned char *s = (const unsigned char *)v->s; *s; s++) {
+        if (*s == '"' || *s == '\\') {
+            *p++ = '\\';
+            *p++ = (char)*s;
+        } else if (*s < 0x20 || *s == 0x7f) {
+            *p++ = '\\';
+            *p++ = 'x';
+            *p++ = "0123456789abcdef"[*s >> 4];
+            *p++ = "0123456789abcdef"[*s & 15];
+        } else {
+            *p++ = (char)*s;
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+/* The line of an event after its time: " tid thread kind name fields\n".
+ * ring_text is " tid thread " and site_text "kind name" when the caller
+ * has them ready (dump), else NULL. */
+static char *line_body(char *p, const struct ember_trace_event *e, const char *thread,
+                       const char *ring_text, size_t ring_len, const char *site_text,
+                       size_t site_len)
+{
+    const struct ember_trace_site *site = e->site;
+    if (ring_text) {
+        memcpy(p, ring_text, ring_len);
+        p += ring_len;
+    } else {
+        *p++ = ' ';
+        p = put_u64(p, e->tid);
+        *p++ = ' ';
+        p = put_str(p, thread && thread[0] ? thread : "-");
+        *p++ = ' ';
+    }
+    if (site_text) {
+        memcpy(p, site_text, site_len);
+        p += site_len;
+    } else {
+        p = put_str(p, kind_name(site->kind));
+        *p++ = ' ';
+        p = put_str(p, site->name);
+    }
+    for (unsigned i = 0; i < site->nfields; i++) {
+        *p++ = ' ';
+        p = put_str(p, site->field_names[i]);
+        *p++ = '=';
+        p = put_value(p, site->field_types[i], &e->v[i]);
+    }
+    *p++ = '\n';
+    return p;
+}
+
+static char *line_time(char *p, const struct ember_trace_event *e, bool ticks)
 {
     if (ticks)
-        ember_writer_printf(w, "%llu", (unsigned long long)e->ticks);
-    else
-        ember_writer_printf(w, "%s%lld.%09lld", e->ns < 0 ? "-" : "",
-                            (long long)(llabs(e->ns) / 1000000000),
-                            (long long)(llabs(e->ns) % 1000000000));
-    ember_writer_printf(w, " %u %s %s %s", e->tid, thread && thread[0] ? thread : "-",
-                        kind_name(e->site->kind), e->site->name);
-    for (unsigned i = 0; i < e->site->nfields; i++) {
-        ember_writer_printf(w, " %s=", e->site->field_names[i]);
-        put_value(w, e->site->field_types[i], &e->v[i]);
-    }
-    ember_writer_put(w, "\n", 1);
+        return put_u64(p, e->ticks);
+    uint64_t ns = e->ns < 0 ? -(uint64_t)e->ns : (uint64_t)e->ns;
+    if (e->ns < 0)
+        *p++ = '-';
+    p = put_u64(p, ns / 1000000000);
+    *p++ = '.';
+    return put_9(p, (uint32_t)(ns % 1000000000));
 }
 
-struct line_buf {
-    char *buf;
-    size_t cap, len;
-};
-
-static int line_write(void *ctx, const char *buf, size_t len)
-{
-    struct line_buf *l = ctx;
-    size_t room = l->cap > l->len + 1 ? l->cap - l->len - 1 : 0;
-    size_t k = len < room ? len : room;
-    memcpy(l->buf + l->len, buf, k);
-    l->len += k;
-    return 0;
-}
+/* Longest line: names of at most 255 bytes, 8 values of 64 bytes escaped. */
+enum { LINE_MAX = 16 * 1024 };
 
 size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread, bool ticks,
                               char *buf, size_t cap)
 {
-    struct line_buf l = {buf, cap, 0};
-    struct ember_sink sink = {line_write, &l};
-    struct ember_writer w; /* 64 KiB on the stack: this runs per event */
+    char line[LINE_MAX];
+    char *p = line_body(line_time(line, e, ticks), e, thread, NULL, 0, NULL, 0);
+    size_t n = (size_t)(p - line) < cap ? (size_t)(p - line) : cap - 1;
     if (cap == 0)
         return 0;
-    ember_writer_init(&w, &sink);
-    event_line(&w, e, thread, ticks);
-    ember_writer_flush(&w);
-    buf[l.len] = '\0';
-    return l.len;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    return n;
 }
+
+struct site_text {
+    char *text; /* "kind name", made when the site is first seen */
+    size_t len;
+};
 
 struct dump_ctx {
     struct ember_writer w;
     struct ember_trace *t;
     bool ticks;
+    char (*ring_text)[96]; /* " tid thread " per ring */
+    uint8_t *ring_len;
+    struct site_text *sites; /* by site id */
+    uint32_t nsites;
+    int64_t sec; /* the whole seconds last written, -1 before the first */
+    char sec_text[24];
+    size_t sec_len;
 };
+
+static const struct site_text *site_text(struct dump_ctx *c, const struct ember_trace_site *site)
+{
+    uint32_t id = site->id;
+    if (id >= c->nsites) {
+        uint32_t n = id * 2 + 16;
+        struct site_text *st = realloc(c->sites, n * sizeof(*st));
+        if (!st)
+            return NULL;
+        memset(st + c->nsites, 0, (n - c->nsites) * sizeof(*st));
+        c->sites = st;
+        c->nsites = n;
+    }
+    struct site_text *st = &c->sites[id];
+    if (!st->text) {
+        const char *kind = kind_name(site->kind);
+        size_t kl = strlen(kind), nl = strlen(site->name);
+        st->text = malloc(kl + nl + 2);
+        if (!st->text)
+            return NULL;
+        memcpy(st->text, kind, kl);
+        st->text[kl] = ' ';
+        memcpy(st->text + kl + 1, site->name, nl + 1);
+        st->len = kl + 1 + nl;
+    }
+    return st;
+}
+
+/* Times mostly share their seconds with the line before: only the
+ * nanoseconds change. */
+static char *dump_time(struct dump_ctx *c, char *p, const struct ember_trace_event *e)
+{
+    if (c->ticks || e->ns < 0)
+        return line_time(p, e, c->ticks);
+    int64_t sec = e->ns / 1000000000;
+    if (sec != c->sec) {
+        char *q = put_u64(c->sec_text, (uint64_t)sec);
+        *q++ = '.';
+        c->sec_len = (size_t)(q - c->sec_text);
+        c->sec = sec;
+    }
+    memcpy(p, c->sec_text, c->sec_len);
+    return put_9(p + c->sec_len, (uint32_t)(e->ns % 1000000000));
+}
 
 static int dump_event(void *ctx, const struct ember_trace_event *e)
 {
     struct dump_ctx *c = ctx;
-    event_line(&c->w, e, ember_trace_ring(c->t, e->ring)->name, c->ticks);
-    return c->w.err;
+    const struct site_text *st = site_text(c, e->site);
+    if (!st)
+        return -ENOMEM;
+    char *start = ember_writer_reserve(&c->w, LINE_MAX);
+    if (!start)
+        return c->w.err;
+    char *p = dump_time(c, start, e);
+    p = line_body(p, e, NULL, c->ring_text[e->ring], c->ring_len[e->ring], st->text, st->len);
+    ember_writer_commit(&c->w, (size_t)(p - start));
+    return 0;
 }
 
 int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks)
 {
-    struct dump_ctx *c = malloc(sizeof(*c));
-    if (!c)
-        return -ENOMEM;
-    ember_writer_init(&c->w, out);
-    c->t = t;
-    c->ticks = ticks;
-    int err = ember_trace_each(t, dump_event, c);
-    int ferr = ember_writer_flush(&c->w);
+    struct dump_ctx *c = calloc(1, sizeof(*c));
+    unsigned nrings = ember_trace_ring_count(t);
+    if (c) {
+        c->ring_text = calloc(nrings ? nrings : 1, sizeof(*c->ring_text));
+        c->ring_len = calloc(nrings ? nrings : 1, 1);
+    }
+    int err = c && c->ring_text && c->ring_len ? 0 : -ENOMEM;
+    if (!err) {
+        ember_writer_init(&c->w, out);
+        c->t = t;
+        c->ticks = ticks;
+        c->sec = -1;
+        for (unsigned i = 0; i < nrings; i++) {
+            const struct ember_trace_ring *r = ember_trace_ring(t, i);
+            int n = snprintf(c->ring_text[i], sizeof(c->ring_text[i]), " %u %s ", r->tid,
+                             r->name[0] ? r->name : "-");
+            c->ring_len[i] = (uint8_t)(n < (int)sizeof(c->ring_text[i]) ? n : 95);
+        }
+        err = ember_trace_each(t, dump_event, c);
+        int ferr = ember_writer_flush(&c->w);
+        err = err ? err : ferr;
+    }
+    for (uint32_t i = 0; c && i < c->nsites; i++)
+        free(c->sites[i].text);
+    if (c) {
+        free(c->sites);
+        free(c->ring_text);
+        free(c->ring_len);
+    }
     free(c);
-    return err ? err : ferr;
+    return err;
 }
 
 /* ---- statistics ------------------------------------------------------- */

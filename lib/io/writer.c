@@ -62,6 +62,18 @@ void ember_writer_printf(struct ember_writer *w, const char *fmt, ...)
     free(big);
 }
 
+char *ember_writer_reserve(struct ember_writer *w, size_t n)
+{
+    if (sizeof(w->buf) - w->len < n)
+        drain(w);
+    return w->err || n > sizeof(w->buf) ? NULL : w->buf + w->len;
+}
+
+void ember_writer_commit(struct ember_writer *w, size_t n)
+{
+    w->len += n;
+}
+
 int ember_writer_flush(struct ember_writer *w)
 {
     drain(w);

@@ -22,6 +22,10 @@ void ember_writer_put(struct ember_writer *w, const char *s, size_t n);
 void ember_writer_puts(struct ember_writer *w, const char *s);
 void ember_writer_printf(struct ember_writer *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Room for n (<= 64 KiB) bytes written in place: returns where, or NULL
+ * after an error; then ember_writer_commit(w, bytes actually written). */
+char *ember_writer_reserve(struct ember_writer *w, size_t n);
+void ember_writer_commit(struct ember_writer *w, size_t n);
 /* Writes what is buffered; returns 0 or the first error. */
 int ember_writer_flush(struct ember_writer *w);
 

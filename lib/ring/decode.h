@@ -28,4 +28,29 @@ void ember_sites_release(struct ember_sites *s);
 size_t ember_event_decode(const struct ember_sites *s, const char *p, size_t n,
                           struct ember_trace_event *e);
 
+/* Ticks to nanoseconds, exactly (floor(dt * 1e9 / ticks_per_sec)), without
+ * a 128-bit division per event: a fixed-point reciprocal, then a correction
+ * of the last unit. */
+struct ember_ns_scale {
+    uint64_t tps;
+    unsigned __int128 m; /* floor(2^64 * 1e9 / tps) */
+};
+
+static inline void ember_ns_scale_init(struct ember_ns_scale *s, uint64_t ticks_per_sec)
+{
+    s->tps = ticks_per_sec;
+    s->m = ((unsigned __int128)1000000000 << 64) / ticks_per_sec;
+}
+
+static inline int64_t ember_ticks_to_ns(const struct ember_ns_scale *s, int64_t dt)
+{
+    uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
+    unsigned __int128 ns = (unsigned __int128)a * (uint64_t)(s->m >> 64) +
+                           (((unsigned __int128)a * (uint64_t)s->m) >> 64);
+    unsigned __int128 want = (unsigned __int128)a * 1000000000;
+    while ((ns + 1) * s->tps <= want)
+        ns++;
+    return dt < 0 ? -(int64_t)ns : (int64_t)ns;
+}
+
 #endif

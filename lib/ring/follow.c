@@ -48,6 +48,7 @@ struct ember_follow {
     struct ember_ring_header *h;
     bool drain;
     struct ember_sites sites;
+    struct ember_ns_scale scale;
     struct follow_ring *rings;
     unsigned nrings;
     char *buf;
@@ -133,6 +134,7 @@ int ember_follow_open(struct ember_follow **out, const char *path, int timeout_m
                               "of range");
     }
     f->drain = (f->h->flags & EMBER_RING_DRAIN) && writable;
+    ember_ns_scale_init(&f->scale, f->h->ticks_per_sec);
     f->rings = calloc(f->h->ring_count, sizeof(*f->rings));
     f->buf = malloc(f->h->packet_size);
     if (!f->rings || !f->buf) {
@@ -271,14 +273,13 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
             e.tid = r->info.tid;
             e.seq = r->next_seq++;
             int64_t dt = (int64_t)(e.ticks - f->h->base_ticks);
-            e.ns = (int64_t)((__int128)dt * 1000000000 / (__int128)f->h->ticks_per_sec);
+            e.ns = ember_ticks_to_ns(&f->scale, dt);
             r->info.events++;
             err = batch_event(f, &e);
             off += sz;
         }
         if (!err && pfn) {
-            ph.ctx.content_size = off * 8;
-            ph.ctx.events_discarded = r->overwritten + d->dropped;
+            ph.ctx.content_size = off * 8; /* events_discarded stays the writer's */
             memcpy(f->buf, &ph, sizeof(ph));
             err = pfn(pctx, i, f->buf, (size_t)off);
         }
