@@ -38,15 +38,24 @@ static const char digit_pairs[] =
     "34353637383940414243444546474849505152535455565758596061626364656667"
     "6869707172737475767778798081828384858687888990919293949596979899";
 
-/* v < 10^8 in exactly 8 digits, with 32-bit arithmetic. */
+/* x < 10^4 in exactly 4 digits: f holds x / 100 with 32 fraction bits;
+ * its integer part is two digits, its fraction times 100 two more. */
+static void put_4(char *p, uint32_t x)
+{
+    uint64_t f = (uint64_t)x * ((((uint64_t)1 << 32) / 100) + 1);
+    memcpy(p, digit_pairs + 2 * (f >> 32), 2);
+    f = (uint64_t)(uint32_t)f * 100;
+    memcpy(p + 2, digit_pairs + 2 * (f >> 32), 2);
+}
+
+/* v < 10^8 in exactly 8 digits: two halves that do not wait on each other,
+ * and no division (v / 10^4 is a multiply and a shift). Both steps are
+ * exact for every v < 10^8: checked for all of them. */
 static void put_8(char *p, uint32_t v)
 {
-    for (int i = 3; i >= 0; i--) {
-        uint32_t r = v % 100;
-        v /= 100;
-        p[2 * i] = digit_pairs[2 * r];
-        p[2 * i + 1] = digit_pairs[2 * r + 1];
-    }
+    uint32_t hi = (uint32_t)(((uint64_t)v * 109951163) >> 40);
+    put_4(p, hi);
+    put_4(p + 4, v - hi * 10000);
 }
 
 static char *put_u32(char *p, uint32_t v)
@@ -104,6 +113,19 @@ static char *put_9(char *p, uint32_t v)
     return p + 9;
 }
 
+/* Short texts copied 32 bytes at a time, beyond their end: the caller's
+ * sources have 32 readable bytes, and the line's room is reserved. */
+enum { OVERCOPY = 32 };
+
+static char *put_padded(char *p, const char *s, size_t n)
+{
+    if (n <= OVERCOPY)
+        memcpy(p, s, OVERCOPY);
+    else
+        memcpy(p, s, n);
+    return p + n;
+}
+
 static char *put_str(char *p, const char *s)
 {
     size_t n = strlen(s);
@@ -138,37 +160,60 @@ static char *put_value(char *p, int type, const struct ember_trace_value *v)
     return p;
 }
 
-/* The line of an event after its time: " tid thread kind name fields\n".
- * ring_text is " tid thread " and site_text "kind name" when the caller
- * has them ready (dump), else NULL. */
-static char *line_body(char *p, const struct ember_trace_event *e, const char *thread,
-                       const char *ring_text, size_t ring_len, const char *site_text,
-                       size_t site_len)
+/* The fixed parts of a site's lines, made once: "kind name", then
+ * " field=" for each field, all in one buffer with OVERCOPY bytes of
+ * slack. */
+struct site_text {
+    char *text;
+    uint16_t len;
+    uint16_t field_off[EMBER_TRACE_MAX_FIELDS], field_len[EMBER_TRACE_MAX_FIELDS];
+};
+
+static size_t site_text_size(const struct ember_trace_site *site)
 {
-    const struct ember_trace_site *site = e->site;
-    if (ring_text) {
-        memcpy(p, ring_text, ring_len);
-        p += ring_len;
-    } else {
-        *p++ = ' ';
-        p = put_u64(p, e->tid);
-        *p++ = ' ';
-        p = put_str(p, thread && thread[0] ? thread : "-");
-        *p++ = ' ';
-    }
-    if (site_text) {
-        memcpy(p, site_text, site_len);
-        p += site_len;
-    } else {
-        p = put_str(p, kind_name(site->kind));
-        *p++ = ' ';
-        p = put_str(p, site->name);
-    }
+    size_t n = strlen(kind_name(site->kind)) + 1 + strlen(site->name) + OVERCOPY;
+    for (unsigned i = 0; i < site->nfields; i++)
+        n += strlen(site->field_names[i]) + 2;
+    return n;
+}
+
+/* buf has site_text_size(site) bytes. */
+static void site_text_make(struct site_text *st, const struct ember_trace_site *site, char *buf)
+{
+    memset(buf, 0, site_text_size(site));
+    char *p = put_str(buf, kind_name(site->kind));
+    *p++ = ' ';
+    p = put_str(p, site->name);
+    st->text = buf;
+    st->len = (uint16_t)(p - buf);
     for (unsigned i = 0; i < site->nfields; i++) {
+        st->field_off[i] = (uint16_t)(p - buf);
         *p++ = ' ';
         p = put_str(p, site->field_names[i]);
         *p++ = '=';
-        p = put_value(p, site->field_types[i], &e->v[i]);
+        st->field_len[i] = (uint16_t)(p - buf - st->field_off[i]);
+    }
+}
+
+/* " tid thread " into buf (RING_TEXT bytes): its length. */
+enum { RING_TEXT = 128 };
+
+static uint8_t ring_text_make(char *buf, uint32_t tid, const char *thread)
+{
+    memset(buf, 0, RING_TEXT);
+    int n = snprintf(buf, RING_TEXT, " %u %.63s ", tid, thread && thread[0] ? thread : "-");
+    return (uint8_t)n;
+}
+
+/* The line of an event after its time: " tid thread kind name fields\n". */
+static char *line_body(char *p, const struct ember_trace_event *e, const char *ring_text,
+                       size_t ring_len, const struct site_text *st)
+{
+    p = put_padded(p, ring_text, ring_len);
+    p = put_padded(p, st->text, st->len);
+    for (unsigned i = 0; i < e->site->nfields; i++) {
+        p = put_padded(p, st->text + st->field_off[i], st->field_len[i]);
+        p = put_value(p, e->site->field_types[i], &e->v[i]);
     }
     *p++ = '\n';
     return p;
@@ -192,31 +237,33 @@ enum { LINE_MAX = 16 * 1024 };
 size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread, bool ticks,
                               char *buf, size_t cap)
 {
-    char line[LINE_MAX];
-    char *p = line_body(line_time(line, e, ticks), e, thread, NULL, 0, NULL, 0);
-    size_t n = (size_t)(p - line) < cap ? (size_t)(p - line) : cap - 1;
-    if (cap == 0)
+    char line[LINE_MAX], ring[RING_TEXT];
+    char *text = malloc(site_text_size(e->site));
+    if (cap == 0 || !text) {
+        free(text);
         return 0;
+    }
+    struct site_text st;
+    site_text_make(&st, e->site, text);
+    uint8_t ring_len = ring_text_make(ring, e->tid, thread);
+    char *p = line_body(line_time(line, e, ticks), e, ring, ring_len, &st);
+    free(text);
+    size_t n = (size_t)(p - line) < cap ? (size_t)(p - line) : cap - 1;
     memcpy(buf, line, n);
     buf[n] = '\0';
     return n;
 }
 
-struct site_text {
-    char *text; /* "kind name", made when the site is first seen */
-    size_t len;
-};
-
 struct dump_ctx {
     struct ember_writer w;
     struct ember_trace *t;
     bool ticks;
-    char (*ring_text)[96]; /* " tid thread " per ring */
+    char (*ring_text)[RING_TEXT]; /* " tid thread " per ring */
     uint8_t *ring_len;
     struct site_text *sites; /* by site id */
     uint32_t nsites;
     int64_t sec; /* the whole seconds last written, -1 before the first */
-    char sec_text[24];
+    char sec_text[OVERCOPY];
     size_t sec_len;
 };
 
@@ -234,15 +281,10 @@ static const struct site_text *site_text(struct dump_ctx *c, const struct ember_
     }
     struct site_text *st = &c->sites[id];
     if (!st->text) {
-        const char *kind = kind_name(site->kind);
-        size_t kl = strlen(kind), nl = strlen(site->name);
-        st->text = malloc(kl + nl + 2);
-        if (!st->text)
+        char *buf = malloc(site_text_size(site));
+        if (!buf)
             return NULL;
-        memcpy(st->text, kind, kl);
-        st->text[kl] = ' ';
-        memcpy(st->text + kl + 1, site->name, nl + 1);
-        st->len = kl + 1 + nl;
+        site_text_make(st, site, buf);
     }
     return st;
 }
@@ -260,8 +302,7 @@ static char *dump_time(struct dump_ctx *c, char *p, const struct ember_trace_eve
         c->sec_len = (size_t)(q - c->sec_text);
         c->sec = sec;
     }
-    memcpy(p, c->sec_text, c->sec_len);
-    return put_9(p + c->sec_len, (uint32_t)(e->ns % 1000000000));
+    return put_9(put_padded(p, c->sec_text, c->sec_len), (uint32_t)(e->ns % 1000000000));
 }
 
 static int dump_event(void *ctx, const struct ember_trace_event *e)
@@ -274,7 +315,7 @@ static int dump_event(void *ctx, const struct ember_trace_event *e)
     if (!start)
         return c->w.err;
     char *p = dump_time(c, start, e);
-    p = line_body(p, e, NULL, c->ring_text[e->ring], c->ring_len[e->ring], st->text, st->len);
+    p = line_body(p, e, c->ring_text[e->ring], c->ring_len[e->ring], st);
     ember_writer_commit(&c->w, (size_t)(p - start));
     return 0;
 }
@@ -295,9 +336,7 @@ int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool t
         c->sec = -1;
         for (unsigned i = 0; i < nrings; i++) {
             const struct ember_trace_ring *r = ember_trace_ring(t, i);
-            int n = snprintf(c->ring_text[i], sizeof(c->ring_text[i]), " %u %s ", r->tid,
-                             r->name[0] ? r->name : "-");
-            c->ring_len[i] = (uint8_t)(n < (int)sizeof(c->ring_text[i]) ? n : 95);
+            c->ring_len[i] = ring_text_make(c->ring_text[i], r->tid, r->name);
         }
         err = ember_trace_each(t, dump_event, c);
         int ferr = ember_writer_flush(&c->w);

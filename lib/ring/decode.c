@@ -17,8 +17,8 @@ int ember_sites_update(struct ember_sites *st, const char *table, size_t used)
         struct ember_site_record rec;
         memcpy(&rec, table + off, sizeof(rec));
         if (rec.size < sizeof(rec) || rec.size % 8 || rec.size > used - off ||
-            rec.nfields > EMBER_MAX_FIELDS || rec.kind < EMBER_EV_BEGIN ||
-            rec.kind > EMBER_EV_EVENT)
+            rec.nfields > EMBER_MAX_FIELDS || rec.name_len > EMBER_NAME_MAX ||
+            rec.kind < EMBER_EV_BEGIN || rec.kind > EMBER_EV_EVENT)
             return -EINVAL;
         const char *p = table + off + sizeof(rec), *end = table + off + rec.size;
         if (rec.name_len > end - p || EMBER_VEC_RESERVE(st->sites, st->cap, st->n + 1) < 0)
@@ -71,42 +71,4 @@ void ember_sites_release(struct ember_sites *st)
     free(st->sites);
     free(st->by_id);
     memset(st, 0, sizeof(*st));
-}
-
-size_t ember_event_decode(const struct ember_sites *st, const char *p, size_t n,
-                          struct ember_trace_event *e)
-{
-    if (n < EMBER_EVENT_HEADER)
-        return 0;
-    uint32_t id, size;
-    memcpy(&id, p, 4);
-    memcpy(&size, p + 4, 4);
-    memcpy(&e->ticks, p + 8, 8);
-    if (size < EMBER_EVENT_HEADER || size % 8 || size > n || id == 0 || id > st->max_id ||
-        !st->by_id[id])
-        return 0;
-    e->site = st->by_id[id];
-    size_t off = EMBER_EVENT_HEADER;
-    for (unsigned i = 0; i < e->site->nfields; i++) {
-        struct ember_trace_value *v = &e->v[i];
-        memset(v, 0, sizeof(*v));
-        if (e->site->field_types[i] == EMBER_FT_STR) {
-            const char *nul = off < size ? memchr(p + off, '\0', size - off) : NULL;
-            if (!nul)
-                return 0;
-            v->s = p + off;
-            off += ((size_t)(nul - (p + off)) + 1 + 7) / 8 * 8;
-        } else {
-            if (off + 8 > size)
-                return 0;
-            uint64_t raw;
-            memcpy(&raw, p + off, 8);
-            if (e->site->field_types[i] == EMBER_FT_F64)
-                memcpy(&v->f, &raw, 8);
-            else
-                v->i = (int64_t)raw;
-            off += 8;
-        }
-    }
-    return off <= size ? size : 0;
 }

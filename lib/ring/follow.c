@@ -77,7 +77,7 @@ static bool header_ok(const struct ember_ring_header *h, size_t size)
     uint64_t P = h->packet_size, N = h->packets_per_ring;
     return h->version == EMBER_RING_VERSION && P >= 4096 && P <= (64u << 20) && P % 8 == 0 &&
            N >= 2 && N <= (1u << 20) && h->ring_count && h->ring_count <= 65536 &&
-           h->ticks_per_sec && h->strings_offset <= size &&
+           h->ticks_per_sec && !(h->ticks_per_sec >> 62) && h->strings_offset <= size &&
            h->strings_size <= size - h->strings_offset &&
            h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE <= size &&
            P * N <= (1ull << 36) && h->data_offset + (uint64_t)h->ring_count * P * N <= size;

@@ -158,14 +158,14 @@ int ember_trace_open(struct ember_trace **out, const char *path, struct ember_di
         err = bad(t, d, "unsupported version");
     t->log = !err && (h->flags & EMBER_RING_LOG);
     uint64_t P = h->packet_size, N = h->packets_per_ring;
-    if (!err &&
-        (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) || h->ring_count == 0 ||
-         h->ring_count > 65536 || h->ticks_per_sec == 0 || h->strings_used > h->strings_size ||
-         h->strings_offset > size || h->strings_size > size - h->strings_offset ||
-         h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE > size ||
-         h->data_offset > size ||
-         (!t->log &&
-          (P * N > (1ull << 36) || h->data_offset + (uint64_t)h->ring_count * P * N > size))))
+    if (!err && (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) ||
+                 h->ring_count == 0 || h->ring_count > 65536 || h->ticks_per_sec == 0 ||
+                 h->ticks_per_sec >> 62 || h->strings_used > h->strings_size ||
+                 h->strings_offset > size || h->strings_size > size - h->strings_offset ||
+                 h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE > size ||
+                 h->data_offset > size ||
+                 (!t->log && (P * N > (1ull << 36) ||
+                              h->data_offset + (uint64_t)h->ring_count * P * N > size))))
         err = bad(t, d, "header fields out of range");
     h->exe[sizeof(h->exe) - 1] = '\0';
     if (!err) {
@@ -434,12 +434,64 @@ static void end_pass(struct ember_trace *t, struct cursor *cs)
     free(cs);
 }
 
+/* Few rings (the usual case): the next event is found by a scan, and the
+ * ring holding it hands out events while they come before every other
+ * ring's next one. Branches a heap would mispredict on every event become
+ * one comparison per event. act[] keeps ring order, so the first of equal
+ * times is the lowest ring. */
+enum { SCAN_MAX = 8 };
+
+static int merge_scan(struct ember_trace *t, struct cursor **act, size_t n, ember_trace_event_fn fn,
+                      void *ctx)
+{
+    while (n) {
+        size_t b = 0;
+        for (size_t i = 1; i < n; i++)
+            b = act[i]->e.ticks < act[b]->e.ticks ? i : b;
+        /* the ring after which b must yield: the least of the others */
+        size_t s = b == 0 ? 1 : 0;
+        for (size_t i = s + 1; i < n; i++)
+            s = i != b && act[i]->e.ticks < act[s]->e.ticks ? i : s;
+        struct cursor *c = act[b];
+        int got;
+        do {
+            int err = fn(ctx, &c->e);
+            if (err)
+                return err;
+            if ((got = cursor_load(t, c)) < 0)
+                return got;
+        } while (got && (s >= n || before(c, act[s])));
+        if (!got) {
+            memmove(act + b, act + b + 1, (n - b - 1) * sizeof(*act));
+            n--;
+        }
+    }
+    return 0;
+}
+
+static int merge_heap(struct ember_trace *t, struct cursor **heap, size_t n,
+                      ember_trace_event_fn fn, void *ctx)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(heap, n, i);
+    while (n) {
+        int err = fn(ctx, &heap[0]->e);
+        int got = err ? err : cursor_load(t, heap[0]);
+        if (got < 0)
+            return got;
+        if (got == 0)
+            heap[0] = heap[--n];
+        sift_down(heap, n, 0);
+    }
+    return 0;
+}
+
 int ember_trace_each(struct ember_trace *t, ember_trace_event_fn fn, void *ctx)
 {
     struct cursor *cs = start_pass(t);
-    struct cursor **heap = calloc(t->nrings ? t->nrings : 1, sizeof(*heap));
-    if (!cs || !heap) {
-        free(heap);
+    struct cursor **act = calloc(t->nrings ? t->nrings : 1, sizeof(*act));
+    if (!cs || !act) {
+        free(act);
         if (cs)
             end_pass(t, cs);
         return -ENOMEM;
@@ -447,23 +499,14 @@ int ember_trace_each(struct ember_trace *t, ember_trace_event_fn fn, void *ctx)
     size_t n = 0;
     int err = 0;
     for (unsigned i = 0; i < t->nrings && !err; i++) {
-        int r = cursor_load(t, &cs[i]);
-        if (r > 0)
-            heap[n++] = &cs[i];
-        err = r < 0 ? r : 0;
+        int got = cursor_load(t, &cs[i]);
+        if (got > 0)
+            act[n++] = &cs[i];
+        err = got < 0 ? got : 0;
     }
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(heap, n, i);
-    while (n && !err) {
-        err = fn(ctx, &heap[0]->e);
-        int r = err ? 0 : cursor_load(t, heap[0]);
-        if (r < 0)
-            err = r;
-        else if (r == 0)
-            heap[0] = heap[--n];
-        sift_down(heap, n, 0);
-    }
-    free(heap);
+    if (!err)
+        err = n <= SCAN_MAX ? merge_scan(t, act, n, fn, ctx) : merge_heap(t, act, n, fn, ctx);
+    free(act);
     end_pass(t, cs);
     return err;
 }

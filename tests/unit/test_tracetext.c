@@ -1,0 +1,136 @@
+/*
+ * test_tracetext.c - the trace reader's arithmetic and text: ticks to
+ * nanoseconds exactly (against 128-bit division), and the lines dump
+ * prints (times, values, escapes) against printf.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ember/traceview.h"
+#include "ring/decode.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static uint64_t next_random(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int64_t slow_ns(uint64_t tps, int64_t dt)
+{
+    uint64_t a = dt < 0 ? -(uint64_t)dt : (uint64_t)dt;
+    uint64_t ns = (uint64_t)((unsigned __int128)a * 1000000000 / tps);
+    return dt < 0 ? -(int64_t)ns : (int64_t)ns;
+}
+
+static void test_ticks_to_ns_exact(void **state)
+{
+    (void)state;
+    const uint64_t rates[] = {1,          3,           1000000,        999999999,
+                              1000000000, 2399987654,  3000000000,     4294967297,
+                              1ull << 34, 18446744073, 123456789012345};
+    uint64_t seed = 0x9e3779b97f4a7c15;
+    for (size_t k = 0; k < sizeof(rates) / sizeof(rates[0]); k++) {
+        struct ember_ns_scale s;
+        ember_ns_scale_init(&s, rates[k]);
+        for (int i = 0; i < 200000; i++) {
+            uint64_t r = next_random(&seed);
+            int64_t dt = (int64_t)(r >> (1 + i % 40));
+            if (i % 7 == 0)
+                dt = -dt;
+            if (i % 11 == 0)
+                dt = (int64_t)(r % (rates[k] * 2 + 1)); /* near whole seconds */
+            unsigned __int128 exact =
+                (unsigned __int128)(dt < 0 ? -(uint64_t)dt : (uint64_t)dt) * 1000000000 / rates[k];
+            if (exact >> 63)
+                continue; /* beyond what a time can hold */
+            assert_int_equal(ember_ticks_to_ns(&s, dt), slow_ns(rates[k], dt));
+        }
+    }
+}
+
+static struct ember_trace_site site_with(const char *name, int kind, unsigned n,
+                                         const char *const *names, const int *types)
+{
+    struct ember_trace_site s;
+    memset(&s, 0, sizeof(s));
+    s.name = name;
+    s.kind = kind;
+    s.nfields = n;
+    for (unsigned i = 0; i < n; i++) {
+        s.field_names[i] = names[i];
+        s.field_types[i] = types[i];
+    }
+    return s;
+}
+
+static void test_times_against_printf(void **state)
+{
+    (void)state;
+    struct ember_trace_site site = site_with("tick", EMBER_EV_INSTANT, 0, NULL, NULL);
+    struct ember_trace_event e;
+    memset(&e, 0, sizeof(e));
+    e.site = &site;
+    e.tid = 42;
+    uint64_t seed = 12345;
+    for (int i = 0; i < 300000; i++) {
+        int64_t ns = (int64_t)(next_random(&seed) >> (1 + i % 60));
+        if (i % 5 == 0)
+            ns = -ns;
+        e.ns = ns;
+        char got[256], want[256];
+        ember_trace_event_line(&e, "main", false, got, sizeof(got));
+        uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+        snprintf(want, sizeof(want), "%s%llu.%09llu 42 main instant tick\n", ns < 0 ? "-" : "",
+                 (unsigned long long)(a / 1000000000), (unsigned long long)(a % 1000000000));
+        assert_string_equal(got, want);
+    }
+    e.ticks = UINT64_MAX;
+    char got[256];
+    ember_trace_event_line(&e, "", true, got, sizeof(got));
+    assert_string_equal(got, "18446744073709551615 42 - instant tick\n");
+}
+
+static void test_values_and_escapes(void **state)
+{
+    (void)state;
+    const char *names[] = {"n", "x", "s"};
+    const int types[] = {EMBER_FT_I64, EMBER_FT_F64, EMBER_FT_STR};
+    struct ember_trace_site site = site_with("req", EMBER_EV_BEGIN, 3, names, types);
+    struct ember_trace_event e;
+    memset(&e, 0, sizeof(e));
+    e.site = &site;
+    e.tid = 7;
+    e.ns = 1500000000;
+    e.v[0].i = INT64_MIN;
+    e.v[1].f = 0.1;
+    e.v[2].s = "a\"b\\c\n\x7f";
+    char got[256];
+    size_t n = ember_trace_event_line(&e, "worker", false, got, sizeof(got));
+    const char *want =
+        "1.500000000 7 worker begin req n=-9223372036854775808 x=0.10000000000000001 "
+        "s=\"a\\\"b\\\\c\\x0a\\x7f\"\n";
+    assert_string_equal(got, want);
+    assert_int_equal(n, strlen(want));
+    /* cut to the buffer, still terminated */
+    n = ember_trace_event_line(&e, "worker", false, got, 12);
+    assert_int_equal(n, 11);
+    assert_string_equal(got, "1.500000000");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ticks_to_ns_exact),
+        cmocka_unit_test(test_times_against_printf),
+        cmocka_unit_test(test_values_and_escapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
