@@ -49,6 +49,18 @@ int cli_output_commit(struct cli_output *o);
 /* Removes a partial output. */
 void cli_output_abort(struct cli_output *o);
 
+/* A directory of results, made whole beside path and renamed to it at the
+ * end. An existing path is replaced only if it holds nothing but files
+ * ours() accepts (an earlier result). */
+struct cli_output_dir {
+    const char *path;
+    char *tmp; /* where to write */
+    bool (*ours)(const char *name);
+};
+int cli_output_dir_open(struct cli_output_dir *o, const char *path, bool (*ours)(const char *name));
+int cli_output_dir_commit(struct cli_output_dir *o);
+void cli_output_dir_abort(struct cli_output_dir *o);
+
 /* ---- progress on stderr, for long inputs on a terminal ---- */
 struct cli_progress {
     bool enabled;

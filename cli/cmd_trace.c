@@ -38,6 +38,29 @@ static void report_losses(struct ember_trace *t)
 
 int cmd_follow(const char *what, const char *out, bool ticks);
 
+/* The files of a CTF export: an earlier export may be replaced. */
+static bool ctf_file(const char *name)
+{
+    return strcmp(name, "metadata") == 0 || strncmp(name, "stream_", 7) == 0;
+}
+
+static int export_ctf(struct ember_trace *t, const char *out)
+{
+    struct cli_output_dir o;
+    if (cli_output_dir_open(&o, out, ctf_file) < 0)
+        return 1;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    int err = ember_trace_export_ctf(t, o.tmp, &d);
+    if (err) {
+        cli_diag_error(ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d, err);
+        cli_output_dir_abort(&o);
+        return 1;
+    }
+    report_losses(t);
+    return cli_output_dir_commit(&o) < 0 ? 1 : 0;
+}
+
 int cmd_trace(int argc, char **argv)
 {
     const char *out = NULL, *format = NULL, *span = NULL, *follow = NULL;
@@ -97,13 +120,9 @@ int cmd_trace(int argc, char **argv)
         return 1;
     }
     if (is_export && strcmp(format, "ctf") == 0) {
-        err = ember_trace_export_ctf(t, out, &d);
-        if (err)
-            cli_diag_error(ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d, err);
-        else
-            report_losses(t);
+        int ret = export_ctf(t, out);
         ember_trace_close(t);
-        return err ? 1 : 0;
+        return ret;
     }
     struct cli_output o;
     if (cli_output_open(&o, out) < 0) {

@@ -2,7 +2,8 @@
  * output.c - where a command's result goes. With -o FILE the result is
  * written to a temporary file beside FILE and renamed over it at the end,
  * so a failure never leaves half a file (and never clobbers the old one).
- * Special files (-o /dev/null, a FIFO) are written in place.
+ * Special files (-o /dev/null, a FIFO) are written in place. Directories
+ * of results (CTF) are made the same way: whole, then renamed.
  */
 #include "cli.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,4 +103,98 @@ void cli_output_abort(struct cli_output *o)
         o->tmp = NULL;
     }
     close(o->fd);
+}
+
+/* Removes dir and its files, if every one is ours; -1 (errno set) if not. */
+static int remove_dir(const char *dir, bool (*ours)(const char *name))
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    struct dirent *de;
+    int ret = 0;
+    while (ret == 0 && (de = readdir(dp))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (!ours(de->d_name)) {
+            errno = ENOTEMPTY;
+            ret = -1;
+        } else {
+            ret = unlinkat(dirfd(dp), de->d_name, 0);
+        }
+    }
+    closedir(dp);
+    return ret == 0 ? rmdir(dir) : -1;
+}
+
+/* Whether an existing path could be replaced: a directory of our files. */
+static bool replaceable(const char *path, bool (*ours)(const char *name))
+{
+    DIR *dp = opendir(path);
+    if (!dp)
+        return false;
+    struct dirent *de;
+    bool ok = true;
+    while (ok && (de = readdir(dp)))
+        ok = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || ours(de->d_name);
+    closedir(dp);
+    return ok;
+}
+
+int cli_output_dir_open(struct cli_output_dir *o, const char *path, bool (*ours)(const char *name))
+{
+    o->path = path;
+    o->ours = ours;
+    o->tmp = NULL;
+    struct stat st;
+    if (lstat(path, &st) == 0 && !(S_ISDIR(st.st_mode) && replaceable(path, ours))) {
+        cli_error("%s exists and is not an earlier result: remove it or choose another "
+                  "directory",
+                  path);
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
+    if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", dirlen, path, slash ? slash + 1 : path) < 0) {
+        o->tmp = NULL;
+        cli_error("out of memory");
+        return -1;
+    }
+    if (!mkdtemp(o->tmp)) {
+        cli_error("cannot create %s: %s", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    chmod(o->tmp, 0777 & ~mask);
+    return 0;
+}
+
+int cli_output_dir_commit(struct cli_output_dir *o)
+{
+    struct stat st;
+    int ret = 0;
+    if (lstat(o->path, &st) == 0 && remove_dir(o->path, o->ours) < 0) {
+        cli_error("cannot replace %s: %s", o->path, strerror(errno));
+        ret = -1;
+    }
+    if (ret == 0 && rename(o->tmp, o->path) < 0) {
+        cli_error("cannot write %s: %s", o->path, strerror(errno));
+        ret = -1;
+    }
+    if (ret < 0)
+        remove_dir(o->tmp, o->ours);
+    free(o->tmp);
+    o->tmp = NULL;
+    return ret;
+}
+
+void cli_output_dir_abort(struct cli_output_dir *o)
+{
+    if (o->tmp)
+        remove_dir(o->tmp, o->ours);
+    free(o->tmp);
+    o->tmp = NULL;
 }

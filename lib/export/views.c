@@ -438,7 +438,8 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
     if (!err && !w)
         err = -ENOMEM;
     if (!err) {
-        qsort(c.all, c.n, sizeof(*c.all), by_total);
+        if (c.n)
+            qsort(c.all, c.n, sizeof(*c.all), by_total);
         ember_writer_init(w, out);
         ember_writer_printf(w, "%-32s %9s %11s %11s %11s %11s %11s %11s %11s\n", "span", "count",
                             "total", "mean", "min", "p50", "p90", "p99", "max");

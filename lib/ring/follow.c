@@ -45,7 +45,8 @@ struct ember_follow {
     int fd;
     char *map;
     size_t size;
-    struct ember_ring_header *h;
+    struct ember_ring_header *h;  /* the live header: its atomics */
+    struct ember_ring_header hdr; /* a checked copy: the geometry */
     bool drain;
     struct ember_sites sites;
     struct ember_ns_scale scale;
@@ -69,18 +70,6 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Checks the header's fields against the mapping. */
-static bool header_ok(const struct ember_ring_header *h, size_t size)
-{
-    uint64_t P = h->packet_size, N = h->packets_per_ring;
-    return h->version == EMBER_RING_VERSION && P >= 4096 && P <= (64u << 20) && P % 8 == 0 &&
-           N >= 2 && N <= (1u << 20) && h->ring_count && h->ring_count <= 65536 &&
-           h->ticks_per_sec && !(h->ticks_per_sec >> 62) && h->strings_offset <= size &&
-           h->strings_size <= size - h->strings_offset &&
-           h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE <= size &&
-           P * N <= (1ull << 36) && h->data_offset + (uint64_t)h->ring_count * P * N <= size;
 }
 
 int ember_follow_open(struct ember_follow **out, const char *path, int timeout_ms,
@@ -127,16 +116,20 @@ int ember_follow_open(struct ember_follow **out, const char *path, int timeout_m
         return ember_diag_set(d, -EIO, path, 0, "cannot map: %s", strerror(errno));
     }
     f->h = (struct ember_ring_header *)(void *)f->map;
-    if (!header_ok(f->h, f->size)) {
+    memcpy(&f->hdr, f->map, sizeof(f->hdr)); /* checked once, then trusted */
+    const char *why = f->hdr.version != EMBER_RING_VERSION ? "unsupported version"
+                      : f->hdr.flags & EMBER_RING_LOG
+                          ? "a packet log (ember record), not a live ring file"
+                      : !ember_ring_header_ok(&f->hdr, f->size) ? "header fields out of range"
+                                                                : NULL;
+    if (why) {
         ember_follow_close(f);
-        return ember_diag_set(d, -EINVAL, path, 0,
-                              "not a valid ember trace: header fields out "
-                              "of range");
+        return ember_diag_set(d, -EINVAL, path, 0, "not a valid ember trace: %s", why);
     }
-    f->drain = (f->h->flags & EMBER_RING_DRAIN) && writable;
-    ember_ns_scale_init(&f->scale, f->h->ticks_per_sec);
-    f->rings = calloc(f->h->ring_count, sizeof(*f->rings));
-    f->buf = malloc(f->h->packet_size);
+    f->drain = (f->hdr.flags & EMBER_RING_DRAIN) && writable;
+    ember_ns_scale_init(&f->scale, f->hdr.ticks_per_sec);
+    f->rings = calloc(f->hdr.ring_count, sizeof(*f->rings));
+    f->buf = malloc(f->hdr.packet_size);
     if (!f->rings || !f->buf) {
         ember_follow_close(f);
         return -ENOMEM;
@@ -168,7 +161,7 @@ void ember_follow_close(struct ember_follow *f)
 
 bool ember_follow_writer_alive(const struct ember_follow *f)
 {
-    return kill((pid_t)f->h->pid, 0) == 0 || errno == EPERM;
+    return kill((pid_t)f->hdr.pid, 0) == 0 || errno == EPERM;
 }
 
 unsigned ember_follow_ring_count(const struct ember_follow *f)
@@ -183,7 +176,7 @@ const struct ember_trace_ring *ember_follow_ring(const struct ember_follow *f, u
 
 static struct ember_ring_desc *desc(const struct ember_follow *f, unsigned i)
 {
-    return (struct ember_ring_desc *)(void *)(f->map + f->h->rings_offset +
+    return (struct ember_ring_desc *)(void *)(f->map + f->hdr.rings_offset +
                                               (size_t)i * EMBER_RING_DESC_SIZE);
 }
 
@@ -223,15 +216,16 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
 {
     struct follow_ring *r = &f->rings[i];
     struct ember_ring_desc *d = desc(f, i);
-    uint64_t P = f->h->packet_size, N = f->h->packets_per_ring;
+    uint64_t P = f->hdr.packet_size, N = f->hdr.packets_per_ring;
     r->info.tid = d->tid;
     memcpy(r->info.name, d->name, sizeof(d->name));
     r->info.name[sizeof(d->name) - 1] = '\0';
-    const char *ring = f->map + f->h->data_offset + (size_t)i * P * N;
+    const char *ring = f->map + f->hdr.data_offset + (size_t)i * P * N;
     int err = 0;
     for (;;) {
         uint64_t head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
-        if (r->pos >= head || err)
+        /* no writer gets to 2^62 bytes; past it, positions could wrap */
+        if (r->pos >= head || head >> 62 || err)
             break;
         uint64_t s = r->pos / P, last = (head - 1) / P;
         if (last + 2 > s + N) {
@@ -272,7 +266,7 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
             e.ring = i;
             e.tid = r->info.tid;
             e.seq = r->next_seq++;
-            int64_t dt = (int64_t)(e.ticks - f->h->base_ticks);
+            int64_t dt = (int64_t)(e.ticks - f->hdr.base_ticks);
             e.ns = ember_ticks_to_ns(&f->scale, dt);
             r->info.events++;
             err = batch_event(f, &e);
@@ -298,13 +292,13 @@ int ember_follow_poll(struct ember_follow *f, ember_trace_event_fn fn, void *ctx
                       ember_trace_packet_fn pfn, void *pctx, bool final)
 {
     uint32_t used = __atomic_load_n(&f->h->strings_used, __ATOMIC_ACQUIRE);
-    if (used > f->h->strings_size)
+    if (used > f->hdr.strings_size)
         return -EINVAL;
-    int err = ember_sites_update(&f->sites, f->map + f->h->strings_offset, used);
+    int err = ember_sites_update(&f->sites, f->map + f->hdr.strings_offset, used);
     if (err)
         return err;
     uint32_t claimed = __atomic_load_n(&f->h->rings_claimed, __ATOMIC_ACQUIRE);
-    f->nrings = claimed < f->h->ring_count ? claimed : f->h->ring_count;
+    f->nrings = claimed < f->hdr.ring_count ? claimed : f->hdr.ring_count;
     f->nbatch = 0;
     f->nstrs = 0;
     for (unsigned i = 0; i < f->nrings && !err; i++)

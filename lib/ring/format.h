@@ -40,6 +40,7 @@
 #ifndef EMBER_RING_FORMAT_H
 #define EMBER_RING_FORMAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define EMBER_RING_MAGIC   0x31525445424d45ULL /* "EMBETR1" */
@@ -56,8 +57,9 @@ enum {
     EMBER_NAME_MAX = 255,
 };
 
-/* flags */
-enum { EMBER_RING_TSC = 1, EMBER_RING_DRAIN = 2 };
+/* flags; EMBER_RING_LOG marks a packet log (ember record, log.c) rather
+ * than a ring file */
+enum { EMBER_RING_TSC = 1, EMBER_RING_DRAIN = 2, EMBER_RING_LOG = 0x100 };
 
 struct ember_ring_header {
     uint64_t magic; /* written last */
@@ -93,6 +95,32 @@ struct ember_ring_desc {
     uint64_t dropped; /* drain mode: events the writer dropped, ring full */
     uint64_t pad2[6];
 };
+
+/* [off, off + len) lies in a file of size bytes, without overflow. */
+static inline bool ember_ring_in_file(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+
+/* The header's geometry is sane for a file of size bytes: what readers
+ * check before they trust an offset (the version is checked apart, for its
+ * own message). Packet logs (EMBER_RING_LOG) hold packets from data_offset
+ * to the end; ring files every ring in full. Offsets are 8-byte aligned:
+ * a follower reads the descriptors in place, atomically. */
+static inline bool ember_ring_header_ok(const struct ember_ring_header *h, uint64_t size)
+{
+    uint64_t P = h->packet_size, N = h->packets_per_ring, R = h->ring_count;
+    if (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) || R == 0 || R > 65536 ||
+        h->ticks_per_sec == 0 || h->ticks_per_sec >> 62 ||
+        (h->strings_offset | h->rings_offset | h->data_offset) % 8)
+        return false;
+    if (!ember_ring_in_file(h->strings_offset, h->strings_size, size) ||
+        !ember_ring_in_file(h->rings_offset, R * EMBER_RING_DESC_SIZE, size))
+        return false;
+    if (h->flags & EMBER_RING_LOG)
+        return h->data_offset <= size;
+    return P * N <= (1ull << 36) && ember_ring_in_file(h->data_offset, R * P * N, size);
+}
 
 /* A site record in the table, 8-byte aligned: id = offset / 8 + 1.
  * Followed by name_len bytes of name, then nfields field records, each

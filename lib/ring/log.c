@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EMBER_RING_LOG 0x100
-
 struct ember_trace_log {
     struct ember_follow *f;
     int fd;

@@ -23,10 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Packet logs (`ember record`) carry this flag; their data is a sequence
+/* The data of a packet log (`ember record`, EMBER_RING_LOG) is a sequence
  * of {u32 ring, u32 size} + packet. */
-#define EMBER_RING_LOG 0x100
-
 struct packet_ref { /* a packet of a log */
     uint64_t off;
     uint32_t size;
@@ -157,15 +155,7 @@ int ember_trace_open(struct ember_trace **out, const char *path, struct ember_di
     if (!err && (h->version != EMBER_RING_VERSION || h->header_size != EMBER_RING_HEADER_SIZE))
         err = bad(t, d, "unsupported version");
     t->log = !err && (h->flags & EMBER_RING_LOG);
-    uint64_t P = h->packet_size, N = h->packets_per_ring;
-    if (!err && (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) ||
-                 h->ring_count == 0 || h->ring_count > 65536 || h->ticks_per_sec == 0 ||
-                 h->ticks_per_sec >> 62 || h->strings_used > h->strings_size ||
-                 h->strings_offset > size || h->strings_size > size - h->strings_offset ||
-                 h->rings_offset + (uint64_t)h->ring_count * EMBER_RING_DESC_SIZE > size ||
-                 h->data_offset > size ||
-                 (!t->log && (P * N > (1ull << 36) ||
-                              h->data_offset + (uint64_t)h->ring_count * P * N > size))))
+    if (!err && (!ember_ring_header_ok(h, size) || h->strings_used > h->strings_size))
         err = bad(t, d, "header fields out of range");
     h->exe[sizeof(h->exe) - 1] = '\0';
     if (!err) {

@@ -1,0 +1,84 @@
+/*
+ * fuzz_trace.c - libFuzzer target for the trace readers: the bytes become
+ * a file (ring file or packet log) that is opened, dumped, summarised,
+ * exported, and followed as a live trace would be. The reader treats the
+ * file as untrusted: any crash, leak, undefined behaviour or hang is a bug.
+ */
+#include "ember/tracefile.h"
+#include "ember/traceview.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int discard(void *ctx, const char *buf, size_t len)
+{
+    (void)ctx;
+    (void)buf;
+    (void)len;
+    return 0;
+}
+
+static int count_event(void *ctx, const struct ember_trace_event *e)
+{
+    (void)e;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+static int discard_packet(void *ctx, unsigned ring, const void *packet, size_t size)
+{
+    (void)ctx;
+    (void)ring;
+    (void)packet;
+    (void)size;
+    return 0;
+}
+
+static void read_whole(const char *path)
+{
+    struct ember_trace *t;
+    struct ember_diag d;
+    if (ember_trace_open(&t, path, &d) < 0)
+        return;
+    struct ember_sink sink = {discard, NULL};
+    ember_trace_dump(t, &sink, false);
+    ember_trace_stats(t, &sink);
+    ember_trace_latency(t, NULL, &sink, &d);
+    if (ember_trace_site_count(t) > 0)
+        ember_trace_latency(t, ember_trace_site_at(t, 0)->name, &sink, &d);
+    ember_trace_export_chrome(t, &sink);
+    ember_trace_export_perfetto(t, &sink);
+    ember_trace_each_packet(t, discard_packet, NULL);
+    ember_trace_close(t);
+}
+
+static void follow(const char *path)
+{
+    struct ember_follow *f;
+    struct ember_diag d;
+    if (ember_follow_open(&f, path, 0, &d) < 0)
+        return;
+    size_t n = 0;
+    for (int i = 0; i < 2; i++)
+        if (ember_follow_poll(f, count_event, &n, discard_packet, NULL, i == 1) < 0)
+            break;
+    ember_follow_close(f);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
+    if (fd < 0)
+        abort();
+    if (size && write(fd, data, size) != (ssize_t)size)
+        abort();
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    read_whole(path);
+    follow(path);
+    close(fd);
+    return 0;
+}
