@@ -390,9 +390,13 @@ static int stats_span(void *ctx, const struct ember_span *s)
         if (err)
             return err;
     }
-    int64_t d = s->end_ns - s->begin_ns;
+    /* times from a damaged file can be anything: saturate, never wrap */
+    int64_t d;
+    if (__builtin_sub_overflow(s->end_ns, s->begin_ns, &d))
+        d = INT64_MAX;
     ember_hdr_record(&ns->h, d > 0 ? d : 1);
-    ns->total += d;
+    if (__builtin_add_overflow(ns->total, d > 0 ? d : 0, &ns->total))
+        ns->total = INT64_MAX;
     ns->unclosed += s->unclosed;
     return 0;
 }
