@@ -3,9 +3,10 @@
 #   scripts/deps.sh build   to build and run ember
 #   scripts/deps.sh test    also to run the whole test suite
 set -eu
-BUILD="build-essential cmake pkg-config zlib1g-dev libxxhash-dev libdw-dev libelf-dev"
+BUILD="build-essential cmake pkg-config zlib1g-dev libxxhash-dev libdw-dev libelf-dev libpcre2-dev
+       libyajl-dev libxml2-dev libprotobuf-c-dev protobuf-c-compiler"
 TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium linux-perf binutils babeltrace2
-      protobuf-compiler"
+      protobuf-compiler golang-go"
 case "${1:-build}" in
 build) want=$BUILD ;;
 test) want=$TEST ;;
