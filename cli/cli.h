@@ -9,6 +9,7 @@
 #include "ember/error.h"
 #include "ember/formats.h"
 #include "ember/profile.h"
+#include "ember/transform.h"
 #include "parse_options.h"
 
 #include <stdbool.h>
@@ -79,11 +80,19 @@ struct cli_reader {
     struct ember_read_opts ro;
     struct cli_progress progress;
     struct cli_warnings warnings;
-    bool flamechart;  /* keep the arrival sequence */
-    const char *verb; /* for "nothing to VERB" */
+    bool flamechart;                   /* keep the arrival sequence */
+    struct ember_transform *transform; /* the transform options, NULL: none */
+    const char *verb;                  /* for "nothing to VERB" */
 };
 
 void cli_reader_init(struct cli_reader *r);
+void cli_reader_release(struct cli_reader *r);
+/* The callback of the transform options: opt->value is the cli_reader. */
+int cli_transform_option(const struct option *opt, const char *arg);
+#define CLI_TRANSFORM_(r, name, argh, help)                                                        \
+    {                                                                                              \
+        OPT_CALLBACK, (name), 0, &(r), (argh), (help), NULL, cli_transform_option, (argh) != NULL  \
+    }
 
 /* The rows of the option table for reading (r must outlive parsing). */
 #define CLI_READ_OPTIONS(r)                                                                          \
@@ -136,10 +145,24 @@ void cli_reader_init(struct cli_reader *r);
          NULL,     "with --inline: add source file:line",                                            \
          NULL,     NULL,                                                                             \
          false},                                                                                     \
-    {                                                                                                \
-        OPT_FLAG, "srcline", 0, &(r).ro.perf.srcline, NULL,                                          \
-            "input is from 'perf script -F+srcline': add source lines", NULL, NULL, false            \
-    }
+        {OPT_FLAG, "srcline",                                                                        \
+         0,        &(r).ro.perf.srcline,                                                             \
+         NULL,     "input is from 'perf script -F+srcline': add source lines",                       \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),                 \
+        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),       \
+        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),        \
+        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),     \
+        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),              \
+        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                  \
+        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),              \
+        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                   \
+                       "fold the first frame matching RE and its callees into one (NAME)"),          \
+        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),    \
+        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),    \
+        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
+                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function")
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

@@ -28,12 +28,15 @@ int cmd_collapse(int argc, char **argv)
         OPT_END_(),
     };
     int nfiles = parse_options(argc, argv, opts, usage, description);
-    if (nfiles < 0)
+    if (nfiles < 0) {
+        cli_reader_release(&r);
         return nfiles == -2 ? 0 : EXIT_USAGE;
+    }
 
     struct ember_profile *p = ember_profile_new();
     if (!p) {
         cli_error("out of memory");
+        cli_reader_release(&r);
         return 1;
     }
     int ret = cli_read_profile(&r, p, argv, nfiles);
@@ -52,5 +55,6 @@ int cmd_collapse(int argc, char **argv)
         }
     }
     ember_profile_free(p);
+    cli_reader_release(&r);
     return ret;
 }

@@ -84,6 +84,28 @@ static int transform(struct ember_profile **p,
     return 0;
 }
 
+/* The drawing options that parse but make no sense: -1 after saying why. */
+static int check_options(const char *minwidth, struct ember_flame_opts *fo)
+{
+    if (parse_minwidth(minwidth, fo) < 0)
+        return -1;
+    if (fo->notes && strpbrk(fo->notes, "<>")) {
+        cli_error("--notes cannot contain '<' or '>'");
+        return -1;
+    }
+    if (!ember_palette_known(fo->colors)) {
+        cli_error("unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, js, perl, "
+                  "red, green, blue, aqua, yellow, purple or orange)",
+                  fo->colors);
+        return -1;
+    }
+    if (fo->width <= 20 || fo->frame_height <= 0 || fo->font_size <= 0 || fo->font_width <= 0) {
+        cli_error("--width must be above 20, --height, --fontsize and --fontwidth above 0");
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
     struct cli_reader r;
@@ -146,22 +168,12 @@ int cmd_flamegraph(int argc, char **argv)
         OPT_END_(),
     };
     int nfiles = parse_options(argc, argv, opts, usage, description);
-    if (nfiles < 0)
+    if (nfiles < 0) {
+        cli_reader_release(&r);
         return nfiles == -2 ? 0 : EXIT_USAGE;
-    if (parse_minwidth(minwidth, &fo) < 0)
-        return EXIT_USAGE;
-    if (fo.notes && strpbrk(fo.notes, "<>")) {
-        cli_error("--notes cannot contain '<' or '>'");
-        return EXIT_USAGE;
     }
-    if (!ember_palette_known(fo.colors)) {
-        cli_error("unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, js, perl, "
-                  "red, green, blue, aqua, yellow, purple or orange)",
-                  fo.colors);
-        return EXIT_USAGE;
-    }
-    if (fo.width <= 20 || fo.frame_height <= 0 || fo.font_size <= 0 || fo.font_width <= 0) {
-        cli_error("--width must be above 20, --height, --fontsize and --fontwidth above 0");
+    if (check_options(minwidth, &fo) < 0) {
+        cli_reader_release(&r);
         return EXIT_USAGE;
     }
     fo.flamechart = r.flamechart;
@@ -174,6 +186,7 @@ int cmd_flamegraph(int argc, char **argv)
     ember_diag_clear(&d);
     if (!p) {
         cli_error("out of memory");
+        cli_reader_release(&r);
         return 1;
     }
     if (nameattr) {
@@ -207,5 +220,6 @@ int cmd_flamegraph(int argc, char **argv)
     ember_palette_free(pal);
     ember_nameattr_free(na);
     ember_profile_free(p);
+    cli_reader_release(&r);
     return ret;
 }

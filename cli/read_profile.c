@@ -16,6 +16,42 @@ void cli_reader_init(struct cli_reader *r)
     r->format = "auto";
 }
 
+void cli_reader_release(struct cli_reader *r)
+{
+    ember_transform_free(r->transform);
+    r->transform = NULL;
+}
+
+int cli_transform_option(const struct option *opt, const char *arg)
+{
+    static const struct {
+        const char *name;
+        enum ember_step step;
+    } steps[] = {
+        {"demangle", EMBER_STEP_DEMANGLE},     {"merge-threads", EMBER_STEP_MERGE_THREADS},
+        {"skip-after", EMBER_STEP_SKIP_AFTER}, {"focus", EMBER_STEP_FOCUS},
+        {"ignore", EMBER_STEP_IGNORE},         {"hide", EMBER_STEP_HIDE},
+        {"collapse", EMBER_STEP_COLLAPSE},     {"collapse-gc", EMBER_STEP_COLLAPSE_GC},
+        {"prune-from", EMBER_STEP_PRUNE_FROM}, {"flatten-recursion", EMBER_STEP_FLATTEN_RECURSION},
+    };
+    struct cli_reader *r = opt->value;
+    if (!r->transform && !(r->transform = ember_transform_new())) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        if (strcmp(steps[i].name, opt->long_name) != 0)
+            continue;
+        struct ember_diag d;
+        ember_diag_clear(&d);
+        int err = ember_transform_add(r->transform, steps[i].step, arg, &d);
+        if (err)
+            cli_error("--%s: %s", opt->long_name, d.msg[0] ? d.msg : strerror(-err));
+        return err ? -1 : 0;
+    }
+    return -1;
+}
+
 /* Threads: as asked, or one per CPU for inputs large enough to gain. */
 static unsigned thread_count(const struct cli_reader *r, const struct ember_input *in)
 {
@@ -91,6 +127,15 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     }
     if (samples == 0) {
         cli_error("no stacks found in the input: nothing to %s", r->verb ? r->verb : "do");
+        return 1;
+    }
+    int err = r->transform ? ember_transform_apply(r->transform, p) : 0;
+    if (err) {
+        cli_error("cannot transform the profile: %s", strerror(-err));
+        return 1;
+    }
+    if (r->transform && ember_profile_node_count(p) <= 1) {
+        cli_error("no stacks left after --focus/--ignore: nothing to %s", r->verb ? r->verb : "do");
         return 1;
     }
     return 0;

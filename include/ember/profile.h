@@ -43,6 +43,16 @@ EMBER_API int ember_profile_set_metrics(struct ember_profile *p, unsigned n);
 EMBER_API unsigned ember_profile_metrics(const struct ember_profile *p);
 EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
 
+/* What the weights measure, in pprof's words: a sample type ("samples",
+ * "cpu", "alloc_space") and its unit ("count", "nanoseconds", "bytes").
+ * "samples" and "count" until a reader says otherwise; writers pass them on
+ * (pprof's sample_type, speedscope's unit). NULL keeps a part; names are cut
+ * to EMBER_UNIT_MAX - 1 bytes. */
+#define EMBER_UNIT_MAX 64
+EMBER_API void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit);
+EMBER_API const char *ember_profile_sample_type(const struct ember_profile *p);
+EMBER_API const char *ember_profile_unit(const struct ember_profile *p);
+
 /* Frames: each distinct name is stored once and named by a small integer. */
 EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, size_t len,
                                    uint32_t *frame);

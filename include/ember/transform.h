@@ -4,7 +4,10 @@
 #ifndef EMBER_TRANSFORM_H
 #define EMBER_TRANSFORM_H
 
+#include "ember/error.h"
 #include "ember/profile.h"
+
+#include <stdbool.h>
 
 /* A new profile whose stacks are read from the leaf to the root
  * (flamegraph.pl --reverse: merge from the leaf, a bottom-up view).
@@ -15,5 +18,49 @@ EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct embe
  * waker's and get "_[w]" (what flamegraph.pl --colors=chain does). */
 EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,
                                             struct ember_profile **out);
+
+/*
+ * Transforms that cut away what hides the answer, applied after reading.
+ * They run in this order whatever the order they were added in, so that a
+ * command line means one thing:
+ *   1. demangle         OCaml, C++ and Rust symbols made readable; the
+ *                       regexes below see the readable names
+ *   2. merge threads    a root frame "comm-PID/TID" becomes "comm-PID"
+ *   3. skip after NAME  frames above (callers of) the deepest NAME dropped
+ *   4. focus / ignore   keep only / drop the samples with a frame matching
+ *   5. hide             frames matching dropped, their callees kept
+ *   6. collapse         the first frame matching, and all its callees, fold
+ *                       into one frame (its name, or NAME given as RE=NAME);
+ *                       collapse-gc does this for OCaml's GC: "[GC]"
+ *   7. prune from       callees of the first frame matching dropped
+ *   8. flatten          recursion towers, direct (a;b;b;b;c) and indirect
+ *                       (f;g;f;g;h), merged: a frame seen again on the way
+ *                       from the root cuts the cycle back to its first visit
+ * Several --focus (--ignore, --hide) are alternatives. Regexes are PCRE2,
+ * unanchored, matched against whole frame names.
+ */
+enum ember_step {
+    EMBER_STEP_DEMANGLE,
+    EMBER_STEP_MERGE_THREADS,
+    EMBER_STEP_SKIP_AFTER, /* arg: a frame name, exactly */
+    EMBER_STEP_FOCUS,      /* arg: a regex, as for the rest */
+    EMBER_STEP_IGNORE,
+    EMBER_STEP_HIDE,
+    EMBER_STEP_COLLAPSE, /* arg: "RE" or "RE=NAME" (split at the last '=') */
+    EMBER_STEP_COLLAPSE_GC,
+    EMBER_STEP_PRUNE_FROM,
+    EMBER_STEP_FLATTEN_RECURSION,
+};
+
+struct ember_transform;
+
+EMBER_API struct ember_transform *ember_transform_new(void);
+EMBER_API void ember_transform_free(struct ember_transform *t);
+/* Adds a step; -EINVAL with d saying what is wrong with a bad regex. */
+EMBER_API int ember_transform_add(struct ember_transform *t, enum ember_step step, const char *arg,
+                                  struct ember_diag *d);
+EMBER_API bool ember_transform_empty(const struct ember_transform *t);
+/* Rewrites p's stacks (and its arrival sequence, if kept) in place. */
+EMBER_API int ember_transform_apply(const struct ember_transform *t, struct ember_profile *p);
 
 #endif

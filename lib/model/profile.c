@@ -6,6 +6,7 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { CHILD_INITIAL_SLOTS = 1024 };
@@ -56,6 +57,7 @@ struct ember_profile *ember_profile_new(void)
     if (!p)
         return NULL;
     p->nmetrics = 1;
+    ember_profile_set_unit(p, "samples", "count");
     p->child_keys = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_keys));
     p->child_vals = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_vals));
     p->child_mask = CHILD_INITIAL_SLOTS - 1;
@@ -86,6 +88,13 @@ void ember_profile_free(struct ember_profile *p)
     free(p);
 }
 
+void ember_profile_swap(struct ember_profile *a, struct ember_profile *b)
+{
+    struct ember_profile tmp = *a;
+    *a = *b;
+    *b = tmp;
+}
+
 int ember_profile_set_metrics(struct ember_profile *p, unsigned n)
 {
     if (n < 1 || n > EMBER_MAX_METRICS)
@@ -102,6 +111,24 @@ unsigned ember_profile_metrics(const struct ember_profile *p)
 unsigned ember_profile_decimals(const struct ember_profile *p)
 {
     return p->decimals;
+}
+
+void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (type)
+        snprintf(p->sample_type, sizeof(p->sample_type), "%s", type);
+    if (unit)
+        snprintf(p->unit, sizeof(p->unit), "%s", unit);
+}
+
+const char *ember_profile_sample_type(const struct ember_profile *p)
+{
+    return p->sample_type;
+}
+
+const char *ember_profile_unit(const struct ember_profile *p)
+{
+    return p->unit;
 }
 
 int ember_profile_intern(struct ember_profile *p, const char *name, size_t len, uint32_t *frame)
@@ -298,6 +325,9 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
         return err;
     if (src->decimals > dst->decimals && (err = rescale(dst, src->decimals - dst->decimals)))
         return err;
+    /* a profile that has not said what it measures takes src's word */
+    if (strcmp(dst->sample_type, "samples") == 0 && strcmp(dst->unit, "count") == 0)
+        ember_profile_set_unit(dst, src->sample_type, src->unit);
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     if (!map)
         return -ENOMEM;

@@ -49,6 +49,8 @@ struct ember_profile {
 
     unsigned nmetrics;
     unsigned decimals;
+    char sample_type[EMBER_UNIT_MAX]; /* what the weights measure, and in what */
+    char unit[EMBER_UNIT_MAX];
     int64_t total[EMBER_MAX_METRICS]; /* sum of self weights, kept exact */
 
     bool keep_seq;
@@ -67,6 +69,9 @@ int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metri
 /* Records (node, value) in the arrival sequence only. */
 int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
                              int64_t value);
+/* Exchanges the contents of two profiles (a transform's result replaces
+ * its input in place). */
+void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
 int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t frame,
                              uint32_t *node);
 

@@ -34,8 +34,13 @@ struct mapper {
     struct stack_out out;
 };
 
+enum { DROPPED = UINT32_MAX }; /* memo of a stack left out */
+
+/* The dst node of src node n in *res; 1 when the stack is left out. */
 static int map_node(struct mapper *m, uint32_t n, uint32_t *res)
 {
+    if (m->memo[n] == DROPPED)
+        return 1;
     if (m->memo[n]) {
         *res = m->memo[n] - 1;
         return 0;
@@ -49,7 +54,12 @@ static int map_node(struct mapper *m, uint32_t n, uint32_t *res)
     for (uint32_t k = n; k != EMBER_ROOT; k = m->src->nodes[k].parent)
         m->path[--d] = m->src->nodes[k].frame;
     m->out.n = 0;
+    m->out.drop = false;
     int err = m->fn(m->ctx, m->dst, m->src, m->path, depth, &m->out);
+    if (!err && m->out.drop) {
+        m->memo[n] = DROPPED;
+        return 1;
+    }
     uint32_t node = EMBER_ROOT;
     for (size_t i = 0; i < m->out.n && !err; i++)
         err = ember_profile_child_fast(m->dst, node, m->out.frames[i], &node);
@@ -67,15 +77,19 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
     m.dst = ember_profile_new();
     m.memo = calloc(src->nnodes, sizeof(*m.memo));
     int err = m.dst && m.memo ? ember_profile_set_metrics(m.dst, src->nmetrics) : -ENOMEM;
-    if (!err)
+    if (!err) {
         m.dst->decimals = src->decimals;
+        ember_profile_set_unit(m.dst, src->sample_type, src->unit);
+    }
     for (uint32_t n = 0; n < src->nnodes && !err; n++) {
         uint32_t r;
         bool any = false;
         for (unsigned k = 0; k < src->nmetrics; k++)
             any |= src->self[k][n] != 0;
-        if (!any || (err = map_node(&m, n, &r)))
+        if (!any || (err = map_node(&m, n, &r)) != 0) {
+            err = err > 0 ? 0 : err;
             continue;
+        }
         for (unsigned k = 0; k < src->nmetrics && !err; k++)
             if (src->self[k][n])
                 err = ember_profile_add_raw(m.dst, r, k, src->self[k][n]);
@@ -85,6 +99,10 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
         for (size_t i = 0; i < src->seq_len && !err; i++) {
             uint32_t r;
             err = map_node(&m, src->seq_node[i], &r);
+            if (err > 0) {
+                err = 0;
+                continue;
+            }
             for (unsigned k = 0; k < src->nmetrics && !err; k++)
                 if (src->seq_w[k][i])
                     err = ember_profile_seq_append(m.dst, r, k, src->seq_w[k][i]);

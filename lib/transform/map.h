@@ -14,6 +14,7 @@
 struct stack_out {
     uint32_t *frames;
     size_t n, cap;
+    bool drop; /* set by fn: the stack and its weight are left out */
 };
 typedef int (*ember_stack_map_fn)(void *ctx, struct ember_profile *dst,
                                   const struct ember_profile *src, const uint32_t *in, size_t n,

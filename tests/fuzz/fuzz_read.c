@@ -26,6 +26,33 @@ static void ignore_warning(void *ctx, const struct ember_diag *d)
     (void)d;
 }
 
+/* Some of the transforms, chosen by the bits of b. */
+static void transform(struct ember_profile *p, uint8_t b)
+{
+    struct ember_transform *t = ember_transform_new();
+    struct ember_diag d;
+    if (!t)
+        return;
+    if (b & 1)
+        ember_transform_add(t, EMBER_STEP_DEMANGLE, NULL, &d);
+    if (b & 2)
+        ember_transform_add(t, EMBER_STEP_FLATTEN_RECURSION, NULL, &d);
+    if (b & 4)
+        ember_transform_add(t, EMBER_STEP_COLLAPSE, "^[a-f]=[x]", &d);
+    if (b & 8)
+        ember_transform_add(t, EMBER_STEP_HIDE, "[0-9]", &d);
+    if (b & 16)
+        ember_transform_add(t, EMBER_STEP_IGNORE, "q", &d);
+    if (b & 32)
+        ember_transform_add(t, EMBER_STEP_MERGE_THREADS, NULL, &d);
+    if (b & 64)
+        ember_transform_add(t, EMBER_STEP_SKIP_AFTER, "main", &d);
+    if (b & 128)
+        ember_transform_add(t, EMBER_STEP_PRUNE_FROM, "^_", &d);
+    ember_transform_apply(t, p);
+    ember_transform_free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ember_input *in;
@@ -46,6 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ember_profile_keep_sequence(p, size & 16);
     if (fmt->read(p, in, &o, &st, &d) == 0) {
         struct ember_sink sink = {discard, NULL};
+        if (size & 128)
+            transform(p, data[0]);
         ember_write_folded(p, &sink);
         struct ember_flame_opts fo;
         ember_flame_opts_default(&fo);

@@ -1,0 +1,326 @@
+/*
+ * steps.c - the transforms of ember/transform.h, applied in one pass over
+ * the profile's distinct stacks (map.c).
+ *
+ * What a step decides about a frame depends only on its name, so each
+ * source frame is looked at once: its demangled name, re-interned in the
+ * new profile, and one bit per kind of rule it matches (struct frame_info,
+ * filled on first use). A stack is then rewritten with array work only,
+ * and regexes run once per distinct name, not once per sample.
+ */
+#include "demangle.h"
+#include "ember/transform.h"
+#include "map.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <errno.h>
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Kinds of regex rule, also the bits of frame_info.flags. */
+enum { FOCUS, IGNORE, HIDE, COLLAPSE, PRUNE, NKINDS };
+
+struct rule {
+    pcre2_code *re;
+    char *name; /* collapse: the folded frame's name; NULL: the match's own */
+};
+
+struct ember_transform {
+    bool demangle, merge_threads, flatten;
+    char *skip_after;
+    struct rule *rules[NKINDS];
+    size_t nrules[NKINDS], caps[NKINDS];
+    pcre2_match_data *md;
+};
+
+/* OCaml's GC, entered from OCaml code: what --collapse-gc folds into one
+ * "[GC]" frame under the allocating function (OCaml 4 and 5 runtimes). */
+static const char gc_regex[] =
+    "^(caml_call_gc|caml_alloc_small_dispatch|caml_garbage_collection|caml_poll_gc_work|"
+    "caml_do_pending_actions(_exn)?|caml_process_pending_actions(_with_root)?(_exn)?|"
+    "caml_major_collection_slice|caml_minor_collection|caml_empty_minor_heaps?(_once)?|"
+    "caml_gc_dispatch|caml_check_urgent_gc|caml_do_some_work|caml_handle_gc_interrupt)$";
+
+struct ember_transform *ember_transform_new(void)
+{
+    struct ember_transform *t = calloc(1, sizeof(*t));
+    if (t && !(t->md = pcre2_match_data_create(1, NULL))) {
+        free(t);
+        t = NULL;
+    }
+    return t;
+}
+
+void ember_transform_free(struct ember_transform *t)
+{
+    if (!t)
+        return;
+    for (int k = 0; k < NKINDS; k++) {
+        for (size_t i = 0; i < t->nrules[k]; i++) {
+            pcre2_code_free(t->rules[k][i].re);
+            free(t->rules[k][i].name);
+        }
+        free(t->rules[k]);
+    }
+    pcre2_match_data_free(t->md);
+    free(t->skip_after);
+    free(t);
+}
+
+bool ember_transform_empty(const struct ember_transform *t)
+{
+    bool any = t->demangle || t->merge_threads || t->flatten || t->skip_after;
+    for (int k = 0; k < NKINDS; k++)
+        any |= t->nrules[k] > 0;
+    return !any;
+}
+
+static int add_rule(struct ember_transform *t, int kind, const char *re, size_t len,
+                    const char *name, struct ember_diag *d)
+{
+    int code;
+    PCRE2_SIZE at;
+    pcre2_code *c = pcre2_compile((PCRE2_SPTR)re, len, 0, &code, &at, NULL);
+    if (!c) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof(msg));
+        return ember_diag_set(d, -EINVAL, NULL, 0, "bad regex '%.*s' at offset %zu: %s", (int)len,
+                              re, (size_t)at, (const char *)msg);
+    }
+    pcre2_jit_compile(c, PCRE2_JIT_COMPLETE); /* faster when available; fine without */
+    char *copy = name ? strdup(name) : NULL;
+    if ((name && !copy) || EMBER_VEC_RESERVE(t->rules[kind], t->caps[kind], t->nrules[kind] + 1)) {
+        free(copy);
+        pcre2_code_free(c);
+        return -ENOMEM;
+    }
+    t->rules[kind][t->nrules[kind]++] = (struct rule){c, copy};
+    return 0;
+}
+
+int ember_transform_add(struct ember_transform *t, enum ember_step step, const char *arg,
+                        struct ember_diag *d)
+{
+    static const int kinds[] = {[EMBER_STEP_FOCUS] = FOCUS,
+                                [EMBER_STEP_IGNORE] = IGNORE,
+                                [EMBER_STEP_HIDE] = HIDE,
+                                [EMBER_STEP_COLLAPSE] = COLLAPSE,
+                                [EMBER_STEP_PRUNE_FROM] = PRUNE};
+    switch (step) {
+    case EMBER_STEP_DEMANGLE:
+        t->demangle = true;
+        return 0;
+    case EMBER_STEP_MERGE_THREADS:
+        t->merge_threads = true;
+        return 0;
+    case EMBER_STEP_FLATTEN_RECURSION:
+        t->flatten = true;
+        return 0;
+    case EMBER_STEP_SKIP_AFTER:
+        free(t->skip_after);
+        return (t->skip_after = strdup(arg ? arg : "")) ? 0 : -ENOMEM;
+    case EMBER_STEP_COLLAPSE_GC:
+        return add_rule(t, COLLAPSE, gc_regex, sizeof(gc_regex) - 1, "[GC]", d);
+    case EMBER_STEP_COLLAPSE: {
+        const char *eq = strrchr(arg, '=');
+        if (eq && eq[1] == '\0')
+            return ember_diag_set(d, -EINVAL, NULL, 0,
+                                  "'%s': nothing after '=' to name the "
+                                  "collapsed frame",
+                                  arg);
+        return add_rule(t, COLLAPSE, arg, eq ? (size_t)(eq - arg) : strlen(arg), eq ? eq + 1 : NULL,
+                        d);
+    }
+    case EMBER_STEP_FOCUS:
+    case EMBER_STEP_IGNORE:
+    case EMBER_STEP_HIDE:
+    case EMBER_STEP_PRUNE_FROM:
+        return add_rule(t, kinds[step], arg, strlen(arg), NULL, d);
+    }
+    return -EINVAL;
+}
+
+/* ---- applying ----------------------------------------------------------- */
+
+struct frame_info {
+    uint32_t name;   /* the frame in the new profile */
+    uint32_t merged; /* the same as a root frame, with --merge-threads */
+    uint8_t flags;   /* 1 << kind for each kind of rule matched */
+    bool skip;       /* is the --skip-after frame */
+    bool known;
+    uint16_t collapse; /* the collapse rule matched first, + 1 */
+};
+
+struct apply {
+    const struct ember_transform *t;
+    struct frame_info *info; /* by source frame */
+    uint32_t *pos, *stamp;   /* flatten: where a new frame sits in the output */
+    size_t pcap;
+    uint32_t now;
+};
+
+static bool matches(const struct ember_transform *t, const struct rule *r, const char *s, size_t n)
+{
+    return pcre2_match(r->re, (PCRE2_SPTR)s, n, 0, 0, t->md, NULL) >= 0;
+}
+
+/* "comm-PID/TID" (perf --tid) as "comm-PID"; 0 when not of that form. */
+static size_t process_of(const char *s, size_t n)
+{
+    const char *slash = memrchr(s, '/', n),
+               *dash = slash ? memrchr(s, '-', (size_t)(slash - s)) : NULL;
+    if (!dash || slash == s + n - 1 || slash == dash + 1)
+        return 0;
+    for (const char *p = dash + 1; p < s + n; p++)
+        if (p != slash && (*p < '0' || *p > '9'))
+            return 0;
+    return (size_t)(slash - s);
+}
+
+static int learn_frame(struct apply *a, struct ember_profile *dst, const struct ember_profile *src,
+                       uint32_t f)
+{
+    const struct ember_transform *t = a->t;
+    struct frame_info *fi = &a->info[f];
+    const char *s = src->frames.str[f];
+    size_t n = src->frames.len[f];
+    char buf[EMBER_DEMANGLE_MAX];
+    size_t dn = t->demangle ? ember_demangle(s, n, buf) : 0;
+    if (dn) {
+        s = buf;
+        n = dn;
+    }
+    int err = ember_frames_intern(&dst->frames, s, n, &fi->name);
+    fi->merged = fi->name;
+    size_t pn = t->merge_threads ? process_of(s, n) : 0;
+    if (!err && pn)
+        err = ember_frames_intern(&dst->frames, s, pn, &fi->merged);
+    for (int k = 0; k < NKINDS && !err; k++)
+        for (size_t i = 0; i < t->nrules[k]; i++)
+            if (matches(t, &t->rules[k][i], s, n)) {
+                fi->flags |= (uint8_t)(1u << k);
+                if (k == COLLAPSE && !fi->collapse)
+                    fi->collapse = (uint16_t)(i + 1);
+                if (k != COLLAPSE)
+                    break;
+            }
+    fi->skip = t->skip_after && strlen(t->skip_after) == n && memcmp(t->skip_after, s, n) == 0;
+    fi->known = !err;
+    return err;
+}
+
+/* Frames [from, n) of the stack after skip-after; false: leave it out. */
+static bool keep_stack(const struct apply *a, const uint32_t *in, size_t n, size_t *from)
+{
+    const struct ember_transform *t = a->t;
+    *from = 0;
+    if (t->skip_after)
+        for (size_t i = n; i-- > 0;)
+            if (a->info[in[i]].skip) {
+                *from = i;
+                break;
+            }
+    bool focus = t->nrules[FOCUS] == 0;
+    for (size_t i = *from; i < n; i++) {
+        uint8_t fl = a->info[in[i]].flags;
+        if (fl & (1u << IGNORE))
+            return false;
+        focus |= (fl & (1u << FOCUS)) != 0;
+    }
+    return focus;
+}
+
+static int grow_positions(struct apply *a, uint32_t frames)
+{
+    if (frames <= a->pcap)
+        return 0;
+    size_t cap = frames * 2;
+    uint32_t *pos = realloc(a->pos, cap * sizeof(*pos)), *stamp = NULL;
+    if (pos)
+        a->pos = pos;
+    stamp = pos ? realloc(a->stamp, cap * sizeof(*stamp)) : NULL;
+    if (!stamp)
+        return -ENOMEM;
+    memset(stamp + a->pcap, 0, (cap - a->pcap) * sizeof(*stamp));
+    a->stamp = stamp;
+    a->pcap = cap;
+    return 0;
+}
+
+/* Appends frame f to out; with flatten, a frame already on the way from
+ * the root cuts the output back to its first visit instead. */
+static int push(struct apply *a, struct ember_profile *dst, struct stack_out *out, uint32_t f)
+{
+    if (a->t->flatten) {
+        int err = grow_positions(a, dst->frames.count);
+        if (err)
+            return err;
+        if (a->stamp[f] == a->now && a->pos[f] < out->n && out->frames[a->pos[f]] == f) {
+            out->n = a->pos[f] + 1;
+            return 0;
+        }
+        a->stamp[f] = a->now;
+        a->pos[f] = (uint32_t)out->n;
+    }
+    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+        return -ENOMEM;
+    out->frames[out->n++] = f;
+    return 0;
+}
+
+static int rewrite_stack(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
+                         const uint32_t *in, size_t n, struct stack_out *out)
+{
+    struct apply *a = ctx;
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++)
+        if (!a->info[in[i]].known)
+            err = learn_frame(a, dst, src, in[i]);
+    size_t from;
+    if (err || !keep_stack(a, in, n, &from)) {
+        out->drop = !err;
+        return err;
+    }
+    a->now++;
+    for (size_t i = from; i < n && !err; i++) {
+        const struct frame_info *fi = &a->info[in[i]];
+        if (fi->flags & (1u << HIDE))
+            continue;
+        if (fi->collapse) {
+            const char *name = a->t->rules[COLLAPSE][fi->collapse - 1].name;
+            uint32_t f = fi->name;
+            if (name)
+                err = ember_frames_intern(&dst->frames, name, strlen(name), &f);
+            if (!err)
+                err = push(a, dst, out, f);
+            break;
+        }
+        err = push(a, dst, out, i == 0 ? fi->merged : fi->name);
+        if (fi->flags & (1u << PRUNE))
+            break;
+    }
+    return err;
+}
+
+int ember_transform_apply(const struct ember_transform *t, struct ember_profile *p)
+{
+    if (ember_transform_empty(t))
+        return 0;
+    struct apply a = {.t = t};
+    a.info = calloc(p->frames.count ? p->frames.count : 1, sizeof(*a.info));
+    if (!a.info)
+        return -ENOMEM;
+    struct ember_profile *out;
+    int err = ember_profile_map(p, rewrite_stack, &a, &out);
+    if (!err) {
+        ember_profile_swap(p, out);
+        ember_profile_free(out);
+    }
+    free(a.info);
+    free(a.pos);
+    free(a.stamp);
+    return err;
+}
