@@ -1,0 +1,455 @@
+/*
+ * report.c - the text reports of ember/report.h.
+ *
+ * Everything is computed on the stack trie in linear passes: a node's
+ * inclusive weight by one reverse scan (children have larger indices than
+ * their parents), the children lists by counting, and, by one depth-first
+ * walk, whether a node's function already occurs above it on its path
+ * (the "outer" occurrence is the one whose inclusive weight counts towards
+ * the function's total, so that recursion is not counted twice).
+ */
+#include "ember/report.h"
+#include "io/writer.h"
+#include "model/profile_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tree {
+    const struct ember_profile *p;
+    unsigned m;
+    int64_t *incl;   /* inclusive weight, by node */
+    uint32_t *first; /* children of n: kids[first[n] .. first[n + 1]) */
+    uint32_t *kids;
+    bool *outer; /* the node's function is not on its path above it */
+    int64_t total;
+};
+
+static void tree_release(struct tree *t)
+{
+    free(t->incl);
+    free(t->first);
+    free(t->kids);
+    free(t->outer);
+}
+
+static int mark_outer(struct tree *t)
+{
+    const struct ember_profile *p = t->p;
+    uint32_t *depth_of = calloc(p->frames.count ? p->frames.count : 1, sizeof(*depth_of));
+    uint32_t *stack = malloc(p->nnodes * sizeof(*stack)), *next = malloc(p->nnodes * sizeof(*next));
+    int err = depth_of && stack && next ? 0 : -ENOMEM;
+    size_t sp = 0;
+    if (!err) {
+        stack[sp] = EMBER_ROOT;
+        next[sp++] = t->first[EMBER_ROOT];
+    }
+    while (!err && sp > 0) {
+        uint32_t n = stack[sp - 1];
+        if (next[sp - 1] == t->first[n + 1]) { /* done with n */
+            if (n != EMBER_ROOT)
+                depth_of[p->nodes[n].frame]--;
+            sp--;
+            continue;
+        }
+        uint32_t c = t->kids[next[sp - 1]++];
+        uint32_t f = p->nodes[c].frame;
+        t->outer[c] = depth_of[f]++ == 0;
+        stack[sp] = c;
+        next[sp++] = t->first[c];
+    }
+    free(depth_of);
+    free(stack);
+    free(next);
+    return err;
+}
+
+static int tree_build(struct tree *t, const struct ember_profile *p, unsigned metric)
+{
+    memset(t, 0, sizeof(*t));
+    t->p = p;
+    t->m = metric < p->nmetrics ? metric : 0;
+    uint32_t n = p->nnodes;
+    t->incl = malloc(n * sizeof(*t->incl));
+    t->first = calloc((size_t)n + 1, sizeof(*t->first));
+    t->kids = malloc(n * sizeof(*t->kids));
+    t->outer = calloc(n, sizeof(*t->outer));
+    if (!t->incl || !t->first || !t->kids || !t->outer)
+        return -ENOMEM;
+    memcpy(t->incl, p->self[t->m], n * sizeof(*t->incl));
+    for (uint32_t i = n; i-- > 1;)
+        t->incl[p->nodes[i].parent] += t->incl[i];
+    t->total = t->incl[EMBER_ROOT];
+    for (uint32_t i = 1; i < n; i++)
+        t->first[p->nodes[i].parent + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        t->first[i + 1] += t->first[i];
+    uint32_t *fill = malloc((size_t)n * sizeof(*fill));
+    if (!fill)
+        return -ENOMEM;
+    memcpy(fill, t->first, n * sizeof(*fill));
+    for (uint32_t i = 1; i < n; i++)
+        t->kids[fill[p->nodes[i].parent]++] = i;
+    free(fill);
+    return mark_outer(t);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static double percent(int64_t v, int64_t total)
+{
+    return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
+{
+    char buf[32];
+    ember_weight_format(buf, v, p->decimals);
+    ember_writer_printf(w, "%*s", width, buf);
+}
+
+/* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
+ * line breaks, which TSV cannot hold, become spaces). */
+static void put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n)
+{
+    if (fmt == EMBER_TABLE_TSV) {
+        for (size_t i = 0; i < n; i++)
+            ember_writer_put(w, s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? " " : s + i, 1);
+        return;
+    }
+    if (!memchr(s, ',', n) && !memchr(s, '"', n) && !memchr(s, '\n', n) && !memchr(s, '\r', n)) {
+        ember_writer_put(w, s, n);
+        return;
+    }
+    ember_writer_put(w, "\"", 1);
+    for (size_t i = 0; i < n; i++)
+        ember_writer_put(w, s + i, 1 + (s[i] == '"')); /* "" for " */
+    ember_writer_put(w, "\"", 1);
+}
+
+/* Numbers of a CSV/TSV row: ",weight,percent". */
+static void put_cells(struct ember_writer *w, const struct ember_profile *p, enum ember_table fmt,
+                      int64_t v, int64_t total)
+{
+    char buf[32], sep = fmt == EMBER_TABLE_TSV ? '\t' : ',';
+    ember_weight_format(buf, v, p->decimals);
+    ember_writer_printf(w, "%c%s%c%.4f", sep, buf, sep, percent(v, total));
+}
+
+static const char *name_of(const struct ember_profile *p, uint32_t f, size_t *len)
+{
+    *len = p->frames.len[f];
+    return p->frames.str[f];
+}
+
+/* ---- top ---------------------------------------------------------------- */
+
+struct frame_stat {
+    uint32_t frame;
+    int64_t self, total;
+};
+
+static int by_self(const void *a, const void *b)
+{
+    const struct frame_stat *x = a, *y = b;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+static int by_total(const void *a, const void *b)
+{
+    const struct frame_stat *x = a, *y = b;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return by_self(a, b);
+}
+
+/* Per function: self and total; the functions that have any weight. */
+static int frame_stats(const struct tree *t, struct frame_stat **out, size_t *count)
+{
+    const struct ember_profile *p = t->p;
+    struct frame_stat *fs = calloc(p->frames.count ? p->frames.count : 1, sizeof(*fs));
+    if (!fs)
+        return -ENOMEM;
+    for (uint32_t f = 0; f < p->frames.count; f++)
+        fs[f].frame = f;
+    for (uint32_t n = 1; n < p->nnodes; n++) {
+        struct frame_stat *s = &fs[p->nodes[n].frame];
+        s->self += p->self[t->m][n];
+        if (t->outer[n])
+            s->total += t->incl[n];
+    }
+    size_t k = 0;
+    for (uint32_t f = 0; f < p->frames.count; f++)
+        if (fs[f].self || fs[f].total)
+            fs[k++] = fs[f];
+    *out = fs;
+    *count = k;
+    return 0;
+}
+
+static void top_rows(struct ember_writer *w, const struct tree *t, const struct frame_stat *fs,
+                     size_t rows, enum ember_table fmt)
+{
+    const struct ember_profile *p = t->p;
+    int64_t sum = 0;
+    for (size_t i = 0; i < rows; i++) {
+        size_t len;
+        const char *name = name_of(p, fs[i].frame, &len);
+        sum += fs[i].self;
+        if (fmt != EMBER_TABLE_TEXT) {
+            put_field(w, fmt, name, len);
+            put_cells(w, p, fmt, fs[i].self, t->total);
+            put_cells(w, p, fmt, fs[i].total, t->total);
+            ember_writer_put(w, "\n", 1);
+            continue;
+        }
+        put_weight(w, p, fs[i].self, 12);
+        ember_writer_printf(w, " %6.2f%% %6.2f%% ", percent(fs[i].self, t->total),
+                            percent(sum, t->total));
+        put_weight(w, p, fs[i].total, 12);
+        ember_writer_printf(w, " %6.2f%%  ", percent(fs[i].total, t->total));
+        ember_writer_put(w, name, len);
+        ember_writer_put(w, "\n", 1);
+    }
+}
+
+int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                     const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct frame_stat *fs = NULL;
+    size_t n = 0;
+    struct ember_writer *w = malloc(sizeof(*w));
+    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    if (!err)
+        err = frame_stats(&t, &fs, &n);
+    if (!err) {
+        qsort(fs, n, sizeof(*fs), o->by_total ? by_total : by_self);
+        size_t rows = o->top && o->top < n ? o->top : n;
+        while (rows > 0 && percent(o->by_total ? fs[rows - 1].total : fs[rows - 1].self, t.total) <
+                               o->percent_limit)
+            rows--;
+        ember_writer_init(w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        if (o->format != EMBER_TABLE_TEXT) {
+            ember_writer_printf(w, "function%sself%sself_pct%stotal%stotal_pct\n", sep, sep, sep,
+                                sep);
+        } else {
+            char total[32];
+            ember_weight_format(total, t.total, p->decimals);
+            ember_writer_printf(w, "Showing %zu of %zu functions; total %s %s\n", rows, n, total,
+                                ember_profile_sample_type(p));
+            ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
+                                "total%", "function");
+        }
+        top_rows(w, &t, fs, rows, o->format);
+        err = ember_writer_flush(w);
+    }
+    free(fs);
+    free(w);
+    tree_release(&t);
+    return err;
+}
+
+/* ---- tree --------------------------------------------------------------- */
+
+struct tree_walk {
+    const struct tree *t;
+    const struct ember_report_opts *o;
+    struct ember_writer *w;
+    uint32_t *node, *next; /* the path being walked, and the next child of each */
+    char *text;            /* CSV: the path as "a;b;c" */
+    size_t *text_len;      /* its length at each depth */
+    size_t cap;
+};
+
+static int by_incl_desc(const void *a, const void *b, void *ctx)
+{
+    const int64_t *incl = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (incl[x] != incl[y])
+        return incl[x] > incl[y] ? -1 : 1;
+    return x < y ? -1 : 1;
+}
+
+/* The line of node n at depth (1 for the roots' children). */
+static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
+{
+    const struct ember_profile *p = tw->t->p;
+    struct ember_writer *w = tw->w;
+    size_t len;
+    const char *name = name_of(p, p->nodes[n].frame, &len);
+    if (tw->o->format == EMBER_TABLE_TEXT) {
+        ember_writer_printf(w, "%7.2f%% ", percent(tw->t->incl[n], tw->t->total));
+        put_weight(w, p, tw->t->incl[n], 12);
+        ember_writer_printf(w, "  %*s", (int)(2 * (depth - 1)), "");
+        ember_writer_put(w, name, len);
+        ember_writer_put(w, "\n", 1);
+        return 0;
+    }
+    size_t at = tw->text_len[depth - 1], need = at + 1 + len;
+    if (need > tw->cap) {
+        char *text = realloc(tw->text, need * 2);
+        if (!text)
+            return -ENOMEM;
+        tw->text = text;
+        tw->cap = need * 2;
+    }
+    if (depth > 1)
+        tw->text[at++] = ';';
+    memcpy(tw->text + at, name, len);
+    tw->text_len[depth] = at + len;
+    put_field(w, tw->o->format, tw->text, at + len);
+    put_cells(w, p, tw->o->format, tw->t->incl[n], tw->t->total);
+    put_cells(w, p, tw->o->format, p->self[tw->t->m][n], tw->t->total);
+    ember_writer_put(w, "\n", 1);
+    return 0;
+}
+
+/* Depth first without recursion (stacks can be a million frames deep),
+ * heaviest child first: each node's children are sorted when entered. */
+static int tree_walk(struct tree_walk *tw)
+{
+    const struct tree *t = tw->t;
+    size_t sp = 0;
+    int err = 0;
+    tw->node[0] = EMBER_ROOT;
+    tw->next[0] = t->first[EMBER_ROOT];
+    tw->text_len[0] = 0;
+    qsort_r(t->kids + t->first[EMBER_ROOT], t->first[1] - t->first[0], sizeof(*t->kids),
+            by_incl_desc, t->incl);
+    while (!err) {
+        uint32_t n = tw->node[sp];
+        if (tw->next[sp] == t->first[n + 1]) {
+            if (sp-- == 0)
+                break;
+            continue;
+        }
+        uint32_t c = t->kids[tw->next[sp]++];
+        if (t->incl[c] == 0 || percent(t->incl[c], t->total) < tw->o->percent_limit)
+            continue;
+        err = tree_line(tw, c, sp + 1);
+        sp++;
+        tw->node[sp] = c;
+        tw->next[sp] = t->first[c];
+        qsort_r(t->kids + t->first[c], t->first[c + 1] - t->first[c], sizeof(*t->kids),
+                by_incl_desc, t->incl);
+    }
+    return err;
+}
+
+int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0};
+    int err = tw.w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    if (!err) {
+        tw.node = malloc(p->nnodes * sizeof(*tw.node));
+        tw.next = malloc(p->nnodes * sizeof(*tw.next));
+        tw.text_len = malloc(((size_t)p->nnodes + 1) * sizeof(*tw.text_len));
+        err = tw.node && tw.next && tw.text_len ? 0 : -ENOMEM;
+    }
+    if (!err) {
+        ember_writer_init(tw.w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        if (o->format != EMBER_TABLE_TEXT)
+            ember_writer_printf(tw.w, "stack%stotal%stotal_pct%sself%sself_pct\n", sep, sep, sep,
+                                sep);
+        err = tree_walk(&tw);
+        int ferr = ember_writer_flush(tw.w);
+        err = err ? err : ferr;
+    }
+    free(tw.node);
+    free(tw.next);
+    free(tw.text);
+    free(tw.text_len);
+    free(tw.w);
+    tree_release(&t);
+    return err;
+}
+
+/* ---- callers and callees ------------------------------------------------ */
+
+int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                            const char *name, bool callers, const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct frame_stat *fs = NULL;
+    struct ember_writer *w = malloc(sizeof(*w));
+    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    uint32_t target = UINT32_MAX;
+    for (uint32_t f = 0; !err && f < p->frames.count; f++)
+        if (p->frames.len[f] == strlen(name) &&
+            memcmp(p->frames.str[f], name, p->frames.len[f]) == 0)
+            target = f;
+    if (!err && target == UINT32_MAX)
+        err = -ENOENT;
+    /* by neighbouring function; an extra slot for the root (no caller) or self */
+    uint32_t none = p->frames.count;
+    if (!err && !(fs = calloc((size_t)none + 1, sizeof(*fs))))
+        err = -ENOMEM;
+    int64_t whole = 0;
+    for (uint32_t n = 1; !err && n < p->nnodes; n++) {
+        if (p->nodes[n].frame != target || !t.outer[n])
+            continue;
+        whole += t.incl[n];
+        if (callers) {
+            uint32_t up = p->nodes[n].parent;
+            fs[up == EMBER_ROOT ? none : p->nodes[up].frame].total += t.incl[n];
+            continue;
+        }
+        fs[none].total += p->self[t.m][n];
+        for (uint32_t k = t.first[n]; k < t.first[n + 1]; k++)
+            fs[p->nodes[t.kids[k]].frame].total += t.incl[t.kids[k]];
+    }
+    if (!err) {
+        size_t k = 0;
+        for (uint32_t f = 0; f <= none; f++)
+            if (fs[f].total) {
+                fs[k] = fs[f];
+                fs[k++].frame = f;
+            }
+        qsort(fs, k, sizeof(*fs), by_total);
+        ember_writer_init(w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        const char *what = callers ? "caller" : "callee";
+        if (o->format != EMBER_TABLE_TEXT) {
+            ember_writer_printf(w, "%s%sweight%spct_of_function\n", what, sep, sep);
+        } else {
+            char buf[32];
+            ember_weight_format(buf, whole, p->decimals);
+            ember_writer_printf(w, "%s of %s: %s %s, %.2f%% of the total\n",
+                                callers ? "Callers" : "Callees", name, buf,
+                                ember_profile_sample_type(p), percent(whole, t.total));
+        }
+        for (size_t i = 0; i < k; i++) {
+            if (percent(fs[i].total, whole) < o->percent_limit)
+                break;
+            size_t len = 0;
+            const char *s = fs[i].frame == none ? (callers ? "(root)" : "(self)")
+                                                : name_of(p, fs[i].frame, &len);
+            len = fs[i].frame == none ? strlen(s) : len;
+            if (o->format != EMBER_TABLE_TEXT) {
+                put_field(w, o->format, s, len);
+                put_cells(w, p, o->format, fs[i].total, whole);
+                ember_writer_put(w, "\n", 1);
+                continue;
+            }
+            put_weight(w, p, fs[i].total, 12);
+            ember_writer_printf(w, " %7.2f%%  ", percent(fs[i].total, whole));
+            ember_writer_put(w, s, len);
+            ember_writer_put(w, "\n", 1);
+        }
+        err = ember_writer_flush(w);
+    }
+    free(fs);
+    free(w);
+    tree_release(&t);
+    return err;
+}
