@@ -50,6 +50,12 @@ int cli_output_commit(struct cli_output *o);
 /* Removes a partial output. */
 void cli_output_abort(struct cli_output *o);
 
+/* Draws p as an SVG flame graph into out (stdout when NULL); 0, or 1
+ * after saying what failed. */
+struct ember_flame_opts;
+int cli_render_flame(const struct ember_profile *p, const struct ember_flame_opts *fo,
+                     const char *out);
+
 /* A directory of results, made whole beside path and renamed to it at the
  * end. An existing path is replaced only if it holds nothing but files
  * ours() accepts (an earlier result). */

@@ -48,26 +48,6 @@ static int save_palette(const struct ember_palette *pal, const char *path)
     return cli_output_commit(&o);
 }
 
-static int render(const struct ember_profile *p, const struct ember_flame_opts *fo, const char *out)
-{
-    struct cli_output o;
-    struct ember_diag d;
-    ember_diag_clear(&d);
-    if (cli_output_open(&o, out) < 0)
-        return 1;
-    struct ember_sink sink = cli_output_sink(&o);
-    int err = ember_flame_render(p, fo, &sink, &d);
-    if (err) {
-        if (d.msg[0])
-            cli_diag_error(&d, err);
-        else
-            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
-        cli_output_abort(&o);
-        return 1;
-    }
-    return cli_output_commit(&o) < 0 ? 1 : 0;
-}
-
 /* Replaces *p by its transform; returns 0 or 1 after saying what failed. */
 static int transform(struct ember_profile **p,
                      int (*fn)(const struct ember_profile *, struct ember_profile **),
@@ -214,7 +194,7 @@ int cmd_flamegraph(int argc, char **argv)
     if (!ret && strcmp(fo.colors, "chain") == 0)
         ret = transform(&p, ember_profile_annotate_wakers, "annotate wakers");
     if (!ret)
-        ret = render(p, &fo, out);
+        ret = cli_render_flame(p, &fo, out);
     if (!ret && pal && save_palette(pal, "palette.map") < 0)
         ret = 1;
     ember_palette_free(pal);

@@ -14,6 +14,7 @@ static const struct command {
 } commands[] = {
     {"collapse", cmd_collapse, "fold perf script / DTrace / folded input into folded stacks"},
     {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph (or icicle, chart)"},
+    {"diff", cmd_diff, "draw a differential flame graph of two profiles (or difffolded lines)"},
     {"report", cmd_report, "print the top functions, the call tree, callers and callees"},
     {"record", cmd_record, "run a program traced with <ember/trace.h>, draining its events"},
     {"trace", cmd_trace, "read traces: dump, stats, latency, export to chrome/perfetto/ctf"},

@@ -6,6 +6,7 @@
  * of results (CTF) are made the same way: whole, then renamed.
  */
 #include "cli.h"
+#include "ember/flame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,4 +198,26 @@ void cli_output_dir_abort(struct cli_output_dir *o)
         remove_dir(o->tmp, o->ours);
     free(o->tmp);
     o->tmp = NULL;
+}
+
+/* A flame graph of p to out (stdout if NULL): 0, or 1 after saying why not. */
+int cli_render_flame(const struct ember_profile *p, const struct ember_flame_opts *fo,
+                     const char *out)
+{
+    struct cli_output o;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    if (cli_output_open(&o, out) < 0)
+        return 1;
+    struct ember_sink sink = cli_output_sink(&o);
+    int err = ember_flame_render(p, fo, &sink, &d);
+    if (err) {
+        if (d.msg[0])
+            cli_diag_error(&d, err);
+        else
+            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+        cli_output_abort(&o);
+        return 1;
+    }
+    return cli_output_commit(&o) < 0 ? 1 : 0;
 }

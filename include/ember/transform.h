@@ -19,6 +19,16 @@ EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct embe
 EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,
                                             struct ember_profile **out);
 
+/* Differential profiles (difffolded.pl): metric 0 is BEFORE's weight,
+ * metric 1 AFTER's, for the union of their stacks. */
+struct ember_diff_opts {
+    bool normalize; /* scale BEFORE to AFTER's total (truncated, as difffolded -n) */
+    bool strip_hex; /* "0x1f2e" in names compares as "0x..." */
+};
+EMBER_API int ember_profile_diff(const struct ember_profile *before,
+                                 const struct ember_profile *after, const struct ember_diff_opts *o,
+                                 struct ember_profile **out);
+
 /*
  * Transforms that cut away what hides the answer, applied after reading.
  * They run in this order whatever the order they were added in, so that a

@@ -1,0 +1,145 @@
+/*
+ * cmd_diff.c - `ember diff BEFORE AFTER`: a differential flame graph (red
+ * grew, blue shrank; frames sized by AFTER), or the "stack before after"
+ * lines of FlameGraph's difffolded.pl.
+ *
+ * A graph sized by AFTER cannot show what AFTER no longer does: FlameGraph's
+ * known blind spot. ember says how much of BEFORE vanished, and --vanished
+ * FILE draws the second pass FlameGraph's author recommends: sized by
+ * BEFORE, hues negated, so the vanished stacks are there in blue.
+ */
+#include "cli.h"
+#include "commands.h"
+#include "ember/flame.h"
+#include "ember/transform.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] = "ember diff [options] BEFORE AFTER";
+static const char description[] =
+    "Compares two profiles (any input ember reads, each transformed by the same options)\n"
+    "and draws a differential flame graph: frames are sized by AFTER and coloured red where\n"
+    "they grew, blue where they shrank. --folded prints the 'stack before after' lines of\n"
+    "difffolded.pl instead. Stacks gone from AFTER are invisible in a graph sized by AFTER:\n"
+    "--vanished FILE draws them (sized by BEFORE, hues negated).";
+
+struct diff_args {
+    const char *out, *vanished, *title;
+    bool folded;
+    struct ember_diff_opts d;
+};
+
+static int read_side(struct cli_reader *r, char *file, struct ember_profile **p)
+{
+    if (!(*p = ember_profile_new())) {
+        cli_error("out of memory");
+        return 1;
+    }
+    return cli_read_profile(r, *p, &file, 1);
+}
+
+static int write_folded(const struct ember_profile *d, const char *out)
+{
+    struct cli_output o;
+    if (cli_output_open(&o, out) < 0)
+        return 1;
+    struct ember_sink sink = cli_output_sink(&o);
+    int err = ember_write_folded(d, &sink);
+    if (err) {
+        cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+        cli_output_abort(&o);
+        return 1;
+    }
+    return cli_output_commit(&o) < 0 ? 1 : 0;
+}
+
+/* Says how much of BEFORE is in stacks AFTER does not have. */
+static void report_vanished(const struct ember_profile *d, bool drawn)
+{
+    int64_t gone = 0, before = ember_profile_total(d, 0);
+    uint32_t stacks = 0;
+    for (uint32_t n = 1; n < ember_profile_node_count(d); n++)
+        if (ember_profile_self(d, n, 0) > 0 && ember_profile_self(d, n, 1) == 0) {
+            gone += ember_profile_self(d, n, 0);
+            stacks++;
+        }
+    if (stacks && !drawn)
+        cli_warning("%u stacks (%.1f%% of BEFORE) are gone from AFTER and cannot show in a graph "
+                    "sized by AFTER: --vanished FILE draws them",
+                    stacks, before ? 100.0 * (double)gone / (double)before : 0.0);
+}
+
+static int draw(const struct diff_args *a, const struct ember_profile *before,
+                const struct ember_profile *after, const struct ember_profile *d)
+{
+    struct ember_flame_opts fo;
+    ember_flame_opts_default(&fo);
+    fo.title = a->title;
+    int ret = cli_render_flame(d, &fo, a->out);
+    if (ret || !a->vanished)
+        return ret;
+    struct ember_profile *swapped;
+    int err = ember_profile_diff(after, before, &a->d, &swapped);
+    if (err) {
+        cli_error("cannot compare the profiles: %s", strerror(-err));
+        return 1;
+    }
+    fo.negate = true;
+    fo.title = "Differential Flame Graph: sized by BEFORE (blue: gone or shrunk)";
+    ret = cli_render_flame(swapped, &fo, a->vanished);
+    ember_profile_free(swapped);
+    return ret;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    struct cli_reader r;
+    struct diff_args a = {.title = "Differential Flame Graph"};
+    cli_reader_init(&r);
+    const struct option opts[] = {
+        {OPT_STRING, "output", 'o', &a.out, "FILE", "write to FILE (atomically)", "stdout", NULL,
+         false},
+        {OPT_FLAG, "folded", 0, &a.folded, NULL, "print 'stack before after' lines (difffolded)",
+         NULL, NULL, false},
+        {OPT_FLAG, "normalize", 'n', &a.d.normalize, NULL, "scale BEFORE to AFTER's total", NULL,
+         NULL, false},
+        {OPT_FLAG, "strip-hex", 's', &a.d.strip_hex, NULL, "compare hex addresses as 0x...", NULL,
+         NULL, false},
+        {OPT_STRING, "vanished", 0, &a.vanished, "FILE",
+         "also draw the graph sized by BEFORE, where vanished stacks show", NULL, NULL, false},
+        {OPT_STRING, "title", 0, &a.title, "TEXT", "the graph's title", "Differential Flame Graph",
+         NULL, false},
+        CLI_READ_OPTIONS(r),
+        OPT_END_(),
+    };
+    int nfiles = parse_options(argc, argv, opts, usage, description);
+    if (nfiles != 2) {
+        if (nfiles >= 0)
+            cli_error("expected two profiles, BEFORE and AFTER (got %d)", nfiles);
+        cli_reader_release(&r);
+        return nfiles == -2 ? 0 : EXIT_USAGE;
+    }
+    struct ember_profile *before = NULL, *after = NULL, *d = NULL;
+    r.verb = "compare";
+    int ret = read_side(&r, argv[0], &before);
+    if (!ret)
+        ret = read_side(&r, argv[1], &after);
+    int err = ret ? 0 : ember_profile_diff(before, after, &a.d, &d);
+    if (err) {
+        cli_error("cannot compare the profiles: %s", strerror(-err));
+        ret = 1;
+    }
+    if (!ret && a.folded) {
+        ret = write_folded(d, a.out);
+    } else if (!ret) {
+        report_vanished(d, a.vanished != NULL);
+        ret = draw(&a, before, after, d);
+    }
+    ember_profile_free(before);
+    ember_profile_free(after);
+    ember_profile_free(d);
+    cli_reader_release(&r);
+    return ret;
+}
