@@ -34,3 +34,13 @@ done
 $M "collapse folded200 (merge and sort)" "$(size $D/folded200.txt)" $E collapse "$D/folded200.txt"
 $M "flamegraph folded200" "$(size $D/folded200.txt)" $E flamegraph "$D/folded200.txt"
 $M "flamegraph example64 (perf script)" "$(size $D/example64.txt)" $E flamegraph "$D/example64.txt"
+# convert: the reading above, then a writer that streams (memory grows with
+# distinct stacks, not input size)
+for to in pprof speedscope chrome csv; do
+    $M "convert folded200 --to $to" "$(size $D/folded200.txt)" $E convert --to $to "$D/folded200.txt"
+done
+$M "convert perf200 --to pprof -j$N" "$(size $D/perf200.txt)" $E convert --to pprof -j"$N" "$D/perf200.txt"
+$M "convert perf200 --to speedscope -j$N" "$(size $D/perf200.txt)" \
+    $E convert --to speedscope -j"$N" "$D/perf200.txt"
+$M "convert example64 --to pprof -j$N" "$(size $D/example64.txt)" \
+    $E convert --to pprof -j"$N" "$D/example64.txt"

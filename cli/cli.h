@@ -111,6 +111,23 @@ int cli_transform_option(const struct option *opt, const char *arg);
          "N",      "parser threads for large perf inputs (0: one per CPU)",                          \
          "0",      NULL,                                                                             \
          false},                                                                                     \
+        {OPT_FLAG, "no-modules",                                                                     \
+         0,        &(r).ro.no_modules,                                                               \
+         NULL,     "macOS sample: function names without their module",                              \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_STRING,                                                                                 \
+         "sample-type",                                                                              \
+         0,                                                                                          \
+         &(r).ro.sample_type,                                                                        \
+         "NAME",                                                                                     \
+         "pprof: the sample type to read (cpu, alloc_space, or an index)",                           \
+         "default_sample_type, else the last",                                                       \
+         NULL,                                                                                       \
+         false},                                                                                     \
+        {OPT_STRING,    "event", 0,                                                                  \
+         &(r).ro.event, "NAME",  "callgrind: the event (cost) to read, such as Ir or D1mr",          \
+         "the first",   NULL,    false},                                                             \
         OPT_GROUP_("perf script options (as stackcollapse-perf.pl):"),                               \
         {OPT_FLAG, "pid", 0,    &(r).ro.perf.include_pid, NULL, "include PID with process names",    \
          NULL,     NULL,  false},                                                                    \

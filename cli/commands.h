@@ -7,6 +7,7 @@
 
 int cmd_collapse(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_trace(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct command {
     {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph (or icicle, chart)"},
     {"diff", cmd_diff, "draw a differential flame graph of two profiles (or difffolded lines)"},
     {"report", cmd_report, "print the top functions, the call tree, callers and callees"},
+    {"convert", cmd_convert, "write a profile as speedscope, pprof, Chrome trace JSON, CSV"},
     {"record", cmd_record, "run a program traced with <ember/trace.h>, draining its events"},
     {"trace", cmd_trace, "read traces: dump, stats, latency, export to chrome/perfetto/ctf"},
 };

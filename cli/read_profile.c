@@ -79,7 +79,11 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     if (strcmp(r->format, "auto") == 0) {
         err = ember_format_detect(in, &fmt, &d);
     } else if (!(fmt = ember_format_find(r->format))) {
-        cli_error("unknown --format '%s' (expected auto, perf, folded or dtrace)", r->format);
+        /* the names come from the registry, so a new format is listed */
+        char names[512] = "auto";
+        for (const struct ember_format *const *f = ember_formats(); *f; f++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), ", %s", (*f)->name);
+        cli_error("unknown --format '%s' (expected one of: %s)", r->format, names);
         ember_input_close(in);
         return EXIT_USAGE;
     }

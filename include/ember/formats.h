@@ -30,7 +30,12 @@ struct ember_perf_opts {
 
 struct ember_read_opts {
     struct ember_perf_opts perf;
-    unsigned threads;   /* parser threads for formats that support them; 0 = 1 */
+    unsigned threads; /* parser threads for formats that support them; 0 = 1 */
+    /* pprof: the sample type to read ("cpu", "alloc_space", or its index);
+     * NULL: default_sample_type, else the last one, as pprof does */
+    const char *sample_type;
+    bool no_modules;    /* macOS sample: "func", not "module`func" */
+    const char *event;  /* callgrind: the event (cost column) to read; NULL: the first */
     ember_warn_fn warn; /* skipped lines and other non-fatal problems */
     void *warn_ctx;
     /* Called now and then with the bytes consumed of the current input. */

@@ -12,10 +12,15 @@
 #include <string.h>
 
 static const struct ember_format *const table[] = {
-    &ember_format_perf,
-    &ember_format_folded,
-    &ember_format_dtrace,
-    NULL,
+    &ember_format_sample,      /* distinctive headers: tried before perf */
+    &ember_format_pprof_raw,   /* "Samples:" after pprof's header lines */
+    &ember_format_xctrace,     /* "<?xml" and <trace-query-result> */
+    &ember_format_instruments, /* a tab-separated header with "Symbol Name" */
+    &ember_format_pprof,       /* binary, and its probe parses: never text */
+    &ember_format_callgrind,   /* "# callgrind format" or "events:" before any body line */
+    &ember_format_chrome,      /* JSON: '[', or '{' with "traceEvents" or a .cpuprofile's keys */
+    &ember_format_speedscope,  /* JSON: '{' with speedscope's "$schema" or "profiles" */
+    &ember_format_perf,        &ember_format_folded, &ember_format_dtrace, NULL,
 };
 
 enum { NFORMATS = sizeof(table) / sizeof(table[0]) - 1 };

@@ -13,7 +13,9 @@
 
 #include <stdbool.h>
 
-enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE };
+/* EMBER_CUT_NONE: chunks end anywhere, for formats with their own
+ * tokenizer (JSON), so that a long line is never held whole. */
+enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE, EMBER_CUT_NONE };
 
 struct ember_chunk {
     char *data;

@@ -271,6 +271,8 @@ int ember_input_peek(struct ember_input *in, const char **data, size_t *len, str
  * [0, n), or 0 if there is none. */
 static size_t find_cut(const char *p, size_t n, enum ember_cut cut)
 {
+    if (cut == EMBER_CUT_NONE)
+        return n;
     if (cut == EMBER_CUT_SAMPLE) {
         for (size_t i = n; i >= 2; i--) {
             const char *nl = memrchr(p, '\n', i);
@@ -341,7 +343,8 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
             size_t tail = c->len - at;
             if (EMBER_VEC_RESERVE(in->carry, in->carry_cap, tail) < 0)
                 return -ENOMEM;
-            memcpy(in->carry, c->data + at, tail);
+            if (tail) /* carry may still be NULL (memcpy(NULL, p, 0) is undefined) */
+                memcpy(in->carry, c->data + at, tail);
             in->carry_len = tail;
             c->len = at;
             break;

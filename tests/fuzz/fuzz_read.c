@@ -69,6 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.perf.include_addrs = size & 1;
     o.perf.annotate_kernel = o.perf.annotate_jit = size & 2;
     o.perf.srcline = (size & 12) == 12;
+    o.event = size & 256 ? "Dr" : NULL; /* callgrind: another event than the first */
+    o.no_modules = size & 128;
+    o.sample_type = (size & 256) ? "0" : NULL; /* pprof: the first type, or the default */
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, size & 16);
     if (fmt->read(p, in, &o, &st, &d) == 0) {

@@ -164,6 +164,131 @@ def bad_options(d):
                         (" ".join(args), needle, rc, err))
 
 
+@case
+def macos_readers(d):
+    """tests/bad/{sample,instruments,xctrace,pprof-raw}: each file is
+    detected as its format and fails at its line, saying what was expected."""
+    bad = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bad")
+    for name, line, needle in (
+            ("sample/no-call-graph.txt", 4, 'expected a line starting "Call graph:"'),
+            ("sample/odd-indentation.txt", 6, "odd indentation (expected 4 spaces, two"),
+            ("sample/not-a-count.txt", 6, "sample count is not a number"),
+            ("instruments/bad-unit.txt", 3, "not a number and a known unit"),
+            ("instruments/skipped-level.txt", 3, "more than one level below"),
+            ("instruments/mixed-units.txt", 3, "another kind of unit"),
+            ("xctrace/unknown-ref.xml", 4, 'refers to a backtrace never defined with id="7"'),
+            ("xctrace/frame-without-name.xml", 3, "has no name="),
+            ("xctrace/cut.xml", 5, "not well-formed XML (expected `xctrace export` output)"),
+            ("pprof-raw/no-locations.txt", 6, 'ended before its "Locations" section'),
+            ("pprof-raw/unknown-location.txt", 8, "location 2, which the Locations section"),
+            ("pprof-raw/missing-value.txt", 6, "one value per sample type")):
+        path = os.path.join(bad, name)
+        out = os.path.join(d, os.path.basename(name) + ".svg")
+        expect_failure(["flamegraph", path, "-o", out], "%s:%d: " % (path, line), needle, out=out)
+
+
+PPROF_BAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bad", "pprof")
+
+
+@case
+def pprof_files(d):
+    """tests/bad/pprof (made by data/make_bad_pprof.py): each damaged
+    profile is an error naming the file and what was expected."""
+    cases = {
+        "truncated.pb": "truncated file",
+        "truncated.pb.gz": "truncated file",
+        "wrong-type-sample.pb": "Profile.sample[0]: wire type 0 (varint), expected an embedded "
+                                "Sample message",
+        "wrong-type-location-id.pb": "location_id[0]: wire type 1 (64-bit), expected varint or packed",
+        "location-id-out-of-range.pb": "refers to location id 99, which no location has",
+        "function-id-out-of-range.pb": "refers to function id 7, which no function has",
+        "string-index-out-of-range.pb": "function.name is string 42, but string_table has 5 "
+                                        "entries (expected an index from 0 to 4)",
+        "string-index-negative.pb": "is string -3, but string_table has 5 entries",
+        "string-table-0.pb": "string_table[0] must be the empty string",
+        "value-count.pb": "has 2 values, expected 1 (one per sample_type)",
+        "duplicate-id.pb": "two functions have id 1 (expected unique ids)",
+        "no-sample-type.pb": "no sample_type",
+        "long-varint.pb": "a varint longer than 10 bytes",
+    }
+    for name, needle in sorted(cases.items()):
+        path = os.path.join(PPROF_BAD, name)
+        out = os.path.join(d, name + ".json")
+        expect_failure(["convert", "--to", "speedscope", path, "-o", out], path + ": ",
+                       "not a valid pprof profile", needle, out=out)
+    # garbage read as pprof: an explanation, not a crash
+    rnd = random.Random(4)
+    for i in range(20):
+        path = write(os.path.join(d, "random%d.pb" % i),
+                     bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 3000))))
+        expect_failure(["collapse", "--format=pprof", path], path + ": ", "pprof")
+    rc, out, err = ember(["collapse", os.path.join(PPROF_BAD, "good.pb")])
+    if rc != 0 or out != b"main;work 5\n":
+        golden.fail("good.pb (the undamaged one) should read: %d %r %s" % (rc, out, err))
+
+
+@case
+def callgrind_chrome_speedscope(d):
+    """tests/bad/{callgrind,chrome,speedscope}: each file is detected as its
+    format and fails at its line (for JSON, the line of the token at fault),
+    saying what was expected; speedscope's own two invalid files too."""
+    bad = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bad")
+    invalid = os.path.join(golden.CORPUS, "speedscope", "sample", "profiles", "speedscope",
+                           "invalid")
+    for path, line, needle in (
+            ("callgrind/cost-before-events.callgrind", 4, 'before any "events:" line'),
+            ("callgrind/bad-number.callgrind", 6, 'column 2: "2x0" (expected a number'),
+            ("callgrind/calls-without-cost.callgrind", 8, "expected the cost line of the call"),
+            ("callgrind/calls-without-cfn.callgrind", 6, "calls= without a cfn="),
+            ("callgrind/undefined-id.callgrind", 6, "name id (2) used before it was defined"),
+            ("callgrind/garbage-line.callgrind", 6, 'unrecognized line "this is not callgrind"'),
+            ("callgrind/negative-cost.callgrind", 6, "negative cost"),
+            ("callgrind/too-many-columns.callgrind", 5, "more than 3 columns"),
+            ("callgrind/overflow.callgrind", 6, "overflow"),
+            ("chrome/syntax.json", 3, "invalid JSON: invalid object key"),
+            ("chrome/trailing-bracket.json", 5, "invalid JSON: trailing garbage"),
+            ("chrome/node-without-id.cpuprofile", 5, 'node without an "id"'),
+            ("chrome/cycle.cpuprofile", 7, "nodes form a cycle"),
+            ("chrome/string-sample.cpuprofile", 5, "expected an integer, not a string"),
+            ("chrome/truncated.cpuprofile", 6, "ends inside a JSON value"),
+            ("chrome/not-a-trace.json", 1, "expected a Chrome trace"),
+            ("speedscope/index-out-of-range.speedscope.json", 7, "frame index 7 out of range"),
+            ("speedscope/index-out-of-range-frames-last.speedscope.json", 6,
+             "frame index 9 out of range"),
+            ("speedscope/no-frames.speedscope.json", 5, "has no shared.frames"),
+            ("speedscope/lengths-differ.speedscope.json", 8, "2 samples but 3 weights"),
+            ("speedscope/negative-weight.speedscope.json", 8, "negative weight"),
+            ("speedscope/unknown-type.speedscope.json", 5, 'profile type "flat"'),
+            ("speedscope/at-goes-back.speedscope.json", 7, '"at" values that never decrease'),
+            (os.path.join(invalid, "out-of-order-events.json"), 20,
+             'frame "B" while frame "A" is open on top'),
+            (os.path.join(invalid, "incomplete-trace.json"), 13, 'frame "A" is still open')):
+        path = os.path.join(bad, path)
+        fmt = path.split(os.sep)[-2]
+        if fmt == "invalid":
+            fmt = "speedscope"
+        out = os.path.join(d, os.path.basename(path) + ".svg")
+        args = ["flamegraph", path, "-o", out]
+        if fmt == "chrome" and path.endswith("not-a-trace.json"):
+            args = ["flamegraph", "--format=chrome", path, "-o", out]
+        expect_failure(args, "%s:%d: " % (path, line), needle, out=out)
+        # detected as its format: the same message with --format
+        expect_failure(["collapse", "--format=" + fmt, path], "%s:%d: " % (path, line), needle)
+    # an event stream cut short (a crashed tracer) keeps the whole events
+    cut = write(os.path.join(d, "cut.json"),
+                b'[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"a"},\n'
+                b'{"ph":"X","pid":1,"tid":1,"ts":4,"dur":1,"name":"b"},\n{"ph":"X","pid":1,"ti')
+    rc, out, err = ember(["collapse", cut])
+    if rc != 0 or out != b"pid 1, tid 1;a 2\npid 1, tid 1;b 1\n" or cut + ":3:" not in err:
+        golden.fail("a trace cut inside its last event should read the others and say so at "
+                    "line 3: rc=%d %r\n%s" % (rc, out, err))
+    # an unknown callgrind event names the ones there are
+    cg = os.path.join(golden.CORPUS, "speedscope", "sample", "profiles", "callgrind",
+                      "callgrind.multiple-event-types.log")
+    expect_failure(["collapse", "--event=Ir", cg], cg + ":7: ", 'no event "Ir"',
+                   "Time_(10ns) Memory_(bytes)")
+
+
 def main():
     d = sys.argv[1]
     shutil.rmtree(d, ignore_errors=True)

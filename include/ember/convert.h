@@ -1,0 +1,61 @@
+/*
+ * ember/convert.h - writing a profile for the tools people already use:
+ * pprof (go tool pprof), speedscope, Chrome's trace JSON (Perfetto,
+ * speedscope) and CSV/TSV (spreadsheets, pandas).
+ *
+ * Every writer walks the profile and streams to an ember_sink: memory grows
+ * with the number of distinct stacks, never with samples. Frame names are
+ * written as they are, except that JSON, which must be UTF-8, gets U+FFFD
+ * for invalid bytes. Formats with one value per stack take the last metric
+ * of a differential profile (the "after" counts a flame graph draws).
+ * Weights stay exact: decimals are written as decimals, or, in pprof's
+ * integers, scaled (and the file says by how much, for ember to read back).
+ */
+#ifndef EMBER_CONVERT_H
+#define EMBER_CONVERT_H
+
+#include "ember/error.h"
+#include "ember/formats.h"
+#include "ember/profile.h"
+
+#define EMBER_SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
+
+struct ember_convert_opts {
+    const char *name;     /* the profile's title: speedscope's name, Chrome's process */
+    const char *exporter; /* speedscope's "exporter", e.g. "ember@0.1.0" */
+    char separator;       /* CSV: ',' or '\t' (TSV) */
+};
+
+/* name "profile", exporter "ember", separator ','. Writers take NULL
+ * options, or NULL and 0 fields, as these defaults. */
+EMBER_API void ember_convert_opts_default(struct ember_convert_opts *o);
+
+/* pprof's profile.proto, gzipped: one sample per stack (location ids leaf
+ * first), one Function and Location per distinct frame name, the sample
+ * type and unit the profile has ("samples"/"count" unless a reader said
+ * otherwise); a differential profile gets two: "before" and "after". */
+EMBER_API int ember_write_pprof(const struct ember_profile *p, const struct ember_convert_opts *o,
+                                const struct ember_sink *out, struct ember_diag *d);
+
+/* speedscope's file format: a sampled profile (stacks root first, with
+ * their weights); an evented one (open/close events in arrival order) when
+ * the profile kept its arrival sequence. Weights must not be negative. */
+EMBER_API int ember_write_speedscope(const struct ember_profile *p,
+                                     const struct ember_convert_opts *o,
+                                     const struct ember_sink *out, struct ember_diag *d);
+
+/* Chrome's Trace Event JSON: complete ("X") events laid out as a flame
+ * chart on one thread, in arrival order when the profile kept it, else in
+ * folded-stack order. Time weights become their microseconds; other units
+ * (samples, bytes) are drawn 1 unit = 1 us. Weights must not be negative. */
+EMBER_API int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *o,
+                                 const struct ember_sink *out, struct ember_diag *d);
+
+/* One row per stack, "stack,weight" ("stack,before,after" for differential
+ * profiles) after a header row, sorted as folded stacks are; fields quoted
+ * as RFC 4180 says (also with a tab separator, as Python's csv and pandas
+ * read it). */
+EMBER_API int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
+                              const struct ember_sink *out, struct ember_diag *d);
+
+#endif

@@ -1,0 +1,768 @@
+/*
+ * callgrind.c - valgrind's callgrind (and cachegrind) profiles, by the rules
+ * of the Callgrind Format Specification, turned into stacks the way
+ * speedscope's callgrind importer does.
+ *
+ * Reading. Header lines "key: value" ("events:" names the cost columns,
+ * "positions:" the position columns, default "line"; summary:, totals: and
+ * the rest are ignored, and may repeat: a file holds one or more parts).
+ * Body lines: "fl=", "fi=", "fe=", "fn=", "cfi=", "cfl=", "cfn=", "ob=",
+ * "cob=", "jfi=", "jfn=" name what follows, "(id) name" defining an id and
+ * "(id)" using it (one table for files, one for functions, one for objects);
+ * a cost line is the positions then the costs ("+N", "-N" and "*" are
+ * relative to the previous cost line's column; for positions that is the
+ * spec's subposition compression, for costs an extension that speedscope's
+ * test files use); "calls=COUNT TARGET" says that the next line is the
+ * inclusive cost of a call from the current function to cfn= in cfi= (or
+ * the current file), after which cfn= and cfi= are forgotten; jump= and
+ * jcnd= lines are ignored (the position line after them has no costs).
+ * The key of a function is (file of its fl=, name): static functions of the
+ * same name in two files stay apart in the graph, and show the same name.
+ * One event is read: --event NAME, or the first of the first "events:" line.
+ *
+ * The call graph to stacks (what speedscope does; see its callgrind.ts for
+ * why a call graph does not define one flame graph): a function's total is
+ * its self cost plus the inclusive cost of its calls; the roots are the
+ * functions nobody calls (else those whose total exceeds what their callers
+ * pass them, heaviest first). A function entered with weight w gives each
+ * callee w * call / total (rounded down, so that weights stay integers and
+ * nothing is invented), keeps the rest as self, skips callees already on the
+ * stack (recursion: their weight stays with the caller) and subtrees under
+ * 1/10000 of the total (which bounds the expansion). One deliberate
+ * difference: speedscope draws a function reached a second time as a leaf;
+ * ember expands it again, in proportion, as speedscope's own comment
+ * describes the model, unless the expansion passes EXPAND_BUDGET stacks,
+ * after which it falls back to speedscope's rule (and says so).
+ *
+ * Memory: the names, the functions and the call edges (what the file
+ * describes, not how long it is), then the stacks of the expansion.
+ */
+#include "formats_impl.h"
+#include "io/chunk.h"
+#include "model/profile_impl.h"
+#include "u64map.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum {
+    MAX_COLUMNS = 64,       /* positions + events on a cost line */
+    EXPAND_BUDGET = 4 << 20 /* stacks expanded before repeated functions become leaves */
+};
+#define PRUNE_FRACTION 10000 /* subtrees under total / this are dropped, as speedscope does */
+
+/* Name tables: "fl=(3) x.c" then "fl=(3)". */
+enum name_kind { NAME_FILE, NAME_FN, NAME_OBJ, NAME_KINDS };
+
+struct func {
+    uint32_t name; /* in the scratch name table */
+    uint32_t frame;
+    int64_t total; /* self cost + inclusive cost of its calls */
+    int64_t incoming;
+    uint32_t first_edge, last_edge; /* calls made, in the file's order; UINT32_MAX: none */
+    bool called, frame_known, on_stack, expanded;
+};
+
+struct edge {
+    uint32_t to, next;
+    int64_t cost;
+};
+
+struct cg_reader {
+    struct ember_profile *p;
+    const struct ember_read_opts *o;
+    struct ember_read_stats *st;
+    const char *file;
+    struct ember_diag *d;
+    uint64_t line;
+    struct ember_profile *names;         /* interning of every name read */
+    struct ember_u64map ids[NAME_KINDS]; /* compression id -> name */
+    struct ember_u64map func_ids;        /* (file name << 32 | fn name) -> func */
+    struct ember_u64map edge_ids;        /* (from << 32 | to) -> edge */
+    struct func *funcs;
+    size_t nfuncs, fcap;
+    struct edge *edges;
+    size_t nedges, ecap;
+    /* the current position */
+    uint32_t fl, pos_file, fn, cfi, cfn;
+    bool have_fl, have_fn, have_cfi, have_cfn;
+    /* the cost line layout of the current part */
+    unsigned npos, nevents, column; /* column: the event's index, or nevents if absent */
+    bool have_events, event_found;
+    char first_events[256];
+    uint64_t events_line;
+    int64_t prev[MAX_COLUMNS];
+    /* a calls= line waits for its cost line */
+    bool pending_call;
+    uint64_t call_line;
+};
+
+static int cg_error(struct cg_reader *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int cg_error(struct cg_reader *r, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ember_diag_set(r->d, -EINVAL, r->file, r->line, "%s", msg);
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static bool is_word(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The next blank-separated word of [s, s+n) from *i: its start and length,
+ * length 0 at the end. */
+static size_t next_word(const char *s, size_t n, size_t *i, size_t *start)
+{
+    while (*i < n && is_blank(s[*i]))
+        (*i)++;
+    *start = *i;
+    while (*i < n && !is_blank(s[*i]))
+        (*i)++;
+    return *i - *start;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+static int intern(struct cg_reader *r, const char *s, size_t n, uint32_t *id)
+{
+    return ember_profile_intern(r->names, s, n, id);
+}
+
+/* "(id) name", "(id)" or "name" of one kind; *out is the interned name. */
+static int parse_name(struct cg_reader *r, enum name_kind kind, const char *s, size_t n,
+                      uint32_t *out)
+{
+    while (n > 0 && is_blank(*s))
+        s++, n--;
+    if (n < 3 || s[0] != '(' || s[1] < '0' || s[1] > '9')
+        return intern(r, s, n, out);
+    uint64_t id = 0;
+    size_t i = 1;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+        id = id > (UINT64_MAX - 9) / 10 ? UINT64_MAX : id * 10 + (uint64_t)(s[i] - '0');
+    if (i == n || s[i] != ')')
+        return intern(r, s, n, out);
+    size_t at = i + 1;
+    while (at < n && is_blank(s[at]))
+        at++;
+    uint32_t known;
+    bool defined = ember_u64map_get(&r->ids[kind], id, &known);
+    if (at == n) {
+        if (!defined)
+            return cg_error(r,
+                            "name id (%llu) used before it was defined (expected \"(%llu) "
+                            "NAME\" first)",
+                            (unsigned long long)id, (unsigned long long)id);
+        *out = known;
+        return 0;
+    }
+    int err = intern(r, s + at, n - at, out);
+    if (!err && defined && known != *out)
+        return cg_error(r,
+                        "name id (%llu) defined again with another name (expected each id "
+                        "to name one thing)",
+                        (unsigned long long)id);
+    return err ? err : ember_u64map_put(&r->ids[kind], id, *out);
+}
+
+/* ---- the call graph -------------------------------------------------------- */
+
+static int func_get(struct cg_reader *r, uint32_t file, uint32_t name, uint32_t *f)
+{
+    uint64_t key = (uint64_t)file << 32 | name;
+    if (ember_u64map_get(&r->func_ids, key, f))
+        return 0;
+    if (r->nfuncs >= UINT32_MAX - 1 || EMBER_VEC_RESERVE(r->funcs, r->fcap, r->nfuncs + 1) < 0)
+        return -ENOMEM;
+    *f = (uint32_t)r->nfuncs++;
+    r->funcs[*f] = (struct func){.name = name, .first_edge = UINT32_MAX, .last_edge = UINT32_MAX};
+    return ember_u64map_put(&r->func_ids, key, *f);
+}
+
+static int cost_overflow(struct cg_reader *r)
+{
+    return ember_diag_set(r->d, -ERANGE, r->file, r->line, "costs overflow a 64-bit total");
+}
+
+static int current_func(struct cg_reader *r, uint32_t *f)
+{
+    uint32_t unknown;
+    int err = intern(r, "???", 3, &unknown);
+    if (!err)
+        err = func_get(r, r->have_fl ? r->fl : unknown, r->have_fn ? r->fn : unknown, f);
+    return err;
+}
+
+static int add_self(struct cg_reader *r, int64_t cost)
+{
+    uint32_t f;
+    int err = current_func(r, &f);
+    if (err)
+        return err;
+    if (__builtin_add_overflow(r->funcs[f].total, cost, &r->funcs[f].total))
+        return cost_overflow(r);
+    return 0;
+}
+
+static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, int64_t cost)
+{
+    uint64_t key = (uint64_t)from << 32 | to;
+    uint32_t e;
+    if (!ember_u64map_get(&r->edge_ids, key, &e)) {
+        if (r->nedges >= UINT32_MAX - 1 || EMBER_VEC_RESERVE(r->edges, r->ecap, r->nedges + 1) < 0)
+            return -ENOMEM;
+        e = (uint32_t)r->nedges++;
+        r->edges[e] = (struct edge){.to = to, .next = UINT32_MAX};
+        struct func *fr = &r->funcs[from];
+        if (fr->last_edge == UINT32_MAX)
+            fr->first_edge = e;
+        else
+            r->edges[fr->last_edge].next = e;
+        fr->last_edge = e;
+        int err = ember_u64map_put(&r->edge_ids, key, e);
+        if (err)
+            return err;
+    }
+    if (__builtin_add_overflow(r->edges[e].cost, cost, &r->edges[e].cost) ||
+        __builtin_add_overflow(r->funcs[from].total, cost, &r->funcs[from].total) ||
+        __builtin_add_overflow(r->funcs[to].incoming, cost, &r->funcs[to].incoming))
+        return cost_overflow(r);
+    r->funcs[to].called = true;
+    return 0;
+}
+
+static int add_call(struct cg_reader *r, int64_t cost)
+{
+    if (!r->have_cfn)
+        return ember_diag_set(r->d, -EINVAL, r->file, r->call_line,
+                              "calls= without a cfn= before it (expected the called function)");
+    uint32_t from, to;
+    int err = current_func(r, &from);
+    if (!err)
+        err = func_get(r, r->have_cfi ? r->cfi : r->pos_file, r->cfn, &to);
+    if (!err)
+        err = add_edge(r, from, to, cost);
+    /* as KCachegrind does: a call's cfn=/cfi= hold for that call only */
+    r->have_cfi = r->have_cfn = false;
+    return err;
+}
+
+/* ---- lines ------------------------------------------------------------------ */
+
+/* A number: decimal or 0x hex; false if [s, s+n) is not one. */
+static bool parse_u64(const char *s, size_t n, uint64_t *v)
+{
+    uint64_t x = 0;
+    unsigned base = 10;
+    if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        base = 16, s += 2, n -= 2;
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d;
+        if (s[i] >= '0' && s[i] <= '9')
+            d = (unsigned)(s[i] - '0');
+        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f')
+            d = (unsigned)(s[i] - 'a' + 10);
+        else if (base == 16 && s[i] >= 'A' && s[i] <= 'F')
+            d = (unsigned)(s[i] - 'A' + 10);
+        else
+            return false;
+        if (x > (UINT64_MAX - d) / base)
+            return false;
+        x = x * base + d;
+    }
+    *v = x;
+    return true;
+}
+
+/* One token of a cost line: absolute, or relative to the column's previous
+ * value ("+N", "-N", "*"). */
+static bool parse_token(const char *s, size_t n, int64_t prev, int64_t *v)
+{
+    uint64_t u;
+    if (n == 1 && s[0] == '*') {
+        *v = prev;
+        return true;
+    }
+    if (s[0] == '+' || s[0] == '-') {
+        if (!parse_u64(s + 1, n - 1, &u) || u > INT64_MAX)
+            return false;
+        int64_t delta = s[0] == '-' ? -(int64_t)u : (int64_t)u;
+        return !__builtin_add_overflow(prev, delta, v);
+    }
+    if (!parse_u64(s, n, &u) || u > INT64_MAX)
+        return false;
+    *v = (int64_t)u;
+    return true;
+}
+
+static bool is_cost_line(const char *s, size_t n)
+{
+    return n > 0 && ((s[0] >= '0' && s[0] <= '9') || s[0] == '+' || s[0] == '-' || s[0] == '*');
+}
+
+/* Reads a cost line's columns into v (zero past the last given); returns the
+ * selected event's cost in *cost. */
+static int cost_line(struct cg_reader *r, const char *s, size_t n, int64_t *cost)
+{
+    if (!r->have_events)
+        return cg_error(r, "cost line before any \"events:\" line (expected the header first)");
+    unsigned cols = r->npos + r->nevents, k = 0;
+    int64_t v[MAX_COLUMNS];
+    size_t i = 0, start, len;
+    while ((len = next_word(s, n, &i, &start)) > 0) {
+        if (k >= cols)
+            return cg_error(r,
+                            "cost line with more than %u columns (expected %u positions and "
+                            "%u events)",
+                            cols, r->npos, r->nevents);
+        if (!parse_token(s + start, len, r->prev[k], &v[k]))
+            return cg_error(r,
+                            "bad cost line column %u: \"%.*s\" (expected a number, 0xHEX, "
+                            "+N, -N or *)",
+                            k + 1, (int)(len > 40 ? 40 : len), s + start);
+        k++;
+    }
+    if (k < r->npos)
+        return cg_error(r, "cost line with %u columns (expected %u positions, then costs)", k,
+                        r->npos);
+    for (unsigned i = 0; i < k; i++)
+        r->prev[i] = v[i];
+    *cost = 0;
+    if (r->column < r->nevents && r->npos + r->column < k) {
+        *cost = v[r->npos + r->column];
+        if (*cost < 0)
+            return cg_error(r, "negative cost %lld (expected counts of events)", (long long)*cost);
+    }
+    return 0;
+}
+
+/* "events: A B C": the columns of this part, and which one ember reads:
+ * --event's, else the first event of the first part (found by name in the
+ * parts after it). */
+static int events_line(struct cg_reader *r, const char *s, size_t n)
+{
+    char *kept = r->st->kept_event;
+    size_t i = 0, start, len;
+    if (!r->events_line) {
+        r->events_line = r->line;
+        snprintf(r->first_events, sizeof(r->first_events), "%.*s", (int)(n > 200 ? 200 : n), s);
+        if (r->o->event)
+            snprintf(kept, sizeof(r->st->kept_event), "%s", r->o->event);
+        else if ((len = next_word(s, n, &i, &start)) > 0)
+            snprintf(kept, sizeof(r->st->kept_event), "%.*s", (int)len, s + start);
+        i = 0;
+    }
+    unsigned count = 0, column = UINT32_MAX;
+    size_t klen = strlen(kept);
+    while ((len = next_word(s, n, &i, &start)) > 0) {
+        if (len == klen && memcmp(s + start, kept, len) == 0 && column == UINT32_MAX)
+            column = count;
+        count++;
+    }
+    if (count == 0 || count > MAX_COLUMNS - 3)
+        return cg_error(r, "\"events:\" line with %u names (expected 1 to %u event names)", count,
+                        MAX_COLUMNS - 3);
+    r->nevents = count;
+    r->column = column == UINT32_MAX ? count : column;
+    r->event_found |= column != UINT32_MAX;
+    r->have_events = true;
+    memset(r->prev, 0, sizeof(r->prev));
+    return 0;
+}
+
+/* "positions: instr line": how many position columns start a cost line. */
+static int positions_line(struct cg_reader *r, const char *s, size_t n)
+{
+    unsigned count = 0;
+    size_t i = 0, start;
+    while (next_word(s, n, &i, &start) > 0)
+        count++;
+    if (count == 0 || count > 3)
+        return cg_error(r,
+                        "\"positions:\" line with %u names (expected one to three of instr, "
+                        "bb, line)",
+                        count);
+    r->npos = count;
+    memset(r->prev, 0, sizeof(r->prev));
+    return 0;
+}
+
+/* "key: value" (header line) or "key=value" (position name); the length of
+ * the key, or 0 if the line is neither. */
+static size_t key_length(const char *s, size_t n, char sep)
+{
+    size_t i = 0;
+    while (i < n && is_word(s[i]))
+        i++;
+    return i > 0 && i < n && s[i] == sep ? i : 0;
+}
+
+static bool key_is(const char *s, size_t klen, const char *key)
+{
+    return strlen(key) == klen && memcmp(s, key, klen) == 0;
+}
+
+static void warn(struct cg_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(struct cg_reader *r, const char *fmt, ...)
+{
+    r->st->skipped++;
+    if (!r->o->warn)
+        return;
+    struct ember_diag d;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ember_diag_set(&d, 0, r->file, r->line, "%s", msg);
+    r->o->warn(r->o->warn_ctx, &d);
+}
+
+static int assignment(struct cg_reader *r, const char *s, size_t klen, const char *v, size_t vn)
+{
+    uint32_t id;
+    int err = 0;
+    if (key_is(s, klen, "fl")) {
+        err = parse_name(r, NAME_FILE, v, vn, &id);
+        r->fl = r->pos_file = id;
+        r->have_fl = true;
+    } else if (key_is(s, klen, "fi") || key_is(s, klen, "fe")) {
+        err = parse_name(r, NAME_FILE, v, vn, &r->pos_file); /* inlined code: same function */
+    } else if (key_is(s, klen, "fn")) {
+        err = parse_name(r, NAME_FN, v, vn, &r->fn);
+        r->have_fn = true;
+        r->pos_file = r->fl;
+    } else if (key_is(s, klen, "cfi") || key_is(s, klen, "cfl")) {
+        err = parse_name(r, NAME_FILE, v, vn, &r->cfi);
+        r->have_cfi = true;
+    } else if (key_is(s, klen, "cfn")) {
+        err = parse_name(r, NAME_FN, v, vn, &r->cfn);
+        r->have_cfn = true;
+    } else if (key_is(s, klen, "ob") || key_is(s, klen, "cob")) {
+        err = parse_name(r, NAME_OBJ, v, vn, &id);
+    } else if (key_is(s, klen, "jfi")) {
+        err = parse_name(r, NAME_FILE, v, vn, &id);
+    } else if (key_is(s, klen, "jfn")) {
+        err = parse_name(r, NAME_FN, v, vn, &id);
+    } else if (key_is(s, klen, "calls")) {
+        r->pending_call = true;
+        r->call_line = r->line;
+    } else if (!key_is(s, klen, "jump") && !key_is(s, klen, "jcnd")) {
+        warn(r, "skipped unknown line \"%.*s=...\" (expected fl=, fn=, cfn=, calls= ...)",
+             (int)(klen > 40 ? 40 : klen), s);
+    }
+    return err;
+}
+
+static int header(struct cg_reader *r, const char *s, size_t klen, const char *v, size_t vn)
+{
+    if (key_is(s, klen, "events"))
+        return events_line(r, v, vn);
+    if (key_is(s, klen, "positions"))
+        return positions_line(r, v, vn);
+    return 0; /* version, creator, cmd, pid, part, desc, summary, totals, event ... */
+}
+
+static int on_line(struct cg_reader *r, const char *s, size_t n)
+{
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    if (r->pending_call) {
+        int64_t cost;
+        r->pending_call = false;
+        if (!is_cost_line(s, n))
+            return ember_diag_set(r->d, -EINVAL, r->file, r->line,
+                                  "expected the cost line of the call on line %llu (positions "
+                                  "and inclusive costs)",
+                                  (unsigned long long)r->call_line);
+        int err = cost_line(r, s, n, &cost);
+        return err ? err : add_call(r, cost);
+    }
+    size_t i = 0;
+    while (i < n && is_blank(s[i]))
+        i++;
+    if (i == n || s[i] == '#')
+        return 0;
+    if (is_cost_line(s, n)) {
+        int64_t cost;
+        int err = cost_line(r, s, n, &cost);
+        return err ? err : add_self(r, cost);
+    }
+    size_t k = key_length(s + i, n - i, '=');
+    if (k)
+        return assignment(r, s + i, k, s + i + k + 1, n - i - k - 1);
+    k = key_length(s + i, n - i, ':');
+    if (k)
+        return header(r, s + i, k, s + i + k + 1, n - i - k - 1);
+    char q[160];
+    ember_quote(q, sizeof(q), s, n, 100);
+    return cg_error(r,
+                    "unrecognized line \"%s\" (expected a cost line, \"key=name\" or "
+                    "\"key: value\")",
+                    q);
+}
+
+/* ---- the call graph into stacks ------------------------------------------- */
+
+struct visit {
+    uint32_t func, edge, node;
+    int64_t weight, used;
+};
+
+struct expansion {
+    struct cg_reader *r;
+    struct visit *stack;
+    size_t depth, cap;
+    int64_t max_weight;
+    uint64_t visits;
+    bool warned;
+};
+
+static int frame_of(struct cg_reader *r, struct func *f, uint32_t *frame)
+{
+    if (!f->frame_known) {
+        size_t len;
+        const char *name = ember_profile_frame_name(r->names, f->name, &len);
+        int err = ember_frames_intern(&r->p->frames, name, len, &f->frame);
+        if (err)
+            return err;
+        f->frame_known = true;
+    }
+    *frame = f->frame;
+    return 0;
+}
+
+static int add_weight(struct cg_reader *r, uint32_t node, int64_t w)
+{
+    if (w <= 0)
+        return 0;
+    int err = ember_profile_add(r->p, node, 0, w);
+    if (err == -ERANGE)
+        return ember_diag_set(r->d, err, r->file, 0, "costs overflow a 64-bit total");
+    r->st->samples++;
+    return err;
+}
+
+/* Whether f entered with weight w makes a node (0 when it is skipped). */
+static bool worth_entering(const struct expansion *x, const struct func *f, int64_t w)
+{
+    return w > 0 && !f->on_stack && f->total > 0 &&
+           (__int128)w * PRUNE_FRACTION >= (__int128)x->max_weight;
+}
+
+static int enter(struct expansion *x, uint32_t func, int64_t w, uint32_t parent_node)
+{
+    struct cg_reader *r = x->r;
+    struct func *f = &r->funcs[func];
+    uint32_t frame, node;
+    int err = frame_of(r, f, &frame);
+    if (!err)
+        err = ember_profile_child_fast(r->p, parent_node, frame, &node);
+    if (err)
+        return err;
+    if (++x->visits > EXPAND_BUDGET && f->expanded) {
+        if (!x->warned) {
+            x->warned = true;
+            warn(r,
+                 "the call graph expands to more than %d stacks: functions reached again "
+                 "are shown as leaves from here on (as speedscope shows them)",
+                 EXPAND_BUDGET);
+        }
+        return add_weight(r, node, w);
+    }
+    if (EMBER_VEC_RESERVE(x->stack, x->cap, x->depth + 1) < 0)
+        return -ENOMEM;
+    f->on_stack = f->expanded = true;
+    x->stack[x->depth++] = (struct visit){func, f->first_edge, node, w, 0};
+    return 0;
+}
+
+/* Depth first, without recursion: call graphs can be deep. */
+static int expand_root(struct expansion *x, uint32_t root, int64_t w)
+{
+    struct cg_reader *r = x->r;
+    if (!worth_entering(x, &r->funcs[root], w))
+        return 0;
+    int err = enter(x, root, w, EMBER_ROOT);
+    while (!err && x->depth > 0) {
+        struct visit *v = &x->stack[x->depth - 1];
+        struct func *f = &r->funcs[v->func];
+        if (v->edge == UINT32_MAX) {
+            err = add_weight(r, v->node, v->weight - v->used);
+            f->on_stack = false;
+            x->depth--;
+            continue;
+        }
+        const struct edge *e = &r->edges[v->edge];
+        v->edge = e->next;
+        int64_t cw = (int64_t)((__int128)v->weight * e->cost / f->total);
+        if (!worth_entering(x, &r->funcs[e->to], cw))
+            continue; /* its weight stays with the caller */
+        v->used += cw;
+        err = enter(x, e->to, cw, v->node);
+    }
+    return err;
+}
+
+static int cmp_residual(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b; /* (residual, index) pairs, heaviest first */
+    if (x[0] != y[0])
+        return x[0] < y[0] ? 1 : -1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static int expand(struct cg_reader *r)
+{
+    struct expansion x = {.r = r};
+    int err = 0;
+    size_t nroots = 0;
+    for (size_t i = 0; i < r->nfuncs; i++)
+        if (!r->funcs[i].called) {
+            nroots++;
+            x.max_weight += r->funcs[i].total;
+        }
+    if (nroots) {
+        for (size_t i = 0; i < r->nfuncs && !err; i++)
+            if (!r->funcs[i].called)
+                err = expand_root(&x, (uint32_t)i, r->funcs[i].total);
+        free(x.stack);
+        return err;
+    }
+    /* every function is called (a cycle at the top): what callers do not pass on */
+    int64_t(*res)[2] = malloc((r->nfuncs + 1) * sizeof(*res));
+    if (!res)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nfuncs; i++) {
+        int64_t left = r->funcs[i].total - r->funcs[i].incoming;
+        if (left > 0) {
+            res[n][0] = left;
+            res[n++][1] = (int64_t)i;
+            x.max_weight += left;
+        }
+    }
+    qsort(res, n, sizeof(*res), cmp_residual);
+    for (size_t i = 0; i < n && !err; i++)
+        err = expand_root(&x, (uint32_t)res[i][1], res[i][0]);
+    free(res);
+    free(x.stack);
+    return err;
+}
+
+/* ---- reading --------------------------------------------------------------- */
+
+static int read_lines(struct cg_reader *r, struct ember_input *in)
+{
+    struct ember_chunk c = {0};
+    int err = 0;
+    while (!err) {
+        int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, r->d);
+        if (got <= 0) {
+            err = got;
+            break;
+        }
+        r->line = c.first_line;
+        for (const char *s = c.data, *end = c.data + c.len; s < end && !err; r->line++) {
+            const char *nl = memchr(s, '\n', (size_t)(end - s));
+            size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+            err = on_line(r, s, n);
+            s += n + 1;
+        }
+        if (!err && r->o->progress)
+            r->o->progress(r->o->progress_ctx, in);
+    }
+    ember_chunk_release(&c);
+    return err;
+}
+
+static int check_end(struct cg_reader *r)
+{
+    if (r->pending_call)
+        return ember_diag_set(r->d, -EINVAL, r->file, r->call_line,
+                              "the input ends after calls= (expected the cost line of the call)");
+    if (!r->have_events)
+        return ember_diag_set(r->d, -EINVAL, r->file, 0,
+                              "no \"events:\" line (expected a callgrind profile: \"events: Ir "
+                              "...\", then fn= and cost lines)");
+    if (!r->event_found)
+        return ember_diag_set(r->d, -EINVAL, r->file, r->events_line,
+                              "no event \"%s\" in this profile (its events: %s)",
+                              r->o->event ? r->o->event : r->st->kept_event, r->first_events);
+    return 0;
+}
+
+static int callgrind_read(struct ember_profile *p, struct ember_input *in,
+                          const struct ember_read_opts *o, struct ember_read_stats *st,
+                          struct ember_diag *d)
+{
+    struct cg_reader r = {
+        .p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d, .npos = 1};
+    int err = (r.names = ember_profile_new()) ? 0 : -ENOMEM;
+    for (int k = 0; k < NAME_KINDS && !err; k++)
+        err = ember_u64map_init(&r.ids[k]);
+    if (!err)
+        err = ember_u64map_init(&r.func_ids);
+    if (!err)
+        err = ember_u64map_init(&r.edge_ids);
+    if (!err)
+        err = read_lines(&r, in);
+    if (!err)
+        err = check_end(&r);
+    if (!err)
+        err = expand(&r);
+    for (int k = 0; k < NAME_KINDS; k++)
+        ember_u64map_release(&r.ids[k]);
+    ember_u64map_release(&r.func_ids);
+    ember_u64map_release(&r.edge_ids);
+    ember_profile_free(r.names);
+    free(r.funcs);
+    free(r.edges);
+    return err;
+}
+
+/* "# callgrind format", or a header naming the events before any body. */
+static enum ember_probe callgrind_probe(const char *data, size_t len)
+{
+    static const char magic[] = "# callgrind format";
+    if (len >= sizeof(magic) - 1 && memcmp(data, magic, sizeof(magic) - 1) == 0)
+        return EMBER_PROBE_YES;
+    const char *s = data, *end = data + len;
+    for (unsigned lines = 0; s < end && lines < 64; lines++) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        if (n >= 7 && memcmp(s, "events:", 7) == 0)
+            return EMBER_PROBE_YES;
+        if (n > 0 && s[0] != '#' && !key_length(s, n, ':'))
+            return EMBER_PROBE_NO; /* a body line before "events:" */
+        if (!nl)
+            break;
+        s = nl + 1;
+    }
+    return EMBER_PROBE_NO;
+}
+
+const struct ember_format ember_format_callgrind = {
+    .name = "callgrind",
+    .description = "valgrind callgrind (or cachegrind) output; --event NAME picks the cost",
+    .probe = callgrind_probe,
+    .read = callgrind_read,
+};

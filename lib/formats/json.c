@@ -1,0 +1,308 @@
+/*
+ * json.c - yajl fed chunk by chunk, exact numbers, grafting (see json.h).
+ *
+ * yajl keeps what it needs of a token cut between two chunks, so chunks are
+ * cut anywhere; a callback learns where it is from yajl's count of the bytes
+ * it consumed of the current chunk, which gives the line when a message
+ * needs one (counting is only done then).
+ */
+#include "json.h"
+#include "model/profile_impl.h"
+#include "util/diag.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIXED_LIMIT ((ember_fixed)100000000000000000LL * 1000000000000LL) /* 10^29: 10^20 units */
+
+uint64_t ember_json_line(const struct ember_json *j)
+{
+    if (!j->h || !j->c.len)
+        return j->last_line ? j->last_line : j->c.first_line ? j->c.first_line : 1;
+    size_t used = yajl_get_bytes_consumed(j->h);
+    if (used > j->c.len)
+        used = j->c.len;
+    return j->c.first_line + ember_count_lines(j->c.data, used);
+}
+
+static int vfail(struct ember_json *j, int err, const char *fmt, va_list ap)
+{
+    char msg[480];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (!j->err)
+        j->err = ember_diag_set(j->d, err, j->file, ember_json_line(j), "%s", msg);
+    return 0;
+}
+
+int ember_json_fail(struct ember_json *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(j, -EINVAL, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+int ember_json_error(struct ember_json *j, int err)
+{
+    if (err == -ERANGE)
+        return ember_json_fail(j, "weights overflow a 64-bit total");
+    if (!j->err)
+        j->err = ember_diag_set(j->d, err, j->file, ember_json_line(j), "%s", strerror(-err));
+    return 0;
+}
+
+void ember_json_warn(struct ember_json *j, struct ember_read_stats *st, const char *fmt, ...)
+{
+    st->skipped++;
+    if (!j->o || !j->o->warn)
+        return;
+    struct ember_diag d;
+    char msg[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ember_diag_set(&d, 0, j->file, ember_json_line(j), "%s", msg);
+    j->o->warn(j->o->warn_ctx, &d);
+}
+
+/* yajl's own words for a syntax error, without its prefix and newline. */
+static int syntax_error(struct ember_json *j, uint64_t line)
+{
+    unsigned char *m = yajl_get_error(j->h, 0, NULL, 0);
+    const char *msg = m ? (const char *)m : "syntax error";
+    const char *colon = strstr(msg, "error: ");
+    if (colon)
+        msg = colon + 7;
+    size_t len = strcspn(msg, "\n");
+    int err = ember_diag_set(j->d, -EINVAL, j->file, line, "invalid JSON: %.*s", (int)len, msg);
+    if (m)
+        yajl_free_error(j->h, m);
+    return err;
+}
+
+static int feed(struct ember_json *j, bool first)
+{
+    const unsigned char *p = (const unsigned char *)j->c.data;
+    size_t n = j->c.len;
+    if (first && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        p += 3, n -= 3; /* a byte order mark */
+    yajl_status s = yajl_parse(j->h, p, n);
+    if (s == yajl_status_client_canceled)
+        return j->err ? j->err : -EINVAL;
+    if (s != yajl_status_ok) {
+        size_t used =
+            yajl_get_bytes_consumed(j->h) + (size_t)(p - (const unsigned char *)j->c.data);
+        return syntax_error(j, j->c.first_line + ember_count_lines(j->c.data, used));
+    }
+    return 0;
+}
+
+static int finish(struct ember_json *j, uint64_t last_line)
+{
+    yajl_status s = yajl_complete_parse(j->h);
+    if (s == yajl_status_client_canceled)
+        return j->err ? j->err : -EINVAL;
+    if (s != yajl_status_ok)
+        return syntax_error(j, last_line);
+    if (j->depth > 0) {
+        if (!j->allow_cut)
+            return ember_diag_set(j->d, -EINVAL, j->file, last_line,
+                                  "the input ends inside a JSON value (a truncated file?)");
+        j->truncated = true;
+    }
+    return 0;
+}
+
+int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx)
+{
+    j->h = yajl_alloc(cb, NULL, ctx);
+    if (!j->h)
+        return -ENOMEM;
+    yajl_config(j->h, yajl_dont_validate_strings, 1); /* names are escaped by the writers */
+    if (j->allow_cut)
+        yajl_config(j->h, yajl_allow_partial_values, 1);
+    int err = 0;
+    uint64_t last_line = 1;
+    for (bool first = true; !err; first = false) {
+        int got = ember_input_read_chunk(j->in, &j->c, EMBER_CUT_NONE, j->d);
+        if (got <= 0) {
+            err = got;
+            break;
+        }
+        last_line = j->c.first_line + ember_count_lines(j->c.data, j->c.len);
+        err = feed(j, first);
+        if (!err && j->o && j->o->progress)
+            j->o->progress(j->o->progress_ctx, j->in);
+    }
+    j->c.len = 0;
+    j->last_line = last_line;
+    if (!err)
+        err = finish(j, last_line);
+    yajl_free(j->h);
+    j->h = NULL;
+    ember_chunk_release(&j->c);
+    return err;
+}
+
+/* ---- numbers ------------------------------------------------------------------- */
+
+static ember_fixed pow10_fixed(int e)
+{
+    ember_fixed p = 1;
+    while (e-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* Scales m by 10^scale, rounding half away from zero; false past the limit. */
+static bool rescale(ember_fixed m, int scale, ember_fixed *v)
+{
+    if (scale < 0) {
+        if (scale < -38) {
+            *v = 0;
+            return true;
+        }
+        ember_fixed p = pow10_fixed(-scale), q = m / p, r = m % p;
+        if (r * 2 >= p)
+            q++;
+        *v = q;
+        return true;
+    }
+    for (; scale > 0; scale--) {
+        if (m > FIXED_LIMIT / 10)
+            return false;
+        m *= 10;
+    }
+    *v = m;
+    return m <= FIXED_LIMIT;
+}
+
+bool ember_json_fixed(const char *s, size_t n, ember_fixed *v)
+{
+    size_t i = 0;
+    bool neg = i < n && s[i] == '-', digits = false;
+    i += neg;
+    ember_fixed m = 0;
+    int exp10 = 0;
+    for (bool frac = false; i < n; i++) {
+        if (s[i] == '.' && !frac) {
+            frac = true;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9')
+            break;
+        digits = true;
+        if (m < FIXED_LIMIT) {
+            m = m * 10 + (s[i] - '0');
+            exp10 -= frac;
+        } else {
+            exp10 += !frac; /* beyond 30 significant digits */
+        }
+    }
+    if (!digits)
+        return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        bool eneg = ++i < n && s[i] == '-';
+        i += i < n && (s[i] == '-' || s[i] == '+');
+        int e = 0;
+        if (i == n)
+            return false;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            e = e > 10000 ? e : e * 10 + (s[i] - '0');
+        exp10 += eneg ? -e : e;
+    }
+    if (i != n || !rescale(m, exp10 + EMBER_JSON_DIGITS, v))
+        return false;
+    if (neg)
+        *v = -*v;
+    return true;
+}
+
+int ember_json_decimal(ember_fixed v, struct ember_decimal *out)
+{
+    unsigned digits = EMBER_JSON_DIGITS;
+    while (digits > 0 && v % 10 == 0)
+        v /= 10, digits--;
+    while (digits > 0 && (v > INT64_MAX || v < -INT64_MAX)) {
+        v = (v + (v < 0 ? -5 : 5)) / 10; /* more digits than an int64 holds */
+        digits--;
+    }
+    if (v > INT64_MAX || v < -INT64_MAX)
+        return -ERANGE;
+    out->mant = (int64_t)v;
+    out->digits = digits;
+    return 0;
+}
+
+/* ---- grafting ------------------------------------------------------------------ */
+
+static int graft_sequence(struct ember_profile *dst, const struct ember_profile *src,
+                          const uint32_t *map)
+{
+    int64_t f = 1;
+    for (unsigned k = src->decimals; k < dst->decimals; k++)
+        f *= 10;
+    for (size_t i = 0; i < src->seq_len; i++)
+        for (unsigned m = 0; m < src->nmetrics; m++) {
+            int64_t v;
+            if (!src->seq_w[m][i])
+                continue;
+            if (__builtin_mul_overflow(src->seq_w[m][i], f, &v))
+                return -ERANGE;
+            int err = ember_profile_seq_append(dst, map[src->seq_node[i]], m, v);
+            if (err)
+                return err;
+        }
+    return 0;
+}
+
+int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src, const char *root,
+                     size_t rootlen, ember_json_rename_fn rename, void *ctx)
+{
+    uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
+    if (!map)
+        return -ENOMEM;
+    int err = 0;
+    map[0] = EMBER_ROOT;
+    if (root) {
+        uint32_t frame;
+        err = ember_frames_intern(&dst->frames, root, rootlen, &frame);
+        if (!err)
+            err = ember_profile_child_fast(dst, EMBER_ROOT, frame, &map[0]);
+    }
+    /* the weights without their order (add_decimal would record one), then
+     * src's order; parents come before their children in node order */
+    bool keep = dst->keep_seq;
+    dst->keep_seq = false;
+    for (uint32_t n = 1; n < src->nnodes && !err; n++) {
+        const struct ember_node *sn = &src->nodes[n];
+        const char *name = src->frames.str[sn->frame];
+        size_t len = src->frames.len[sn->frame];
+        uint32_t frame;
+        if (rename)
+            err = rename(ctx, sn->frame, &name, &len);
+        if (!err)
+            err = ember_frames_intern(&dst->frames, name, len, &frame);
+        if (!err)
+            err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
+        for (unsigned m = 0; m < src->nmetrics && !err; m++) {
+            if (!src->self[m][n])
+                continue;
+            if (m >= dst->nmetrics)
+                err = ember_profile_set_metrics(dst, m + 1);
+            if (!err)
+                err = ember_profile_add_decimal(
+                    dst, map[n], m, (struct ember_decimal){src->self[m][n], src->decimals});
+        }
+    }
+    dst->keep_seq = keep;
+    if (!err && dst->keep_seq && src->keep_seq)
+        err = graft_sequence(dst, src, map);
+    free(map);
+    return err;
+}

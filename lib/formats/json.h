@@ -1,0 +1,82 @@
+/*
+ * json.h - what the JSON readers (chrome.c, speedscope.c) share
+ * (library-internal): yajl's callback parser fed an input chunk by chunk,
+ * line numbers for messages, exact numbers, and grafting the profiles they
+ * build per thread or per profile into the result.
+ *
+ * Invariants: the input is read in chunks cut anywhere (a minified file is
+ * one line), so memory never depends on the input's length; a callback that
+ * finds a problem calls ember_json_fail(), which fills the diagnostic with
+ * the line of the token being parsed and makes the callback return 0 (yajl
+ * then stops); numbers are kept exactly as fixed-point 128-bit integers.
+ */
+#ifndef EMBER_FORMATS_JSON_H
+#define EMBER_FORMATS_JSON_H
+
+#include "ember/formats.h"
+#include "io/chunk.h"
+
+#include <stdbool.h>
+#include <yajl/yajl_parse.h>
+
+/* A JSON number scaled by 10^EMBER_JSON_DIGITS (so 1.5 is 1500000000). */
+#define EMBER_JSON_DIGITS 9
+typedef __int128 ember_fixed;
+
+struct ember_json {
+    yajl_handle h;
+    struct ember_input *in;
+    struct ember_chunk c;
+    const char *file;
+    struct ember_diag *d;
+    const struct ember_read_opts *o;
+    int err;            /* the error a callback reported (0: none) */
+    bool allow_cut;     /* a file cut short is not an error (Chrome's array form) */
+    bool truncated;     /* the input ended inside a value */
+    unsigned depth;     /* of arrays and objects, kept by the reader's callbacks */
+    uint64_t last_line; /* the input's last line, once it has been read */
+};
+
+/* Parses the whole input with the callbacks (whose context is ctx); returns
+ * 0 or the first error (with j->d filled). The callbacks must keep j->depth:
+ * ember_json_begin/ember_json_end from their start/end callbacks. */
+int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx);
+static inline void ember_json_begin(struct ember_json *j)
+{
+    j->depth++;
+}
+static inline void ember_json_end(struct ember_json *j)
+{
+    j->depth--;
+}
+
+/* The line of the token being parsed (1-based). */
+uint64_t ember_json_line(const struct ember_json *j);
+/* Fills the diagnostic (-EINVAL, at the current line) and returns 0, the
+ * value a yajl callback returns to stop the parse. */
+int ember_json_fail(struct ember_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same for an error code from elsewhere (-ENOMEM, -ERANGE...). */
+int ember_json_error(struct ember_json *j, int err);
+/* A non-fatal problem, at the current line: counted and passed to o->warn. */
+void ember_json_warn(struct ember_json *j, struct ember_read_stats *st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A JSON number ("-12.5e3") as a fixed-point value; false if it is out of
+ * range (beyond 10^20) or not a number. Digits past the ninth decimal are
+ * rounded. */
+bool ember_json_fixed(const char *s, size_t n, ember_fixed *v);
+/* v as an exact decimal with as few digits as it needs (at most the ones
+ * that fit an int64); -ERANGE if even its integer part does not fit. */
+int ember_json_decimal(ember_fixed v, struct ember_decimal *out);
+
+/* The name a frame of src takes in dst (src's own name when NULL); returns
+ * 0 or an error. */
+typedef int (*ember_json_rename_fn)(void *ctx, uint32_t frame, const char **name, size_t *len);
+
+/* Adds every stack of src to dst, under a root frame named root (none if
+ * NULL), and src's arrival sequence if both keep one. */
+int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src, const char *root,
+                     size_t rootlen, ember_json_rename_fn rename, void *ctx);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * lines.h - feeding a line-oriented reader one line at a time
+ * (library-internal).
+ *
+ * The input is read in chunks of whole lines (io/chunk.h); each line is
+ * handed over without its '\n' and without a trailing '\r', with its
+ * 1-based number. Progress is reported after each chunk. Memory is one
+ * chunk, whatever the input's size.
+ */
+#ifndef EMBER_FORMATS_LINES_H
+#define EMBER_FORMATS_LINES_H
+
+#include "ember/formats.h"
+
+#include <stdint.h>
+
+/* Returns 0 to go on, or a negative error that stops the reading. */
+typedef int (*ember_line_fn)(void *ctx, const char *s, size_t n, uint64_t line);
+
+/* Calls fn for every line of in; returns 0, fn's error, or a read error
+ * (with d filled). *last is the number of the last line read. */
+int ember_read_lines(struct ember_input *in, const struct ember_read_opts *o, struct ember_diag *d,
+                     ember_line_fn fn, void *ctx, uint64_t *last);
+
+/* Warns (through o->warn, when set) about a line: "FILE:LINE: WHAT:
+ * "quoted line"", or "FILE:LINE: WHAT" when s is NULL. */
+void ember_warn_line(const struct ember_read_opts *o, const char *file, uint64_t line,
+                     const char *what, const char *s, size_t n);
+
+#endif

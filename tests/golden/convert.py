@@ -1,0 +1,414 @@
+"""ember's pprof reader and its writers (`ember convert`), checked by real
+clients and by round trips:
+
+- the pprof reader against speedscope's snapshot of simple.prof, and against
+  `go tool pprof -raw` on CPU and heap profiles that a Go program writes
+  with runtime/pprof (every sample type, inline chains);
+- `go tool pprof -top` on ember's pprof output of a real profile: every
+  function's flat and cum, and the total, as computed here from ember's
+  folded output;
+- round trips that must be lossless: folded -> pprof -> folded,
+  folded -> speedscope -> folded (rebuilt here from the JSON, and read back
+  by ember when it has a speedscope reader), folded -> csv/tsv (read by
+  Python's csv module), folded -> chrome (stacks rebuilt from the X events),
+  on several corpus inputs: fractional weights, spaces, invalid UTF-8, deep;
+- the command line: --to checked, pprof refused on a terminal.
+
+usage: convert.py WORKDIR
+"""
+import collections
+import csv
+import decimal
+import gzip
+import io
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+
+import golden
+
+CASES = []
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+def corpus(*parts):
+    return os.path.join(golden.CORPUS, *parts)
+
+
+def go(args, cwd, env=None):
+    """Runs the go tool; returns stdout text."""
+    p = subprocess.run(["go"] + args, cwd=cwd, capture_output=True, timeout=300,
+                       env={**os.environ, **(env or {})})
+    if p.returncode != 0:
+        golden.fail("go %s exited %d:\n%s" % (" ".join(args), p.returncode,
+                                               p.stderr.decode(errors="replace")))
+    return p.stdout.decode(errors="surrogateescape")
+
+
+def folded_lines(data):
+    """Folded output as {stack: weight text}, stack as bytes."""
+    out = {}
+    for line in data.split(b"\n"):
+        if line:
+            stack, _, count = line.rpartition(b" ")
+            out[stack] = count.decode()
+    return out
+
+
+def collapse(path, *args):
+    return golden.run(["collapse"] + list(args) + [path])[0]
+
+
+# ---- the pprof reader ------------------------------------------------------
+
+@case
+def reader_speedscope_snapshot(d):
+    """simple.prof (a Go CPU profile) has the stacks speedscope's importer
+    finds (its test snapshot, in ms), and the same in samples."""
+    prof = corpus("speedscope", "sample", "profiles", "pprof", "simple.prof")
+    snap = open(corpus("speedscope", "src", "import", "__snapshots__", "pprof.test.ts.snap")).read()
+    block = snap[snap.index('"stacks": ['):]
+    want = {}
+    for stack, ms in re.findall(r'^\s+"(.*) ([\d.]+)ms",$', block[:block.index("]")], re.M):
+        want[stack.encode()] = str(int(decimal.Decimal(ms) * 1000000))
+    got = folded_lines(collapse(prof))
+    if got != want or len(want) != 9:
+        golden.fail("simple.prof: stacks differ from speedscope's snapshot:\n got %r\nwant %r" %
+                    (got, want))
+    samples = folded_lines(collapse(prof, "--sample-type", "samples"))
+    if {k: str(int(v) // 10000000) for k, v in want.items()} != samples:
+        golden.fail("simple.prof --sample-type samples: %r" % samples)
+    _, err, rc = golden.run(["collapse", "--sample-type", "wall", prof], check=False)
+    if rc != 1 or "no sample type 'wall'" not in err or "samples/count, cpu/nanoseconds" not in err:
+        golden.fail("an unknown --sample-type should list the profile's types: %d %s" % (rc, err))
+
+
+def go_raw(path, cwd):
+    """`go tool pprof -raw`: {sample type: {stack: value}} with stacks as
+    ';'-joined names, root first; a Location's lines are innermost first."""
+    text = go(["tool", "pprof", "-raw", path], cwd)
+    lines = text.split("\n")
+    types = lines[lines.index("Samples:") + 1].split()
+    samples, locs, cur = [], {}, None
+    section = "head"
+    for line in lines[lines.index("Samples:") + 2:]:
+        if line in ("Locations", "Mappings"):
+            section = line
+            continue
+        if section == "head":
+            m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?: \d+)*) ?$", line)
+            if m:
+                samples.append(([int(v) for v in m.group(1).split()],
+                                [int(v) for v in m.group(2).split()]))
+        elif section == "Locations":
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+)?$", line)
+            if m:
+                cur = locs[int(m.group(1))] = [m.group(2)] if m.group(2) else []
+                continue
+            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+$", line)
+            if m and cur is not None:
+                cur.append(m.group(1))
+    out = {t.split("/")[0]: collections.Counter() for t in types}
+    for values, ids in samples:
+        frames = []
+        for i in reversed(ids):
+            frames.extend(reversed(locs[i]))
+        for t, v in zip(types, values):
+            if v:
+                out[t.split("/")[0]][";".join(frames)] += v
+    return out
+
+
+@case
+def reader_go_profiles(d):
+    """A Go program's CPU and heap profiles (runtime/pprof): ember reads
+    the stacks and values go tool pprof -raw prints, for every sample
+    type, inlined calls expanded; the default is pprof's (the last type)."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    for path, default, inline in ((cpu, "cpu", True), (heap, "inuse_space", False)):
+        raw = go_raw(path, d)
+        if not any(raw.values()):
+            golden.fail("%s: go tool pprof -raw shows no samples" % path)
+        for t, want in raw.items():
+            got = {k.decode(): int(v) for k, v in folded_lines(collapse(path, "--sample-type", t)).items()}
+            if got != dict(want):
+                golden.fail("%s --sample-type %s: ember and go tool pprof -raw differ:\n"
+                            " ember: %r\n go:    %r" % (path, t, got, dict(want)))
+        got = {k.decode(): int(v) for k, v in folded_lines(collapse(path)).items()}
+        if got != dict(raw[default]):
+            golden.fail("%s: ember's default sample type should be %s" % (path, default))
+        if inline and not any("main.spin;main.mix" in k for k in got):
+            golden.fail("%s: the inlined mix in spin should be its own frame: %r" % (path, got))
+
+
+# ---- go tool pprof -top on ember's output ------------------------------------
+
+def flat_cum(folded):
+    """Per function name: (flat, cum) from folded stacks, as pprof counts
+    them: flat where it is the leaf, cum once per stack it is in."""
+    flat, cum = collections.Counter(), collections.Counter()
+    for stack, count in folded.items():
+        frames = stack.decode(errors="surrogateescape").split(";")
+        flat[frames[-1]] += int(count)
+        for f in set(frames):
+            cum[f] += int(count)
+    return flat, cum
+
+
+@case
+def pprof_top(d):
+    """go tool pprof -top reads ember's pprof of FlameGraph's perf example:
+    its total, and every function's flat and cum, are ember's."""
+    src = corpus("flamegraph", "example-perf-stacks.txt.gz")
+    out = os.path.join(d, "example.pb.gz")
+    golden.run(["convert", "--to", "pprof", src, "-o", out])
+    if open(out, "rb").read(2) != b"\x1f\x8b":
+        golden.fail("pprof output should be gzipped")
+    flat, cum = flat_cum(folded_lines(collapse(src)))
+    total = sum(flat.values())
+    text = go(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", out], d)
+    m = re.search(r"Showing nodes accounting for (\d+), 100% of (\d+) total", text)
+    if not m or int(m.group(2)) != total or int(m.group(1)) != total:
+        golden.fail("go tool pprof -top: total should be %d:\n%s" % (total, text[:2000]))
+    rows = {}
+    for line in text.split("\n"):
+        r = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.*)$", line)
+        if r:
+            rows[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    want = {f: (flat[f], cum[f]) for f in cum}
+    if rows != want:
+        diff = sorted(set(rows.items()) ^ set(want.items()))[:10]
+        golden.fail("go tool pprof -top and ember differ (%d vs %d functions): %r" %
+                    (len(rows), len(want), diff))
+    top = sorted(want.items(), key=lambda kv: (-kv[1][0], kv[0]))[0]
+    print("  go tool pprof -top: %d functions, total %d, top %s flat %d cum %d" %
+          (len(rows), total, top[0], top[1][0], top[1][1]))
+
+
+# ---- round trips -------------------------------------------------------------
+
+def round_trip_inputs(d):
+    """(name, path) of folded inputs: corpus files and made ones."""
+    frac = corpus("inferno", "tests", "data", "flamegraph", "fractional-samples")
+    example = os.path.join(d, "example-perf.folded")
+    with open(example, "wb") as f:
+        f.write(collapse(corpus("flamegraph", "example-perf-stacks.txt.gz")))
+    inputs = [("example-perf", example)]
+    for name in ("fractional.txt", "with-space.txt", "tricky-stack.txt", "zero-fractionals.txt"):
+        if os.path.exists(os.path.join(frac, name)):
+            inputs.append((name, os.path.join(frac, name)))
+    deep = os.path.join(d, "deep.folded")
+    with open(deep, "wb") as f:
+        f.write(b";".join(b"f%d" % (i % 97) for i in range(20000)) + b" 3\n")
+        f.write(b";".join(b"f%d" % i for i in range(5000)) + b" 2\n")
+    inputs.append(("deep", deep))
+    odd = os.path.join(d, "odd.folded")
+    with open(odd, "wb") as f:
+        f.write(b'main;caf\xc3\xa9;bad\xff\xfename;\xe2\x82 3\nmain;"quoted, comma"\tand tab 2\n'
+                b"main;x\x01y;new\\line 0.125\nmain 1\n")
+    inputs.append(("odd-bytes", odd))
+    return inputs
+
+
+def speedscope_stacks(doc):
+    """Folded {stack bytes: Decimal} rebuilt from a speedscope file."""
+    frames = [f["name"].encode() for f in doc["shared"]["frames"]]
+    prof = doc["profiles"][0]
+    out = collections.Counter()
+    if prof["type"] == "sampled":
+        if len(prof["samples"]) != len(prof["weights"]):
+            golden.fail("speedscope: samples and weights differ in length")
+        for s, w in zip(prof["samples"], prof["weights"]):
+            out[b";".join(frames[i] for i in s)] += decimal.Decimal(w)
+        return out
+    stack, last = [], decimal.Decimal(0)
+    for e in prof["events"]:
+        at = decimal.Decimal(e["at"])
+        if at < last:
+            golden.fail("speedscope: events go back in time at %s" % at)
+        if stack and at > last:
+            out[b";".join(frames[i] for i in stack)] += at - last
+        last = at
+        if e["type"] == "O":
+            stack.append(e["frame"])
+        elif not stack or stack.pop() != e["frame"]:
+            golden.fail("speedscope: close of a frame that is not on top: %r" % e)
+    if stack:
+        golden.fail("speedscope: frames left open")
+    return out
+
+
+def chrome_stacks(data):
+    """Folded {stack bytes: Decimal} rebuilt from X events. Events come in
+    the order frames open (outer first); each must end, computed as
+    viewers do (ts + dur in doubles), inside its parent and not after the
+    next sibling starts. A frame's self time is its duration less its
+    children's."""
+    exact = json.loads(data, parse_float=decimal.Decimal)["traceEvents"]
+    floats = json.loads(data)["traceEvents"]
+    out = collections.Counter()
+    stack = []  # (end as a double, path, index)
+    for e, f in zip(exact, floats):
+        if e["ph"] != "X":
+            continue
+        end = f["ts"] + f["dur"]
+        while stack and stack[-1][0] <= f["ts"]:
+            stack.pop()
+        if stack and end > stack[-1][0]:
+            golden.fail("chrome: %r ends after its parent (%r)" % (e, stack[-1][1][-200:]))
+        path = (stack[-1][1] + b";" if stack else b"") + e["name"].encode()
+        dur = decimal.Decimal(e["dur"])
+        out[path] += dur
+        if stack:
+            out[stack[-1][1]] -= dur
+        stack.append((end, path))
+    # dur may be a double a few ulps short of the exact decimal
+    out = {k: v.quantize(decimal.Decimal("1e-9")).normalize() for k, v in out.items()}
+    return collections.Counter({k: v for k, v in out.items() if v})
+
+
+def replace_invalid(b):
+    return b.decode("utf-8", errors="replace").encode()
+
+
+def compare(what, got, want):
+    if got != want:
+        keys = sorted(set(got) | set(want), key=lambda k: (got.get(k) == want.get(k), k))[:5]
+        golden.fail("%s: stacks differ, e.g. %r" %
+                    (what, [(k[:200], got.get(k), want.get(k)) for k in keys]))
+
+
+@case
+def round_trips(d):
+    """Lossless: folded -> pprof -> folded byte for byte; speedscope,
+    chrome, csv and tsv carry every stack with its exact weight."""
+    for name, path in round_trip_inputs(d):
+        folded = collapse(path, "--format", "folded")
+        want = {k: decimal.Decimal(v) for k, v in folded_lines(folded).items()}
+        pb = os.path.join(d, name + ".pb.gz")
+        golden.run(["convert", "--to", "pprof", "--format", "folded", path, "-o", pb])
+        golden.first_difference(collapse(pb), folded, "%s: folded -> pprof -> folded" % name)
+        for flags in ([], ["--time-order"]):
+            js = os.path.join(d, name + ".speedscope.json")
+            golden.run(["convert", "--to", "speedscope", "--format", "folded", path, "-o", js]
+                       + flags)
+            doc = json.load(open(js, encoding="utf-8"))
+            if doc.get("$schema") != SCHEMA or not doc.get("exporter", "").startswith("ember@"):
+                golden.fail("%s: speedscope $schema/exporter: %r" % (name, doc.get("$schema")))
+            compare("%s: speedscope %s" % (name, flags),
+                    speedscope_stacks(json.loads(open(js, "rb").read(), parse_float=decimal.Decimal)),
+                    {replace_invalid(k): v for k, v in want.items()})
+            back = golden.run(["collapse", "--format", "speedscope", js], check=False)
+            if back[2] == 2 and "unknown --format" in back[1]:
+                print("  note: no speedscope reader in this ember: JSON checked here only")
+            elif {k: decimal.Decimal(v) for k, v in folded_lines(back[0]).items()} != \
+                    {replace_invalid(k): v for k, v in want.items()}:
+                golden.fail("%s: folded -> speedscope -> folded %s differs (rc %d):\n%s" %
+                            (name, flags, back[2], back[1]))
+        ch = os.path.join(d, name + ".chrome.json")
+        golden.run(["convert", "--to", "chrome", "--format", "folded", path, "-o", ch])
+        compare("%s: chrome" % name, chrome_stacks(open(ch, "rb").read()),
+                {replace_invalid(k): v.normalize() for k, v in want.items()})
+        for to, delim, eol in (("csv", ",", b"\r\n"), ("tsv", "\t", b"\n")):
+            data = golden.run(["convert", "--to", to, "--format", "folded", path])[0]
+            if not data.endswith(eol):
+                golden.fail("%s: %s lines should end in %r" % (name, to, eol))
+            rows = list(csv.reader(io.StringIO(data.decode("utf-8", "surrogateescape"),
+                                               newline=""), delimiter=delim))
+            if rows[0] != ["stack", "weight"]:
+                golden.fail("%s: %s header %r" % (name, to, rows[0]))
+            got = {r[0].encode("utf-8", "surrogateescape"): decimal.Decimal(r[1]) for r in rows[1:]}
+            compare("%s: %s" % (name, to), got, want)
+            if [r[0] for r in rows[1:]] != [k.decode("utf-8", "surrogateescape")
+                                            for k in folded_lines(folded)]:
+                golden.fail("%s: %s rows should be in folded order" % (name, to))
+        print("  %s: %d stacks, round trips lossless" % (name, len(want)))
+
+
+@case
+def units_carry(d):
+    """A CPU profile's unit goes through: speedscope nanoseconds, Chrome
+    microseconds, pprof cpu/nanoseconds again."""
+    prof = corpus("speedscope", "sample", "profiles", "pprof", "simple.prof")
+    doc = json.loads(golden.run(["convert", "--to", "speedscope", prof])[0])
+    if doc["profiles"][0]["unit"] != "nanoseconds" or doc["name"] != "simple.prof":
+        golden.fail("speedscope of a CPU profile: unit %r, name %r" %
+                    (doc["profiles"][0]["unit"], doc["name"]))
+    ch = json.loads(golden.run(["convert", "--to", "chrome", prof])[0])
+    end = max(e["ts"] + e["dur"] for e in ch["traceEvents"] if e["ph"] == "X")
+    if end != 1500000:  # 1.5 s of samples, in us
+        golden.fail("chrome: the CPU profile should last 1500000 us, not %r" % end)
+    pb = os.path.join(d, "simple.pb.gz")
+    golden.run(["convert", "--to", "pprof", prof, "-o", pb])
+    text = go(["tool", "pprof", "-top", pb], d)
+    if "Type: cpu" not in text or "1.50s total" not in text:
+        golden.fail("pprof of a CPU profile should stay cpu/nanoseconds:\n" + text[:800])
+
+
+@case
+def command_line(d):
+    """--to is required and checked; pprof is never written to a terminal;
+    every reader option works (a differential input gives two columns)."""
+    path = corpus("inferno", "tests", "data", "flamegraph", "fractional-samples", "fractional.txt")
+    for args, needle in ((["convert", path], "--to FORMAT is required"),
+                         (["convert", "--to", "svg", path], "unknown --to 'svg'")):
+        _, err, rc = golden.run(args, check=False)
+        if rc != 2 or needle not in err:
+            golden.fail("ember %s: expected exit 2 and %r, got %d %s" % (args, needle, rc, err))
+    master, slave = pty.openpty()
+    p = subprocess.run([golden.EMBER, "convert", "--to", "pprof", path], stdout=slave,
+                       stderr=subprocess.PIPE, timeout=60)
+    os.close(slave)
+    os.close(master)
+    if p.returncode != 2 or b"not writing it to a terminal" not in p.stderr:
+        golden.fail("pprof to a terminal should be refused: %d %s" % (p.returncode, p.stderr))
+    diff = os.path.join(d, "diff.folded")
+    with open(diff, "w") as f:
+        f.write("a;b 1 3\na;c 4 0\n")
+    # (--format: the perf probe claims "stack N N" lines)
+    data = golden.run(["convert", "--to", "csv", "--format", "folded", diff])[0]
+    if data != b"stack,before,after\r\na;b,1,3\r\na;c,4,0\r\n":
+        golden.fail("differential csv: %r" % data)
+    pb = os.path.join(d, "diff.pb.gz")
+    golden.run(["convert", "--to", "pprof", "--format", "folded", diff, "-o", pb])
+    for t, want in (("before", b"a;b 1\na;c 4\n"), ("after", b"a;b 3\n"), (None, b"a;b 3\n")):
+        got = collapse(pb, *(["--sample-type", t] if t else []))
+        if got != want:
+            golden.fail("differential pprof, sample type %s: %r" % (t, got))
+    _, err, rc = golden.run(["convert", "--to", "speedscope", "--help"], check=False)
+    if rc != 0:
+        golden.fail("convert --help should exit 0")
+    # a pprof file uncompressed (.pb) is detected as well as gzipped
+    raw = os.path.join(d, "plain.pb")
+    with open(raw, "wb") as f:
+        f.write(gzip.decompress(open(pb, "rb").read()))
+    if collapse(raw) != b"a;b 3\n":
+        golden.fail("an uncompressed .pb should be read")
+
+
+def main():
+    d = sys.argv[1]
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for fn in CASES:
+        sub = os.path.join(d, fn.__name__)
+        os.makedirs(sub, exist_ok=True)
+        fn(sub)
+        print("ok", fn.__name__)
+
+
+if __name__ == "__main__":
+    main()
