@@ -51,7 +51,7 @@
 
 enum {
     MAX_COLUMNS = 64,       /* positions + events on a cost line */
-    EXPAND_BUDGET = 4 << 20 /* stacks expanded before repeated functions become leaves */
+    EXPAND_BUDGET = 1 << 20 /* stacks expanded before repeated functions become leaves */
 };
 #define PRUNE_FRACTION 10000 /* subtrees under total / this are dropped, as speedscope does */
 
@@ -541,6 +541,13 @@ static int frame_of(struct cg_reader *r, struct func *f, uint32_t *frame)
     if (!f->frame_known) {
         size_t len;
         const char *name = ember_profile_frame_name(r->names, f->name, &len);
+        char buf[512];
+        if (memchr(name, ';', len) && len <= sizeof(buf)) {
+            /* ';' separates frames: it becomes ':', as in the other readers */
+            for (size_t i = 0; i < len; i++)
+                buf[i] = name[i] == ';' ? ':' : name[i];
+            name = buf;
+        }
         int err = ember_frames_intern(&r->p->frames, name, len, &f->frame);
         if (err)
             return err;

@@ -128,7 +128,7 @@ struct capture {
     char ph;
     struct text name, pid, tid, id, meta, fn, url;
     ember_fixed ts, dur, tdur;
-    bool has_ts, has_dur, has_tdur, profile_parts, line_set;
+    bool has_ts, has_dur, has_tdur, line_set;
     int64_t line;
     /* CPU profile parts */
     struct cap_node node;
@@ -217,7 +217,7 @@ struct chrome_reader {
     /* threads and their names */
     struct ember_strmap thread_ids; /* "pid\x1ftid" -> thread index + 1 */
     struct thread *threads;
-    size_t nthreads, tcap;
+    size_t nthreads, tcap, last_thread;
     struct ember_strmap process_names, thread_names; /* -> arena strings */
     /* CPU profiles */
     struct ember_strmap profile_ids; /* "pid\x1fid" -> profile index + 1 */
@@ -247,14 +247,16 @@ static int text_set(struct text *t, const void *s, size_t n)
     return 0;
 }
 
-static bool is(const unsigned char *s, size_t n, const char *word)
+/* The value, or "" if this event has none (the buffer is reused). */
+static const char *text_or(const struct text *t)
 {
-    return strlen(word) == n && memcmp(s, word, n) == 0;
+    return t->set ? t->s : "";
 }
 
-static bool text_is(const struct text *t, const char *word)
+#define text_is(t, word) text_equals((t), word, sizeof(word) - 1)
+static bool text_equals(const struct text *t, const char *word, size_t len)
 {
-    return t->set && is((const unsigned char *)t->s, t->len, word);
+    return t->set && t->len == len && memcmp(t->s, word, len) == 0;
 }
 
 /* µs (fixed point) to nanoseconds; false if out of range. */
@@ -330,7 +332,9 @@ static int thread_label(struct chrome_reader *r, const char *pid, const char *ti
         n = snprintf(buf, size, "%s (pid %s, tid %s)", pname ? pname : tname, pid, tid);
     else
         n = snprintf(buf, size, "pid %s, tid %s", pid, tid);
-    return n < 0 ? 0 : (size_t)n < size ? n : (int)size - 1;
+    n = n < 0 ? 0 : (size_t)n < size ? n : (int)size - 1;
+    ember_json_frame_name(buf, (size_t)n);
+    return n;
 }
 
 static int metadata(struct chrome_reader *r, struct capture *c)
@@ -339,14 +343,13 @@ static int metadata(struct chrome_reader *r, struct capture *c)
     if ((!process && !thread) || !c->meta.set)
         return 0;
     char key[2 * MAX_ID_TEXT + 2];
-    size_t klen =
-        process ? strlen(c->pid.s ? c->pid.s : "")
-                : pair_key(key, sizeof(key), c->pid.s ? c->pid.s : "", c->tid.s ? c->tid.s : "");
+    size_t klen = process ? strlen(text_or(&c->pid))
+                          : pair_key(key, sizeof(key), text_or(&c->pid), text_or(&c->tid));
     struct ember_strmap *m = process ? &r->process_names : &r->thread_names;
     char *v = ember_arena_strndup(&m->arena, c->meta.s, c->meta.len);
     if (!v)
         return -ENOMEM;
-    return ember_strmap_put(m, process ? (c->pid.s ? c->pid.s : "") : key, klen, v);
+    return ember_strmap_put(m, process ? text_or(&c->pid) : key, klen, v);
 }
 
 /* ---- trace events: spans per thread ---------------------------------------------- */
@@ -383,15 +386,23 @@ static void span_warnings(struct chrome_reader *r)
 static int thread_get(struct chrome_reader *r, const char *pid, const char *tid,
                       struct thread **out)
 {
+    /* most events are of the thread before */
+    struct thread *last = r->nthreads ? &r->threads[r->last_thread] : NULL;
+    if (last && strcmp(last->tid, tid) == 0 && strcmp(last->pid, pid) == 0) {
+        *out = last;
+        return 0;
+    }
     char key[2 * MAX_ID_TEXT + 2];
     size_t klen = pair_key(key, sizeof(key), pid, tid);
     uintptr_t v = (uintptr_t)ember_strmap_get(&r->thread_ids, key, klen);
     if (v) {
+        r->last_thread = v - 1;
         *out = &r->threads[v - 1];
         return 0;
     }
     if (EMBER_VEC_RESERVE(r->threads, r->tcap, r->nthreads + 1) < 0)
         return -ENOMEM;
+    r->last_thread = r->nthreads;
     struct thread *th = &r->threads[r->nthreads];
     memset(th, 0, sizeof(*th));
     snprintf(th->pid, sizeof(th->pid), "%s", pid);
@@ -602,9 +613,10 @@ static int span_record(struct chrome_reader *r, struct capture *c)
         }
     }
     struct thread *th;
-    int err = thread_get(r, c->pid.s ? c->pid.s : "", c->tid.s ? c->tid.s : "", &th);
+    int err = thread_get(r, text_or(&c->pid), text_or(&c->tid), &th);
     if (!err && (c->ph != 'E' || c->name.set)) {
         const char *name = c->name.set ? c->name.s : "(unnamed)";
+        ember_json_frame_name(c->name.s, c->name.set ? c->name.len : 0);
         err = ember_profile_intern(th->t, name, c->name.set ? c->name.len : 9, &e.frame);
     }
     return err ? err : thread_event(r, th, &e);
@@ -671,6 +683,7 @@ static int node_name(struct capture *c, struct cap_node *n)
     if (EMBER_VEC_RESERVE(c->names, c->names_cap, c->names_len + len + 1) < 0)
         return -ENOMEM;
     memcpy(c->names + c->names_len, s, len);
+    ember_json_frame_name(c->names + c->names_len, len);
     n->name_off = (uint32_t)c->names_len;
     n->name_len = (uint32_t)len;
     c->names_len += len;
@@ -854,7 +867,7 @@ static int apply_capture(struct chrome_reader *r, struct cpu_profile *cp, struct
 /* Profile, ProfileChunk and CpuProfile events. */
 static int profile_event(struct chrome_reader *r, struct capture *c)
 {
-    const char *pid = c->pid.s ? c->pid.s : "", *tid = c->tid.s ? c->tid.s : "";
+    const char *pid = text_or(&c->pid), *tid = text_or(&c->tid);
     char key[2 * MAX_ID_TEXT + 2];
     const char *id = c->id.s;
     if (!c->id.set) {
@@ -878,7 +891,7 @@ static void capture_reset(struct capture *c)
 {
     c->ph = 0;
     c->name.set = c->pid.set = c->tid.set = c->id.set = c->meta.set = false;
-    c->has_ts = c->has_dur = c->has_tdur = c->profile_parts = false;
+    c->has_ts = c->has_dur = c->has_tdur = false;
     c->nnodes = c->nchildren = c->nsamples = c->ndeltas = c->names_len = 0;
 }
 
@@ -910,43 +923,83 @@ static enum key here_key(const struct chrome_reader *r)
     return d == 0 || d > MAX_DEPTH ? K_OTHER : r->key[d - 1];
 }
 
+/* The keys that matter, by context (a key is looked up for every value of
+ * the input: by length first). */
+struct key_name {
+    enum ctx ctx;
+    uint8_t len;
+    char name[14];
+    enum key key;
+};
+
+#define KEY(c, s, k)                                                                               \
+    {                                                                                              \
+        c, sizeof(s) - 1, s, k                                                                     \
+    }
+static const struct key_name keys[] = {
+    KEY(C_TOP, "traceEvents", K_TRACE_EVENTS),
+    KEY(C_TOP, "nodes", K_NODES),
+    KEY(C_TOP, "samples", K_SAMPLES),
+    KEY(C_TOP, "timeDeltas", K_DELTAS),
+    KEY(C_EVENT, "ph", K_PH),
+    KEY(C_EVENT, "name", K_NAME),
+    KEY(C_EVENT, "ts", K_TS),
+    KEY(C_EVENT, "dur", K_DUR),
+    KEY(C_EVENT, "tdur", K_TDUR),
+    KEY(C_EVENT, "pid", K_PID),
+    KEY(C_EVENT, "tid", K_TID),
+    KEY(C_EVENT, "id", K_ID),
+    KEY(C_EVENT, "args", K_ARGS),
+    KEY(C_ARGS, "name", K_NAME),
+    KEY(C_ARGS, "data", K_DATA),
+    KEY(C_DATA, "cpuProfile", K_CPU),
+    KEY(C_DATA, "timeDeltas", K_DELTAS),
+    KEY(C_CPU, "nodes", K_NODES),
+    KEY(C_CPU, "samples", K_SAMPLES),
+    KEY(C_CPU, "timeDeltas", K_DELTAS),
+    KEY(C_NODE, "id", K_ID),
+    KEY(C_NODE, "parent", K_PARENT),
+    KEY(C_NODE, "children", K_CHILDREN),
+    KEY(C_NODE, "callFrame", K_CALLFRAME),
+    KEY(C_CALLFRAME, "functionName", K_FUNCTION),
+    KEY(C_CALLFRAME, "url", K_URL),
+    KEY(C_CALLFRAME, "lineNumber", K_LINE),
+};
+#undef KEY
+
+/* The keys of an event, the most frequent lookup, without a loop. */
+static enum key event_key(const unsigned char *s, size_t n)
+{
+    switch (n) {
+    case 2:
+        return s[0] == 'p' && s[1] == 'h'   ? K_PH
+               : s[0] == 't' && s[1] == 's' ? K_TS
+               : s[0] == 'i' && s[1] == 'd' ? K_ID
+                                            : K_OTHER;
+    case 3:
+        return memcmp(s, "dur", 3) == 0   ? K_DUR
+               : memcmp(s, "pid", 3) == 0 ? K_PID
+               : memcmp(s, "tid", 3) == 0 ? K_TID
+                                          : K_OTHER;
+    case 4:
+        return memcmp(s, "name", 4) == 0   ? K_NAME
+               : memcmp(s, "args", 4) == 0 ? K_ARGS
+               : memcmp(s, "tdur", 4) == 0 ? K_TDUR
+                                           : K_OTHER;
+    default:
+        return K_OTHER;
+    }
+}
+
 static enum key key_of(enum ctx c, const unsigned char *s, size_t n)
 {
-    static const struct {
-        enum ctx ctx;
-        const char *name;
-        enum key key;
-    } keys[] = {
-        {C_TOP, "traceEvents", K_TRACE_EVENTS},
-        {C_TOP, "nodes", K_NODES},
-        {C_TOP, "samples", K_SAMPLES},
-        {C_TOP, "timeDeltas", K_DELTAS},
-        {C_EVENT, "ph", K_PH},
-        {C_EVENT, "name", K_NAME},
-        {C_EVENT, "ts", K_TS},
-        {C_EVENT, "dur", K_DUR},
-        {C_EVENT, "tdur", K_TDUR},
-        {C_EVENT, "pid", K_PID},
-        {C_EVENT, "tid", K_TID},
-        {C_EVENT, "id", K_ID},
-        {C_EVENT, "args", K_ARGS},
-        {C_ARGS, "name", K_NAME},
-        {C_ARGS, "data", K_DATA},
-        {C_DATA, "cpuProfile", K_CPU},
-        {C_DATA, "timeDeltas", K_DELTAS},
-        {C_CPU, "nodes", K_NODES},
-        {C_CPU, "samples", K_SAMPLES},
-        {C_CPU, "timeDeltas", K_DELTAS},
-        {C_NODE, "id", K_ID},
-        {C_NODE, "parent", K_PARENT},
-        {C_NODE, "children", K_CHILDREN},
-        {C_NODE, "callFrame", K_CALLFRAME},
-        {C_CALLFRAME, "functionName", K_FUNCTION},
-        {C_CALLFRAME, "url", K_URL},
-        {C_CALLFRAME, "lineNumber", K_LINE},
-    };
+    if (c == C_EVENT)
+        return event_key(s, n);
+    if (c != C_TOP && c != C_EVENT && c != C_ARGS && c != C_DATA && c != C_CPU && c != C_NODE &&
+        c != C_CALLFRAME)
+        return K_OTHER;
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (keys[i].ctx == c && is(s, n, keys[i].name))
+        if (keys[i].ctx == c && keys[i].len == n && memcmp(keys[i].name, s, n) == 0)
             return keys[i].key;
     return K_OTHER;
 }

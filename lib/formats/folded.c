@@ -249,6 +249,9 @@ static enum ember_probe folded_probe(const char *data, size_t len)
         size_t n = (size_t)(end - s);
         if (!is_space((unsigned char)s[0]) && split_count(s, n, &slen, &v) && slen > 0)
             return EMBER_PROBE_MAYBE;
+        /* a first line longer than what probing sees: a deep stack */
+        if (!is_space((unsigned char)s[0]) && memchr(s, ';', n))
+            return EMBER_PROBE_MAYBE;
     }
     return good ? EMBER_PROBE_YES : EMBER_PROBE_NO;
 }

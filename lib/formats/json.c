@@ -127,18 +127,17 @@ int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx)
     if (j->allow_cut)
         yajl_config(j->h, yajl_allow_partial_values, 1);
     int err = 0;
-    uint64_t last_line = 1;
     for (bool first = true; !err; first = false) {
         int got = ember_input_read_chunk(j->in, &j->c, EMBER_CUT_NONE, j->d);
         if (got <= 0) {
             err = got;
             break;
         }
-        last_line = j->c.first_line + ember_count_lines(j->c.data, j->c.len);
         err = feed(j, first);
         if (!err && j->o && j->o->progress)
             j->o->progress(j->o->progress_ctx, j->in);
     }
+    uint64_t last_line = ember_input_lines(j->in) + 1;
     j->c.len = 0;
     j->last_line = last_line;
     if (!err)
@@ -151,6 +150,7 @@ int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx)
 
 /* ---- numbers ------------------------------------------------------------------- */
 
+/* 10^e for e from 0 to 38 (10^38 still fits). */
 static ember_fixed pow10_fixed(int e)
 {
     ember_fixed p = 1;
@@ -159,7 +159,7 @@ static ember_fixed pow10_fixed(int e)
     return p;
 }
 
-/* Scales m by 10^scale, rounding half away from zero; false past the limit. */
+/* Scales m (0 or more) by 10^scale, rounding half up; false past the limit. */
 static bool rescale(ember_fixed m, int scale, ember_fixed *v)
 {
     if (scale < 0) {
@@ -173,17 +173,42 @@ static bool rescale(ember_fixed m, int scale, ember_fixed *v)
         *v = q;
         return true;
     }
-    for (; scale > 0; scale--) {
-        if (m > FIXED_LIMIT / 10)
+    if (scale > 38 || (m && m > FIXED_LIMIT / pow10_fixed(scale)))
+        return false;
+    *v = m * pow10_fixed(scale);
+    return true;
+}
+
+/* The common case, "123" or "-12.375" with at most 18 digits, without
+ * 128-bit arithmetic until the end; false to take the general path. */
+static bool plain_fixed(const char *s, size_t n, ember_fixed *v)
+{
+    size_t i = s[0] == '-';
+    int64_t m = 0;
+    int digits = 0, frac = -1;
+    for (; i < n; i++) {
+        if (s[i] >= '0' && s[i] <= '9') {
+            m = m * 10 + (s[i] - '0');
+            digits++;
+        } else if (s[i] == '.' && frac < 0) {
+            frac = digits;
+        } else {
             return false;
-        m *= 10;
+        }
     }
-    *v = m;
-    return m <= FIXED_LIMIT;
+    if (digits == 0 || digits > 18 || (frac >= 0 && digits - frac > EMBER_JSON_DIGITS))
+        return false;
+    int scale = EMBER_JSON_DIGITS - (frac >= 0 ? digits - frac : 0);
+    *v = (ember_fixed)m * pow10_fixed(scale);
+    if (s[0] == '-')
+        *v = -*v;
+    return true;
 }
 
 bool ember_json_fixed(const char *s, size_t n, ember_fixed *v)
 {
+    if (n > 0 && n < 21 && plain_fixed(s, n, v))
+        return true;
     size_t i = 0;
     bool neg = i < n && s[i] == '-', digits = false;
     i += neg;
@@ -237,6 +262,16 @@ int ember_json_decimal(ember_fixed v, struct ember_decimal *out)
     out->mant = (int64_t)v;
     out->digits = digits;
     return 0;
+}
+
+void ember_json_frame_name(char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ';')
+            s[i] = ':';
+        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0')
+            s[i] = ' ';
+    }
 }
 
 /* ---- grafting ------------------------------------------------------------------ */

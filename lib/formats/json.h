@@ -70,6 +70,11 @@ bool ember_json_fixed(const char *s, size_t n, ember_fixed *v);
  * that fit an int64); -ERANGE if even its integer part does not fit. */
 int ember_json_decimal(ember_fixed v, struct ember_decimal *out);
 
+/* Makes a name read from JSON a frame name of folded stacks, in place, as
+ * the other readers do: ';' (the frame separator) becomes ':', and the
+ * bytes that would end a line or a C string become spaces. */
+void ember_json_frame_name(char *s, size_t n);
+
 /* The name a frame of src takes in dst (src's own name when NULL); returns
  * 0 or an error. */
 typedef int (*ember_json_rename_fn)(void *ctx, uint32_t frame, const char **name, size_t *len);

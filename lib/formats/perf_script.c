@@ -1073,9 +1073,14 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
-/* Is this line an event line (as on_line decides)? */
+/* Is this line an event line (as on_line decides)? A ';' in the first
+ * word is a folded stack ("a;b;c 1 3", difffolded's two counts, would
+ * otherwise pass for "comm pid time"). */
 static bool probe_event(const char *s, size_t n)
 {
+    const char *semi = memchr(s, ';', n), *sp = memchr(s, ' ', n);
+    if (semi && (!sp || semi < sp))
+        return false;
     struct event_head ev;
     const char *e;
     size_t el;

@@ -42,9 +42,9 @@
  * frames[start, start + n); by_id maps a location id to its index in locs.
  */
 #include "formats_impl.h"
-#include "idmap.h"
 #include "lines.h"
 #include "model/profile_impl.h"
+#include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -74,7 +74,9 @@ struct raw_reader {
     size_t nlocs, lcap;
     uint32_t *frames;
     size_t nframes, fcap;
-    struct ember_idmap by_id;
+    char *name; /* a function's name, ';' made ':' */
+    size_t ncap;
+    struct ember_u64map by_id;
     uint64_t last; /* the last line: where errors found at the end are */
 };
 
@@ -278,18 +280,16 @@ static int add_function(struct raw_reader *r, const char *s, size_t n)
 {
     struct location *l = &r->locs[r->nlocs - 1];
     size_t len = function_name(s, n);
-    char name[512];
     if (len == 0 || (len == 2 && memcmp(s, "??", 2) == 0)) {
         s = l->addr;
         len = strlen(l->addr);
     }
-    if (len > sizeof(name))
-        len = sizeof(name); /* names are kept to 512 bytes */
-    for (size_t i = 0; i < len; i++)
-        name[i] = s[i] == ';' ? ':' : s[i];
-    if (EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1) < 0)
+    if (EMBER_VEC_RESERVE(r->name, r->ncap, len) < 0 ||
+        EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1) < 0)
         return -ENOMEM;
-    int err = ember_frames_intern(&r->p->frames, name, len, &r->frames[r->nframes]);
+    for (size_t i = 0; i < len; i++)
+        r->name[i] = s[i] == ';' ? ':' : s[i];
+    int err = ember_frames_intern(&r->p->frames, r->name, len, &r->frames[r->nframes]);
     if (!err) {
         r->nframes++;
         l->n++;
@@ -308,7 +308,7 @@ static int location_line(struct raw_reader *r, const char *s, size_t n, uint64_t
     for (i = a + 2; i < n && !is_space(s[i]);)
         i++;
     if (EMBER_VEC_RESERVE(r->locs, r->lcap, r->nlocs + 1) < 0 ||
-        ember_idmap_put(&r->by_id, (uint64_t)id, (uint32_t)r->nlocs) < 0)
+        ember_u64map_put(&r->by_id, (uint64_t)id, (uint32_t)r->nlocs) < 0)
         return -ENOMEM;
     struct location *l = &r->locs[r->nlocs++];
     size_t alen = i - a < sizeof(l->addr) ? i - a : sizeof(l->addr) - 1;
@@ -379,7 +379,7 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
         const char *key =
             ember_profile_frame_name(r->stacks, r->stacks->nodes[path[i]].frame, &len);
         memcpy(&id, key, sizeof(id));
-        if (!ember_idmap_get(&r->by_id, id, &at))
+        if (!ember_u64map_get(&r->by_id, id, &at))
             return ember_diag_set(r->d, -EINVAL, r->file, r->last,
                                   "a sample refers to location %llu, which the Locations "
                                   "section does not have",
@@ -416,17 +416,20 @@ static int raw_read(struct ember_profile *p, struct ember_input *in,
 {
     struct raw_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
     r.stacks = ember_profile_new();
-    if (!r.stacks)
+    if (!r.stacks || ember_u64map_init(&r.by_id) < 0) {
+        ember_profile_free(r.stacks);
         return -ENOMEM;
+    }
     uint64_t last;
     int err = ember_read_lines(in, o, d, on_line, &r, &last);
     if (!err)
         err = finish(&r, last);
     ember_profile_free(r.stacks);
-    ember_idmap_release(&r.by_id);
+    ember_u64map_release(&r.by_id);
     free(r.ids);
     free(r.locs);
     free(r.frames);
+    free(r.name);
     return err;
 }
 

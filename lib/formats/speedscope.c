@@ -165,6 +165,7 @@ static int frame_name(struct ss_reader *r, const unsigned char *s, size_t n)
     r->fname = ember_arena_strndup(&r->arena, (const char *)s, n);
     if (!r->fname)
         return ember_json_error(&r->j, -ENOMEM);
+    ember_json_frame_name(r->fname, n);
     r->fnamelen = n;
     r->fname_set = true;
     return 1;
@@ -424,6 +425,7 @@ static int profile_string(struct ss_reader *r, enum key k, const unsigned char *
         sp->namelen = n;
         if (!sp->name)
             return ember_json_error(&r->j, -ENOMEM);
+        ember_json_frame_name(sp->name, n);
     }
     return 1;
 }

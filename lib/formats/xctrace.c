@@ -32,10 +32,10 @@
  * input and libxml2's reader state, whatever the input's size.
  */
 #include "formats_impl.h"
-#include "idmap.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
 #include "perf_tidy.h"
+#include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -69,7 +69,7 @@ struct xc_reader {
     size_t ndef, dcap;
     char *buf;
     size_t bcap;
-    struct ember_idmap frames, backtraces;
+    struct ember_u64map frames, backtraces;
 };
 
 /* libxml2 pulls its input through this: the next bytes of the chunk, and
@@ -165,7 +165,7 @@ static int on_frame(struct xc_reader *r)
     if (got < 0)
         return got;
     if (got) {
-        if (!ember_idmap_get(&r->frames, id, &frame))
+        if (!ember_u64map_get(&r->frames, id, &frame))
             return unknown_ref(r, "frame", id);
     } else {
         if ((got = id_attr(r, "id", &id)) <= 0)
@@ -186,7 +186,7 @@ static int on_frame(struct xc_reader *r)
         }
         xmlFree(name);
         if (!err)
-            err = ember_idmap_put(&r->frames, id, frame);
+            err = ember_u64map_put(&r->frames, id, frame);
         if (err)
             return err;
     }
@@ -207,7 +207,7 @@ static int end_backtrace(struct xc_reader *r)
     }
     r->row_has_bt = true;
     r->row_node = node;
-    return ember_idmap_put(&r->backtraces, r->def_id, node);
+    return ember_u64map_put(&r->backtraces, r->def_id, node);
 }
 
 /* <backtrace id=> starts a definition; <backtrace ref=/> uses one. */
@@ -218,7 +218,7 @@ static int on_backtrace(struct xc_reader *r, bool empty)
     if (got < 0)
         return got;
     if (got) {
-        if (!ember_idmap_get(&r->backtraces, id, &r->row_node))
+        if (!ember_u64map_get(&r->backtraces, id, &r->row_node))
             return unknown_ref(r, "backtrace", id);
         r->row_has_bt = true;
         return 0;
@@ -349,16 +349,25 @@ static int xctrace_read(struct ember_profile *p, struct ember_input *in,
 {
     struct xc_reader r = {.p = p, .in = in, .o = o, .st = st, .file = ember_input_name(in), .d = d};
     /* no network, no DTD, no entity expansion: the input is untrusted */
+    if (ember_u64map_init(&r.frames) < 0)
+        return -ENOMEM;
+    if (ember_u64map_init(&r.backtraces) < 0) {
+        ember_u64map_release(&r.frames);
+        return -ENOMEM;
+    }
     r.xml = xmlReaderForIO(pull, no_close, &r, NULL, NULL,
                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    if (!r.xml)
+    if (!r.xml) {
+        ember_u64map_release(&r.frames);
+        ember_u64map_release(&r.backtraces);
         return -ENOMEM;
+    }
     xmlTextReaderSetStructuredErrorHandler(r.xml, on_xml_error, &r);
     int err = parse(&r);
     xmlFreeTextReader(r.xml);
     ember_chunk_release(&r.chunk);
-    ember_idmap_release(&r.frames);
-    ember_idmap_release(&r.backtraces);
+    ember_u64map_release(&r.frames);
+    ember_u64map_release(&r.backtraces);
     free(r.kinds);
     free(r.def);
     free(r.buf);

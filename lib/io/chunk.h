@@ -32,6 +32,9 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
                            struct ember_diag *d);
 void ember_chunk_release(struct ember_chunk *c);
 
+/* Lines read so far: the number of '\n' in the chunks returned. */
+uint64_t ember_input_lines(const struct ember_input *in);
+
 /* Number of '\n' in [p, p + n). */
 size_t ember_count_lines(const char *p, size_t n);
 

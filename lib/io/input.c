@@ -358,6 +358,11 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
     return 1;
 }
 
+uint64_t ember_input_lines(const struct ember_input *in)
+{
+    return in->lines;
+}
+
 void ember_chunk_release(struct ember_chunk *c)
 {
     free(c->data);

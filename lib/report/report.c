@@ -277,6 +277,8 @@ static int by_incl_desc(const void *a, const void *b, void *ctx)
     return x < y ? -1 : 1;
 }
 
+enum { MAX_INDENT = 64 };
+
 /* The line of node n at depth (1 for the roots' children). */
 static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
 {
@@ -287,7 +289,12 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
     if (tw->o->format == EMBER_TABLE_TEXT) {
         ember_writer_printf(w, "%7.2f%% ", percent(tw->t->incl[n], tw->t->total));
         put_weight(w, p, tw->t->incl[n], 12);
-        ember_writer_printf(w, "  %*s", (int)(2 * (depth - 1)), "");
+        /* indentation stops growing at MAX_INDENT levels (a million-frame
+         * stack would print a terabyte); deeper lines say their depth */
+        size_t level = depth - 1;
+        ember_writer_printf(w, "  %*s", (int)(2 * (level < MAX_INDENT ? level : MAX_INDENT)), "");
+        if (level > MAX_INDENT)
+            ember_writer_printf(w, "[%zu] ", level);
         ember_writer_put(w, name, len);
         ember_writer_put(w, "\n", 1);
         return 0;

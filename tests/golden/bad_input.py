@@ -104,6 +104,18 @@ def ten_megabyte_line(d):
     rc, svg, err = ember(["flamegraph", "--format=folded"], stdin=deep)
     if rc != 0 or b"f999999" not in svg:
         golden.fail("a 1,000,000-frame stack should be drawn: rc=%d\n%s" % (rc, err))
+    # detected as folded though its first line is longer than what probing reads
+    rc, outp, err = ember(["collapse"], stdin=deep)
+    if rc != 0 or outp != deep:
+        golden.fail("a 10 MB first line should be detected as folded: rc=%d\n%s" % (rc, err))
+    rc, rep, err = ember(["report", "--top", "3"], stdin=deep)
+    if rc != 0 or b" f999999\n" not in rep:
+        golden.fail("report of a 1,000,000-frame stack: rc=%d\n%s" % (rc, err))
+    tall = b";".join(b"f%d" % i for i in range(100000)) + b" 7\n"
+    rc, rep, err = ember(["report", "--tree", "--percent-limit", "0"], stdin=tall)
+    lines = rep.splitlines()
+    if rc != 0 or len(lines) != 100000 or not lines[-1].endswith(b"[99999] f99999"):
+        golden.fail("report --tree of a 100,000-frame stack: rc=%d\n%s" % (rc, err))
 
 
 @case
@@ -185,6 +197,21 @@ def macos_readers(d):
         path = os.path.join(bad, name)
         out = os.path.join(d, os.path.basename(name) + ".svg")
         expect_failure(["flamegraph", path, "-o", out], "%s:%d: " % (path, line), needle, out=out)
+    # inferno's malformed `sample` inputs: errors where inferno 0.12 errs; a
+    # cut call graph keeps its stacks (here all waiting ones: none left)
+    inferno = os.path.join(golden.CORPUS, "inferno", "tests", "data", "collapse-sample")
+    for name, line, needle in (
+            ("bad-stack-line.txt", 22, "without a sample count and a function"),
+            ("invalid-samples-field.txt", 22, "sample count is not a number"),
+            ("no-four-spaces.txt", 22, "does not start with 4 spaces"),
+            ("odd-indentation.txt", 22, "with an odd indentation"),
+            ("skipped-indentation.txt", 23, "more than one level deeper"),
+            ("stack-line-only-indent-chars.txt", 22, "only indentation characters"),
+            ("end-before-call-graph-start.txt", 18, 'expected a line starting "Call graph:"'),
+            ("end-before-call-graph-end.txt", 34, "the input ended inside the call graph")):
+        path = os.path.join(inferno, name)
+        out = os.path.join(d, name + ".folded")
+        expect_failure(["collapse", path, "-o", out], "%s:%d: " % (path, line), needle, out=out)
 
 
 PPROF_BAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bad", "pprof")

@@ -74,6 +74,17 @@ def check_svg(out):
         golden.fail("the vanished frame should be blue, is %s" % fill)
     print("ok differential SVG, and --vanished shows what AFTER lost")
 
+    # the FlameGraph way: the two-count lines into `flamegraph`, detected as folded
+    lines2 = os.path.join(out, "diff.folded")
+    data, _, _ = golden.run(["diff", "--folded", BEFORE, AFTER])
+    with open(lines2, "wb") as f:
+        f.write(data)
+    piped = os.path.join(out, "piped.svg")
+    golden.run(["flamegraph", "--title", "Differential Flame Graph", lines2, "-o", piped])
+    if svgframes.frames(open(piped).read()) != fr:
+        golden.fail("diff --folded | flamegraph should draw what diff -o draws")
+    print("ok diff --folded | flamegraph (two counts detected as folded)")
+
 
 if __name__ == "__main__":
     main()
