@@ -179,6 +179,13 @@ def pprof_top(d):
         golden.fail("pprof output should be gzipped")
     flat, cum = flat_cum(folded_lines(collapse(src)))
     total = sum(flat.values())
+    # the check: go tool pprof -top agrees with `ember report --top`
+    rep, _, _ = golden.run(["report", "--csv", src])
+    report = {row[0]: (int(row[1]), int(row[3]))
+              for row in csv.reader(io.StringIO(rep.decode(errors="surrogateescape")))
+              if row[0] != "function"}
+    if report != {f: (flat[f], cum[f]) for f in cum}:
+        golden.fail("ember report --top disagrees with the folded stacks")
     text = go(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", out], d)
     m = re.search(r"Showing nodes accounting for (\d+), 100% of (\d+) total", text)
     if not m or int(m.group(2)) != total or int(m.group(1)) != total:
@@ -188,10 +195,10 @@ def pprof_top(d):
         r = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.*)$", line)
         if r:
             rows[r.group(3)] = (int(r.group(1)), int(r.group(2)))
-    want = {f: (flat[f], cum[f]) for f in cum}
+    want = report
     if rows != want:
         diff = sorted(set(rows.items()) ^ set(want.items()))[:10]
-        golden.fail("go tool pprof -top and ember differ (%d vs %d functions): %r" %
+        golden.fail("go tool pprof -top and ember report differ (%d vs %d functions): %r" %
                     (len(rows), len(want), diff))
     top = sorted(want.items(), key=lambda kv: (-kv[1][0], kv[0]))[0]
     print("  go tool pprof -top: %d functions, total %d, top %s flat %d cum %d" %
