@@ -81,8 +81,9 @@ void cli_progress_done(struct cli_progress *pr);
 
 /* ---- reading profiles with the options every reading command takes ---- */
 struct cli_reader {
-    const char *format; /* "auto" or a format name */
-    bool all;           /* --kernel --jit */
+    const char *format;    /* "auto" or a format name */
+    char format_help[512]; /* "input format: auto, perf, ...", from the registry */
+    bool all;              /* --kernel --jit */
     struct ember_read_opts ro;
     struct cli_progress progress;
     struct cli_warnings warnings;
@@ -103,9 +104,7 @@ int cli_transform_option(const struct option *opt, const char *arg);
 /* The rows of the option table for reading (r must outlive parsing). */
 #define CLI_READ_OPTIONS(r)                                                                          \
     OPT_GROUP_("Input options:"),                                                                    \
-        {OPT_STRING,  "format", 0,                                                                   \
-         &(r).format, "NAME",   "input format: auto, perf, folded, dtrace",                          \
-         "auto",      NULL,     false},                                                              \
+        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},        \
         {OPT_UINT, "threads",                                                                        \
          'j',      &(r).ro.threads,                                                                  \
          "N",      "parser threads for large perf inputs (0: one per CPU)",                          \

@@ -11,10 +11,11 @@
 
 static const char usage[] = "ember collapse [options] [FILE...]";
 static const char description[] =
-    "Reads perf script output, DTrace stacks or folded stacks (plain or gzipped; standard\n"
-    "input when no FILE is given) and writes folded stacks, one line per distinct stack:\n"
-    "\"frame;frame;frame COUNT\", sorted. Options and results are those of FlameGraph's\n"
-    "stackcollapse-perf.pl.";
+    "Reads profiles (perf script, DTrace, folded stacks, pprof, speedscope, Chrome trace\n"
+    "JSON, callgrind, Instruments, xctrace, macOS sample, go tool pprof -raw; plain or\n"
+    "gzipped; standard input when no FILE is given) and writes folded stacks, one line per\n"
+    "distinct stack: \"frame;frame;frame COUNT\", sorted. Options and results are those of\n"
+    "FlameGraph's stackcollapse-*.pl scripts.";
 
 int cmd_collapse(int argc, char **argv)
 {

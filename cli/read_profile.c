@@ -14,6 +14,10 @@ void cli_reader_init(struct cli_reader *r)
 {
     memset(r, 0, sizeof(*r));
     r->format = "auto";
+    size_t n = (size_t)snprintf(r->format_help, sizeof(r->format_help), "input format: auto");
+    for (const struct ember_format *const *f = ember_formats(); *f && n < sizeof(r->format_help);
+         f++)
+        n += (size_t)snprintf(r->format_help + n, sizeof(r->format_help) - n, ", %s", (*f)->name);
 }
 
 void cli_reader_release(struct cli_reader *r)
