@@ -74,6 +74,7 @@ static void test_rust(void **state)
           "<std::collections::hash::map::HashMap<K, V>>::insert");
     check(ember_tidy_rust, "_ZN3std2rt10lang_start17h0123456789abcdefE",
           "_ZN3std2rt10lang_start17h0123456789abcdefE");
+    check(ember_tidy_rust, "core::fmt::$u21$::fmt::h0123456789abcdef", "core::fmt::!::fmt");
     check(ember_tidy_rust, "plain_function", "plain_function");
     check(ember_tidy_rust, "not::hash::hzzzzzzzzzzzzzzzz", "not::hash::hzzzzzzzzzzzzzzzz");
 }
