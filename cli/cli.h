@@ -184,7 +184,8 @@ int cli_transform_option(const struct option *opt, const char *arg);
         CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),    \
         CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),    \
         CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
-                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function")
+                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),          \
+        CLI_TRANSFORM_(r, "reverse", NULL, "stacks read from the leaf: a bottom-up view")
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

@@ -91,7 +91,7 @@ int cmd_flamegraph(int argc, char **argv)
     struct cli_reader r;
     struct ember_flame_opts fo;
     const char *out = NULL, *minwidth = "0.1", *nameattr = NULL;
-    bool reverse = false, cp = false;
+    bool cp = false;
     cli_reader_init(&r);
     ember_flame_opts_default(&fo);
     fo.warn = cli_warn_cb;
@@ -126,8 +126,6 @@ int cmd_flamegraph(int argc, char **argv)
         {OPT_FLAG, "random", 0, &fo.random, NULL, "colors are randomly generated", NULL, NULL,
          false},
         {OPT_FLAG, "cp", 0, &cp, NULL, "use a consistent palette (palette.map)", NULL, NULL, false},
-        {OPT_FLAG, "reverse", 0, &reverse, NULL, "generate a stack-reversed flame graph", NULL,
-         NULL, false},
         {OPT_FLAG, "inverted", 0, &fo.inverted, NULL, "icicle graph (root at the top)", NULL, NULL,
          false},
         {OPT_FLAG, "flamechart", 0, &r.flamechart, NULL,
@@ -189,8 +187,6 @@ int cmd_flamegraph(int argc, char **argv)
     r.verb = "draw";
     if (!ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
-    if (!ret && reverse)
-        ret = transform(&p, ember_profile_reverse, "reverse the stacks");
     if (!ret && strcmp(fo.colors, "chain") == 0)
         ret = transform(&p, ember_profile_annotate_wakers, "annotate wakers");
     if (!ret)

@@ -37,6 +37,7 @@ int cli_transform_option(const struct option *opt, const char *arg)
         {"ignore", EMBER_STEP_IGNORE},         {"hide", EMBER_STEP_HIDE},
         {"collapse", EMBER_STEP_COLLAPSE},     {"collapse-gc", EMBER_STEP_COLLAPSE_GC},
         {"prune-from", EMBER_STEP_PRUNE_FROM}, {"flatten-recursion", EMBER_STEP_FLATTEN_RECURSION},
+        {"reverse", EMBER_STEP_REVERSE},
     };
     struct cli_reader *r = opt->value;
     if (!r->transform && !(r->transform = ember_transform_new())) {

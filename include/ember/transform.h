@@ -46,6 +46,7 @@ EMBER_API int ember_profile_diff(const struct ember_profile *before,
  *   8. flatten          recursion towers, direct (a;b;b;b;c) and indirect
  *                       (f;g;f;g;h), merged: a frame seen again on the way
  *                       from the root cuts the cycle back to its first visit
+ *   9. reverse          stacks read from the leaf (bottom-up)
  * Several --focus (--ignore, --hide) are alternatives. Regexes are PCRE2,
  * unanchored, matched against whole frame names.
  */
@@ -60,6 +61,7 @@ enum ember_step {
     EMBER_STEP_COLLAPSE_GC,
     EMBER_STEP_PRUNE_FROM,
     EMBER_STEP_FLATTEN_RECURSION,
+    EMBER_STEP_REVERSE,
 };
 
 struct ember_transform;

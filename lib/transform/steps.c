@@ -29,7 +29,7 @@ struct rule {
 };
 
 struct ember_transform {
-    bool demangle, merge_threads, flatten;
+    bool demangle, merge_threads, flatten, reverse;
     char *skip_after;
     struct rule *rules[NKINDS];
     size_t nrules[NKINDS], caps[NKINDS];
@@ -72,7 +72,7 @@ void ember_transform_free(struct ember_transform *t)
 
 bool ember_transform_empty(const struct ember_transform *t)
 {
-    bool any = t->demangle || t->merge_threads || t->flatten || t->skip_after;
+    bool any = t->demangle || t->merge_threads || t->flatten || t->reverse || t->skip_after;
     for (int k = 0; k < NKINDS; k++)
         any |= t->nrules[k] > 0;
     return !any;
@@ -118,6 +118,9 @@ int ember_transform_add(struct ember_transform *t, enum ember_step step, const c
         return 0;
     case EMBER_STEP_FLATTEN_RECURSION:
         t->flatten = true;
+        return 0;
+    case EMBER_STEP_REVERSE:
+        t->reverse = true;
         return 0;
     case EMBER_STEP_SKIP_AFTER:
         free(t->skip_after);
@@ -305,10 +308,28 @@ static int rewrite_stack(void *ctx, struct ember_profile *dst, const struct embe
     return err;
 }
 
-int ember_transform_apply(const struct ember_transform *t, struct ember_profile *p)
+/* Replaces p by fn(p). */
+static int replace(struct ember_profile *p,
+                   int (*fn)(const struct ember_profile *, struct ember_profile **))
 {
-    if (ember_transform_empty(t))
-        return 0;
+    struct ember_profile *out;
+    int err = fn(p, &out);
+    if (!err) {
+        ember_profile_swap(p, out);
+        ember_profile_free(out);
+    }
+    return err;
+}
+
+static bool rewrites_stacks(const struct ember_transform *t)
+{
+    struct ember_transform only = *t;
+    only.reverse = false;
+    return !ember_transform_empty(&only);
+}
+
+static int rewrite(const struct ember_transform *t, struct ember_profile *p)
+{
     struct apply a = {.t = t};
     a.info = calloc(p->frames.count ? p->frames.count : 1, sizeof(*a.info));
     if (!a.info)
@@ -323,4 +344,10 @@ int ember_transform_apply(const struct ember_transform *t, struct ember_profile 
     free(a.pos);
     free(a.stamp);
     return err;
+}
+
+int ember_transform_apply(const struct ember_transform *t, struct ember_profile *p)
+{
+    int err = rewrites_stacks(t) ? rewrite(t, p) : 0;
+    return !err && t->reverse ? replace(p, ember_profile_reverse) : err;
 }

@@ -92,6 +92,11 @@ def main():
     same(collapse(["--tid", "--merge-threads"], iperf), model(tid, merge=True), "merge-threads", tid)
     if collapse(["--tid", "--merge-threads"], iperf) != collapse(["--pid"], iperf):
         golden.fail("--tid --merge-threads should equal --pid")
+    rev = {}
+    for k, v in model(base, hide=["^java/"]).items():
+        key = ";".join(reversed(k.split(";")))
+        rev[key] = rev.get(key, 0) + v
+    same(collapse(["--reverse", "--hide", "^java/"], java), rev, "reverse (after hide)", base)
     # all at once: the fixed order, whatever the order on the command line
     same(collapse(["--flatten-recursion", "--prune-from", "^Interpreter$", "--hide", "^java/",
                    "--focus", "JavaThread", "--ignore", "GC"], java),
