@@ -14,11 +14,14 @@
  * spec's subposition compression, for costs an extension that speedscope's
  * test files use); "calls=COUNT TARGET" says that the next line is the
  * inclusive cost of a call from the current function to cfn= in cfi= (or
- * the current file), after which cfn= and cfi= are forgotten; jump= and
+ * in the current position's file: fl=, or fi=/fe= in inlined code, as
+ * callgrind writes it), after which cfn= and cfi= are forgotten; jump= and
  * jcnd= lines are ignored (the position line after them has no costs).
  * The key of a function is (file of its fl=, name): static functions of the
- * same name in two files stay apart in the graph, and show the same name.
- * One event is read: --event NAME, or the first of the first "events:" line.
+ * same name in two files stay apart in the graph, and show the same name
+ * (';' in a name becomes ':', as in the other readers). One event is read:
+ * --event NAME, or the first of the first "events:" line (found by name in
+ * later parts); its counts are the weights, in the file's own units.
  *
  * The call graph to stacks (what speedscope does; see its callgrind.ts for
  * why a call graph does not define one flame graph): a function's total is
@@ -28,11 +31,12 @@
  * callee w * call / total (rounded down, so that weights stay integers and
  * nothing is invented), keeps the rest as self, skips callees already on the
  * stack (recursion: their weight stays with the caller) and subtrees under
- * 1/10000 of the total (which bounds the expansion). One deliberate
- * difference: speedscope draws a function reached a second time as a leaf;
- * ember expands it again, in proportion, as speedscope's own comment
- * describes the model, unless the expansion passes EXPAND_BUDGET stacks,
- * after which it falls back to speedscope's rule (and says so).
+ * 1/10000 of the roots' weight (which bounds the expansion; their weight
+ * stays with the caller too). One deliberate difference: speedscope draws
+ * a function reached a second time as a leaf; ember expands it again, in
+ * proportion, as speedscope's own comment describes the model, unless the
+ * expansion passes EXPAND_BUDGET stacks, after which it falls back to
+ * speedscope's rule (and says so).
  *
  * Memory: the names, the functions and the call edges (what the file
  * describes, not how long it is), then the stacks of the expansion.
@@ -736,6 +740,8 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
         err = check_end(&r);
     if (!err)
         err = expand(&r);
+    if (!err) /* what the weights count, for the writers that say it */
+        ember_profile_set_unit(p, st->kept_event, "count");
     for (int k = 0; k < NAME_KINDS; k++)
         ember_u64map_release(&r.ids[k]);
     ember_u64map_release(&r.func_ids);

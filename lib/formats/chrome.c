@@ -37,8 +37,10 @@
  * several profiles (workers) get a root frame each, named after their
  * thread.
  *
- * Memory: per thread, its open spans and its stacks (a scratch profile)
- * when it streams; per CPU profile, its nodes, its stacks, and the samples
+ * Memory: the stacks (distinct ones, in two scratch profiles: spans, CPU
+ * samples; each thread or profile under a placeholder frame that becomes
+ * its root frame, or nothing, at the end: ember_json_graft); per thread
+ * that streams, its open spans; per CPU profile, its nodes and the samples
  * (8 bytes each) that wait for their time deltas, which in a .cpuprofile
  * come after them; one event's fields and profile chunk at a time.
  */
@@ -155,7 +157,7 @@ struct pnode {
 };
 
 struct cpu_profile {
-    struct ember_profile *t;
+    uint32_t root; /* its placeholder node in the reader's cpu profile */
     char pid[MAX_ID_TEXT], tid[MAX_ID_TEXT];
     struct pnode *nodes;
     size_t nnodes, ncap;
@@ -194,7 +196,7 @@ struct span {
 
 struct thread {
     char pid[MAX_ID_TEXT], tid[MAX_ID_TEXT];
-    struct ember_profile *t;
+    uint32_t root; /* its placeholder node in the reader's spans */
     enum mode mode;
     bool unordered;
     struct rec *recs;
@@ -209,6 +211,10 @@ struct thread {
 struct chrome_reader {
     struct ember_json j;
     struct ember_profile *p;
+    /* stacks as they are read: each thread's spans, each CPU profile's
+     * samples under a placeholder frame (see ember_json_graft) */
+    struct ember_profile *spans, *cpu;
+    char label[600]; /* a root frame's name while grafting */
     struct ember_read_stats *st;
     enum ctx ctx[MAX_DEPTH];
     enum key key[MAX_DEPTH];
@@ -354,6 +360,16 @@ static int metadata(struct chrome_reader *r, struct capture *c)
 
 /* ---- trace events: spans per thread ---------------------------------------------- */
 
+/* The node under which thread or profile number k builds its stacks. */
+static int placeholder(struct ember_profile *t, size_t k, uint32_t *node)
+{
+    char name[24];
+    uint32_t frame;
+    int n = snprintf(name, sizeof(name), "%c%zu", EMBER_JSON_PLACEHOLDER, k);
+    int err = ember_profile_intern(t, name, (size_t)n, &frame);
+    return err ? err : ember_profile_child(t, EMBER_ROOT, frame, node);
+}
+
 static void span_warn(struct chrome_reader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -407,10 +423,9 @@ static int thread_get(struct chrome_reader *r, const char *pid, const char *tid,
     memset(th, 0, sizeof(*th));
     snprintf(th->pid, sizeof(th->pid), "%s", pid);
     snprintf(th->tid, sizeof(th->tid), "%s", tid);
-    if (!(th->t = ember_profile_new()))
-        return -ENOMEM;
-    if (ember_profile_has_sequence(r->p))
-        ember_profile_keep_sequence(th->t, true);
+    int err = placeholder(r->spans, r->nthreads, &th->root);
+    if (err)
+        return err;
     r->nthreads++;
     *out = th;
     return ember_strmap_put(&r->thread_ids, key, klen, (void *)(uintptr_t)r->nthreads);
@@ -423,7 +438,7 @@ static int close_span(struct chrome_reader *r, struct thread *th, int64_t at)
     int64_t dur = at - s->start;
     if (th->nopen)
         th->open[th->nopen - 1].children += dur;
-    int err = add_weight(r, th->t, s->node, dur - s->children);
+    int err = add_weight(r, r->spans, s->node, dur - s->children);
     if (!err)
         th->weighed |= dur > s->children;
     return err;
@@ -438,13 +453,13 @@ static int close_ended(struct chrome_reader *r, struct thread *th, int64_t at)
     return err;
 }
 
-static int open_span(struct thread *th, const struct rec *e)
+static int open_span(struct chrome_reader *r, struct thread *th, const struct rec *e)
 {
-    uint32_t parent = th->nopen ? th->open[th->nopen - 1].node : EMBER_ROOT, node;
+    uint32_t parent = th->nopen ? th->open[th->nopen - 1].node : th->root, node;
     int64_t end = e->kind == 'X' ? e->ts + e->dur : INT64_MAX;
     if (th->nopen && th->open[th->nopen - 1].is_x && end > th->open[th->nopen - 1].end)
         end = th->open[th->nopen - 1].end; /* ends after its parent: cut there */
-    int err = ember_profile_child(th->t, parent, e->frame, &node);
+    int err = ember_profile_child(r->spans, parent, e->frame, &node);
     if (!err && EMBER_VEC_RESERVE(th->open, th->ocap, th->nopen + 1) < 0)
         err = -ENOMEM;
     if (!err)
@@ -456,9 +471,9 @@ static void warn_end(struct chrome_reader *r, struct thread *th, const struct re
 {
     size_t len = 0;
     const char *top =
-        th->nopen ? ember_profile_frame_name(th->t, th->open[th->nopen - 1].frame, &len) : NULL;
+        th->nopen ? ember_profile_frame_name(r->spans, th->open[th->nopen - 1].frame, &len) : NULL;
     const char *name =
-        e->frame != UINT32_MAX ? ember_profile_frame_name(th->t, e->frame, &len) : "";
+        e->frame != UINT32_MAX ? ember_profile_frame_name(r->spans, e->frame, &len) : "";
     if (!top)
         span_warn(r,
                   "skipped an \"E\" event \"%.80s\" on pid %s, tid %s: no "
@@ -483,7 +498,7 @@ static int span_event(struct chrome_reader *r, struct thread *th, const struct r
         th->max_time = end;
     th->have_time = true;
     if (e->kind != 'E')
-        return open_span(th, e);
+        return open_span(r, th, e);
     struct span *top = th->nopen ? &th->open[th->nopen - 1] : NULL;
     if (!top || top->is_x || (e->frame != UINT32_MAX && e->frame != top->frame)) {
         warn_end(r, th, e);
@@ -584,7 +599,7 @@ static int thread_finish(struct chrome_reader *r, struct thread *th)
         int64_t at = s->is_x ? s->end : th->max_time > s->start ? th->max_time : s->start;
         if (!s->is_x && !warned) {
             size_t len;
-            const char *name = ember_profile_frame_name(th->t, s->frame, &len);
+            const char *name = ember_profile_frame_name(r->spans, s->frame, &len);
             span_warn(r,
                       "span \"%.80s\" on pid %s, tid %s has no \"E\": "
                       "closed at the thread's last timestamp",
@@ -617,7 +632,7 @@ static int span_record(struct chrome_reader *r, struct capture *c)
     if (!err && (c->ph != 'E' || c->name.set)) {
         const char *name = c->name.set ? c->name.s : "(unnamed)";
         ember_json_frame_name(c->name.s, c->name.set ? c->name.len : 0);
-        err = ember_profile_intern(th->t, name, c->name.set ? c->name.len : 9, &e.frame);
+        err = ember_profile_intern(r->spans, name, c->name.set ? c->name.len : 9, &e.frame);
     }
     return err ? err : thread_event(r, th, &e);
 }
@@ -640,16 +655,14 @@ static int profile_get(struct chrome_reader *r, const char *pid, const char *id,
     memset(cp, 0, sizeof(*cp));
     snprintf(cp->pid, sizeof(cp->pid), "%s", pid);
     snprintf(cp->tid, sizeof(cp->tid), "%s", tid);
-    int err = (cp->t = ember_profile_new()) ? 0 : -ENOMEM;
-    if (!err)
-        err = ember_u64map_init(&cp->ids);
+    int err = ember_u64map_init(&cp->ids);
     if (!err)
         err = ember_u64map_init(&cp->parent_of);
     r->nprofiles++; /* released whatever happened */
+    if (!err)
+        err = placeholder(r->cpu, r->nprofiles - 1, &cp->root);
     if (err)
         return err;
-    if (ember_profile_has_sequence(r->p))
-        ember_profile_keep_sequence(cp->t, true);
     *out = cp;
     return ember_strmap_put(&r->profile_ids, key, klen, (void *)(uintptr_t)r->nprofiles);
 }
@@ -690,7 +703,7 @@ static int node_name(struct capture *c, struct cap_node *n)
     return 0;
 }
 
-static int add_nodes(struct cpu_profile *cp, const struct capture *c)
+static int add_nodes(struct chrome_reader *r, struct cpu_profile *cp, const struct capture *c)
 {
     int err = 0;
     for (size_t i = 0; i < c->nnodes && !err; i++) {
@@ -700,7 +713,7 @@ static int add_nodes(struct cpu_profile *cp, const struct capture *c)
             continue; /* defined twice: the first one holds */
         if (cp->nnodes >= INT32_MAX || EMBER_VEC_RESERVE(cp->nodes, cp->ncap, cp->nnodes + 1) < 0)
             return -ENOMEM;
-        err = ember_profile_intern(cp->t, c->names + n->name_off, n->name_len, &frame);
+        err = ember_profile_intern(r->cpu, c->names + n->name_off, n->name_len, &frame);
         if (!err)
             err = ember_u64map_put(&cp->ids, (uint64_t)n->id, (uint32_t)cp->nnodes);
         cp->nodes[cp->nnodes++] =
@@ -767,8 +780,8 @@ static int move_to(struct chrome_reader *r, struct cpu_profile *cp, uint32_t top
     }
     while (nopen) {
         uint32_t n = cp->open_tmp[--nopen], node;
-        uint32_t parent = cp->depth ? cp->stack_node[cp->depth - 1] : EMBER_ROOT;
-        int err = ember_profile_child(cp->t, parent, cp->nodes[n].frame, &node);
+        uint32_t parent = cp->depth ? cp->stack_node[cp->depth - 1] : cp->root;
+        int err = ember_profile_child(r->cpu, parent, cp->nodes[n].frame, &node);
         if (!err && (EMBER_VEC_RESERVE(cp->stack, cp->stcap, cp->depth + 1) < 0 ||
                      EMBER_VEC_RESERVE(cp->stack_node, cp->sncap, cp->depth + 1) < 0))
             err = -ENOMEM;
@@ -786,7 +799,7 @@ static int end_run(struct chrome_reader *r, struct cpu_profile *cp, int64_t at)
 {
     if (!cp->in_run || at <= cp->run_start || !cp->depth)
         return 0;
-    int err = add_weight(r, cp->t, cp->stack_node[cp->depth - 1], at - cp->run_start);
+    int err = add_weight(r, r->cpu, cp->stack_node[cp->depth - 1], at - cp->run_start);
     cp->weighed |= !err;
     return err;
 }
@@ -852,7 +865,7 @@ static int queue(int64_t **v, size_t *n, size_t *cap, const int64_t *add, size_t
 static int apply_capture(struct chrome_reader *r, struct cpu_profile *cp, struct capture *c,
                          bool ready)
 {
-    int err = add_nodes(cp, c);
+    int err = add_nodes(r, cp, c);
     if (!err)
         err = queue(&cp->samples, &cp->nsamples, &cp->scap, c->samples, c->nsamples);
     if (!err)
@@ -1267,30 +1280,46 @@ static const yajl_callbacks callbacks = {
 
 /* ---- the result ------------------------------------------------------------------------ */
 
-static int graft_profiles(struct chrome_reader *r, size_t weighed)
+/* Placeholder k: its number, or -1 if name is not a placeholder. */
+static long placeholder_index(const char *name, size_t len)
 {
-    int err = 0;
-    for (size_t i = 0; i < r->nprofiles && !err; i++) {
-        struct cpu_profile *cp = &r->profiles[i];
-        char label[600];
-        int n = weighed > 1 ? thread_label(r, cp->pid, cp->tid, label, sizeof(label)) : 0;
-        if (cp->weighed)
-            err = ember_json_graft(r->p, cp->t, n ? label : NULL, (size_t)n, NULL, NULL);
-    }
-    return err;
+    if (len < 2 || name[0] != EMBER_JSON_PLACEHOLDER)
+        return -1;
+    return strtol(name + 1, NULL, 10);
 }
 
-static int graft_threads(struct chrome_reader *r)
+/* A thread's placeholder becomes its root frame. */
+static int rename_thread(void *ctx, const char **name, size_t *len)
 {
-    int err = 0;
-    for (size_t i = 0; i < r->nthreads && !err; i++) {
-        struct thread *th = &r->threads[i];
-        char label[600];
-        int n = thread_label(r, th->pid, th->tid, label, sizeof(label));
-        if (th->weighed)
-            err = ember_json_graft(r->p, th->t, label, (size_t)n, NULL, NULL);
+    struct chrome_reader *r = ctx;
+    long k = placeholder_index(*name, *len);
+    if (k >= 0 && (size_t)k < r->nthreads) {
+        const struct thread *th = &r->threads[k];
+        *len = (size_t)thread_label(r, th->pid, th->tid, r->label, sizeof(r->label));
+        *name = r->label;
     }
-    return err;
+    return 0;
+}
+
+/* A CPU profile's placeholder becomes its thread's root frame when there
+ * are several, and goes otherwise. */
+static int rename_profile(void *ctx, const char **name, size_t *len)
+{
+    struct chrome_reader *r = ctx;
+    long k = placeholder_index(*name, *len);
+    size_t weighed = 0;
+    if (k < 0 || (size_t)k >= r->nprofiles)
+        return 0;
+    for (size_t i = 0; i < r->nprofiles; i++)
+        weighed += r->profiles[i].weighed;
+    if (weighed < 2) {
+        *name = NULL;
+        return 0;
+    }
+    const struct cpu_profile *cp = &r->profiles[k];
+    *len = (size_t)thread_label(r, cp->pid, cp->tid, r->label, sizeof(r->label));
+    *name = r->label;
+    return 0;
 }
 
 static int finish(struct chrome_reader *r, struct ember_diag *d)
@@ -1325,7 +1354,10 @@ static int finish(struct chrome_reader *r, struct ember_diag *d)
     if (!err && !weighed)
         span_warnings(r);
     if (!err)
-        err = weighed ? graft_profiles(r, weighed) : graft_threads(r);
+        err = weighed ? ember_json_graft(r->p, r->cpu, rename_profile, r)
+                      : ember_json_graft(r->p, r->spans, rename_thread, r);
+    if (!err && (weighed || r->nthreads)) /* for the writers that say it */
+        ember_profile_set_unit(r->p, weighed ? "cpu" : "time", "microseconds");
     if (err == -ERANGE)
         return ember_diag_set(d, err, file, 0, "weights overflow a 64-bit total");
     return err;
@@ -1343,14 +1375,12 @@ static void release(struct chrome_reader *r)
     free(c->samples);
     free(c->deltas);
     for (size_t i = 0; i < r->nthreads; i++) {
-        ember_profile_free(r->threads[i].t);
         free(r->threads[i].recs);
         free(r->threads[i].open);
     }
     free(r->threads);
     for (size_t i = 0; i < r->nprofiles; i++) {
         struct cpu_profile *cp = &r->profiles[i];
-        ember_profile_free(cp->t);
         ember_u64map_release(&cp->ids);
         ember_u64map_release(&cp->parent_of);
         free(cp->nodes);
@@ -1361,6 +1391,8 @@ static void release(struct chrome_reader *r)
         free(cp->open_tmp);
     }
     free(r->profiles);
+    ember_profile_free(r->spans);
+    ember_profile_free(r->cpu);
     ember_strmap_release(&r->thread_ids);
     ember_strmap_release(&r->process_names);
     ember_strmap_release(&r->thread_names);
@@ -1379,7 +1411,13 @@ static int chrome_read(struct ember_profile *p, struct ember_input *in,
     r->top_profile = -1;
     r->j = (struct ember_json){
         .in = in, .file = ember_input_name(in), .d = d, .o = o, .allow_cut = true};
-    int err = ember_strmap_init(&r->thread_ids);
+    r->spans = ember_profile_new();
+    r->cpu = ember_profile_new();
+    int err = r->spans && r->cpu ? ember_strmap_init(&r->thread_ids) : -ENOMEM;
+    if (!err && ember_profile_has_sequence(p)) {
+        ember_profile_keep_sequence(r->spans, true);
+        ember_profile_keep_sequence(r->cpu, true);
+    }
     if (!err)
         err = ember_strmap_init(&r->process_names);
     if (!err)

@@ -188,15 +188,16 @@ static bool plain_fixed(const char *s, size_t n, ember_fixed *v)
     int digits = 0, frac = -1;
     for (; i < n; i++) {
         if (s[i] >= '0' && s[i] <= '9') {
+            if (++digits > 18)
+                return false; /* the general path */
             m = m * 10 + (s[i] - '0');
-            digits++;
         } else if (s[i] == '.' && frac < 0) {
             frac = digits;
         } else {
             return false;
         }
     }
-    if (digits == 0 || digits > 18 || (frac >= 0 && digits - frac > EMBER_JSON_DIGITS))
+    if (digits == 0 || (frac >= 0 && digits - frac > EMBER_JSON_DIGITS))
         return false;
     int scale = EMBER_JSON_DIGITS - (frac >= 0 ? digits - frac : 0);
     *v = (ember_fixed)m * pow10_fixed(scale);
@@ -269,7 +270,7 @@ void ember_json_frame_name(char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (s[i] == ';')
             s[i] = ':';
-        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0')
+        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0' || s[i] == EMBER_JSON_PLACEHOLDER)
             s[i] = ' ';
     }
 }
@@ -289,27 +290,22 @@ static int graft_sequence(struct ember_profile *dst, const struct ember_profile 
                 continue;
             if (__builtin_mul_overflow(src->seq_w[m][i], f, &v))
                 return -ERANGE;
-            int err = ember_profile_seq_append(dst, map[src->seq_node[i]], m, v);
+            uint32_t node = map[src->seq_node[i]];
+            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, m, v) : 0;
             if (err)
                 return err;
         }
     return 0;
 }
 
-int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src, const char *root,
-                     size_t rootlen, ember_json_rename_fn rename, void *ctx)
+int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
+                     ember_json_rename_fn rename, void *ctx)
 {
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     if (!map)
         return -ENOMEM;
     int err = 0;
     map[0] = EMBER_ROOT;
-    if (root) {
-        uint32_t frame;
-        err = ember_frames_intern(&dst->frames, root, rootlen, &frame);
-        if (!err)
-            err = ember_profile_child_fast(dst, EMBER_ROOT, frame, &map[0]);
-    }
     /* the weights without their order (add_decimal would record one), then
      * src's order; parents come before their children in node order */
     bool keep = dst->keep_seq;
@@ -320,12 +316,13 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
         size_t len = src->frames.len[sn->frame];
         uint32_t frame;
         if (rename)
-            err = rename(ctx, sn->frame, &name, &len);
-        if (!err)
+            err = rename(ctx, &name, &len);
+        map[n] = map[sn->parent]; /* a frame renamed to nothing is left out */
+        if (!err && name)
             err = ember_frames_intern(&dst->frames, name, len, &frame);
-        if (!err)
+        if (!err && name)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nmetrics && !err; m++) {
+        for (unsigned m = 0; m < src->nmetrics && !err && map[n] != EMBER_ROOT; m++) {
             if (!src->self[m][n])
                 continue;
             if (m >= dst->nmetrics)

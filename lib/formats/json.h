@@ -71,17 +71,22 @@ bool ember_json_fixed(const char *s, size_t n, ember_fixed *v);
 int ember_json_decimal(ember_fixed v, struct ember_decimal *out);
 
 /* Makes a name read from JSON a frame name of folded stacks, in place, as
- * the other readers do: ';' (the frame separator) becomes ':', and the
- * bytes that would end a line or a C string become spaces. */
+ * the other readers do: ';' (the frame separator) becomes ':', and line
+ * ends, NUL and EMBER_JSON_PLACEHOLDER become spaces (other bytes stay). */
 void ember_json_frame_name(char *s, size_t n);
 
-/* The name a frame of src takes in dst (src's own name when NULL); returns
- * 0 or an error. */
-typedef int (*ember_json_rename_fn)(void *ctx, uint32_t frame, const char **name, size_t *len);
+/* The readers build their stacks in one scratch profile, each thread or
+ * profile under a placeholder frame: this byte, then its number. No frame
+ * name read from the input starts with it (see ember_json_frame_name). */
+#define EMBER_JSON_PLACEHOLDER '\x1f'
 
-/* Adds every stack of src to dst, under a root frame named root (none if
+/* The name a frame of src takes in dst: *name is src's, to be replaced, or
+ * set to NULL to leave the frame out (its callees take its place). */
+typedef int (*ember_json_rename_fn)(void *ctx, const char **name, size_t *len);
+
+/* Adds every stack of src to dst, with frames renamed by rename (if not
  * NULL), and src's arrival sequence if both keep one. */
-int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src, const char *root,
-                     size_t rootlen, ember_json_rename_fn rename, void *ctx);
+int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
+                     ember_json_rename_fn rename, void *ctx);
 
 #endif

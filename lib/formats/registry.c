@@ -75,7 +75,7 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
     char q[160];
     ember_quote(q, sizeof(q), data + at, n, 100);
     return ember_diag_set(d, -EINVAL, ember_input_name(in), line,
-                          "unknown profile format: \"%s\" is not perf script output, folded "
-                          "stacks or DTrace stacks (use --format to say which it is)",
+                          "unknown profile format: \"%s\" is none of the formats ember reads "
+                          "(use --format to say which it is; --help lists them)",
                           q);
 }

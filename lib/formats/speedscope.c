@@ -11,17 +11,19 @@
  *   arrays have one length; a weight 0 adds nothing, a negative one is an
  *   error; an empty stack weighs nothing (speedscope shows it as a gap);
  * - weights are exact decimals in the profile's unit;
- * - with several profiles, each gets a root frame named after it (ember
- *   has one profile); a single one is read as it is.
+ * - with several profiles that have weights, each gets a root frame named
+ *   after it (ember has one profile); a single one is read as it is.
  * Any key order is read: a file may give its profiles before shared.frames.
- * Each profile is built in a scratch profile whose frames are named by
- * their index; the indices become names when the file has been read.
+ * The stacks are built in one scratch profile whose frames are named by
+ * their index, each profile under a placeholder frame; indices become
+ * names, and placeholders root frames (or nothing), when the file has been
+ * read (ember_json_graft).
  *
- * Memory: the frame table, one scratch profile per speedscope profile
- * (distinct stacks), the open frames of an evented profile, and for a
- * sampled profile the leading part of whichever of samples and weights
- * comes first (4 bytes per sample, or 16 per weight) until the other
- * arrives. Nothing else grows with the input.
+ * Memory: the frame table, the scratch profile (distinct stacks), the open
+ * frames of an evented profile, and for a sampled profile the leading part
+ * of whichever of samples and weights comes first (4 bytes per sample, or
+ * 16 per weight) until the other arrives. Nothing else grows with the
+ * input.
  */
 #include "formats_impl.h"
 #include "json.h"
@@ -65,7 +67,8 @@ enum key {
     K_SAMPLES,
     K_WEIGHTS,
     K_AT,
-    K_FRAME
+    K_FRAME,
+    K_UNIT
 };
 
 enum ptype { T_UNKNOWN, T_EVENTED, T_SAMPLED };
@@ -76,9 +79,10 @@ struct frame_name {
 };
 
 struct ss_profile {
-    struct ember_profile *t; /* frames named by their index */
-    char *name;              /* in the reader's arena */
+    uint32_t root; /* its placeholder node in the reader's scratch profile */
+    char *name;    /* in the reader's arena */
     size_t namelen;
+    char unit[16]; /* "none", "nanoseconds", ..., "bytes" */
     bool weighed;
 };
 
@@ -86,7 +90,7 @@ struct ss_profile {
 struct current {
     enum ptype type;
     bool events, samples, weights;
-    struct ember_u64map frame_of; /* frame index -> frame of t */
+
     /* evented */
     uint32_t *open, *open_node;
     size_t nopen, ocap, ncap;
@@ -107,6 +111,11 @@ struct current {
 struct ss_reader {
     struct ember_json j;
     struct ember_profile *p;
+    /* the stacks as they are read, frames named by their index, each
+     * profile under a placeholder frame (see ember_json_graft) */
+    struct ember_profile *t;
+    struct ember_u64map frame_of; /* frame index -> frame of t */
+    char label[32];
     struct ember_read_stats *st;
     struct ember_arena arena;
     enum ctx ctx[MAX_DEPTH];
@@ -171,11 +180,10 @@ static int frame_name(struct ss_reader *r, const unsigned char *s, size_t n)
     return 1;
 }
 
-/* The frame of profile t for frame index idx (checked against the table if
- * it is known, else remembered for the check at the end). */
+/* The frame of the scratch profile for frame index idx (checked against
+ * the table if it is known, else remembered for the check at the end). */
 static int frame_of(struct ss_reader *r, int64_t idx, uint32_t *frame)
 {
-    struct current *c = &r->cur;
     if (idx < 0 || idx >= MAX_FRAMES || (r->frames_done && (size_t)idx >= r->nframes))
         return ember_json_fail(&r->j,
                                "frame index %lld out of range (expected 0 to %zu, the "
@@ -185,14 +193,14 @@ static int frame_of(struct ss_reader *r, int64_t idx, uint32_t *frame)
         r->max_index = idx;
         r->max_index_line = ember_json_line(&r->j);
     }
-    if (ember_u64map_get(&c->frame_of, (uint64_t)idx, frame))
+    if (ember_u64map_get(&r->frame_of, (uint64_t)idx, frame))
         return 1;
     /* indices are not trusted with a table's size: a map */
     char num[24];
     int n = snprintf(num, sizeof(num), "%lld", (long long)idx);
-    int err = ember_profile_intern(current_profile(r)->t, num, (size_t)n, frame);
+    int err = ember_profile_intern(r->t, num, (size_t)n, frame);
     if (!err)
-        err = ember_u64map_put(&c->frame_of, (uint64_t)idx, *frame);
+        err = ember_u64map_put(&r->frame_of, (uint64_t)idx, *frame);
     return err ? ember_json_error(&r->j, err) : 1;
 }
 
@@ -223,7 +231,7 @@ static int add_weight(struct ss_reader *r, uint32_t node, ember_fixed w)
     struct ember_decimal dec;
     int err = ember_json_decimal(w, &dec);
     if (!err)
-        err = ember_profile_add_decimal(current_profile(r)->t, node, 0, dec);
+        err = ember_profile_add_decimal(r->t, node, 0, dec);
     if (err)
         return ember_json_error(&r->j, err);
     current_profile(r)->weighed = true;
@@ -237,8 +245,8 @@ static int open_frame(struct ss_reader *r, int64_t idx)
     uint32_t frame, node;
     if (!frame_of(r, idx, &frame))
         return 0;
-    uint32_t parent = c->nopen ? c->open_node[c->nopen - 1] : EMBER_ROOT;
-    int err = ember_profile_child(current_profile(r)->t, parent, frame, &node);
+    uint32_t parent = c->nopen ? c->open_node[c->nopen - 1] : current_profile(r)->root;
+    int err = ember_profile_child(r->t, parent, frame, &node);
     if (!err && (EMBER_VEC_RESERVE(c->open, c->ocap, c->nopen + 1) < 0 ||
                  EMBER_VEC_RESERVE(c->open_node, c->ncap, c->nopen + 1) < 0))
         err = -ENOMEM;
@@ -317,7 +325,7 @@ static int pair(struct ss_reader *r)
         uint32_t leaf = c->leaves[c->lhead++];
         if (w < 0)
             return ember_json_fail(&r->j, "negative weight (expected weights of 0 or more)");
-        if (w > 0 && leaf != EMBER_ROOT && !add_weight(r, leaf, w))
+        if (w > 0 && leaf != current_profile(r)->root && !add_weight(r, leaf, w))
             return 0;
     }
     if (c->lhead == c->nleaves)
@@ -332,7 +340,7 @@ static int sample_frame(struct ss_reader *r, int64_t idx)
     uint32_t frame;
     if (!frame_of(r, idx, &frame))
         return 0;
-    int err = ember_profile_child(current_profile(r)->t, r->cur.node, frame, &r->cur.node);
+    int err = ember_profile_child(r->t, r->cur.node, frame, &r->cur.node);
     return err ? ember_json_error(&r->j, err) : 1;
 }
 
@@ -363,12 +371,16 @@ static int profile_start(struct ss_reader *r)
     if (EMBER_VEC_RESERVE(r->profiles, r->pcap, r->nprofiles + 1) < 0)
         return ember_json_error(&r->j, -ENOMEM);
     struct ss_profile *sp = &r->profiles[r->nprofiles];
-    *sp = (struct ss_profile){.t = ember_profile_new()};
-    if (!sp->t)
-        return ember_json_error(&r->j, -ENOMEM);
+    *sp = (struct ss_profile){0};
+    char name[24];
+    uint32_t frame;
+    int n = snprintf(name, sizeof(name), "%c%zu", EMBER_JSON_PLACEHOLDER, r->nprofiles);
+    int err = ember_profile_intern(r->t, name, (size_t)n, &frame);
+    if (!err)
+        err = ember_profile_child(r->t, EMBER_ROOT, frame, &sp->root);
+    if (err)
+        return ember_json_error(&r->j, err);
     r->nprofiles++;
-    if (ember_profile_has_sequence(r->p))
-        ember_profile_keep_sequence(sp->t, true);
     struct current *c = &r->cur;
     c->type = T_UNKNOWN;
     c->events = c->samples = c->weights = c->have_at = false;
@@ -376,9 +388,7 @@ static int profile_start(struct ss_reader *r)
     c->nsamples = c->nweights_total = 0;
     c->ev_type = 0;
     c->ev_frame = -1;
-    ember_u64map_release(&c->frame_of);
-    int err = ember_u64map_init(&c->frame_of);
-    return err ? ember_json_error(&r->j, err) : 1;
+    return 1;
 }
 
 static int profile_end(struct ss_reader *r)
@@ -419,6 +429,9 @@ static int profile_string(struct ss_reader *r, enum key k, const unsigned char *
                                    "profile type \"%.*s\" (expected \"evented\" or "
                                    "\"sampled\")",
                                    (int)(n > 40 ? 40 : n), (const char *)s);
+    } else if (k == K_UNIT) {
+        snprintf(current_profile(r)->unit, sizeof(current_profile(r)->unit), "%.*s",
+                 (int)(n < 15 ? n : 15), (const char *)s);
     } else if (k == K_NAME) {
         struct ss_profile *sp = current_profile(r);
         sp->name = ember_arena_strndup(&r->arena, (const char *)s, n);
@@ -514,6 +527,7 @@ static int on_key(void *ctx, const unsigned char *s, size_t n)
             : is(s, n, "events")  ? K_EVENTS
             : is(s, n, "samples") ? K_SAMPLES
             : is(s, n, "weights") ? K_WEIGHTS
+            : is(s, n, "unit")    ? K_UNIT
                                   : K_OTHER;
     else if (c == C_EVENT)
         k = is(s, n, "type")    ? K_TYPE
@@ -595,7 +609,7 @@ static int open_container(struct ss_reader *r, bool map)
     if (c == C_WEIGHTS)
         r->cur.weights = true;
     if (c == C_SAMPLE)
-        r->cur.node = EMBER_ROOT;
+        r->cur.node = current_profile(r)->root;
     if (c == C_FRAMES)
         r->nframes = 0;
     return 1;
@@ -650,16 +664,51 @@ static const yajl_callbacks callbacks = {
 
 /* ---- the result ------------------------------------------------------------------ */
 
-static int rename_frame(void *ctx, uint32_t frame, const char **name, size_t *len)
+/* Frames named by their index take their names; a profile's placeholder
+ * becomes its root frame when several profiles have weights, and goes
+ * otherwise. */
+static int rename_frame(void *ctx, const char **name, size_t *len)
 {
     struct ss_reader *r = ctx;
+    if (*len > 0 && (*name)[0] == EMBER_JSON_PLACEHOLDER) {
+        size_t k = strtoul(*name + 1, NULL, 10), weighed = 0;
+        for (size_t i = 0; i < r->nprofiles; i++)
+            weighed += r->profiles[i].weighed;
+        if (weighed < 2 || k >= r->nprofiles) {
+            *name = NULL;
+        } else if (r->profiles[k].name) {
+            *name = r->profiles[k].name;
+            *len = r->profiles[k].namelen;
+        } else {
+            *len = (size_t)snprintf(r->label, sizeof(r->label), "profile %zu", k + 1);
+            *name = r->label;
+        }
+        return 0;
+    }
     unsigned long idx = strtoul(*name, NULL, 10);
-    (void)frame;
     if (idx >= r->nframes)
         return -EINVAL; /* checked before grafting */
     *name = r->frames[idx].s;
     *len = r->frames[idx].len;
     return 0;
+}
+
+/* What the weights measure, for the writers that say it: the unit of the
+ * first profile with weights ("none" is a count, the default). */
+static void set_unit(struct ss_reader *r)
+{
+    static const char *const times[] = {"nanoseconds", "microseconds", "milliseconds", "seconds"};
+    for (size_t i = 0; i < r->nprofiles; i++) {
+        const char *unit = r->profiles[i].unit;
+        if (!r->profiles[i].weighed)
+            continue;
+        for (size_t k = 0; k < sizeof(times) / sizeof(times[0]); k++)
+            if (strcmp(unit, times[k]) == 0)
+                ember_profile_set_unit(r->p, "time", unit);
+        if (strcmp(unit, "bytes") == 0)
+            ember_profile_set_unit(r->p, "space", "bytes");
+        return;
+    }
 }
 
 static int finish(struct ss_reader *r, struct ember_diag *d)
@@ -679,36 +728,20 @@ static int finish(struct ss_reader *r, struct ember_diag *d)
                               "frame index %lld out of range (expected an index into "
                               "shared.frames, which has %zu frames)",
                               (long long)r->max_index, r->frames_done ? r->nframes : 0);
-    size_t weighed = 0;
-    for (size_t i = 0; i < r->nprofiles; i++)
-        weighed += r->profiles[i].weighed;
-    int err = 0;
-    for (size_t i = 0; i < r->nprofiles && !err; i++) {
-        const struct ss_profile *sp = &r->profiles[i];
-        char def[32];
-        const char *root = NULL;
-        size_t rootlen = 0;
-        if (weighed > 1 && sp->name) {
-            root = sp->name, rootlen = sp->namelen;
-        } else if (weighed > 1) {
-            rootlen = (size_t)snprintf(def, sizeof(def), "profile %zu", i + 1);
-            root = def;
-        }
-        if (sp->weighed)
-            err = ember_json_graft(r->p, sp->t, root, rootlen, rename_frame, r);
-    }
+    int err = ember_json_graft(r->p, r->t, rename_frame, r);
     if (err == -ERANGE)
         return ember_diag_set(d, err, file, 0, "weights overflow a 64-bit total");
+    if (!err)
+        set_unit(r);
     return err;
 }
 
 static void release(struct ss_reader *r)
 {
-    for (size_t i = 0; i < r->nprofiles; i++)
-        ember_profile_free(r->profiles[i].t);
+    ember_profile_free(r->t);
+    ember_u64map_release(&r->frame_of);
     free(r->profiles);
     free(r->frames);
-    ember_u64map_release(&r->cur.frame_of);
     free(r->cur.open);
     free(r->cur.open_node);
     free(r->cur.leaves);
@@ -728,7 +761,12 @@ static int speedscope_read(struct ember_profile *p, struct ember_input *in,
     r->max_index = -1;
     r->j = (struct ember_json){.in = in, .file = ember_input_name(in), .d = d, .o = o};
     ember_arena_init(&r->arena);
-    int err = ember_json_parse(&r->j, &callbacks, r);
+    r->t = ember_profile_new();
+    int err = r->t ? ember_u64map_init(&r->frame_of) : -ENOMEM;
+    if (!err && ember_profile_has_sequence(p))
+        ember_profile_keep_sequence(r->t, true);
+    if (!err)
+        err = ember_json_parse(&r->j, &callbacks, r);
     if (!err)
         err = finish(r, d);
     release(r);

@@ -13,6 +13,7 @@ usage:
   readers_json.py generated WORKDIR
   readers_json.py roundtrip INPUT WORKDIR
   readers_json.py valgrind CC PROGRAM.c WORKDIR
+  readers_json.py expect INPUT EXPECTED [ember options]
   readers_json.py invalid FORMAT INPUT LINE "MESSAGE PART"
 
 What is compared, for a snapshot:
@@ -35,6 +36,7 @@ Where ember differs on purpose:
   speedscope multiplies them by 10 to show nanoseconds.
 """
 import json
+import os
 import re
 import sys
 from decimal import Decimal
@@ -444,7 +446,8 @@ def run_generated(workdir):
 def run_roundtrip(inp, workdir):
     """ember's own writers read back: `convert --to speedscope` (sampled and
     evented) and `--to chrome` give the stacks of the input again (the
-    Chrome export adds a root frame per thread, which is taken off)."""
+    Chrome export adds a root frame per thread, which is taken off, and
+    counts microseconds: a profile in seconds comes back scaled)."""
     import os
     os.makedirs(workdir, exist_ok=True)
     want, _, _ = golden.run(["collapse", inp])
@@ -454,9 +457,17 @@ def run_roundtrip(inp, workdir):
         golden.run(["convert", "--to", to] + opts + [inp, "-o", out])
         got, _, _ = golden.run(["collapse", out])
         if strip:
-            got = folded(got)
-            got = b"".join(b"%s %s\n" % (s.split(";", 1)[1].encode(), str(w).encode())
-                           for s, w in sorted(got.items(), key=lambda kv: kv[0].split(";", 1)[1]))
+            # Chrome traces count microseconds: times in other units come back
+            # scaled by a power of ten, the same for every stack
+            got = {s.split(";", 1)[1]: w for s, w in folded(got).items()}
+            w0 = folded(want)
+            k = sum(got.values()) / sum(w0.values())
+            if k not in (Decimal(10) ** e for e in range(-3, 7)):
+                golden.fail("%s -> chrome: weights scaled by %s, not a power of ten" % (inp, k))
+            got = b"".join(b"%s %s\n" % (s.encode(), str((w / k).normalize()).encode())
+                           for s, w in sorted(got.items()))
+            want = b"".join(b"%s %s\n" % (s.encode(), str(w.normalize()).encode())
+                            for s, w in sorted(w0.items()))
         golden.first_difference(got, want, "%s -> %s %s -> folded" % (inp, to, " ".join(opts)))
     print("ok %s: speedscope, evented speedscope and chrome read back the same" % inp)
 
@@ -530,6 +541,16 @@ def run_valgrind(cc, src, workdir):
         print("ok %s %s: total %d, %d stacks" % (out, event, total, len(got)))
 
 
+def run_expect(inp, expected, *opts):
+    """Inputs written for these tests, with their expected stacks worked out
+    by hand (each input says how): the same bytes, detected or not."""
+    want = open(expected, "rb").read()
+    for fmt in ([], ["--format", os.path.basename(os.path.dirname(inp))]):
+        got, _, _ = golden.run(["collapse"] + fmt + list(opts) + [inp])
+        golden.first_difference(got, want, "%s %s" % (inp, " ".join(fmt + list(opts))))
+    print("ok %s %s" % (inp, " ".join(opts)))
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "snap":
@@ -542,6 +563,8 @@ def main():
         run_roundtrip(*args)
     elif mode == "valgrind":
         run_valgrind(*args)
+    elif mode == "expect":
+        run_expect(*args)
     elif mode.startswith("model-"):
         run_model(mode, args[0])
     elif mode == "invalid":
