@@ -44,3 +44,8 @@ $M "convert perf200 --to speedscope -j$N" "$(size $D/perf200.txt)" \
     $E convert --to speedscope -j"$N" "$D/perf200.txt"
 $M "convert example64 --to pprof -j$N" "$(size $D/example64.txt)" \
     $E convert --to pprof -j"$N" "$D/example64.txt"
+# report and the transforms: linear passes over the distinct stacks
+$M "report --top perf200 -j$N" "$(size $D/perf200.txt)" $E report -j"$N" "$D/perf200.txt"
+$M "report --tree folded200" "$(size $D/folded200.txt)" $E report --tree "$D/folded200.txt"
+$M "collapse perf200 -j$N, 3 transforms" "$(size $D/perf200.txt)" \
+    $E collapse -j"$N" --demangle --flatten-recursion --collapse-gc "$D/perf200.txt"
