@@ -115,6 +115,11 @@ int cli_transform_option(const struct option *opt, const char *arg);
          NULL,     "macOS sample: function names without their module",                              \
          NULL,     NULL,                                                                             \
          false},                                                                                     \
+        {OPT_FLAG, "include-offset",                                                                 \
+         0,        &(r).ro.include_offset,                                                           \
+         NULL,     "DTrace: callers keep their +0x... offsets (stackcollapse.pl --includeoffset)",   \
+         NULL,     NULL,                                                                             \
+         false},                                                                                     \
         {OPT_STRING,                                                                                 \
          "sample-type",                                                                              \
          0,                                                                                          \

@@ -34,9 +34,10 @@ struct ember_read_opts {
     /* pprof: the sample type to read ("cpu", "alloc_space", or its index);
      * NULL: default_sample_type, else the last one, as pprof does */
     const char *sample_type;
-    bool no_modules;    /* macOS sample: "func", not "module`func" */
-    const char *event;  /* callgrind: the event (cost column) to read; NULL: the first */
-    ember_warn_fn warn; /* skipped lines and other non-fatal problems */
+    bool no_modules;     /* macOS sample: "func", not "module`func" */
+    bool include_offset; /* DTrace: callers keep their "+0x..." offsets */
+    const char *event;   /* callgrind: the event (cost column) to read; NULL: the first */
+    ember_warn_fn warn;  /* skipped lines and other non-fatal problems */
     void *warn_ctx;
     /* Called now and then with the bytes consumed of the current input. */
     void (*progress)(void *ctx, const struct ember_input *in);

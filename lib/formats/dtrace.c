@@ -4,16 +4,24 @@
  *
  * After a 3-line header (column titles, the probe, a blank line), each
  * stack is frame lines, leaf first, then a line holding only its count.
- * A frame loses its "+0x..." offset (from the last '+'), C++ arguments and
- * trailing template arguments after a "::", and splits Java inline chains
- * "a->b" into a;b_[i]. One deliberate difference: the script drops a
- * leading 'L' from every frame (meant for Java's "Lpkg/Class;" names, but
- * it also turns "LZ4_compress" into "Z4_compress"); ember does it only for
- * names with a '/', as stackcollapse-perf does.
+ * A frame loses its "+0x..." offset (from the last '+'; with
+ * include_offset, only the leaf does), C++ arguments and trailing template
+ * arguments after a "::", and splits Java inline chains "a->b" into
+ * a;b_[i]. Rust names that DTrace demangled only partly ("mod`a::b::h<16
+ * hex>", "$LT$" escapes) are finished, as inferno-collapse-dtrace does.
+ *
+ * Deliberate differences from the script: it drops a leading 'L' from
+ * every frame (meant for Java's "Lpkg/Class;" names, but it also turns
+ * "LZ4_compress" into "Z4_compress"); ember does it only for names with a
+ * '/', as stackcollapse-perf does. With --includeoffset, the script cuts
+ * the whole stack at its last '+', which loses the leaf when the leaf has
+ * no offset (FlameGraph issue 202); ember cuts only the leaf's offset, as
+ * inferno does.
  */
 #include "formats_impl.h"
-#include "io/chunk.h"
+#include "lines.h"
 #include "model/profile_impl.h"
+#include "perf_tidy.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -29,6 +37,7 @@ static bool is_space(unsigned char c)
 
 struct dtrace_reader {
     struct ember_profile *p;
+    bool include_offset;
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
@@ -56,6 +65,18 @@ static bool count_line(const char *s, size_t n, int64_t *v)
     return true;
 }
 
+/* The symbol of "module`symbol", as ember_tidy_rust leaves it (without the
+ * space that " (.llvm.NNN)" suffixes leave once cut). */
+static size_t tidy_rust(char *b, size_t len)
+{
+    const char *tick = memchr(b, '`', len);
+    size_t start = tick ? (size_t)(tick - b) + 1 : 0, end = len;
+    while (end > start && b[end - 1] == ' ')
+        end--;
+    size_t n = ember_tidy_rust(b + start, end - start);
+    return n == end - start ? len : start + n;
+}
+
 static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inlined)
 {
     if (EMBER_VEC_RESERVE(r->buf, r->bcap, n + 5) < 0)
@@ -65,6 +86,7 @@ static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inli
     size_t i = n > 0 && s[0] == 'L' && memchr(s, '/', n) ? 1 : 0;
     for (; i < n; i++)
         b[len++] = s[i] == ';' ? ':' : s[i];
+    len = tidy_rust(b, len);
     if (inlined) {
         memcpy(b + len, "_[i]", 4);
         len += 4;
@@ -79,7 +101,7 @@ static int frame_line(struct dtrace_reader *r, const char *s, size_t n)
     while (n > 0 && is_space((unsigned char)*s))
         s++, n--;
     const char *plus = memrchr(s, '+', n);
-    if (plus)
+    if (plus && (!r->include_offset || r->n == 0)) /* r->n == 0: the leaf */
         n = (size_t)(plus - s);
     const char *cc = memmem(s, n, "::", 2);
     if (cc) {
@@ -128,46 +150,34 @@ static int end_stack(struct dtrace_reader *r, int64_t count, uint64_t line)
     return err;
 }
 
+/* One line of the input (without its end of line). */
+static int dtrace_line(void *ctx, const char *s, size_t n, uint64_t line)
+{
+    struct dtrace_reader *r = ctx;
+    int64_t count;
+    if (line <= DTRACE_HEADER_LINES)
+        return 0;
+    if (count_line(s, n, &count))
+        return end_stack(r, count, line);
+    size_t i = 0;
+    while (i < n && is_space((unsigned char)s[i]))
+        i++;
+    return i < n ? frame_line(r, s, n) : 0;
+}
+
 static int dtrace_read(struct ember_profile *p, struct ember_input *in,
                        const struct ember_read_opts *o, struct ember_read_stats *st,
                        struct ember_diag *d)
 {
-    struct dtrace_reader r = {.p = p, .st = st, .file = ember_input_name(in), .d = d};
-    struct ember_chunk c = {0};
-    int err = 0;
-    while (!err) {
-        int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
-        if (got <= 0) {
-            err = got;
-            break;
-        }
-        uint64_t line = c.first_line;
-        for (const char *s = c.data, *end = c.data + c.len; s < end && !err; line++) {
-            const char *nl = memchr(s, '\n', (size_t)(end - s));
-            const char *next = nl ? nl + 1 : end;
-            size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            int64_t count;
-            if (n > 0 && s[n - 1] == '\r')
-                n--;
-            if (line <= DTRACE_HEADER_LINES) {
-                /* the header */
-            } else if (count_line(s, n, &count)) {
-                err = end_stack(&r, count, line);
-            } else {
-                size_t i = 0;
-                while (i < n && is_space((unsigned char)s[i]))
-                    i++;
-                if (i < n)
-                    err = frame_line(&r, s, n);
-            }
-            s = next;
-        }
-        if (!err && o->progress)
-            o->progress(o->progress_ctx, in);
-    }
+    struct dtrace_reader r = {.p = p,
+                              .include_offset = o->include_offset,
+                              .st = st,
+                              .file = ember_input_name(in),
+                              .d = d};
+    uint64_t last;
+    int err = ember_read_lines(in, o, d, dtrace_line, &r, &last);
     if (!err && r.n)
         st->skipped++; /* frames without a count: the script drops them too */
-    ember_chunk_release(&c);
     free(r.frames);
     free(r.buf);
     return err;

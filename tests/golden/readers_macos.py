@@ -6,6 +6,7 @@ usage: readers_macos.py MODE ARGS...
   sample INPUT EXPECTED [ember options]   inferno's collapse-sample results
   sample-top INPUT                        leaves against sample's own table
   xctrace INPUT EXPECTED                  inferno's collapse-xctrace results
+  dtrace INPUT EXPECTED [ember options]   inferno's collapse-dtrace results
   instruments INPUT SNAPSHOT NAME         speedscope's Jest snapshot NAME
   pprof-raw INPUT EXPECTED SCRIPT [opts]  ember's and stackcollapse-go.pl's
   detect FORMAT FILE...                   auto-detection reads FILEs as FORMAT
@@ -154,6 +155,11 @@ def mode_xctrace(inp, expected):
     golden.first_difference(got, merged(read(expected)), inp)
 
 
+def mode_dtrace(inp, expected, *opts):
+    got, _ = collapse("dtrace", inp, opts)
+    golden.first_difference(got, merged(read(expected)), inp)
+
+
 # ---- Instruments: speedscope's snapshot
 
 WEIGHT = re.compile(r" (?:[\d.]+(?:ms|s| B| KB| MB| GB)|\d+:\d\d)$")
@@ -271,6 +277,7 @@ def mode_detect(fmt, *files):
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     {"sample": mode_sample, "sample-top": mode_sample_top, "xctrace": mode_xctrace,
+     "dtrace": mode_dtrace,
      "instruments": mode_instruments, "pprof-raw": mode_pprof_raw,
      "detect": mode_detect}[mode](*args)
 

@@ -29,7 +29,8 @@ def one_run(writer, work, n, rnd):
                EMBER_TRACE_PACKET=str(16 << 10))
     p = subprocess.Popen([writer, progress], env=env)
     deadline = time.time() + 10
-    while not os.path.exists(trace) and time.time() < deadline:
+    # both exist before the kill: a kill before either is a test of nothing
+    while not (os.path.exists(trace) and os.path.exists(progress)) and time.time() < deadline:
         time.sleep(0.005)
     time.sleep(rnd.uniform(0.01, 0.25))
     p.send_signal(signal.SIGKILL)

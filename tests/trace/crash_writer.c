@@ -6,6 +6,9 @@
  * be in the trace (unless overwritten, and then counted as lost).
  *
  * usage: crash_writer PROGRESS_FILE
+ *
+ * The progress file appears (by a rename) only once it is filled with -1,
+ * so that a test that sees it can read it whenever it kills the writer.
  */
 #include <ember/trace.h>
 
@@ -37,7 +40,9 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         return 2;
-    int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", argv[1]);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || ftruncate(fd, THREADS * 8) < 0)
         return 1;
     progress = mmap(NULL, THREADS * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -45,6 +50,8 @@ int main(int argc, char **argv)
         return 1;
     for (int t = 0; t < THREADS; t++)
         progress[t] = -1;
+    if (rename(tmp, argv[1]) < 0)
+        return 1;
     pthread_t th[THREADS];
     for (intptr_t t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, writer, (void *)t);
