@@ -49,3 +49,9 @@ $M "report --top perf200 -j$N" "$(size $D/perf200.txt)" $E report -j"$N" "$D/per
 $M "report --tree folded200" "$(size $D/folded200.txt)" $E report --tree "$D/folded200.txt"
 $M "collapse perf200 -j$N, 3 transforms" "$(size $D/perf200.txt)" \
     $E collapse -j"$N" --demangle --flatten-recursion --collapse-gc "$D/perf200.txt"
+# DTrace: FlameGraph's example, its stacks repeated to ~200 MB under one header
+if [ ! -f "$D/dtrace200.txt" ]; then
+    X=../shared/corpus/flamegraph/example-dtrace-stacks.txt
+    { head -n 3 "$X"; for i in $(seq 150); do tail -n +4 "$X"; done; } > "$D/dtrace200.txt"
+fi
+$M "collapse dtrace200" "$(size $D/dtrace200.txt)" $E collapse "$D/dtrace200.txt"
