@@ -25,8 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ---- helpers of both kinds of stacks ------------------------------------------------- */
+/* ---- helpers ---------------------------------------------------------------------------- */
 
+/* Keeps a value of the event in the capture (cut to MAX_TEXT bytes). */
 static int text_set(struct text *t, const void *s, size_t n)
 {
     if (n > MAX_TEXT)

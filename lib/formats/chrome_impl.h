@@ -5,10 +5,12 @@
  * thread; cpuprofile.c builds the stacks of V8's CPU profiles.
  *
  * Invariants: one struct chrome_reader per input, zeroed when it starts;
- * each group of its fields is written by the file that the group's comment
- * names, and only read elsewhere where that comment says so; the values of
- * the event (or .cpuprofile part) being read wait in the capture until it
- * ends, and are then handed to trace_events.c or cpuprofile.c; stacks are
+ * the state of spans and of CPU profiles is kept by their own file, which
+ * alone writes it (chrome.c only reads what the comments below say); the
+ * parse (j: its errors), the read statistics and the label are shared; the
+ * values of the event (or .cpuprofile part) being read wait in the capture
+ * until it ends, and are then handed to trace_events.c or cpuprofile.c
+ * (which may rewrite its values in place); stacks are
  * built in two scratch profiles (spans, CPU samples), each thread or CPU
  * profile under a placeholder frame (ember_chrome_add_placeholder) that
  * becomes its root frame, or goes, when the result is grafted.
@@ -106,9 +108,9 @@ struct cap_node {
 };
 
 /* The parts of the current event (or of a .cpuprofile) read so far.
- * chrome.c fills and resets it (at each event's start); the CPU profile
- * parts (nodes to deltas) hold what has not yet gone to a profile and are
- * emptied when it goes (cpuprofile.c). */
+ * chrome.c resets it (at each event's start) and fills the event's
+ * fields; cpuprofile.c fills the CPU profile parts (node to deltas), which
+ * hold what has not yet gone to a profile and are emptied when it goes. */
 struct capture {
     char ph;
     struct text name, pid, tid, id, meta, fn, url;
@@ -131,7 +133,8 @@ struct trace_thread; /* trace_events.c's */
 struct cpu_profile;  /* cpuprofile.c's */
 
 struct chrome_reader {
-    /* chrome.c's: the parse, and the event being read */
+    /* chrome.c's: the parse (shared: any file may fail it), the result and
+     * its statistics, and the event being read */
     struct ember_json j;
     struct ember_profile *p;
     struct ember_read_stats *st;
@@ -139,7 +142,7 @@ struct chrome_reader {
     enum key key[MAX_DEPTH];
     struct capture cap;
     bool top_object, saw_events, in_event;
-    char label[600]; /* a root frame's name while grafting (either file's) */
+    char label[600]; /* a root frame's name while grafting (by the other files) */
     /* trace_events.c's: each thread's spans under a placeholder frame
      * (chrome.c reads nthreads), and the names of threads */
     struct ember_profile *spans;
@@ -179,6 +182,8 @@ long ember_chrome_read_placeholder(const char *name, size_t len);
 
 /* ---- trace_events.c: spans per thread, and thread names ------------------------------ */
 
+/* All return 0 or a negative error code, except label. */
+
 int ember_trace_events_init(struct chrome_reader *r);
 /* An event that is not a CPU profile's: "X", "B" and "E" spans, "M" thread
  * names (other phases are ignored). 0 or an error code. */
@@ -195,7 +200,9 @@ int ember_trace_events_label(struct chrome_reader *r, const char *pid, const cha
 void ember_trace_events_release(struct chrome_reader *r);
 
 /* ---- cpuprofile.c: V8's CPU profiles ---------------------------------------------------
- * As yajl's callbacks: 1 to go on, 0 to stop (r->j has the error). */
+ * What the JSON callbacks call (number, end_node, add_event, add_part)
+ * returns as they do: 1 to go on, 0 to stop (r->j has the error); the
+ * others return 0 or a negative error code (weighed: a count). */
 
 int ember_cpuprofile_init(struct chrome_reader *r);
 /* A number at key k in context c, if it is a CPU profile's (node ids,

@@ -43,6 +43,7 @@ struct dtrace_reader {
     struct ember_diag *d;
     uint32_t *frames; /* leaf first, each line's pieces reversed */
     size_t n, cap;
+    bool in_stack; /* a frame line of the current stack was read (the leaf's) */
     char *buf;
     size_t bcap;
 };
@@ -65,16 +66,22 @@ static bool count_line(const char *s, size_t n, int64_t *v)
     return true;
 }
 
-/* The symbol of "module`symbol", as ember_tidy_rust leaves it (without the
- * space that " (.llvm.NNN)" suffixes leave once cut). */
+/* The symbol of "module`symbol[+offset]" as ember_tidy_rust leaves it
+ * (without the space that a cut " (.llvm.NNN)" suffix leaves), its offset
+ * kept. Names only get shorter. */
 static size_t tidy_rust(char *b, size_t len)
 {
     const char *tick = memchr(b, '`', len);
-    size_t start = tick ? (size_t)(tick - b) + 1 : 0, end = len;
+    size_t start = tick ? (size_t)(tick - b) + 1 : 0;
+    const char *plus = memrchr(b + start, '+', len - start);
+    size_t off = plus ? (size_t)(plus - b) : len, end = off;
     while (end > start && b[end - 1] == ' ')
         end--;
     size_t n = ember_tidy_rust(b + start, end - start);
-    return n == end - start ? len : start + n;
+    if (n == end - start)
+        return len;
+    memmove(b + start + n, b + off, len - off);
+    return start + n + (len - off);
 }
 
 static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inlined)
@@ -82,11 +89,12 @@ static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inli
     if (EMBER_VEC_RESERVE(r->buf, r->bcap, n + 5) < 0)
         return -ENOMEM;
     char *b = r->buf;
-    size_t len = 0;
     size_t i = n > 0 && s[0] == 'L' && memchr(s, '/', n) ? 1 : 0;
-    for (; i < n; i++)
-        b[len++] = s[i] == ';' ? ':' : s[i];
-    len = tidy_rust(b, len);
+    memcpy(b, s + i, n - i);
+    size_t len = tidy_rust(b, n - i);
+    /* after Rust's escapes, which may give a ';' ("$u3b$") */
+    for (char *c = b; (c = memchr(c, ';', len - (size_t)(c - b))) != NULL;)
+        *c = ':';
     if (inlined) {
         memcpy(b + len, "_[i]", 4);
         len += 4;
@@ -100,8 +108,10 @@ static int frame_line(struct dtrace_reader *r, const char *s, size_t n)
 {
     while (n > 0 && is_space((unsigned char)*s))
         s++, n--;
+    bool leaf = !r->in_stack;
+    r->in_stack = true;
     const char *plus = memrchr(s, '+', n);
-    if (plus && (!r->include_offset || r->n == 0)) /* r->n == 0: the leaf */
+    if (plus && (!r->include_offset || leaf))
         n = (size_t)(plus - s);
     const char *cc = memmem(s, n, "::", 2);
     if (cc) {
@@ -146,6 +156,7 @@ static int end_stack(struct dtrace_reader *r, int64_t count, uint64_t line)
     if (err == -ERANGE)
         return ember_diag_set(r->d, err, r->file, line, "counts overflow a 64-bit total");
     r->n = 0;
+    r->in_stack = false;
     r->st->samples++;
     return err;
 }

@@ -96,18 +96,13 @@ static bool to_ns(ember_fixed v, int64_t *ns)
 
 /* ---- thread names: what speedscope calls each profile ------------------------------ */
 
-static const char *name_of(struct ember_strmap *m, const char *key, size_t len)
-{
-    return ember_strmap_get(m, key, len);
-}
-
 int ember_trace_events_label(struct chrome_reader *r, const char *pid, const char *tid, char *buf,
                              size_t size)
 {
     char key[2 * MAX_ID_TEXT + 2];
     size_t klen = ember_chrome_pair_key(key, sizeof(key), pid, tid);
-    const char *pname = name_of(&r->process_names, pid, strlen(pid));
-    const char *tname = name_of(&r->thread_names, key, klen);
+    const char *pname = ember_strmap_get(&r->process_names, pid, strlen(pid));
+    const char *tname = ember_strmap_get(&r->thread_names, key, klen);
     int n;
     if (pname && tname)
         n = snprintf(buf, size, "%s (pid %s), %s (tid %s)", pname, pid, tname, tid);

@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.perf.srcline = (size & 12) == 12;
     o.event = size & 256 ? "Dr" : NULL; /* callgrind: another event than the first */
     o.no_modules = size & 128;
-    o.include_offset = size & 32; /* dtrace */
+    o.include_offset = size & 32;              /* dtrace */
     o.sample_type = (size & 256) ? "0" : NULL; /* pprof: the first type, or the default */
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, size & 16);

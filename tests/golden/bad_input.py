@@ -152,6 +152,11 @@ def no_stacks(d):
     expect_failure(["flamegraph", path, "-o", out], "no stack counts", out=out)
     path = write(os.path.join(d, "comments.txt"), b"# only\n# comments\n")
     expect_failure(["collapse", path, "-o", out], path, out=out)
+    # inferno's only-header-lines case: a DTrace header and nothing else
+    path = write(os.path.join(d, "header.txt"),
+                 b"CPU     ID                    FUNCTION:NAME\n  0  64091   :tick-60s \n\n")
+    expect_failure(["collapse", "--format", "dtrace", path, "-o", out], path,
+                   "no stacks found", out=out)
 
 
 @case

@@ -7,6 +7,7 @@ usage: readers_macos.py MODE ARGS...
   sample-top INPUT                        leaves against sample's own table
   xctrace INPUT EXPECTED                  inferno's collapse-xctrace results
   dtrace INPUT EXPECTED [ember options]   inferno's collapse-dtrace results
+  dtrace-offsets INPUT EXPECTED           --include-offset, offsets stripped
   instruments INPUT SNAPSHOT NAME         speedscope's Jest snapshot NAME
   pprof-raw INPUT EXPECTED SCRIPT [opts]  ember's and stackcollapse-go.pl's
   detect FORMAT FILE...                   auto-detection reads FILEs as FORMAT
@@ -160,6 +161,25 @@ def mode_dtrace(inp, expected, *opts):
     golden.first_difference(got, merged(read(expected)), inp)
 
 
+def mode_dtrace_offsets(inp, expected):
+    """--include-offset where inferno has no result: the callers keep an
+    offset, the leaf has none, and without them the stacks are the
+    default ones (so names are finished the same way, offset or not)."""
+    got, _ = collapse("dtrace", inp, ["--include-offset"])
+    offset = re.compile(rb"\+0x[0-9a-f]+$")
+    stripped = []
+    for line in got.splitlines():
+        stack, _, count = line.rpartition(b" ")
+        frames = stack.split(b";")
+        if offset.search(frames[-1]):
+            golden.fail("%s: the leaf kept its offset: %r" % (inp, line))
+        if not any(offset.search(f) for f in frames[:-1]):
+            golden.fail("%s: no caller kept its offset: %r" % (inp, line))
+        stripped.append(b";".join(offset.sub(b"", f) for f in frames) + b" " + count)
+    golden.first_difference(merged(b"\n".join(stripped)), merged(read(expected)),
+                            inp + " with --include-offset, offsets stripped")
+
+
 # ---- Instruments: speedscope's snapshot
 
 WEIGHT = re.compile(r" (?:[\d.]+(?:ms|s| B| KB| MB| GB)|\d+:\d\d)$")
@@ -277,7 +297,7 @@ def mode_detect(fmt, *files):
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     {"sample": mode_sample, "sample-top": mode_sample_top, "xctrace": mode_xctrace,
-     "dtrace": mode_dtrace,
+     "dtrace": mode_dtrace, "dtrace-offsets": mode_dtrace_offsets,
      "instruments": mode_instruments, "pprof-raw": mode_pprof_raw,
      "detect": mode_detect}[mode](*args)
 

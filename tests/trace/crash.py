@@ -30,7 +30,12 @@ def one_run(writer, work, n, rnd):
     p = subprocess.Popen([writer, progress], env=env)
     deadline = time.time() + 10
     # both exist before the kill: a kill before either is a test of nothing
-    while not (os.path.exists(trace) and os.path.exists(progress)) and time.time() < deadline:
+    while not (os.path.exists(trace) and os.path.exists(progress)):
+        if p.poll() is not None:
+            golden.fail("run %d: the writer exited (status %d) before it wrote" % (n, p.returncode))
+        if time.time() > deadline:
+            p.kill()
+            golden.fail("run %d: no trace or progress file after 10 s" % n)
         time.sleep(0.005)
     time.sleep(rnd.uniform(0.01, 0.25))
     p.send_signal(signal.SIGKILL)
