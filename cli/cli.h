@@ -49,6 +49,15 @@ struct ember_sink cli_output_sink(struct cli_output *o);
 int cli_output_commit(struct cli_output *o);
 /* Removes a partial output. */
 void cli_output_abort(struct cli_output *o);
+/* Ends a write into o. On err (a negative code): says why (d's message
+ * when d has one, else the system's, naming the output), removes the
+ * partial output and returns 1. Otherwise commits: 0, or 1 after saying
+ * why not. */
+int cli_output_finish(struct cli_output *o, int err, const struct ember_diag *d);
+
+/* Writes p as folded stacks into out (stdout when NULL); 0, or 1 after
+ * saying what failed. */
+int cli_write_folded(const struct ember_profile *p, const char *out);
 
 /* Draws p as an SVG flame graph into out (stdout when NULL); 0, or 1
  * after saying what failed. */

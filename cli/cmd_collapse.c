@@ -5,10 +5,6 @@
 #include "cli.h"
 #include "commands.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-
 static const char usage[] = "ember collapse [options] [FILE...]";
 static const char description[] =
     "Reads profiles (perf script, DTrace, folded stacks, pprof, speedscope, Chrome trace\n"
@@ -41,20 +37,8 @@ int cmd_collapse(int argc, char **argv)
         return 1;
     }
     int ret = cli_read_profile(&r, p, argv, nfiles);
-    struct cli_output o;
-    if (!ret && cli_output_open(&o, out) < 0)
-        ret = 1;
-    if (!ret) {
-        struct ember_sink sink = cli_output_sink(&o);
-        int err = ember_write_folded(p, &sink);
-        if (err) {
-            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
-            cli_output_abort(&o);
-            ret = 1;
-        } else if (cli_output_commit(&o) < 0) {
-            ret = 1;
-        }
-    }
+    if (!ret)
+        ret = cli_write_folded(p, out);
     ember_profile_free(p);
     cli_reader_release(&r);
     return ret;

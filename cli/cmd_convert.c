@@ -84,15 +84,12 @@ static int output(enum target t, const struct ember_profile *p, const struct emb
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
     int err = write_profile(t, p, co, &sink, &d);
-    if (err) {
-        if (d.msg[0])
-            cli_error("cannot convert to %s: %s", target_names[t], d.msg);
-        else
-            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
+    if (err && d.msg[0]) {
+        cli_error("cannot convert to %s: %s", target_names[t], d.msg);
         cli_output_abort(&o);
         return 1;
     }
-    return cli_output_commit(&o) < 0 ? 1 : 0;
+    return cli_output_finish(&o, err, NULL);
 }
 
 /* The title: --name, else the first input's file name. */

@@ -13,7 +13,6 @@
 #include "ember/flame.h"
 #include "ember/transform.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,21 +37,6 @@ static int read_side(struct cli_reader *r, char *file, struct ember_profile **p)
         return 1;
     }
     return cli_read_profile(r, *p, &file, 1);
-}
-
-static int write_folded(const struct ember_profile *d, const char *out)
-{
-    struct cli_output o;
-    if (cli_output_open(&o, out) < 0)
-        return 1;
-    struct ember_sink sink = cli_output_sink(&o);
-    int err = ember_write_folded(d, &sink);
-    if (err) {
-        cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
-        cli_output_abort(&o);
-        return 1;
-    }
-    return cli_output_commit(&o) < 0 ? 1 : 0;
 }
 
 /* Says how much of BEFORE is in stacks AFTER does not have. */
@@ -132,7 +116,7 @@ int cmd_diff(int argc, char **argv)
         ret = 1;
     }
     if (!ret && a.folded) {
-        ret = write_folded(d, a.out);
+        ret = cli_write_folded(d, a.out);
     } else if (!ret) {
         report_vanished(d, a.vanished != NULL);
         ret = draw(&a, before, after, d);

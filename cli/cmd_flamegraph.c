@@ -39,13 +39,7 @@ static int save_palette(const struct ember_palette *pal, const char *path)
     if (cli_output_open(&o, path) < 0)
         return -1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = ember_palette_save(pal, &sink);
-    if (err) {
-        cli_error("cannot write %s: %s", path, strerror(-err));
-        cli_output_abort(&o);
-        return -1;
-    }
-    return cli_output_commit(&o);
+    return cli_output_finish(&o, ember_palette_save(pal, &sink), NULL) ? -1 : 0;
 }
 
 /* Replaces *p by its transform; returns 0 or 1 after saying what failed. */

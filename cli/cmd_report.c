@@ -43,14 +43,10 @@ static int write_report(const struct ember_profile *p, const struct report_args 
         err = ember_report_top(p, ro, &sink);
     if (err == -ENOENT) {
         cli_error("no function named '%s' in the profile", a->callers ? a->callers : a->callees);
-    } else if (err) {
-        cli_error("cannot write %s: %s", a->out ? a->out : "standard output", strerror(-err));
-    }
-    if (err) {
         cli_output_abort(o);
         return 1;
     }
-    return cli_output_commit(o) < 0 ? 1 : 0;
+    return cli_output_finish(o, err, NULL);
 }
 
 static int check_modes(const struct report_args *a)

@@ -142,19 +142,10 @@ int cmd_trace(int argc, char **argv)
         err = ember_trace_export_perfetto(t, &sink);
     if (!err)
         report_losses(t);
-    if (err) {
-        if (ember_trace_error(t)->msg[0])
-            cli_diag_error(ember_trace_error(t), err);
-        else if (d.msg[0])
-            cli_diag_error(&d, err);
-        else
-            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
-        cli_output_abort(&o);
-        ember_trace_close(t);
-        return 1;
-    }
+    const struct ember_diag *why = ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d;
+    int ret = cli_output_finish(&o, err, why);
     ember_trace_close(t);
-    return cli_output_commit(&o) < 0 ? 1 : 0;
+    return ret;
 }
 
 /* A process's trace file: the mapped file that starts with the magic. */

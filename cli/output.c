@@ -94,6 +94,18 @@ int cli_output_commit(struct cli_output *o)
     return ret;
 }
 
+int cli_output_finish(struct cli_output *o, int err, const struct ember_diag *d)
+{
+    if (!err)
+        return cli_output_commit(o) < 0 ? 1 : 0;
+    if (d && d->msg[0])
+        cli_diag_error(d, err);
+    else
+        cli_error("cannot write %s: %s", o->path ? o->path : "standard output", strerror(-err));
+    cli_output_abort(o);
+    return 1;
+}
+
 void cli_output_abort(struct cli_output *o)
 {
     if (!o->path)
@@ -210,14 +222,14 @@ int cli_render_flame(const struct ember_profile *p, const struct ember_flame_opt
     if (cli_output_open(&o, out) < 0)
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = ember_flame_render(p, fo, &sink, &d);
-    if (err) {
-        if (d.msg[0])
-            cli_diag_error(&d, err);
-        else
-            cli_error("cannot write %s: %s", out ? out : "standard output", strerror(-err));
-        cli_output_abort(&o);
+    return cli_output_finish(&o, ember_flame_render(p, fo, &sink, &d), &d);
+}
+
+int cli_write_folded(const struct ember_profile *p, const char *out)
+{
+    struct cli_output o;
+    if (cli_output_open(&o, out) < 0)
         return 1;
-    }
-    return cli_output_commit(&o) < 0 ? 1 : 0;
+    struct ember_sink sink = cli_output_sink(&o);
+    return cli_output_finish(&o, ember_write_folded(p, &sink), NULL);
 }
