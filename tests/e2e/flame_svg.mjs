@@ -4,11 +4,11 @@
 // state.
 //
 // usage: node flame_svg.mjs EMBER FOLDED
-import { chromium } from "playwright-core";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import assert from "node:assert/strict";
+import { launch, runChecks } from "./harness.mjs";
 
 const [ember, folded] = process.argv.slice(2);
 const svg = execFileSync(ember, ["flamegraph", "--title", "e2e", folded]);
@@ -51,13 +51,8 @@ const server = http.createServer((req, res) => {
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
 const url = `http://127.0.0.1:${server.address().port}/flame.svg`;
 
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-	args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-let failed = false;
-try {
+const browser = await launch();
+await runChecks(browser, server, async () => {
 	const page = await browser.newPage();
 	const errors = [];
 	page.on("pageerror", (e) => errors.push(String(e)));
@@ -120,11 +115,4 @@ try {
 		.locator("rect").getAttribute("width"), "1180.0");
 	assert.deepEqual(errors, []);
 	console.log("ok: hover, zoom, zoom-relative %, search, Matched, reset, ignore case, URL state");
-} catch (e) {
-	failed = true;
-	console.error("FAIL:", e.message);
-} finally {
-	await browser.close();
-	server.close();
-}
-process.exit(failed ? 1 : 0);
+});

@@ -8,13 +8,11 @@
 // percentages and times as speedscope formats them).
 //
 // usage: node speedscope_profile.mjs EMBER FOLDED OUTDIR
-import { chromium } from "playwright-core";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
+import { launch, runChecks, serve } from "./harness.mjs";
 
 const [ember, folded, outdir] = process.argv.slice(2);
 if (!outdir) {
@@ -26,7 +24,6 @@ setTimeout(() => {
 	process.exit(1);
 }, 100_000).unref();
 
-const release = path.join(path.dirname(fileURLToPath(import.meta.url)), "node_modules/speedscope/dist/release");
 fs.mkdirSync(outdir, { recursive: true });
 const title = "ember e2e: busy";
 // (not "*.chrome.json": speedscope takes such names for DevTools timelines)
@@ -75,24 +72,9 @@ function micros(text) {
 	return [Number(m[1]) * unit, unit * 10 ** -(m[1].split(".")[1] || "").length];
 }
 
-const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json",
-	".wasm": "application/wasm", ".png": "image/png", ".woff2": "font/woff2", ".ico": "image/x-icon" };
-const server = http.createServer((req, res) => {
-	const name = path.basename(decodeURIComponent(new URL(req.url, "http://x").pathname));
-	const file = name in files ? path.join(outdir, name) : path.join(release, name);
-	fs.readFile(file, (err, data) => {
-		res.writeHead(err ? 404 : 200, { "Content-Type": types[path.extname(name)] || "application/octet-stream" });
-		res.end(err ? undefined : data);
-	});
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${server.address().port}/`;
+const { server, base } = await serve((name) => (name in files ? path.join(outdir, name) : null));
 
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-	args: ["--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 
 // Opens a file, checks it loaded cleanly with the title; returns the
 // Sandwich table's rows as [total, self, name] texts.
@@ -165,8 +147,7 @@ function timed(name) {
 	};
 }
 
-let failed = false;
-try {
+await runChecks(browser, server, async () => {
 	for (const name of ["sampled.speedscope.json", "evented.speedscope.json"])
 		checkRows(name, await open(name, title), unitless(name));
 	checkRows("busy.trace.json", await open("busy.trace.json", "busy.trace.json"), timed("busy.trace.json"));
@@ -174,11 +155,4 @@ try {
 	console.log(`ok: speedscope loaded ember's sampled and evented speedscope JSON and its Chrome trace ` +
 		`of ${path.basename(folded)}: ${frames.size} frames, total ${total}, top ${top[0]} self ${top[1].self}, ` +
 		`Sandwich weights as in the input`);
-} catch (e) {
-	failed = true;
-	console.error("FAIL:", e.message);
-} finally {
-	await browser.close();
-	server.close();
-}
-process.exit(failed ? 1 : 0);
+});

@@ -7,13 +7,11 @@
 // dump` has them. The trace is recorded with examples/traced.c.
 //
 // usage: node speedscope_trace.mjs EMBER TRACED OUTDIR [--screenshot PNG]
-import { chromium } from "playwright-core";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
+import { launch, runChecks, serve } from "./harness.mjs";
 
 const [ember, traced, outdir, ...rest] = process.argv.slice(2);
 if (!outdir || (rest.length && (rest.length !== 2 || rest[0] !== "--screenshot"))) {
@@ -27,7 +25,6 @@ setTimeout(() => {
 	process.exit(1);
 }, 100_000).unref();
 
-const release = path.join(path.dirname(fileURLToPath(import.meta.url)), "node_modules/speedscope/dist/release");
 fs.mkdirSync(outdir, { recursive: true });
 const trace = path.join(outdir, "traced.trace"), json = path.join(outdir, "traced.json");
 fs.rmSync(trace, { force: true }); // the trace file is created with O_EXCL
@@ -61,26 +58,10 @@ for (const line of run(ember, ["trace", "dump", trace]).split("\n")) {
 }
 assert.ok(threads.size >= 2, `expected spans on several threads, dump has ${threads.size}`);
 
-const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json",
-	".wasm": "application/wasm", ".png": "image/png", ".woff2": "font/woff2", ".ico": "image/x-icon" };
-const server = http.createServer((req, res) => {
-	const name = path.basename(decodeURIComponent(new URL(req.url, "http://x").pathname));
-	const file = name === "traced.json" ? json : path.join(release, name);
-	fs.readFile(file, (err, data) => {
-		res.writeHead(err ? 404 : 200, { "Content-Type": types[path.extname(name)] || "application/octet-stream" });
-		res.end(err ? undefined : data);
-	});
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${server.address().port}/`;
+const { server, base } = await serve((name) => (name === "traced.json" ? json : null));
 
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-	args: ["--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-let failed = false;
-try {
+const browser = await launch();
+await runChecks(browser, server, async () => {
 	const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 	page.setDefaultTimeout(10_000);
 	const errors = [], dialogs = [], warnings = [];
@@ -185,11 +166,4 @@ try {
 	assert.deepEqual(warnings, [], "console warnings");
 	console.log(`ok: speedscope loaded ${path.basename(json)}: ${threads.size} profiles = threads with spans, ` +
 		`names and total times as in the dump, ${[...worker.spans].join("/")} in ${worker.thread}'s Sandwich table`);
-} catch (e) {
-	failed = true;
-	console.error("FAIL:", e.message);
-} finally {
-	await browser.close();
-	server.close();
-}
-process.exit(failed ? 1 : 0);
+});
