@@ -7,18 +7,11 @@ usage: bad_input.py WORKDIR
 import gzip
 import os
 import random
-import shutil
 import subprocess
-import sys
 
 import golden
 
-CASES = []
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
+case, main = golden.cases()
 
 
 def write(path, data):
@@ -319,17 +312,6 @@ def callgrind_chrome_speedscope(d):
                       "callgrind.multiple-event-types.log")
     expect_failure(["collapse", "--event=Ir", cg], cg + ":7: ", 'no event "Ir"',
                    "Time_(10ns) Memory_(bytes)")
-
-
-def main():
-    d = sys.argv[1]
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    for fn in CASES:
-        sub = os.path.join(d, fn.__name__)
-        os.makedirs(sub, exist_ok=True)
-        fn(sub)
-        print("ok", fn.__name__)
 
 
 if __name__ == "__main__":

@@ -25,19 +25,12 @@ import json
 import os
 import pty
 import re
-import shutil
 import subprocess
-import sys
 
 import golden
 
-CASES = []
+case, main = golden.cases()
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
-
-
-def case(fn):
-    CASES.append(fn)
-    return fn
 
 
 def corpus(*parts):
@@ -404,17 +397,6 @@ def command_line(d):
         f.write(gzip.decompress(open(pb, "rb").read()))
     if collapse(raw) != b"a;b 3\n":
         golden.fail("an uncompressed .pb should be read")
-
-
-def main():
-    d = sys.argv[1]
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    for fn in CASES:
-        sub = os.path.join(d, fn.__name__)
-        os.makedirs(sub, exist_ok=True)
-        fn(sub)
-        print("ok", fn.__name__)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Helpers shared by the golden tests: run ember, compare with expected
 files, and report the first line that differs."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -46,3 +47,25 @@ def folded_dict(data):
         stack, _, count = line.rpartition(" ")
         out[stack] = out.get(stack, 0) + float(count)
     return out
+
+
+def cases():
+    """A registry of test cases: a decorator that records each function,
+    and main(), which runs each in its own directory under argv[1]."""
+    registered = []
+
+    def case(fn):
+        registered.append(fn)
+        return fn
+
+    def main():
+        d = sys.argv[1]
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        for fn in registered:
+            sub = os.path.join(d, fn.__name__)
+            os.makedirs(sub, exist_ok=True)
+            fn(sub)
+            print("ok", fn.__name__)
+
+    return case, main
