@@ -7,6 +7,7 @@
  * folded stacks, byte for byte. Any crash, leak, undefined behaviour,
  * hang or difference is a bug.
  */
+#include "fuzz_common.h"
 #include "ember/convert.h"
 #include "ember/formats.h"
 
@@ -35,20 +36,6 @@ static int grow(void *ctx, const char *buf, size_t len)
     return 0;
 }
 
-static int discard(void *ctx, const char *buf, size_t len)
-{
-    (void)ctx;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-static void ignore_warning(void *ctx, const struct ember_diag *d)
-{
-    (void)ctx;
-    (void)d;
-}
-
 /* Reads data as fmt into a new profile (NULL when it is not one). */
 static struct ember_profile *read_as(const char *fmt, const void *data, size_t size, bool seq)
 {
@@ -57,7 +44,7 @@ static struct ember_profile *read_as(const char *fmt, const void *data, size_t s
     if (ember_input_open_memory(&in, data, size, "fuzz", &d))
         return NULL;
     struct ember_profile *p = ember_profile_new();
-    struct ember_read_opts o = {.warn = ignore_warning};
+    struct ember_read_opts o = {.warn = fuzz_ignore_warning};
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, seq);
     if (ember_format_find(fmt)->read(p, in, &o, &st, &d) != 0) {
@@ -104,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct ember_convert_opts co;
     ember_convert_opts_default(&co);
-    struct ember_sink sink = {discard, NULL};
+    struct ember_sink sink = {fuzz_discard, NULL};
     struct ember_diag d;
     check_pprof(p, &co);
     ember_write_speedscope(p, &co, &sink, &d);

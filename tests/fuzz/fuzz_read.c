@@ -4,6 +4,7 @@
  * commands do with a profile: folded output and a flame graph. Any crash,
  * leak, undefined behaviour or hang is a bug.
  */
+#include "fuzz_common.h"
 #include "ember/flame.h"
 #include "ember/formats.h"
 #include "ember/transform.h"
@@ -11,20 +12,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int discard(void *ctx, const char *buf, size_t len)
-{
-    (void)ctx;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-static void ignore_warning(void *ctx, const struct ember_diag *d)
-{
-    (void)ctx;
-    (void)d;
-}
 
 /* Some of the transforms, chosen by the bits of b. */
 static void transform(struct ember_profile *p, uint8_t b)
@@ -65,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     struct ember_profile *p = ember_profile_new();
-    struct ember_read_opts o = {.warn = ignore_warning};
+    struct ember_read_opts o = {.warn = fuzz_ignore_warning};
     o.perf.include_addrs = size & 1;
     o.perf.annotate_kernel = o.perf.annotate_jit = size & 2;
     o.perf.srcline = (size & 12) == 12;
@@ -76,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, size & 16);
     if (fmt->read(p, in, &o, &st, &d) == 0) {
-        struct ember_sink sink = {discard, NULL};
+        struct ember_sink sink = {fuzz_discard, NULL};
         if (size & 128)
             transform(p, data[0]);
         ember_write_folded(p, &sink);
@@ -84,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ember_flame_opts_default(&fo);
         fo.flamechart = size & 16;
         fo.inverted = size & 32;
-        fo.warn = ignore_warning;
+        fo.warn = fuzz_ignore_warning;
         struct ember_profile *r = NULL;
         if ((size & 64) && ember_profile_reverse(p, &r) == 0) {
             ember_flame_render(r, &fo, &sink, &d);

@@ -4,6 +4,7 @@
  * exported, and followed as a live trace would be. The reader treats the
  * file as untrusted: any crash, leak, undefined behaviour or hang is a bug.
  */
+#include "fuzz_common.h"
 #include "ember/tracefile.h"
 #include "ember/traceview.h"
 
@@ -12,14 +13,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-static int discard(void *ctx, const char *buf, size_t len)
-{
-    (void)ctx;
-    (void)buf;
-    (void)len;
-    return 0;
-}
 
 static int count_event(void *ctx, const struct ember_trace_event *e)
 {
@@ -43,7 +36,7 @@ static void read_whole(const char *path)
     struct ember_diag d;
     if (ember_trace_open(&t, path, &d) < 0)
         return;
-    struct ember_sink sink = {discard, NULL};
+    struct ember_sink sink = {fuzz_discard, NULL};
     ember_trace_dump(t, &sink, false);
     ember_trace_stats(t, &sink);
     ember_trace_latency(t, NULL, &sink, &d);
