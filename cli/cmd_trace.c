@@ -25,15 +25,19 @@ static const char description[] =
     "  latency  an HdrHistogram of span durations (--span NAME for one span)\n"
     "  export   --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)";
 
+/* Warns of the events a thread's ring lost, if any. */
+static void warn_losses(const struct ember_trace_ring *r)
+{
+    if (r->lost)
+        cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read", r->tid,
+                    r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
+                    (unsigned long long)r->lost, (unsigned long long)r->events);
+}
+
 static void report_losses(struct ember_trace *t)
 {
-    for (unsigned i = 0; i < ember_trace_ring_count(t); i++) {
-        const struct ember_trace_ring *r = ember_trace_ring(t, i);
-        if (r->lost)
-            cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read",
-                        r->tid, r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
-                        (unsigned long long)r->lost, (unsigned long long)r->events);
-    }
+    for (unsigned i = 0; i < ember_trace_ring_count(t); i++)
+        warn_losses(ember_trace_ring(t, i));
 }
 
 int cmd_follow(const char *what, const char *out, bool ticks);
@@ -246,13 +250,8 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         if (n == 0)
             usleep(10000);
     }
-    for (unsigned i = 0; i < ember_follow_ring_count(f); i++) {
-        const struct ember_trace_ring *r = ember_follow_ring(f, i);
-        if (r->lost)
-            cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read",
-                        r->tid, r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
-                        (unsigned long long)r->lost, (unsigned long long)r->events);
-    }
+    for (unsigned i = 0; i < ember_follow_ring_count(f); i++)
+        warn_losses(ember_follow_ring(f, i));
     if (err)
         cli_error("%s: %s", path, err == -EINVAL ? "the trace is corrupt" : strerror(-err));
     if (out)

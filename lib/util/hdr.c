@@ -142,16 +142,21 @@ int64_t ember_hdr_value_at_percentile(const struct ember_hdr *h, double p)
     return 0;
 }
 
+/* The value that stands for bucket i in means: the middle of its range,
+ * as HdrHistogram takes it. */
+static double median_equivalent(const struct ember_hdr *h, int32_t i)
+{
+    int64_t v = value_at_index(h, i);
+    return (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
+}
+
 double ember_hdr_mean(const struct ember_hdr *h)
 {
-    /* HdrHistogram's mean uses each bucket's median equivalent value */
     double sum = 0;
     for (int32_t i = 0; i < h->counts_len; i++) {
         if (!h->counts[i])
             continue;
-        int64_t v = value_at_index(h, i);
-        double mid =
-            (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
+        double mid = median_equivalent(h, i);
         sum += mid * (double)h->counts[i];
     }
     return h->total ? sum / (double)h->total : 0;
@@ -163,9 +168,7 @@ double ember_hdr_stddev(const struct ember_hdr *h)
     for (int32_t i = 0; i < h->counts_len; i++) {
         if (!h->counts[i])
             continue;
-        int64_t v = value_at_index(h, i);
-        double mid =
-            (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
+        double mid = median_equivalent(h, i);
         geometric += (mid - mean) * (mid - mean) * (double)h->counts[i];
     }
     return h->total ? sqrt(geometric / (double)h->total) : 0;
