@@ -110,12 +110,11 @@ static int cg_error(struct cg_reader *r, const char *fmt, ...)
 
 static int cg_error(struct cg_reader *r, const char *fmt, ...)
 {
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int err = ember_diag_vset(r->d, -EINVAL, r->file, r->line, fmt, ap);
     va_end(ap);
-    return ember_diag_set(r->d, -EINVAL, r->file, r->line, "%s", msg);
+    return err;
 }
 
 static bool is_blank(char c)
@@ -431,12 +430,10 @@ static void warn(struct cg_reader *r, const char *fmt, ...)
     if (!r->o->warn)
         return;
     struct ember_diag d;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    ember_diag_vset(&d, 0, r->file, r->line, fmt, ap);
     va_end(ap);
-    ember_diag_set(&d, 0, r->file, r->line, "%s", msg);
     r->o->warn(r->o->warn_ctx, &d);
 }
 

@@ -28,20 +28,13 @@ uint64_t ember_json_line(const struct ember_json *j)
     return j->c.first_line + ember_count_lines(j->c.data, used);
 }
 
-static int vfail(struct ember_json *j, int err, const char *fmt, va_list ap)
-{
-    char msg[480];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (!j->err)
-        j->err = ember_diag_set(j->d, err, j->file, ember_json_line(j), "%s", msg);
-    return 0;
-}
-
 int ember_json_fail(struct ember_json *j, const char *fmt, ...)
 {
+    if (j->err)
+        return 0;
     va_list ap;
     va_start(ap, fmt);
-    vfail(j, -EINVAL, fmt, ap);
+    j->err = ember_diag_vset(j->d, -EINVAL, j->file, ember_json_line(j), fmt, ap);
     va_end(ap);
     return 0;
 }
@@ -61,12 +54,10 @@ void ember_json_warn(struct ember_json *j, struct ember_read_stats *st, const ch
     if (!j->o || !j->o->warn)
         return;
     struct ember_diag d;
-    char msg[480];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    ember_diag_vset(&d, 0, j->file, ember_json_line(j), fmt, ap);
     va_end(ap);
-    ember_diag_set(&d, 0, j->file, ember_json_line(j), "%s", msg);
     j->o->warn(j->o->warn_ctx, &d);
 }
 

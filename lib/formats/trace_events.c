@@ -141,12 +141,10 @@ static void span_warn(struct chrome_reader *r, const char *fmt, ...)
     r->held_total++;
     if (r->nheld == sizeof(r->held) / sizeof(r->held[0]))
         return;
-    char msg[480];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    ember_diag_vset(&r->held[r->nheld++], 0, r->j.file, ember_json_line(&r->j), fmt, ap);
     va_end(ap);
-    ember_diag_set(&r->held[r->nheld++], 0, r->j.file, ember_json_line(&r->j), "%s", msg);
 }
 
 static void span_warnings(struct chrome_reader *r)

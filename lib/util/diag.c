@@ -16,16 +16,23 @@ void ember_diag_clear(struct ember_diag *d)
     d->msg[0] = '\0';
 }
 
-int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line, const char *fmt,
-                   ...)
+int ember_diag_vset(struct ember_diag *d, int err, const char *file, uint64_t line, const char *fmt,
+                    va_list ap)
 {
     if (!d)
         return err;
     snprintf(d->file, sizeof(d->file), "%s", file ? file : "");
     d->line = line;
+    vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+    return err;
+}
+
+int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t line, const char *fmt,
+                   ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+    ember_diag_vset(d, err, file, line, fmt, ap);
     va_end(ap);
     return err;
 }
