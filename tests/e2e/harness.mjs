@@ -2,6 +2,7 @@
 // served on 127.0.0.1, headless Chromium, and the run that reports a
 // failure, closes both and sets the exit status.
 import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -34,6 +35,41 @@ export function launch() {
 		args: ["--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader", "--disable-quic", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync"],
 	});
+}
+
+// Opens base + name in speedscope and waits until it has loaded the
+// profile (the title is "<wantTitle> - speedscope") with no dialog (an
+// "Unrecognized format!" alert is dismissed, or the page would hang), no
+// page error and no error screen. Returns the page, its page errors and the warnings
+// speedscope's importer logs (it warns, and goes on, on a B/E mismatch or a
+// span left open); Chromium's own WebGL (SwiftShader) messages are not
+// speedscope's.
+export async function openInSpeedscope(browser, base, name, wantTitle, viewport) {
+	const page = await browser.newPage({ viewport });
+	page.setDefaultTimeout(10_000);
+	const errors = [], dialogs = [], warnings = [];
+	page.on("pageerror", (e) => errors.push(String(e)));
+	page.on("dialog", (d) => {
+		dialogs.push(`${d.type()}: ${d.message()}`);
+		d.dismiss().catch(() => {});
+	});
+	page.on("console", (m) => {
+		if ((m.type() === "warning" || m.type() === "error") && !/WebGL|GL Driver|GPU stall/i.test(m.text()))
+			warnings.push(m.text());
+	});
+	await page.goto(`${base}index.html#profileURL=${encodeURIComponent(base + name)}`);
+	const errorScreen = page.getByText("Something went wrong.");
+	for (const end = Date.now() + 30_000; ;) {
+		if ((await page.title()).endsWith(" - speedscope") || dialogs.length || errors.length ||
+			(await errorScreen.count()) || Date.now() > end)
+			break;
+		await page.waitForTimeout(100);
+	}
+	assert.deepEqual(dialogs, [], `${name}: dialogs`);
+	assert.deepEqual(errors, [], `${name}: page errors`);
+	assert.equal(await errorScreen.count(), 0, `${name}: speedscope shows its error screen`);
+	assert.equal(await page.title(), `${wantTitle} - speedscope`, `${name}: title (profile not loaded?)`);
+	return { page, warnings, errors };
 }
 
 // Runs the checks, then closes the browser and the server and exits: 1 if

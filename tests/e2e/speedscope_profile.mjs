@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, runChecks, serve } from "./harness.mjs";
 
 const [ember, folded, outdir] = process.argv.slice(2);
 if (!outdir) {
@@ -79,30 +79,7 @@ const browser = await launch();
 // Opens a file, checks it loaded cleanly with the title; returns the
 // Sandwich table's rows as [total, self, name] texts.
 async function open(name, wantTitle) {
-	const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
-	page.setDefaultTimeout(10_000);
-	const errors = [], dialogs = [], warnings = [];
-	page.on("pageerror", (e) => errors.push(String(e)));
-	page.on("dialog", (d) => {
-		dialogs.push(`${d.type()}: ${d.message()}`);
-		d.dismiss().catch(() => {});
-	});
-	page.on("console", (m) => {
-		if ((m.type() === "warning" || m.type() === "error") && !/WebGL|GL Driver|GPU stall/i.test(m.text()))
-			warnings.push(m.text());
-	});
-	await page.goto(`${base}index.html#profileURL=${encodeURIComponent(base + name)}`);
-	const errorScreen = page.getByText("Something went wrong.");
-	for (const end = Date.now() + 30_000; ;) {
-		if ((await page.title()).endsWith(" - speedscope") || dialogs.length || errors.length ||
-			(await errorScreen.count()) || Date.now() > end)
-			break;
-		await page.waitForTimeout(100);
-	}
-	assert.deepEqual(dialogs, [], `${name}: dialogs`);
-	assert.deepEqual(errors, [], `${name}: page errors`);
-	assert.equal(await errorScreen.count(), 0, `${name}: speedscope shows its error screen`);
-	assert.equal(await page.title(), `${wantTitle} - speedscope`, `${name}: title (profile not loaded?)`);
+	const { page, warnings } = await openInSpeedscope(browser, base, name, wantTitle, { width: 1400, height: 1400 });
 	await page.getByText("Sandwich").click();
 	const rows = page.locator("tr:visible", { has: page.locator("td") });
 	await rows.first().waitFor();

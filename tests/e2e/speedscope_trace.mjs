@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, runChecks, serve } from "./harness.mjs";
 
 const [ember, traced, outdir, ...rest] = process.argv.slice(2);
 if (!outdir || (rest.length && (rest.length !== 2 || rest[0] !== "--screenshot"))) {
@@ -62,36 +62,9 @@ const { server, base } = await serve((name) => (name === "traced.json" ? json : 
 
 const browser = await launch();
 await runChecks(browser, server, async () => {
-	const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-	page.setDefaultTimeout(10_000);
-	const errors = [], dialogs = [], warnings = [];
-	page.on("pageerror", (e) => errors.push(String(e)));
-	// "Unrecognized format!" is an alert(): dismiss it (or the page hangs), then fail.
-	page.on("dialog", (d) => {
-		dialogs.push(`${d.type()}: ${d.message()}`);
-		d.dismiss().catch(() => {});
-	});
-	// The importer warns, and goes on, on a B/E mismatch or a span left open.
-	// Chromium's own WebGL (SwiftShader) messages are not speedscope's.
-	page.on("console", (m) => {
-		if ((m.type() === "warning" || m.type() === "error") && !/WebGL|GL Driver|GPU stall/i.test(m.text()))
-			warnings.push(m.text());
-	});
-	await page.goto(`${base}index.html#profileURL=${encodeURIComponent(base + "traced.json")}`);
-
-	// Loaded: the title is "<file name> - speedscope"; an import error shows
-	// an error screen and leaves the title "speedscope".
-	const errorScreen = page.getByText("Something went wrong.");
-	for (const end = Date.now() + 30_000; ;) {
-		if ((await page.title()).endsWith(" - speedscope") || dialogs.length || errors.length ||
-			(await errorScreen.count()) || Date.now() > end)
-			break;
-		await page.waitForTimeout(100);
-	}
-	assert.deepEqual(dialogs, [], "dialogs");
-	assert.deepEqual(errors, [], "page errors");
-	assert.equal(await errorScreen.count(), 0, "speedscope shows its error screen");
-	assert.equal(await page.title(), "traced.json - speedscope", "profile not loaded");
+	// Loaded: the title is "<file name> - speedscope".
+	const { page, warnings, errors } = await openInSpeedscope(browser, base, "traced.json", "traced.json",
+		{ width: 1400, height: 900 });
 	assert.deepEqual(warnings, [], "speedscope's importer warned");
 
 	// The toolbar: "<profile name> (1/N)", N = threads with spans.
