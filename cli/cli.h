@@ -14,6 +14,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define EMBER_VERSION "0.1.0"
@@ -38,12 +40,19 @@ struct cli_warnings {
 void cli_warnings_flush(struct cli_warnings *w);
 
 /* ---- output: stdout, or a file written atomically ---- */
+/* The policy of every -o: the result is made beside its target and renamed
+ * onto it at the end. A symlink is written through (the file it leads to is
+ * replaced, the link stays); a replaced file keeps its mode; a new file gets
+ * create_mode (0666 for cli_output_open) less the umask. Special files
+ * (/dev/null, FIFOs) are written in place. */
 struct cli_output {
     int fd;
-    const char *path; /* NULL: stdout */
-    char *tmp;        /* the temporary file renamed to path on commit */
+    const char *path; /* as the user gave it, for messages; NULL: stdout */
+    char *target;     /* path with its symlinks followed */
+    char *tmp;        /* the temporary file renamed to target on commit */
 };
 int cli_output_open(struct cli_output *o, const char *path);
+int cli_output_open_mode(struct cli_output *o, const char *path, mode_t create_mode);
 struct ember_sink cli_output_sink(struct cli_output *o);
 /* Makes the output visible: returns 0, or -1 after printing why. */
 int cli_output_commit(struct cli_output *o);
@@ -76,6 +85,17 @@ struct cli_output_dir {
 int cli_output_dir_open(struct cli_output_dir *o, const char *path, bool (*ours)(const char *name));
 int cli_output_dir_commit(struct cli_output_dir *o);
 void cli_output_dir_abort(struct cli_output_dir *o);
+
+/* ---- temporary outputs removed on SIGINT, SIGTERM, SIGHUP, SIGPIPE ---- */
+/* Installs the handlers (main does, once); the handler removes what is
+ * registered and re-raises the signal, so the exit status names it. */
+void cli_cleanup_install(void);
+/* Register or forget a temporary file or (flat) directory; -1 if full. */
+int cli_cleanup_add(const char *path, bool dir);
+void cli_cleanup_remove(const char *path);
+/* Blocks the four signals around making or renaming a temporary. */
+void cli_cleanup_block(sigset_t *old);
+void cli_cleanup_unblock(const sigset_t *old);
 
 /* ---- progress on stderr, for long inputs on a terminal ---- */
 struct cli_progress {

@@ -56,7 +56,8 @@ int cmd_record(int argc, char **argv)
     char live[64];
     snprintf(live, sizeof(live), "%s/rings", dir);
     struct cli_output o;
-    if (cli_output_open(&o, out) < 0) {
+    /* 0600 when new, as the library makes the rings it copies */
+    if (cli_output_open_mode(&o, out, 0600) < 0) {
         rmdir(dir);
         return 1;
     }

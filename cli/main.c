@@ -40,6 +40,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *name = argv[1];
+    cli_cleanup_install();
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         if (argc > 2 && strcmp(name, "help") == 0) {
             char *help_argv[] = {argv[2], "--help", NULL};

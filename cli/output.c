@@ -2,8 +2,10 @@
  * output.c - where a command's result goes. With -o FILE the result is
  * written to a temporary file beside FILE and renamed over it at the end,
  * so a failure never leaves half a file (and never clobbers the old one).
- * Special files (-o /dev/null, a FIFO) are written in place. Directories
- * of results (CTF) are made the same way: whole, then renamed.
+ * Special files (-o /dev/null, a FIFO) are written in place; a symlink is
+ * written through; a replaced file keeps its mode. Directories of results
+ * (CTF) are made the same way: whole, then renamed. Temporaries are
+ * registered with cleanup.c, which removes them if a signal ends us.
  */
 #include "cli.h"
 #include "ember/flame.h"
@@ -14,44 +16,127 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cli_output_open(struct cli_output *o, const char *path)
+/* Where writing path lands: path itself, or the file its symlinks lead to
+ * (a link is written through, never replaced). Returns a malloc'd path, or
+ * NULL with errno set (ELOOP for a cycle). */
+static char *resolve_links(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+            return cur; /* a regular file, something else, or nothing yet */
+        char link[PATH_MAX];
+        ssize_t n = readlink(cur, link, sizeof(link) - 1);
+        if (n < 0) {
+            free(cur);
+            return NULL;
+        }
+        link[n] = '\0';
+        const char *slash = strrchr(cur, '/');
+        char *next = NULL;
+        if (link[0] == '/' || !slash) {
+            next = strdup(link);
+        } else if (asprintf(&next, "%.*s%s", (int)(slash - cur + 1), cur, link) < 0) {
+            next = NULL;
+        }
+        free(cur);
+        cur = next;
+    }
+    if (cur) {
+        free(cur);
+        errno = ELOOP;
+    }
+    return NULL;
+}
+
+/* Makes the temporary file beside o->target, registered for removal on a
+ * signal before anyone can see it. */
+static int make_temp(struct cli_output *o)
+{
+    const char *slash = strrchr(o->target, '/');
+    int dirlen = slash ? (int)(slash - o->target + 1) : 0;
+    if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", dirlen, o->target, slash ? slash + 1 : o->target) < 0) {
+        o->tmp = NULL;
+        errno = ENOMEM;
+        return -1;
+    }
+    sigset_t old;
+    cli_cleanup_block(&old);
+    o->fd = mkostemp(o->tmp, O_CLOEXEC);
+    int saved = errno;
+    if (o->fd >= 0 && cli_cleanup_add(o->tmp, false) < 0) {
+        unlink(o->tmp);
+        close(o->fd);
+        o->fd = -1;
+        saved = ENAMETOOLONG;
+    }
+    cli_cleanup_unblock(&old);
+    if (o->fd < 0) {
+        free(o->tmp);
+        o->tmp = NULL;
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+int cli_output_open_mode(struct cli_output *o, const char *path, mode_t create_mode)
 {
     o->fd = STDOUT_FILENO;
     o->path = path && strcmp(path, "-") != 0 ? path : NULL;
     o->tmp = NULL;
+    o->target = NULL;
     if (!o->path)
         return 0;
+    o->target = resolve_links(o->path);
+    if (!o->target) {
+        cli_error("cannot write %s: %s", o->path, strerror(errno));
+        return -1;
+    }
     struct stat st;
-    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->fd = open(o->path, O_WRONLY | O_CLOEXEC);
+    bool exists = stat(o->target, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        cli_error("cannot write %s: it is a directory", o->path);
+        free(o->target);
+        return -1;
+    }
+    if (exists && !S_ISREG(st.st_mode)) { /* /dev/null, a FIFO: in place */
+        o->fd = open(o->target, O_WRONLY | O_CLOEXEC);
+        free(o->target);
+        o->target = NULL;
         if (o->fd < 0) {
             cli_error("cannot write %s: %s", o->path, strerror(errno));
             return -1;
         }
         return 0;
     }
-    const char *slash = strrchr(o->path, '/');
-    int dirlen = slash ? (int)(slash - o->path + 1) : 0;
-    if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", dirlen, o->path, slash ? slash + 1 : o->path) < 0) {
-        o->tmp = NULL;
-        cli_error("out of memory");
-        return -1;
-    }
-    o->fd = mkostemp(o->tmp, O_CLOEXEC);
-    if (o->fd < 0) {
+    if (make_temp(o) < 0) {
         cli_error("cannot create %s: %s", o->path, strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
+        free(o->target);
         return -1;
     }
-    /* mkstemp makes 0600 files; give the result the usual permissions */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(o->fd, 0666 & ~mask);
+    /* mkstemp makes 0600 files: a file replaced keeps its mode (and, when
+     * we may, its owner); a new one gets create_mode less the umask */
+    if (exists) {
+        fchmod(o->fd, st.st_mode & 07777);
+        if (st.st_uid != geteuid() || st.st_gid != getegid())
+            (void)!fchown(o->fd, st.st_uid, st.st_gid); /* only root may; else ours */
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(o->fd, create_mode & ~mask);
+    }
     return 0;
+}
+
+int cli_output_open(struct cli_output *o, const char *path)
+{
+    return cli_output_open_mode(o, path, 0666);
 }
 
 static int sink_write(void *ctx, const char *buf, size_t len)
@@ -80,17 +165,26 @@ int cli_output_commit(struct cli_output *o)
     if (!o->path)
         return 0;
     int ret = 0;
-    if (o->tmp && rename(o->tmp, o->path) < 0) {
+    /* close first: on NFS a write error may only show now */
+    if (close(o->fd) < 0) {
         cli_error("cannot write %s: %s", o->path, strerror(errno));
-        unlink(o->tmp);
         ret = -1;
     }
-    if (close(o->fd) < 0 && !ret) {
-        cli_error("cannot write %s: %s", o->path, strerror(errno));
-        ret = -1;
+    if (o->tmp) {
+        sigset_t old;
+        cli_cleanup_block(&old);
+        if (!ret && rename(o->tmp, o->target) < 0) {
+            cli_error("cannot write %s: %s", o->path, strerror(errno));
+            ret = -1;
+        }
+        if (ret)
+            unlink(o->tmp);
+        cli_cleanup_remove(o->tmp);
+        cli_cleanup_unblock(&old);
     }
     free(o->tmp);
-    o->tmp = NULL;
+    free(o->target);
+    o->tmp = o->target = NULL;
     return ret;
 }
 
@@ -111,10 +205,15 @@ void cli_output_abort(struct cli_output *o)
     if (!o->path)
         return;
     if (o->tmp) {
+        sigset_t old;
+        cli_cleanup_block(&old);
         unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
+        cli_cleanup_remove(o->tmp);
+        cli_cleanup_unblock(&old);
     }
+    free(o->tmp);
+    free(o->target);
+    o->tmp = o->target = NULL;
     close(o->fd);
 }
 
@@ -173,8 +272,18 @@ int cli_output_dir_open(struct cli_output_dir *o, const char *path, bool (*ours)
         cli_error("out of memory");
         return -1;
     }
-    if (!mkdtemp(o->tmp)) {
-        cli_error("cannot create %s: %s", path, strerror(errno));
+    sigset_t old;
+    cli_cleanup_block(&old);
+    bool made = mkdtemp(o->tmp) != NULL;
+    int saved = errno;
+    if (made && cli_cleanup_add(o->tmp, true) < 0) {
+        rmdir(o->tmp);
+        made = false;
+        saved = ENAMETOOLONG;
+    }
+    cli_cleanup_unblock(&old);
+    if (!made) {
+        cli_error("cannot create %s: %s", path, strerror(saved));
         free(o->tmp);
         o->tmp = NULL;
         return -1;
@@ -189,6 +298,8 @@ int cli_output_dir_commit(struct cli_output_dir *o)
 {
     struct stat st;
     int ret = 0;
+    sigset_t old;
+    cli_cleanup_block(&old);
     if (lstat(o->path, &st) == 0 && remove_dir(o->path, o->ours) < 0) {
         cli_error("cannot replace %s: %s", o->path, strerror(errno));
         ret = -1;
@@ -199,6 +310,8 @@ int cli_output_dir_commit(struct cli_output_dir *o)
     }
     if (ret < 0)
         remove_dir(o->tmp, o->ours);
+    cli_cleanup_remove(o->tmp);
+    cli_cleanup_unblock(&old);
     free(o->tmp);
     o->tmp = NULL;
     return ret;
@@ -206,8 +319,13 @@ int cli_output_dir_commit(struct cli_output_dir *o)
 
 void cli_output_dir_abort(struct cli_output_dir *o)
 {
-    if (o->tmp)
+    if (o->tmp) {
+        sigset_t old;
+        cli_cleanup_block(&old);
         remove_dir(o->tmp, o->ours);
+        cli_cleanup_remove(o->tmp);
+        cli_cleanup_unblock(&old);
+    }
     free(o->tmp);
     o->tmp = NULL;
 }

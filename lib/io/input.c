@@ -191,10 +191,8 @@ static int sniff(struct ember_input *in, struct ember_diag *d)
     size_t got = 0;
     while (got < 2) {
         ssize_t r = raw_read(in, magic + got, 2 - got, d);
-        if (r < 0) {
-            ember_input_close(in);
-            return (int)r;
-        }
+        if (r < 0)
+            return (int)r; /* the caller closes in */
         if (r == 0)
             break;
         got += (size_t)r;

@@ -51,7 +51,8 @@ def folded_dict(data):
 
 def cases():
     """A registry of test cases: a decorator that records each function,
-    and main(), which runs each in its own directory under argv[1]."""
+    and main(), which runs each in its own directory under argv[1] (only
+    those named in GOLDEN_CASES=a,b when it is set)."""
     registered = []
 
     def case(fn):
@@ -62,7 +63,10 @@ def cases():
         d = sys.argv[1]
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
+        only = os.environ.get("GOLDEN_CASES", "").split(",")
         for fn in registered:
+            if only != [""] and fn.__name__ not in only:
+                continue
             sub = os.path.join(d, fn.__name__)
             os.makedirs(sub, exist_ok=True)
             fn(sub)
