@@ -383,6 +383,24 @@ static int intern_buf(struct perf_parser *ps, size_t len, uint32_t *id)
     return ember_frames_intern(&ps->p->frames, ps->buf, len, id);
 }
 
+/* The script skips a symbol that starts with '(', meant for entries that
+ * are only a module or a process in parentheses: "(/usr/lib/x.so)". A real
+ * name may start with one too, "(anonymous namespace)::Matrix::operator*",
+ * and must never be dropped (its time would go to its caller): only a
+ * symbol that is one parenthesized group, nothing after it, is skipped. */
+static bool parenthesized_only(const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '(' || s[n - 1] != ')')
+        return false;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+        if (depth == 0)
+            return i == n - 1;
+    }
+    return false;
+}
+
 /* Runs the script's whole naming of a frame line; frames in written order
  * (root-most first) go to out. */
 static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, uint32_t **out,
@@ -394,7 +412,7 @@ static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, u
     *unknown = false;
     if (offset_suffix(raw, rlen, &cut))
         rlen = cut;
-    if (rlen > 0 && raw[0] == '(')
+    if (parenthesized_only(raw, rlen))
         return 0;
     /* Perl's split /->/ drops trailing empty pieces. */
     while (rlen >= 2 && memcmp(raw + rlen - 2, "->", 2) == 0)

@@ -129,7 +129,60 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* The function's name as addr2line -f -C prints it. */
+/* The DIE that declares a function: an inlined or out-of-line instance
+ * points to its abstract origin, a definition to its declaration. */
+static Dwarf_Die *declaration(Dwarf_Die *die, Dwarf_Die *mem)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Die *cur = die;
+    for (int hops = 0; hops < 4; hops++) {
+        if ((dwarf_attr(cur, DW_AT_abstract_origin, &attr) ||
+             dwarf_attr(cur, DW_AT_specification, &attr)) &&
+            dwarf_formref_die(&attr, mem))
+            cur = mem;
+        else
+            break;
+    }
+    return cur;
+}
+
+/* "ns::Class::name" for a function without a linkage name (GCC gives none
+ * to functions of an anonymous namespace): the names of the namespaces and
+ * types that enclose its declaration, as a demangler would print them. */
+static char *qualified_name(Dwarf_Die *die)
+{
+    Dwarf_Die mem;
+    Dwarf_Die *decl = declaration(die, &mem);
+    const char *name = dwarf_diename(decl);
+    if (!name)
+        return strdup("??");
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes_die(decl, &scopes);
+    size_t cap = strlen(name) + 1, len = 0;
+    for (int i = 1; i < n; i++) /* scopes[0] is decl itself */
+        cap += (dwarf_diename(&scopes[i]) ? strlen(dwarf_diename(&scopes[i])) : 21) + 2;
+    char *out = malloc(cap);
+    if (!out) {
+        free(scopes);
+        return NULL;
+    }
+    for (int i = n; i-- > 1;) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
+            tag != DW_TAG_union_type)
+            continue;
+        const char *part = dwarf_diename(&scopes[i]);
+        if (!part)
+            part = "(anonymous namespace)";
+        len += (size_t)sprintf(out + len, "%s::", part);
+    }
+    strcpy(out + len, name);
+    free(scopes);
+    return out;
+}
+
+/* The function's name as addr2line -f -C prints it: the demangled linkage
+ * name, else the qualified DWARF name. */
 static char *function_name(Dwarf_Die *die)
 {
     Dwarf_Attribute attr;
@@ -144,14 +197,7 @@ static char *function_name(Dwarf_Die *die)
         free(d);
         return strdup(link);
     }
-    const char *name = dwarf_diename(die);
-    if (!name) {
-        Dwarf_Die origin;
-        if (dwarf_attr_integrate(die, DW_AT_abstract_origin, &attr) &&
-            dwarf_formref_die(&attr, &origin))
-            name = dwarf_diename(&origin);
-    }
-    return strdup(name ? name : "??");
+    return qualified_name(die);
 }
 
 static bool is_function(Dwarf_Die *die)
