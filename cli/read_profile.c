@@ -102,9 +102,10 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     cli_warnings_flush(&r->warnings);
     if (!err && st.filtered)
         cli_warning("%s: kept the %llu samples of event '%s' and skipped %llu of other events "
-                    "such as '%s' (use --event-filter=EVENT to choose)",
+                    "such as '%s'%s",
                     ember_input_name(in), (unsigned long long)st.samples, st.kept_event,
-                    (unsigned long long)st.filtered, st.other_event);
+                    (unsigned long long)st.filtered, st.other_event,
+                    ro.perf.event_filter ? "" : " (use --event-filter=EVENT to choose)");
     *samples += st.samples;
     if (err)
         cli_diag_error(&d, err);

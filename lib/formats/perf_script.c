@@ -563,6 +563,31 @@ static void copy_name(char *dst, size_t cap, const char *s, size_t n)
     dst[n] = '\0';
 }
 
+/* An event's name without perf's modifier suffix ("cycles:u", "cpu-clock:pppH"
+ * are cycles and cpu-clock, as inferno compares them), so that one event
+ * printed with and without its modifiers is not split; a tracepoint's
+ * "sched:sched_switch" keeps its second part, which is not modifiers. */
+static size_t event_base_len(const char *name, size_t n)
+{
+    const char *colon = memrchr(name, ':', n);
+    if (!colon || colon == name)
+        return n;
+    size_t k = (size_t)(colon - name) + 1;
+    if (k == n)
+        return n;
+    for (size_t i = k; i < n; i++)
+        if (!strchr("ukhIGHpPSDWeb", name[i]))
+            return n;
+    return k - 1;
+}
+
+static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
+{
+    alen = event_base_len(a, alen);
+    blen = event_base_len(b, blen);
+    return alen == blen && memcmp(a, b, alen) == 0;
+}
+
 static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
                         size_t len)
 {
@@ -580,7 +605,7 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
             ps->filter_len = strlen(ps->filter);
             ps->have_filter = true;
             copy_name(ps->st->kept_event, sizeof(ps->st->kept_event), name, nlen);
-        } else if (nlen != ps->filter_len || memcmp(name, ps->filter, nlen) != 0) {
+        } else if (!same_event(name, nlen, ps->filter, ps->filter_len)) {
             if (!ps->st->other_event[0])
                 copy_name(ps->st->other_event, sizeof(ps->st->other_event), name, nlen);
             ps->st->filtered++;
@@ -811,12 +836,6 @@ static int on_frame(struct perf_parser *ps, const char *s, size_t n)
     return on_frame_at(ps, s, n, i, j);
 }
 
-static int combined_frame(struct perf_parser *ps, const struct event_head *ev)
-{
-    const char *s = combined_split(ev);
-    return s ? on_frame(ps, s, (size_t)(ev->rest + ev->rest_len - s)) : 0;
-}
-
 static int on_line(struct perf_parser *ps, const char *s, size_t n)
 {
     if (n > 0 && s[n - 1] == '\r')
@@ -852,10 +871,13 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
         size_t el;
         int64_t per;
         bool named = parse_event_name(s, n, &e, &el, &per);
-        if (lead == 0 || named || is_combined(&ev)) {
-            int err = start_sample(ps, &ev, s, n);
-            if (!err && ps->keep && !named)
-                err = combined_frame(ps, &ev);
+        const char *frame = named ? NULL : combined_split(&ev);
+        if (lead == 0 || named || frame) {
+            /* a combined line's event and period are before its frame:
+             * one rule for every sample, weighed by its period */
+            int err = start_sample(ps, &ev, s, frame ? (size_t)(frame - s) : n);
+            if (!err && ps->keep && frame)
+                err = on_frame(ps, frame, (size_t)(s + n - frame));
             return err;
         }
     }
@@ -1009,9 +1031,12 @@ static bool first_event(struct ember_input *in, char *out, size_t cap, struct em
         size_t el;
         int64_t per;
         size_t n = (size_t)(nl - p);
-        if (p[0] != '#' && parse_event_head(p, n, &ev) && parse_event_name(p, n, &e, &el, &per)) {
-            copy_name(out, cap, e, el);
-            return true;
+        if (p[0] != '#' && parse_event_head(p, n, &ev)) {
+            const char *frame = combined_split(&ev);
+            if (parse_event_name(p, frame ? (size_t)(frame - p) : n, &e, &el, &per)) {
+                copy_name(out, cap, e, el);
+                return true;
+            }
         }
         p = nl + 1;
     }

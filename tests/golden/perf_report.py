@@ -32,12 +32,51 @@ def perf_report(data):
     return rows
 
 
-def ember_self(script, extra):
+def ember_self(script, extra, column="self_pct"):
     out, _, _ = golden.run(["report", "--top", "100000", "--csv"] + extra + [script])
     rows = {}
     for r in csv.DictReader(io.StringIO(out.decode())):
-        rows[r["function"]] = float(r["self_pct"])
+        rows[r["function"]] = float(r[column])
     return rows
+
+
+def script_periods(script):
+    """{event: sum of periods} of a perf script text (-F default)."""
+    sums = {}
+    for line in open(script, errors="replace"):
+        m = re.match(r"\s*\S.*?\s\d+\.\d+:\s+(\d+)\s+(\S+?):", line)
+        if m:
+            ev = m.group(2).split(":")[0]
+            sums[ev] = sums.get(ev, 0) + int(m.group(1))
+    return sums
+
+
+def record(prog, data, extra):
+    rec = subprocess.run(["perf", "record", "-q", "-F", "4000"] + extra + ["-o", data, prog,
+                                                                            "4000"],
+                         capture_output=True, text=True)
+    if rec.returncode != 0:
+        print("SKIP: perf record failed here: " + rec.stderr.strip()[:300])
+        sys.exit(SKIP)
+    script = data + ".txt"
+    with open(script, "w") as f:
+        subprocess.run(["perf", "script", "-i", data], stdout=f, check=True)
+    return script
+
+
+def compare(data, script, extra, what):
+    want = perf_report(data)
+    got = ember_self(script, extra)
+    for sym, pct in sorted(want.items()):
+        if pct >= 0.5 and abs(got.get(sym, 0.0) - pct) > 0.006:
+            golden.fail("%s: %s: perf report gives %.2f%% self, ember %.4f%%" %
+                        (what, sym, pct, got.get(sym, 0.0)))
+    return want
+
+
+def total(script, extra=()):
+    out, _, _ = golden.run(["convert", "--to", "csv"] + list(extra) + [script])
+    return sum(int(line.rpartition(b",")[2]) for line in out.splitlines()[1:])
 
 
 def main():
@@ -46,32 +85,39 @@ def main():
     prog = os.path.join(work, "anon")
     subprocess.run([cxx, "-O2", "-g", "-fno-omit-frame-pointer", "-o", prog, source], check=True)
     data = os.path.join(work, "perf.data")
-    rec = subprocess.run(["perf", "record", "-q", "-F", "4000", "-e", "cpu-clock", "-g", "-o",
-                          data, prog, "4000"], capture_output=True, text=True)
-    if rec.returncode != 0:
-        print("SKIP: perf record failed here: " + rec.stderr.strip()[:300])
-        sys.exit(SKIP)
-    script = os.path.join(work, "perf.txt")
-    with open(script, "w") as f:
-        subprocess.run(["perf", "script", "-i", data], stdout=f, check=True)
-    want = perf_report(data)
+    script = record(prog, data, ["-e", "cpu-clock", "-g"])
+    want = compare(data, script, [], "-g")
     anon = [s for s in want if s.startswith("(anonymous namespace)::")]
     if not anon or max(want[s] for s in anon) < 5:
         golden.fail("the program should spend its time in an anonymous namespace: %s" % want)
-    got = ember_self(script, [])
-    for sym, pct in sorted(want.items()):
-        if pct < 0.5:
-            continue
-        if abs(got.get(sym, 0.0) - pct) > 0.006:
-            golden.fail("%s: perf report gives %.2f%% self, ember %.4f%%" %
-                        (sym, pct, got.get(sym, 0.0)))
     # with --inline the names come from DWARF; a function that is not
-    # inlined keeps its whole self time there too
-    got = ember_self(script, ["--inline"])
+    # inlined keeps its whole subtree (its self time now shared with the
+    # std:: calls inlined into it)
+    plain = ember_self(script, [], "total_pct")
+    got = ember_self(script, ["--inline"], "total_pct")
     for sym in anon:
-        if abs(got.get(sym, 0.0) - want[sym]) > 0.006:
-            golden.fail("--inline: %s: perf report gives %.2f%% self, ember %.4f%%" %
-                        (sym, want[sym], got.get(sym, 0.0)))
+        if abs(got.get(sym, 0.0) - plain[sym]) > 0.0001:
+            golden.fail("--inline: %s: %.4f%% total, %.4f%% without --inline" %
+                        (sym, got.get(sym, 0.0), plain[sym]))
+    # without -g every sample is one line ("comm pid time: period event: pc
+    # sym (mod)"): weighed by its period like a sample with a call chain,
+    # so both recordings are in one unit and can be merged or diffed
+    flat = os.path.join(work, "flat.data")
+    flat_script = record(prog, flat, ["-e", "cpu-clock"])
+    compare(flat, flat_script, [], "no -g")
+    for s_, what in ((script, "-g"), (flat_script, "no -g")):
+        want_total = script_periods(s_)["cpu-clock"]
+        if total(s_) != want_total:
+            golden.fail("%s: ember's total %d is not the sum of the periods %d" %
+                        (what, total(s_), want_total))
+    # two events without -g: only the first is kept, as with call chains
+    two = os.path.join(work, "two.data")
+    two_script = record(prog, two, ["-e", "cpu-clock", "-e", "task-clock"])
+    periods = script_periods(two_script)
+    first = open(two_script).readline().split()[4].split(":")[0]
+    if total(two_script) != periods[first]:
+        golden.fail("two events without -g: ember's total %d is not %s's periods %d (all: %s)" %
+                    (total(two_script), first, periods[first], periods))
     print("ok: %d symbols above 0.5%% match perf report" %
           sum(1 for p in want.values() if p >= 0.5))
 
