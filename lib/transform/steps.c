@@ -160,7 +160,7 @@ struct frame_info {
 struct apply {
     const struct ember_transform *t;
     struct frame_info *info; /* by source frame */
-    uint32_t *pos, *stamp;   /* flatten: where a new frame sits in the output */
+    uint32_t *stamp;         /* flatten: the stack (now) in which a frame was pushed */
     size_t pcap;
     uint32_t now;
 };
@@ -236,15 +236,12 @@ static bool keep_stack(const struct apply *a, const uint32_t *in, size_t n, size
     return focus;
 }
 
-static int grow_positions(struct apply *a, uint32_t frames)
+static int grow_stamps(struct apply *a, uint32_t frames)
 {
     if (frames <= a->pcap)
         return 0;
     size_t cap = frames * 2;
-    uint32_t *pos = realloc(a->pos, cap * sizeof(*pos)), *stamp = NULL;
-    if (pos)
-        a->pos = pos;
-    stamp = pos ? realloc(a->stamp, cap * sizeof(*stamp)) : NULL;
+    uint32_t *stamp = realloc(a->stamp, cap * sizeof(*stamp));
     if (!stamp)
         return -ENOMEM;
     memset(stamp + a->pcap, 0, (cap - a->pcap) * sizeof(*stamp));
@@ -253,20 +250,20 @@ static int grow_positions(struct apply *a, uint32_t frames)
     return 0;
 }
 
-/* Appends frame f to out; with flatten, a frame already on the way from
- * the root cuts the output back to its first visit instead. */
+/* Appends frame f to out. With flatten, a frame already on the stack is
+ * left out: each function then appears once per stack, at its first (most
+ * root-ward) call, and its inclusive weight is its cumulative weight as
+ * pprof counts it, once per stack, in direct and mutual recursion alike
+ * (main;r0;r2;r1;r0;leaf becomes main;r0;r2;r1;leaf). */
 static int push(struct apply *a, struct ember_profile *dst, struct stack_out *out, uint32_t f)
 {
     if (a->t->flatten) {
-        int err = grow_positions(a, dst->frames.count);
+        int err = grow_stamps(a, dst->frames.count);
         if (err)
             return err;
-        if (a->stamp[f] == a->now && a->pos[f] < out->n && out->frames[a->pos[f]] == f) {
-            out->n = a->pos[f] + 1;
+        if (a->stamp[f] == a->now)
             return 0;
-        }
         a->stamp[f] = a->now;
-        a->pos[f] = (uint32_t)out->n;
     }
     if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
         return -ENOMEM;
@@ -341,7 +338,6 @@ static int rewrite(const struct ember_transform *t, struct ember_profile *p)
         ember_profile_free(out);
     }
     free(a.info);
-    free(a.pos);
     free(a.stamp);
     return err;
 }

@@ -8,6 +8,9 @@ usage: transforms.py
 """
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 
 import golden
 
@@ -47,12 +50,10 @@ def model(stacks, hide=(), collapse_rules=(), focus=(), ignore=(), prune=(), ski
             res.append(f)
             if any(re.search(r, f) for r in prune):
                 break
-        if flatten:
+        if flatten:  # each function once, at its first call
             flat = []
             for f in res:
-                if f in flat:
-                    del flat[flat.index(f) + 1:]
-                else:
+                if f not in flat:
                     flat.append(f)
             res = flat
         key = ";".join(res)
@@ -70,6 +71,51 @@ def same(got, want, what, base=None):
         if got.get(k) != want.get(k):
             golden.fail("%s: stack %r: got %s, expected %s" %
                         (what, k[:300], got.get(k), want.get(k)))
+
+
+def pprof_cum(path):
+    """{function: cum} by go tool pprof -top of ember's pprof of path;
+    None when go is not installed."""
+    if not shutil.which("go"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        pb = os.path.join(d, "p.pb.gz")
+        golden.run(["convert", "--to", "pprof", path, "-o", pb])
+        env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"), GOFLAGS="-mod=mod")
+        text = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=1000000",
+                               "-nodefraction=0", "-unit=ns", pb], capture_output=True,
+                              text=True, env=env, check=True).stdout
+    cum = {}
+    for line in text.splitlines():
+        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*)$",
+                     line)
+        if r:
+            cum[r.group(3)] = int(r.group(2))
+    return cum
+
+
+def pprof_cum_kept(path):
+    flat = collapse(["--flatten-recursion"], path)
+    inclusive = {}
+    for stack, n in flat.items():
+        fr = stack.split(";")
+        if len(set(fr)) != len(fr):
+            golden.fail("%s: a frame repeats after --flatten-recursion: %s" % (path, stack))
+        for f in fr:
+            inclusive[f] = inclusive.get(f, 0) + n
+    cum = pprof_cum(path)
+    if cum is None:
+        print("skip: go tool pprof is not installed")
+        return
+    if len(cum) != len(inclusive):
+        golden.fail("%s: %d functions for pprof, %d after flattening" %
+                    (path, len(cum), len(inclusive)))
+    for f, n in inclusive.items():
+        if cum.get(f) != n:
+            golden.fail("%s: %s: %s after --flatten-recursion, go tool pprof cum %s" %
+                        (path, f, n, cum.get(f)))
+    print("ok flatten-recursion = pprof cum on %s (%d functions)" %
+          (os.path.basename(path), len(cum)))
 
 
 def main():
@@ -113,6 +159,18 @@ def main():
     plain = collapse([], alloc)
     same(collapse(["--flatten-recursion"], alloc), model(plain, flatten=True),
          "flatten-recursion on OCaml towers", plain)
+
+    # the issue's examples of mutual recursion, where cutting back to the
+    # first visit lost r2, r1, b and c
+    got, _, _ = golden.run(["collapse", "--flatten-recursion"],
+                           stdin=b"main;r0;r2;r1;r0;leaf 1\na;b;c;a;b;c;a;d 2\n")
+    golden.first_difference(got, b"a;b;c;d 2\nmain;r0;r2;r1;leaf 1\n", "mutual recursion")
+    # the property on real profiles: after flattening, a function's
+    # inclusive weight is its cumulative weight as go tool pprof -top
+    # counts it, once per stack, in the original profile
+    for path in (alloc, os.path.join(OCAML, "domains-fp.perf.txt"), java,
+                 os.path.join(C, "flamegraph", "example-perf-stacks.txt.gz")):
+        pprof_cum_kept(path)
 
     # --demangle: the raw symbols and perf's own demangling give one profile
     raw = collapse(["--demangle"], os.path.join(OCAML, "alloc-fp.nodemangle.perf.txt"))
