@@ -19,7 +19,7 @@ static const char description[] =
     "counts each stack once however deep it recurses. --csv and --tsv print the same\n"
     "rows for spreadsheets and pandas ('ember convert --to csv' gives one row per stack).";
 
-enum { UNSET = -1 }; /* --percent-limit not given */
+enum { UNSET = -1 }; /* --percent-limit or --top not given */
 
 struct report_args {
     unsigned top;
@@ -52,7 +52,7 @@ static int write_report(const struct ember_profile *p, const struct report_args 
 static int check_modes(const struct report_args *a)
 {
     int modes = a->tree + (a->callers != NULL) + (a->callees != NULL);
-    if (modes > 1 || (modes && a->top)) {
+    if (modes > 1 || (modes && a->top != (unsigned)UNSET)) {
         cli_error("choose one of --top, --tree, --callers and --callees");
         return -1;
     }
@@ -70,10 +70,11 @@ static int check_modes(const struct report_args *a)
 int cmd_report(int argc, char **argv)
 {
     struct cli_reader r;
-    struct report_args a = {.limit = UNSET};
+    struct report_args a = {.limit = UNSET, .top = (unsigned)UNSET};
     cli_reader_init(&r);
     const struct option opts[] = {
-        {OPT_UINT, "top", 0, &a.top, "N", "the N heaviest functions", "10", NULL, false},
+        {OPT_UINT, "top", 0, &a.top, "N", "the N heaviest functions (0: all)",
+         "10; all for --csv and --tsv", NULL, false},
         {OPT_FLAG, "cum", 0, &a.cum, NULL, "top: by total weight, not self", NULL, NULL, false},
         {OPT_FLAG, "tree", 0, &a.tree, NULL, "the call tree with percentages", NULL, NULL, false},
         {OPT_STRING, "callers", 0, &a.callers, "NAME", "the callers of function NAME", NULL, NULL,
@@ -95,7 +96,7 @@ int cmd_report(int argc, char **argv)
         return nfiles == -2 ? 0 : EXIT_USAGE;
     }
     struct ember_report_opts ro = {
-        .top = a.top ? a.top : (a.csv || a.tsv ? 0 : 10),
+        .top = a.top != (unsigned)UNSET ? a.top : (a.csv || a.tsv ? 0 : 10),
         .by_total = a.cum,
         .percent_limit = a.limit >= 0 ? a.limit : (a.tree ? 1 : 0),
         .format = a.csv   ? EMBER_TABLE_CSV

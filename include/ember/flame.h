@@ -40,7 +40,7 @@ struct ember_flame_opts {
     const char *font_type;         /* ("Verdana") */
     double min_width;              /* frames narrower are omitted (0.1) ... */
     bool min_width_pct;            /* ... in px, or in % of the total */
-    const char *count_name;        /* ("samples") */
+    const char *count_name;        /* what counts count (NULL: the input's unit) */
     const char *name_type;         /* ("Function:") */
     const char *colors;            /* palette ("hot") */
     const char *bgcolors;          /* NULL: chosen from the palette */

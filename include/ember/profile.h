@@ -52,6 +52,16 @@ EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
 EMBER_API void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit);
 EMBER_API const char *ember_profile_sample_type(const struct ember_profile *p);
 EMBER_API const char *ember_profile_unit(const struct ember_profile *p);
+/* What a count counts, for labels ("samples", "cycles", "Ir"): the sample
+ * type when the unit is a count; NULL when values are times or sizes, which
+ * ember_unit_format writes with their unit. */
+EMBER_API const char *ember_profile_count_word(const struct ember_profile *p);
+/* Whether values in unit are times or sizes that ember_unit_format scales. */
+EMBER_API bool ember_unit_scales(const char *unit);
+/* A value in unit, as people read it: "1.23 s", "450 us", "12.5 MiB" (two
+ * decimals at most, in the largest unit where it is at least 1). Returns
+ * the length written, or 0 (buf unspecified) when unit is a count. */
+EMBER_API size_t ember_unit_format(char *buf, size_t cap, double value, const char *unit);
 
 /* Frames: each distinct name is stored once and named by a small integer. */
 EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, size_t len,

@@ -96,6 +96,7 @@ struct perf_parser {
     bool java;
     uint32_t root;
     int64_t period;
+    bool weighed;    /* some sample kept had a period: weights are the event's count */
     uint32_t *stack; /* frames, leaf-first, each line's group reversed */
     size_t nstack, scap;
 
@@ -230,7 +231,7 @@ static bool parse_event_name(const char *s, size_t n, const char **ev, size_t *e
     int64_t v = 0;
     for (size_t x = k; x < i; x++)
         v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (s[x] - '0');
-    *period = v > 0 ? v : 1; /* no period, or 0, counts as one sample */
+    *period = v; /* 0: none */
     return true;
 }
 
@@ -613,7 +614,9 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
         }
     }
     ps->keep = true;
-    ps->period = period;
+    /* no period, or 0, counts as one sample, as the script does */
+    ps->period = period > 0 ? period : 1;
+    ps->weighed |= period > 0;
     /* root frame: comm with spaces as '_', then "-PID" or "-PID/TID" */
     if (buf_reserve(ps, ev->comm_len + ev->pid_len + ev->tid_len + 4) < 0)
         return -ENOMEM;
@@ -970,6 +973,7 @@ struct worker {
     struct pool *pool;
     struct ember_profile *p;
     struct ember_read_stats st;
+    bool weighed;
     pthread_t tid;
 };
 
@@ -1000,6 +1004,7 @@ static void *worker_main(void *arg)
         if (!err)
             err = parser_finish(&ps);
     }
+    w->weighed = ps.weighed;
     parser_release(&ps);
     ember_chunk_release(&c);
     if (err) {
@@ -1043,6 +1048,21 @@ static bool first_event(struct ember_input *in, char *out, size_t cap, struct em
     return false;
 }
 
+/* What the weights measure: a sample's period is the event's count since
+ * the last sample, nanoseconds for the clock events, which pprof calls
+ * cpu time; without periods, each sample counts one. */
+static void set_unit(struct ember_profile *p, const char *event, bool weighed)
+{
+    char base[128];
+    copy_name(base, sizeof(base), event, event_base_len(event, strlen(event)));
+    if (!weighed || !base[0])
+        ember_profile_set_unit(p, "samples", "count");
+    else if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
+        ember_profile_set_unit(p, "cpu", "nanoseconds");
+    else
+        ember_profile_set_unit(p, base, "count");
+}
+
 static int read_threaded(struct ember_profile *p, struct ember_input *in,
                          const struct ember_read_opts *o, struct ember_read_stats *st,
                          struct ember_diag *d, const char *filter)
@@ -1063,8 +1083,10 @@ static int read_threaded(struct ember_profile *p, struct ember_input *in,
             break;
         }
     }
+    bool weighed = false;
     for (unsigned i = 0; i < started; i++) {
         pthread_join(w[i].tid, NULL);
+        weighed |= w[i].weighed;
         if (!err && !pl.err)
             err = ember_profile_merge(p, w[i].p);
         st->samples += w[i].st.samples;
@@ -1075,6 +1097,7 @@ static int read_threaded(struct ember_profile *p, struct ember_input *in,
         ember_profile_free(w[i].p);
     }
     copy_name(st->kept_event, sizeof(st->kept_event), filter, strlen(filter));
+    set_unit(p, st->kept_event, weighed);
     pthread_mutex_destroy(&pl.lock);
     free(w);
     if (pl.err) {
@@ -1111,6 +1134,7 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
     }
     if (!err)
         err = parser_finish(&ps);
+    set_unit(p, st->kept_event, ps.weighed);
     parser_release(&ps);
     ember_chunk_release(&c);
     return err;

@@ -38,7 +38,6 @@ void ember_flame_opts_default(struct ember_flame_opts *o)
     o->font_width = 0.59;
     o->font_type = "Verdana";
     o->min_width = 0.1;
-    o->count_name = "samples";
     o->name_type = "Function:";
     o->colors = "hot";
     o->factor = 1;
@@ -224,6 +223,22 @@ struct svg {
     double maxdelta;
     unsigned long long rng;
 };
+
+/* A frame's amount in its title: "1,234 samples" (the rounded count, with
+ * thousands separators, as flamegraph.pl prints it, and what is counted:
+ * --countname, else the input's word), or, for times and sizes when no
+ * --countname is given, "1.23 s", "12 MiB". */
+static void amount(const struct svg *s, double value, const char *rounded, char *out, size_t cap)
+{
+    const struct ember_flame_opts *o = s->o;
+    const char *unit = ember_profile_unit(s->p);
+    if (!o->count_name && ember_unit_format(out, cap, value, unit))
+        return;
+    char sep[96];
+    thousands(sep, rounded);
+    const char *word = o->count_name ? o->count_name : ember_profile_count_word(s->p);
+    snprintf(out, cap, "%s %s", sep, word ? word : "samples");
+}
 
 static const char *default_title(const struct ember_flame_opts *o)
 {
@@ -412,9 +427,9 @@ static void write_frame(struct svg *s, const struct frame *f)
 
     /* the title: "name (N samples, P%)" */
     double width = (double)(f->end - f->start) / s->scale;
-    char sam[64], samt[96], pct[64];
+    char sam[64], samt[192], pct[64];
     snprintf(sam, sizeof(sam), "%.0f", width * o->factor);
-    thousands(samt, sam);
+    amount(s, width * o->factor, sam, samt, sizeof(samt));
     const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
@@ -441,16 +456,16 @@ static void write_frame(struct svg *s, const struct frame *f)
     if (at && at->title && at->title[0]) {
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
-        ember_writer_printf(w, "all (%s ", samt);
-        put_escaped(w, o->count_name, false);
+        ember_writer_puts(w, "all (");
+        put_escaped(w, samt, false);
         ember_writer_puts(w, ", 100%)");
     } else {
         size_t tl = len;
         strip_annotation(name, &tl);
         snprintf(pct, sizeof(pct), "%.2f", 100 * atof(sam) / (s->timemax / s->scale * o->factor));
         ember_svg_escape(w, name, tl, true);
-        ember_writer_printf(w, " (%s ", samt);
-        put_escaped(w, o->count_name, false);
+        ember_writer_puts(w, " (");
+        put_escaped(w, samt, false);
         ember_writer_printf(w, ", %s%%", pct);
         if (p->nmetrics > 1) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
@@ -539,7 +554,8 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
             timemax = o->total * scale;
         }
     }
-    if (strcmp(o->count_name, "samples") == 0 && time / scale < 100) {
+    const char *word = o->count_name ? o->count_name : ember_profile_count_word(p);
+    if (word && strcmp(word, "samples") == 0 && time / scale < 100) {
         snprintf(msg, sizeof(msg), "stack count is low (%.15g); did something go wrong?",
                  time / scale);
         warn(o, msg);

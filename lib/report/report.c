@@ -13,6 +13,8 @@
 #include "model/profile_impl.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,11 +104,26 @@ static double percent(int64_t v, int64_t total)
     return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
+/* A weight in a text column: times and sizes in their units ("42.5 ms"),
+ * counts exact. */
 static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
 {
-    char buf[32];
-    ember_weight_format(buf, v, p->decimals);
+    char buf[64];
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals), p->unit))
+        ember_weight_format(buf, v, p->decimals);
     ember_writer_printf(w, "%*s", width, buf);
+}
+
+/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles". */
+static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
+{
+    char num[64];
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals), p->unit)) {
+        snprintf(buf, cap, "%s of %s", num, p->sample_type);
+        return;
+    }
+    ember_weight_format(num, v, p->decimals);
+    snprintf(buf, cap, "%s %s", num, p->sample_type);
 }
 
 /* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
@@ -240,10 +257,9 @@ int ember_report_top(const struct ember_profile *p, const struct ember_report_op
             ember_writer_printf(w, "function%sself%sself_pct%stotal%stotal_pct\n", sep, sep, sep,
                                 sep);
         } else {
-            char total[32];
-            ember_weight_format(total, t.total, p->decimals);
-            ember_writer_printf(w, "Showing %zu of %zu functions; total %s %s\n", rows, n, total,
-                                ember_profile_sample_type(p));
+            char total[160];
+            total_text(total, sizeof(total), p, t.total);
+            ember_writer_printf(w, "Showing %zu of %zu functions; total %s\n", rows, n, total);
             ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
                                 "total%", "function");
         }
@@ -429,11 +445,11 @@ int ember_report_neighbours(const struct ember_profile *p, const struct ember_re
         if (o->format != EMBER_TABLE_TEXT) {
             ember_writer_printf(w, "%s%sweight%spct_of_function\n", what, sep, sep);
         } else {
-            char buf[32];
-            ember_weight_format(buf, whole, p->decimals);
-            ember_writer_printf(w, "%s of %s: %s %s, %.2f%% of the total\n",
+            char buf[160];
+            total_text(buf, sizeof(buf), p, whole);
+            ember_writer_printf(w, "%s of %s: %s, %.2f%% of the total\n",
                                 callers ? "Callers" : "Callees", name, buf,
-                                ember_profile_sample_type(p), percent(whole, t.total));
+                                percent(whole, t.total));
         }
         for (size_t i = 0; i < k; i++) {
             if (percent(fs[i].total, whole) < o->percent_limit)
