@@ -220,6 +220,10 @@ int cli_transform_option(const struct option *opt, const char *arg);
         CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
                        "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),          \
         CLI_TRANSFORM_(r, "reverse", NULL, "stacks read from the leaf: a bottom-up view")
+/* Warns when a profile's values measure something else than (type, unit)
+ * of another input: their sum or difference would mean nothing. */
+void cli_check_units(const char *type, const char *unit, const char *name,
+                     const struct ember_profile *other, const char *other_name);
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

@@ -116,6 +116,18 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     return err ? 1 : 0;
 }
 
+void cli_check_units(const char *type, const char *unit, const char *name,
+                     const struct ember_profile *other, const char *other_name)
+{
+    if (strcmp(type, ember_profile_sample_type(other)) == 0 &&
+        strcmp(unit, ember_profile_unit(other)) == 0)
+        return;
+    cli_warning("%s measures %s (%s) and %s measures %s (%s): adding or comparing them is "
+                "meaningless",
+                name ? name : "<stdin>", type, unit, other_name ? other_name : "<stdin>",
+                ember_profile_sample_type(other), ember_profile_unit(other));
+}
+
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles)
 {
     if (r->all)
@@ -130,10 +142,20 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     if (r->flamechart)
         ember_profile_keep_sequence(p, true);
     uint64_t samples = 0;
+    char type[EMBER_UNIT_MAX] = "", unit[EMBER_UNIT_MAX] = "";
     for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
+        /* each input says what its values measure; a reader that does not
+         * counts samples */
+        ember_profile_set_unit(p, "samples", "count");
         int ret = read_one(r, p, nfiles ? files[i] : NULL, &samples);
         if (ret)
             return ret;
+        if (i == 0) {
+            snprintf(type, sizeof(type), "%s", ember_profile_sample_type(p));
+            snprintf(unit, sizeof(unit), "%s", ember_profile_unit(p));
+        } else {
+            cli_check_units(type, unit, files[0], p, files[i]);
+        }
     }
     if (samples == 0) {
         cli_error("no stacks found in the input: nothing to %s", r->verb ? r->verb : "do");

@@ -124,5 +124,22 @@ def cpuprofile_is_time(d):
         golden.fail(".cpuprofile weights are microseconds: root title %r" % got)
 
 
+
+@case
+def mixed_units_warn(d):
+    """Adding or diffing profiles that measure different things says so."""
+    clock = os.path.join(C, "ocaml5", "perf", "alloc-fp.perf.txt")
+    faults = os.path.join(FG_TEST, "perf-java-faults-01.txt")
+    for cmd in (["collapse", clock, faults], ["diff", "--folded", clock, faults]):
+        _, err, _ = golden.run(cmd)
+        if "meaningless" not in err or "page-faults" not in err:
+            golden.fail("ember %s: no warning that cpu time and page faults do not add up:\n%s" %
+                        (" ".join(cmd[:1]), err))
+    _, err, _ = golden.run(["collapse", clock, os.path.join(C, "ocaml5", "perf",
+                                                           "domains-fp.perf.txt")])
+    if "meaningless" in err:
+        golden.fail("two cpu-clock recordings should add up without a warning:\n" + err)
+
+
 if __name__ == "__main__":
     main()
