@@ -242,9 +242,25 @@ struct frame_line {
     size_t pc_len, func_len, mod_len;
 };
 
-/* The script's "^\s*(\w+)\s*(.+) \((.*)\)", with its backtracking: the
- * module is between the last " (" and the last ')', the symbol is what lies
- * between the address and the module (at least one character). */
+/* The '(' that the ')' at s[r] closes, when it follows a space; 0 if
+ * none. A module may hold parentheses: "(/memfd:jit (deleted))". */
+static size_t balanced_open(const char *s, size_t r)
+{
+    int depth = 0;
+    for (size_t i = r + 1; i-- > 0;) {
+        depth += s[i] == ')' ? 1 : s[i] == '(' ? -1 : 0;
+        if (depth == 0)
+            return i > 0 && s[i - 1] == ' ' ? i : 0;
+    }
+    return 0;
+}
+
+/* The script's "^\s*(\w+)\s*(.+) \((.*)\)": the module is in the
+ * parentheses that close at the last ')', the symbol is what lies between
+ * the address and the module (at least one character). Where the script's
+ * backtracking takes the last " (" instead, a module with parentheses of
+ * its own ("(/memfd:x (deleted))") lost its name; when the parentheses do
+ * not balance, the last " (" it is. */
 static bool parse_frame_at(const char *s, size_t n, size_t i, size_t j, struct frame_line *f)
 {
     if (j == i)
@@ -256,14 +272,17 @@ static bool parse_frame_at(const char *s, size_t n, size_t i, size_t j, struct f
     if (!rp)
         return false;
     size_t r = (size_t)(rp - s);
-    size_t q = r;
-    for (;;) {
-        const char *lp = memrchr(s, '(', q);
-        if (!lp)
-            return false;
-        q = (size_t)(lp - s);
-        if (q > 0 && s[q - 1] == ' ')
-            break;
+    size_t q = balanced_open(s, r);
+    if (q == 0) {
+        q = r;
+        for (;;) {
+            const char *lp = memrchr(s, '(', q);
+            if (!lp)
+                return false;
+            q = (size_t)(lp - s);
+            if (q > 0 && s[q - 1] == ' ')
+                break;
+        }
     }
     q--; /* the space of " (" */
     size_t x = k < q ? k : q - 1;
