@@ -63,18 +63,10 @@ static int check_options(const char *minwidth, struct ember_flame_opts *fo)
 {
     if (parse_minwidth(minwidth, fo) < 0)
         return -1;
-    if (fo->notes && strpbrk(fo->notes, "<>")) {
-        cli_error("--notes cannot contain '<' or '>'");
-        return -1;
-    }
-    if (!ember_palette_known(fo->colors)) {
-        cli_error("unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, js, perl, "
-                  "red, green, blue, aqua, yellow, purple or orange)",
-                  fo->colors);
-        return -1;
-    }
-    if (fo->width <= 20 || fo->frame_height <= 0 || fo->font_size <= 0 || fo->font_width <= 0) {
-        cli_error("--width must be above 20, --height, --fontsize and --fontwidth above 0");
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    if (ember_flame_opts_check(fo, &d) < 0) {
+        cli_error("%s", d.msg);
         return -1;
     }
     return 0;

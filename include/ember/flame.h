@@ -60,6 +60,9 @@ struct ember_flame_opts {
 };
 
 EMBER_API void ember_flame_opts_default(struct ember_flame_opts *o);
+/* -EINVAL (d says which option and why) for options that cannot draw:
+ * unknown palette or background, sizes, a --minwidth that hides all. */
+EMBER_API int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *d);
 
 /* Draws p. -ENODATA (d says so) when the profile holds no samples. */
 EMBER_API int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,

@@ -524,10 +524,14 @@ static void warn(const struct ember_flame_opts *o, const char *msg)
     o->warn(o->warn_ctx, &d);
 }
 
-int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
-                       const struct ember_sink *out, struct ember_diag *d)
+int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *d)
 {
     const char *bg1, *bg2;
+    if (!ember_palette_known(o->colors))
+        return ember_diag_set(d, -EINVAL, NULL, 0,
+                              "unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, "
+                              "js, perl, red, green, blue, aqua, yellow, purple or orange)",
+                              o->colors);
     if (ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2) < 0)
         return ember_diag_set(d, -EINVAL, NULL, 0,
                               "unknown --bgcolors \"%s\" (expected yellow, blue, green, grey or "
@@ -535,6 +539,32 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
                               o->bgcolors);
     if (o->width <= 2 * XPAD)
         return ember_diag_set(d, -EINVAL, NULL, 0, "--width must be more than %d pixels", 2 * XPAD);
+    if (o->frame_height <= 0 || o->font_size <= 0 || o->font_width <= 0)
+        return ember_diag_set(d, -EINVAL, NULL, 0,
+                              "--height, --fontsize and --fontwidth must be above 0");
+    /* a frame as wide as the whole graph is the widest there is: hiding
+     * those hides everything */
+    if (o->min_width < 0 || (o->min_width_pct && o->min_width >= 100) ||
+        (!o->min_width_pct && o->min_width >= o->width - 2 * XPAD))
+        return ember_diag_set(d, -EINVAL, NULL, 0,
+                              "--minwidth %g%s would hide every frame (expected under 100%% or "
+                              "under the width, %d pixels)",
+                              o->min_width, o->min_width_pct ? "%" : "", o->width - 2 * XPAD);
+    if (o->notes && strpbrk(o->notes, "<>"))
+        return ember_diag_set(d, -EINVAL, NULL, 0, "--notes cannot contain '<' or '>'");
+    if (!(o->factor > 0))
+        return ember_diag_set(d, -EINVAL, NULL, 0, "--factor must be above 0");
+    return 0;
+}
+
+int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    const char *bg1, *bg2;
+    int bad = ember_flame_opts_check(o, d);
+    if (bad)
+        return bad;
+    ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2);
     unsigned wm = p->nmetrics > 1 ? 1 : 0;
     double scale = pow(10, p->decimals);
     double time = (double)ember_profile_total(p, wm);
