@@ -82,7 +82,7 @@ int cmd_report(int argc, char **argv)
         {OPT_STRING, "callees", 0, &a.callees, "NAME", "what function NAME calls", NULL, NULL,
          false},
         {OPT_DOUBLE, "percent-limit", 0, &a.limit, "P", "leave out rows under P% of the total",
-         "0; 1 for --tree", NULL, false},
+         "0; 1 for a text --tree", NULL, false},
         {OPT_FLAG, "csv", 0, &a.csv, NULL, "comma-separated values (RFC 4180)", NULL, NULL, false},
         {OPT_FLAG, "tsv", 0, &a.tsv, NULL, "tab-separated values", NULL, NULL, false},
         {OPT_STRING, "output", 'o', &a.out, "FILE", "write to FILE (atomically)", "stdout", NULL,
@@ -98,7 +98,9 @@ int cmd_report(int argc, char **argv)
     struct ember_report_opts ro = {
         .top = a.top != (unsigned)UNSET ? a.top : (a.csv || a.tsv ? 0 : 10),
         .by_total = a.cum,
-        .percent_limit = a.limit >= 0 ? a.limit : (a.tree ? 1 : 0),
+        /* a text tree hides what is under 1% (and says so); tables for
+         * programs keep everything unless asked */
+        .percent_limit = a.limit >= 0 ? a.limit : (a.tree && !a.csv && !a.tsv ? 1 : 0),
         .format = a.csv   ? EMBER_TABLE_CSV
                   : a.tsv ? EMBER_TABLE_TSV
                           : EMBER_TABLE_TEXT,

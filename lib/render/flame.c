@@ -56,24 +56,35 @@ struct open_frame {
     uint32_t node;
     int64_t start;
     int64_t delta;
+    int64_t hidden; /* width of the children too narrow to draw */
 };
 
 struct layout {
     const struct ember_profile *p;
     bool diff;
     int64_t time;
-    double min_time; /* frames narrower are dropped */
+    double min_time;        /* frames narrower are dropped ... */
+    uint64_t hidden_frames; /* ... and counted, */
+    int64_t hidden_width;   /* with the width they leave empty under drawn frames */
     int64_t maxdelta;
     struct open_frame *open;
     size_t nopen, ocap;
     struct frame *frames;
     size_t nframes, fcap;
+    struct open_frame root; /* "all" */
 };
 
-static int close_frame(struct layout *l, size_t depth, const struct open_frame *of)
+/* of closes at depth; its parent is open at depth - 1 (the root at 0). */
+static int close_frame(struct layout *l, size_t depth, const struct open_frame *of,
+                       struct open_frame *parent)
 {
-    if ((double)(l->time - of->start) < l->min_time)
+    if ((double)(l->time - of->start) < l->min_time) {
+        l->hidden_frames++;
+        if (parent)
+            parent->hidden += l->time - of->start;
         return 0;
+    }
+    l->hidden_width += of->hidden;
     if (EMBER_VEC_RESERVE(l->frames, l->fcap, l->nframes + 1) < 0)
         return -ENOMEM;
     l->frames[l->nframes++] =
@@ -88,14 +99,14 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
     while (same < l->nopen && same < depth && l->open[same].node == path[same])
         same++;
     for (size_t k = l->nopen; k-- > same;) {
-        int err = close_frame(l, k + 1, &l->open[k]);
+        int err = close_frame(l, k + 1, &l->open[k], k ? &l->open[k - 1] : &l->root);
         if (err)
             return err;
     }
     if (EMBER_VEC_RESERVE(l->open, l->ocap, depth) < 0)
         return -ENOMEM;
     for (size_t k = same; k < depth; k++)
-        l->open[k] = (struct open_frame){path[k], l->time, 0};
+        l->open[k] = (struct open_frame){path[k], l->time, 0, 0};
     l->nopen = depth;
     if (l->diff) {
         int64_t d = self[1] - self[0];
@@ -222,6 +233,8 @@ struct svg {
     uint32_t depthmax;
     double maxdelta;
     unsigned long long rng;
+    uint64_t hidden_frames; /* narrower than --minwidth, not drawn */
+    double hidden_width;    /* in scaled units */
 };
 
 /* A frame's amount in its title: "1,234 samples" (the rounded count, with
@@ -364,7 +377,14 @@ static void write_chrome(struct svg *s)
     text_el(s, "title", (int)(o->width / 2), o->font_size * 2, "", default_title(o), true);
     if (o->subtitle && o->subtitle[0])
         text_el(s, "subtitle", (int)(o->width / 2), o->font_size * 4, "", o->subtitle, true);
-    text_el(s, "details", XPAD, s->height - ypad2 / 2, "", " ", false);
+    /* what --minwidth left out, until the pointer first shows a frame */
+    char hidden[160] = " ";
+    if (s->hidden_frames)
+        snprintf(hidden, sizeof(hidden),
+                 "%llu frames narrower than %g%s not drawn (%.2f%% of the total)",
+                 (unsigned long long)s->hidden_frames, o->min_width, o->min_width_pct ? "%" : " px",
+                 100 * s->hidden_width / s->timemax);
+    text_el(s, "details", XPAD, s->height - ypad2 / 2, "", hidden, false);
     text_el(s, "unzoom", XPAD, o->font_size * 2, "class=\"hide\"", "Reset Zoom", false);
     text_el(s, "search", o->width - XPAD - 100, o->font_size * 2, "", "Search", false);
     text_el(s, "ignorecase", o->width - XPAD - 16, o->font_size * 2, "", "ic", false);
@@ -592,17 +612,14 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     }
 
     double wpt = (o->width - 2.0 * XPAD) / timemax;
-    struct layout l = {.p = p, .diff = p->nmetrics > 1};
+    struct layout l = {.p = p, .diff = p->nmetrics > 1, .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
     int err =
         o->flamechart ? ember_profile_walk_sequence(p, flow, &l) : ember_profile_walk(p, flow, &l);
     for (size_t k = l.nopen; k-- > 0 && !err;)
-        err = close_frame(&l, k + 1, &l.open[k]);
-    if (!err) {
-        /* the root, "all" */
-        struct open_frame root = {EMBER_ROOT, 0, 0};
-        err = close_frame(&l, 0, &root);
-    }
+        err = close_frame(&l, k + 1, &l.open[k], k ? &l.open[k - 1] : &l.root);
+    if (!err)
+        err = close_frame(&l, 0, &l.root, NULL);
     struct svg *s = err ? NULL : calloc(1, sizeof(*s));
     if (!err && !s)
         err = -ENOMEM;
@@ -615,6 +632,8 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
         s->timemax = timemax;
         s->wpt = wpt;
         s->maxdelta = l.maxdelta > (int64_t)scale ? (double)l.maxdelta : scale;
+        s->hidden_frames = l.hidden_frames;
+        s->hidden_width = (double)l.hidden_width;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         s->rng = ((unsigned long long)ts.tv_nsec << 16) ^ (unsigned long long)ts.tv_sec;

@@ -282,6 +282,8 @@ struct tree_walk {
     char *text;            /* CSV: the path as "a;b;c" */
     size_t *text_len;      /* its length at each depth */
     size_t cap;
+    uint64_t hidden;       /* subtrees left out by --percent-limit ... */
+    int64_t hidden_weight; /* ... and their weight */
 };
 
 static int by_incl_desc(const void *a, const void *b, void *ctx)
@@ -354,8 +356,13 @@ static int tree_walk(struct tree_walk *tw)
             continue;
         }
         uint32_t c = t->kids[tw->next[sp]++];
-        if (t->incl[c] == 0 || percent(t->incl[c], t->total) < tw->o->percent_limit)
+        if (t->incl[c] == 0)
             continue;
+        if (percent(t->incl[c], t->total) < tw->o->percent_limit) {
+            tw->hidden++;
+            tw->hidden_weight += t->incl[c];
+            continue;
+        }
         err = tree_line(tw, c, sp + 1);
         sp++;
         tw->node[sp] = c;
@@ -370,7 +377,8 @@ int ember_report_tree(const struct ember_profile *p, const struct ember_report_o
                       const struct ember_sink *out)
 {
     struct tree t = {0};
-    struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0};
+    struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0,
+                           0,  0};
     int err = tw.w ? tree_build(&t, p, o->metric) : -ENOMEM;
     if (!err) {
         tw.node = malloc(p->nnodes * sizeof(*tw.node));
@@ -385,6 +393,15 @@ int ember_report_tree(const struct ember_profile *p, const struct ember_report_o
             ember_writer_printf(tw.w, "stack%stotal%stotal_pct%sself%sself_pct\n", sep, sep, sep,
                                 sep);
         err = tree_walk(&tw);
+        if (!err && tw.hidden && o->format == EMBER_TABLE_TEXT) {
+            char w[160];
+            total_text(w, sizeof(w), p, tw.hidden_weight);
+            ember_writer_printf(tw.w,
+                                "(%llu subtrees under %g%% not shown: %s, %.2f%% of the "
+                                "total)\n",
+                                (unsigned long long)tw.hidden, o->percent_limit, w,
+                                percent(tw.hidden_weight, t.total));
+        }
         int ferr = ember_writer_flush(tw.w);
         err = err ? err : ferr;
     }
@@ -451,7 +468,8 @@ int ember_report_neighbours(const struct ember_profile *p, const struct ember_re
                                 callers ? "Callers" : "Callees", name, buf,
                                 percent(whole, t.total));
         }
-        for (size_t i = 0; i < k; i++) {
+        size_t i = 0;
+        for (; i < k; i++) {
             if (percent(fs[i].total, whole) < o->percent_limit)
                 break;
             size_t len = 0;
@@ -468,6 +486,15 @@ int ember_report_neighbours(const struct ember_profile *p, const struct ember_re
             ember_writer_printf(w, " %7.2f%%  ", percent(fs[i].total, whole));
             ember_writer_put(w, s, len);
             ember_writer_put(w, "\n", 1);
+        }
+        if (i < k && o->format == EMBER_TABLE_TEXT) {
+            int64_t rest = 0;
+            for (size_t j = i; j < k; j++)
+                rest += fs[j].total;
+            char buf[160];
+            total_text(buf, sizeof(buf), p, rest);
+            ember_writer_printf(w, "(%zu %s under %g%% not shown: %s)\n", k - i,
+                                callers ? "callers" : "callees", o->percent_limit, buf);
         }
         err = ember_writer_flush(w);
     }
