@@ -922,6 +922,13 @@ static int parse_chunk(struct perf_parser *ps, const struct ember_chunk *c)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        /* perf script ends every line: a last line without one was cut
+         * (chunks end at line ends, so only the input's end has none) */
+        if (!nl && p[0] != '#' && (n > 1 || (n == 1 && p[0] != '\r')))
+            return ember_diag_set(ps->d, -EINVAL, ps->file, ps->line,
+                                  "truncated input: the last line has no line end (the input "
+                                  "ends inside %s)",
+                                  ps->in_sample ? "a sample's stack" : "an event line");
         int err = on_line(ps, p, n);
         if (err)
             return err;
