@@ -69,8 +69,7 @@ static unsigned thread_count(const struct cli_reader *r, const struct ember_inpu
     return cpus > 16 ? 16 : (unsigned)cpus;
 }
 
-static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path,
-                    uint64_t *samples)
+static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path)
 {
     struct ember_diag d;
     struct ember_input *in;
@@ -97,7 +96,7 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     memset(&st, 0, sizeof(st));
     ro.threads = thread_count(r, in);
     if (!err)
-        err = fmt->read(p, in, &ro, &st, &d);
+        err = ember_format_read(fmt, p, in, &ro, &st, &d);
     cli_progress_done(&r->progress);
     cli_warnings_flush(&r->warnings);
     if (!err && st.filtered)
@@ -105,12 +104,8 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
                     "such as '%s' (use --event-filter=EVENT to choose)",
                     ember_input_name(in), (unsigned long long)st.samples, st.kept_event,
                     (unsigned long long)st.filtered, st.other_event);
-    *samples += st.samples;
     if (err)
         cli_diag_error(&d, err);
-    else if (st.samples == 0)
-        cli_warning("%s: no stacks found (read as %s: %s)", ember_input_name(in), fmt->name,
-                    fmt->description);
     ember_input_close(in);
     return err ? 1 : 0;
 }
@@ -128,15 +123,11 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     r->ro.progress_ctx = &r->progress;
     if (r->flamechart)
         ember_profile_keep_sequence(p, true);
-    uint64_t samples = 0;
+    /* each input has samples, or is an error (ember_format_read) */
     for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
-        int ret = read_one(r, p, nfiles ? files[i] : NULL, &samples);
+        int ret = read_one(r, p, nfiles ? files[i] : NULL);
         if (ret)
             return ret;
-    }
-    if (samples == 0) {
-        cli_error("no stacks found in the input: nothing to %s", r->verb ? r->verb : "do");
-        return 1;
     }
     int err = r->transform ? ember_transform_apply(r->transform, p) : 0;
     if (err) {

@@ -35,8 +35,14 @@
  *   with spaces is kept whole, not cut at its first space;
  * - a label line is never read as a sample (the script reads a label
  *   whose value holds ": " as one), a line that fits no rule is an error,
- *   and so are a missing Locations section and a sample naming a location
- *   the section lacks (the script prints the location's number instead).
+ *   and so are a cut input (below) and a sample naming a location the
+ *   Locations section lacks (the script prints the location's number).
+ *
+ * Truncation: pprof prints every section header, the last one
+ * ("Mappings") even when it has no mappings, and ends every line. So an
+ * input that ends before "Mappings", or inside a line before it, was cut
+ * short: an error. A cut among the mappings, which ember does not read,
+ * loses nothing and is not looked for.
  *
  * Invariants: locs[] holds, per location, its frames innermost first in
  * frames[start, start + n); by_id maps a location id to its index in locs.
@@ -61,6 +67,7 @@ struct location {
 
 struct raw_reader {
     struct ember_profile *p;
+    const struct ember_lines_at *at;
     struct ember_profile *stacks; /* scratch trie: frames are location ids */
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
@@ -345,9 +352,38 @@ static int locations_line(struct raw_reader *r, const char *s, size_t n, uint64_
     return add_function(r, s + i, n - i); /* a function inlined in the location above */
 }
 
+static const char *section_name(enum section s)
+{
+    static const char *const names[] = {
+        [HEADER] = "the header",           [TYPES] = "the Samples section",
+        [SAMPLES] = "the Samples section", [LOCATIONS] = "the Locations section",
+        [DONE] = "the Mappings section",
+    };
+    return names[s];
+}
+
+/* The input ended after "Samples:" but before the Mappings section, or in
+ * a line in between. */
+static int cut(struct raw_reader *r, uint64_t line, bool in_line)
+{
+    static const char *const next[] = {
+        [HEADER] = "",
+        [TYPES] = "the sample types, the samples, then the \"Locations\" section",
+        [SAMPLES] = "the rest of the samples, then the \"Locations\" section",
+        [LOCATIONS] = "the rest of the locations, then the \"Mappings\" section",
+        [DONE] = "",
+    };
+    char inside[80];
+    snprintf(inside, sizeof(inside), "%s%s", in_line ? "a line of " : "", section_name(r->section));
+    return ember_format_truncated(r->d, r->file, line, inside, "%s%s",
+                                  in_line ? "the rest of the line, " : "", next[r->section]);
+}
+
 static int on_line(void *ctx, const char *s, size_t n, uint64_t line)
 {
     struct raw_reader *r = ctx;
+    if (r->at->unterminated && r->section != HEADER && r->section != DONE)
+        return cut(r, line, true);
     if (n > 0 && s[0] == '#')
         return 0; /* the script skips comments anywhere */
     switch (r->section) {
@@ -399,13 +435,12 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
 
 static int finish(struct raw_reader *r, uint64_t last)
 {
-    if (r->section == HEADER || r->section == TYPES)
+    if (r->section == HEADER)
         return ember_diag_set(r->d, -EINVAL, r->file, last,
                               "no \"Samples:\" section with its sample types: expected the "
                               "output of `go tool pprof -raw`");
-    if (r->section == SAMPLES)
-        return ember_diag_set(r->d, -EINVAL, r->file, last,
-                              "the input ended before its \"Locations\" section (cut short?)");
+    if (r->section != DONE)
+        return cut(r, last, false);
     r->last = last;
     return ember_profile_walk(r->stacks, add_stack, r);
 }
@@ -420,10 +455,11 @@ static int raw_read(struct ember_profile *p, struct ember_input *in,
         ember_profile_free(r.stacks);
         return -ENOMEM;
     }
-    uint64_t last;
-    int err = ember_read_lines(in, o, d, on_line, &r, &last);
+    struct ember_lines_at at;
+    r.at = &at;
+    int err = ember_read_lines(in, o, d, on_line, &r, &at);
     if (!err)
-        err = finish(&r, last);
+        err = finish(&r, at.line);
     ember_profile_free(r.stacks);
     ember_u64map_release(&r.by_id);
     free(r.ids);
