@@ -38,10 +38,11 @@
  *   and so are a cut input (below) and a sample naming a location the
  *   Locations section lacks (the script prints the location's number).
  *
- * Truncation: pprof prints every section header, the last one
- * ("Mappings") even when it has no mappings, and ends every line. So an
- * input that ends before "Mappings", or inside a line before it, was cut
- * short: an error. A cut among the mappings, which ember does not read,
+ * Truncation: pprof prints its header ("Period: ..."), every section
+ * header, the last one ("Mappings") even when it has no mappings, and ends
+ * every line. So an input that has the header but ends before "Mappings",
+ * or inside a line after "Samples:" and before "Mappings", was cut short:
+ * an error. A cut among the mappings, which ember does not read,
  * loses nothing and is not looked for.
  *
  * Invariants: locs[] holds, per location, its frames innermost first in
@@ -74,6 +75,7 @@ struct raw_reader {
     const char *file;
     struct ember_diag *d;
     enum section section;
+    bool seen_period;    /* pprof's header: what comes before "Samples:" */
     size_t ntypes, type; /* the number of sample types, the one read */
     uint64_t *ids;       /* the current sample's location ids */
     size_t nids, idcap;
@@ -362,12 +364,12 @@ static const char *section_name(enum section s)
     return names[s];
 }
 
-/* The input ended after "Samples:" but before the Mappings section, or in
- * a line in between. */
+/* The input ended after pprof's header but before the Mappings section,
+ * or in a line in between. */
 static int cut(struct raw_reader *r, uint64_t line, bool in_line)
 {
     static const char *const next[] = {
-        [HEADER] = "",
+        [HEADER] = "a line \"Samples:\", the sample types and the samples",
         [TYPES] = "the sample types, the samples, then the \"Locations\" section",
         [SAMPLES] = "the rest of the samples, then the \"Locations\" section",
         [LOCATIONS] = "the rest of the locations, then the \"Mappings\" section",
@@ -390,6 +392,7 @@ static int on_line(void *ctx, const char *s, size_t n, uint64_t line)
     case HEADER:
         if (starts_with(s, n, "Samples:"))
             r->section = TYPES;
+        r->seen_period |= starts_with(s, n, "Period: ") || starts_with(s, n, "PeriodType: ");
         return 0;
     case TYPES:
         return types_line(r, s, n, line);
@@ -435,7 +438,7 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
 
 static int finish(struct raw_reader *r, uint64_t last)
 {
-    if (r->section == HEADER)
+    if (r->section == HEADER && !r->seen_period)
         return ember_diag_set(r->d, -EINVAL, r->file, last,
                               "no \"Samples:\" section with its sample types: expected the "
                               "output of `go tool pprof -raw`");
@@ -474,6 +477,7 @@ static enum ember_probe raw_probe(const char *data, size_t len)
 {
     static const char *const heads[] = {
         "Comment: ", "PeriodType: ", "Period: ", "Time: ", "Duration: "};
+    bool period = false;
     for (const char *s = data, *end = data + len; s < end;) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -481,14 +485,18 @@ static enum ember_probe raw_probe(const char *data, size_t len)
         if (starts_with(s, n, "Samples:"))
             return nl ? EMBER_PROBE_YES : EMBER_PROBE_MAYBE;
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
-            head |= starts_with(s, n, heads[i]);
+            head |= starts_with(s, n, heads[i]) ||
+                    (!nl && n < strlen(heads[i]) && memcmp(s, heads[i], n) == 0);
+        head |= !nl && n < 8 && memcmp(s, "Samples:", n) == 0; /* cut inside */
         if (!head && !(n > 0 && s[0] == '#'))
             return EMBER_PROBE_NO;
+        period |= starts_with(s, n, "Period");
         if (!nl)
             break;
         s = nl + 1;
     }
-    return EMBER_PROBE_NO;
+    /* only header lines: a file cut before "Samples:" (the reader says so) */
+    return period ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_pprof_raw = {

@@ -285,6 +285,8 @@ TRUNCATED = (
      between(b"Call graph:", b"Total number in stack"), None, True),
     ("pprof-raw", os.path.join(HERE, "..", "data", "pprof-raw", "heap.txt"), None,
      between(b"Samples:", b"Mappings"), None, True),
+    ("pprof-raw-header", os.path.join(HERE, "..", "data", "pprof-raw", "heap.txt"), None,
+     between(b"Period:", b"Samples:"), inside_line, True),
     ("instruments", corpus("speedscope", "sample", "profiles", "Instruments", "7.3.1",
                            "simple-time-profile-deep-copy.txt"), None, whole, instruments_row,
      True),
