@@ -80,7 +80,8 @@ EMBER_API const struct ember_format *ember_format_find(const char *name);
 EMBER_API int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                                   struct ember_diag *d);
 /* Reads in as fmt into p: fmt->read, and one rule for every format: an
- * input in which the reader found no sample is an error (-ENODATA, "no
+ * input in which the reader found no sample, or after which p holds no
+ * weight at all (samples that all weigh 0), is an error (-ENODATA, "no
  * samples in FILE"), never an empty result. */
 EMBER_API int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
                                 struct ember_input *in, const struct ember_read_opts *o,

@@ -9,9 +9,10 @@
  * Probes see the first 64 KiB; a probe that needs a whole first line
  * (EMBER_PROBE_MORE) is shown more, up to that line's end, so that a valid
  * first line longer than the window is never "unknown". Every reader's
- * result goes through ember_format_read: an input without a sample is an
- * error, whatever its format; and a reader that finds its input cut short
- * says so in one wording (ember_format_truncated).
+ * result goes through ember_format_read: an input without a sample, or a
+ * profile whose samples all weigh nothing, is an error, whatever its
+ * format; and a reader that finds its input cut short says so in one
+ * wording (ember_format_truncated).
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
@@ -113,14 +114,27 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                           q);
 }
 
+/* Does p hold no weight at all (every sample read weighed 0)? */
+static bool weighs_nothing(const struct ember_profile *p)
+{
+    for (unsigned m = 0; m < ember_profile_metrics(p); m++)
+        if (ember_profile_total(p, m) != 0)
+            return false;
+    return true;
+}
+
 int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
                       struct ember_input *in, const struct ember_read_opts *o,
                       struct ember_read_stats *st, struct ember_diag *d)
 {
     int err = fmt->read(p, in, o, st, d);
+    const char *file = ember_input_name(in);
+    if (!err && st->samples > 0 && weighs_nothing(p))
+        return ember_diag_set(d, -ENODATA, "", 0,
+                              "no samples in %s: the %llu it has all weigh 0 (read as %s)", file,
+                              (unsigned long long)st->samples, fmt->name);
     if (err || st->samples > 0)
         return err;
-    const char *file = ember_input_name(in);
     if (st->filtered)
         return ember_diag_set(d, -ENODATA, "", 0,
                               "no samples of event '%s' in %s (its %llu samples are of other "

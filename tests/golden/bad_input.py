@@ -142,8 +142,11 @@ def no_stacks(d):
     path = write(os.path.join(d, "empty.txt"), b"")
     out = os.path.join(d, "empty.svg")
     expect_failure(["flamegraph", path, "-o", out], path, "empty", out=out)
-    path = write(os.path.join(d, "zero.folded"), b"a;b 0\n")
-    expect_failure(["flamegraph", path, "-o", out], "no stack counts", out=out)
+    # samples that all weigh nothing: no samples either, for every command
+    path = write(os.path.join(d, "zero.folded"), b"a;b 0\nc 0\n")
+    for cmd in (["flamegraph"], ["collapse"], ["report"], ["convert", "--to", "speedscope"]):
+        expect_failure(cmd + [path, "-o", out], "no samples in %s: the 2 it has all weigh 0" % path,
+                       out=out)
     path = write(os.path.join(d, "comments.txt"), b"# only\n# comments\n")
     expect_failure(["collapse", path, "-o", out], path, out=out)
     # inferno's only-header-lines case: a DTrace header and nothing else
