@@ -69,8 +69,7 @@ static unsigned thread_count(const struct cli_reader *r, const struct ember_inpu
     return cpus > 16 ? 16 : (unsigned)cpus;
 }
 
-static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path,
-                    uint64_t *samples)
+static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path)
 {
     struct ember_diag d;
     struct ember_input *in;
@@ -97,7 +96,7 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     memset(&st, 0, sizeof(st));
     ro.threads = thread_count(r, in);
     if (!err)
-        err = fmt->read(p, in, &ro, &st, &d);
+        err = ember_format_read(fmt, p, in, &ro, &st, &d);
     cli_progress_done(&r->progress);
     cli_warnings_flush(&r->warnings);
     if (!err && st.filtered)
@@ -106,12 +105,8 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
                     ember_input_name(in), (unsigned long long)st.samples, st.kept_event,
                     (unsigned long long)st.filtered, st.other_event,
                     ro.perf.event_filter ? "" : " (use --event-filter=EVENT to choose)");
-    *samples += st.samples;
     if (err)
         cli_diag_error(&d, err);
-    else if (st.samples == 0)
-        cli_warning("%s: no stacks found (read as %s: %s)", ember_input_name(in), fmt->name,
-                    fmt->description);
     ember_input_close(in);
     return err ? 1 : 0;
 }
@@ -141,13 +136,13 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     r->ro.progress_ctx = &r->progress;
     if (r->flamechart)
         ember_profile_keep_sequence(p, true);
-    uint64_t samples = 0;
+    /* each input has samples, or is an error (ember_format_read) */
     char type[EMBER_UNIT_MAX] = "", unit[EMBER_UNIT_MAX] = "";
     for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
         /* each input says what its values measure; a reader that does not
          * counts samples */
         ember_profile_set_unit(p, "samples", "count");
-        int ret = read_one(r, p, nfiles ? files[i] : NULL, &samples);
+        int ret = read_one(r, p, nfiles ? files[i] : NULL);
         if (ret)
             return ret;
         if (i == 0) {
@@ -156,10 +151,6 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
         } else {
             cli_check_units(type, unit, files[0], p, files[i]);
         }
-    }
-    if (samples == 0) {
-        cli_error("no stacks found in the input: nothing to %s", r->verb ? r->verb : "do");
-        return 1;
     }
     int err = r->transform ? ember_transform_apply(r->transform, p) : 0;
     if (err) {

@@ -53,7 +53,15 @@ struct ember_read_stats {
     char other_event[128]; /* perf: the first other event dropped */
 };
 
-enum ember_probe { EMBER_PROBE_NO = 0, EMBER_PROBE_MAYBE = 1, EMBER_PROBE_YES = 2 };
+/* A probe's answer. MORE: the bytes shown end inside the first line, and
+ * the format can only tell from a whole one (a folded stack deeper than the
+ * probing window): detection shows it more, up to the end of that line. */
+enum ember_probe {
+    EMBER_PROBE_NO = 0,
+    EMBER_PROBE_MAYBE = 1,
+    EMBER_PROBE_YES = 2,
+    EMBER_PROBE_MORE = 3
+};
 
 struct ember_format {
     const char *name;
@@ -71,6 +79,13 @@ EMBER_API const struct ember_format *ember_format_find(const char *name);
  * fits (d says what the input looks like). */
 EMBER_API int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                                   struct ember_diag *d);
+/* Reads in as fmt into p: fmt->read, and one rule for every format: an
+ * input in which the reader found no sample, or after which p holds no
+ * weight at all (samples that all weigh 0), is an error (-ENODATA, "no
+ * samples in FILE"), never an empty result. */
+EMBER_API int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
+                                struct ember_input *in, const struct ember_read_opts *o,
+                                struct ember_read_stats *st, struct ember_diag *d);
 
 /* Where writers put their bytes. write returns 0 or a negative error. */
 struct ember_sink {

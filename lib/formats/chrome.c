@@ -10,8 +10,13 @@
  * current event in the capture, and hands the event to trace_events.c
  * (spans, thread names) or cpuprofile.c (CPU profiles) when it ends. A
  * trace that holds a CPU profile is read as that profile (its other events
- * are ignored), as speedscope does; otherwise it is read as its spans. A
- * file cut short (a crashed tracer) is read up to its last whole event.
+ * are ignored), as speedscope does; otherwise it is read as its spans.
+ *
+ * Truncation: the array form may lack its closing ']' (the format allows
+ * it, for tracers that crash), so an array cut between two events cannot
+ * be told and is read whole. Anything else cut short is an error: an
+ * array cut inside an event, an object ({"traceEvents": ...} or a
+ * .cpuprofile) not closed.
  *
  * Invariants: see chrome_impl.h. Memory: one event's values and one
  * profile chunk at a time here; the rest is the other two files'.
@@ -230,10 +235,8 @@ static enum ctx child(const struct chrome_reader *r, bool map)
 static int open_container(struct chrome_reader *r, bool map)
 {
     enum ctx c = child(r, map);
-    if (c == C_EVENT) {
+    if (c == C_EVENT)
         capture_reset(&r->cap);
-        r->in_event = true;
-    }
     if (c == C_NODE) {
         r->cap.node = (struct cap_node){0};
         r->cap.node_children = r->cap.nchildren;
@@ -243,7 +246,7 @@ static int open_container(struct chrome_reader *r, bool map)
         r->saw_events = true;
     if (c == C_TOP)
         r->top_object = true;
-    ember_json_begin(&r->j);
+    ember_json_begin(&r->j, map);
     if (r->j.depth <= MAX_DEPTH) {
         r->ctx[r->j.depth - 1] = c;
         r->key[r->j.depth - 1] = K_OTHER;
@@ -255,10 +258,8 @@ static int close_container(struct chrome_reader *r)
 {
     enum ctx c = here(r);
     ember_json_end(&r->j);
-    if (c == C_EVENT) {
-        r->in_event = false;
+    if (c == C_EVENT)
         return event_end(r);
-    }
     if (c == C_NODE)
         return ember_cpuprofile_end_node(r);
     if (here(r) == C_TOP && (c == C_NODES || c == C_SAMPLES || c == C_DELTAS)) {
@@ -388,17 +389,36 @@ static const yajl_callbacks callbacks = {
 
 /* ---- the result ------------------------------------------------------------------------ */
 
+/* Where an input cut short ends: the innermost part that means something. */
+static const char *cut_inside(const struct chrome_reader *r)
+{
+    for (unsigned d = r->j.depth < MAX_DEPTH ? r->j.depth : MAX_DEPTH; d-- > 0;) {
+        switch (r->ctx[d]) {
+        case C_EVENT:
+            return "an event";
+        case C_NODES:
+            return "the CPU profile's \"nodes\"";
+        case C_SAMPLES:
+            return "the CPU profile's \"samples\"";
+        case C_DELTAS:
+            return "the CPU profile's \"timeDeltas\"";
+        case C_EVENTS:
+            return r->top_object ? "\"traceEvents\"" : "the array of events";
+        case C_TOP:
+            return r->saw_events ? "the trace's object" : "the top-level object";
+        default:
+            break;
+        }
+    }
+    return "a JSON value";
+}
+
 static int finish(struct chrome_reader *r, struct ember_diag *d)
 {
     const char *file = r->j.file;
-    if (r->j.truncated && !r->saw_events)
-        return ember_diag_set(d, -EINVAL, file, ember_json_line(&r->j),
-                              "the input ends inside a JSON value (a truncated file?)");
-    /* a trace may lack its closing "]" (the format allows it), not half an event */
-    if (r->j.truncated && r->in_event)
-        ember_json_warn(&r->j, r->st,
-                        "the input ends inside an event (a trace cut short?): "
-                        "read the events before it");
+    /* the array form may lack its closing ']', nothing more */
+    if (r->j.truncated && (r->top_object || !r->saw_events || r->j.depth != 1))
+        return ember_json_truncated(&r->j, cut_inside(r));
     if (!r->saw_events && r->top_profile < 0)
         return ember_diag_set(d, -EINVAL, file, 1,
                               "expected a Chrome trace ([events] or {\"traceEvents\": [...]}) or "
@@ -440,8 +460,7 @@ static int chrome_read(struct ember_profile *p, struct ember_input *in,
         return -ENOMEM;
     r->p = p;
     r->st = st;
-    r->j = (struct ember_json){
-        .in = in, .file = ember_input_name(in), .d = d, .o = o, .allow_cut = true};
+    r->j = (struct ember_json){.in = in, .file = ember_input_name(in), .d = d, .o = o};
     int err = ember_trace_events_init(r);
     if (!err)
         err = ember_cpuprofile_init(r);

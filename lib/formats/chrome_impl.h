@@ -141,7 +141,7 @@ struct chrome_reader {
     enum ctx ctx[MAX_DEPTH];
     enum key key[MAX_DEPTH];
     struct capture cap;
-    bool top_object, saw_events, in_event;
+    bool top_object, saw_events;
     char label[600]; /* a root frame's name while grafting (by the other files) */
     /* trace_events.c's: each thread's spans under a placeholder frame
      * (chrome.c reads nthreads), and the names of threads */

@@ -17,6 +17,12 @@
  * the whole stack at its last '+', which loses the leaf when the leaf has
  * no offset (FlameGraph issue 202); ember cuts only the leaf's offset, as
  * inferno does.
+ *
+ * Truncation: DTrace ends every line it prints, and every stack with its
+ * count. So an input whose last line has no newline (a count cut from
+ * "1971" to "19" among them) or whose last stack has no count was cut
+ * short: an error (the script drops such a stack silently). A cut just
+ * after a stack's count line cannot be told from the end of the output.
  */
 #include "formats_impl.h"
 #include "lines.h"
@@ -37,6 +43,7 @@ static bool is_space(unsigned char c)
 
 struct dtrace_reader {
     struct ember_profile *p;
+    const struct ember_lines_at *at;
     bool include_offset;
     struct ember_read_stats *st;
     const char *file;
@@ -166,6 +173,11 @@ static int dtrace_line(void *ctx, const char *s, size_t n, uint64_t line)
 {
     struct dtrace_reader *r = ctx;
     int64_t count;
+    if (r->at->unterminated)
+        return ember_format_truncated(r->d, r->file, line, r->in_stack ? "a stack" : "a line",
+                                      "the rest of line %llu and its newline (DTrace ends every "
+                                      "line)",
+                                      (unsigned long long)line);
     if (line <= DTRACE_HEADER_LINES)
         return 0;
     if (count_line(s, n, &count))
@@ -185,10 +197,12 @@ static int dtrace_read(struct ember_profile *p, struct ember_input *in,
                               .st = st,
                               .file = ember_input_name(in),
                               .d = d};
-    uint64_t last;
-    int err = ember_read_lines(in, o, d, dtrace_line, &r, &last);
-    if (!err && r.n)
-        st->skipped++; /* frames without a count: the script drops them too */
+    struct ember_lines_at at;
+    r.at = &at;
+    int err = ember_read_lines(in, o, d, dtrace_line, &r, &at);
+    if (!err && r.in_stack)
+        err = ember_format_truncated(d, r.file, at.line, "a stack",
+                                     "its count, a line holding only a number");
     free(r.frames);
     free(r.buf);
     return err;

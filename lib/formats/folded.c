@@ -8,6 +8,12 @@
  * Frames are split on ';'; like Perl's split, trailing empty frames vanish.
  * Lines that do not end in a count are skipped with a warning.
  *
+ * Truncation: folded files need not end with a newline, and a line cut
+ * inside its count ("a;b;c 12" cut to "a;b;c 1") or at a line's end is
+ * still a valid line, so those cuts cannot be told. A last line without
+ * its newline and without a count ("a;b;c", "a;b;c ") can only be a cut
+ * one: that is an error, not a skipped line.
+ *
  * Speed: sorted input repeats long prefixes, so each line reuses the nodes
  * of the previous line's frames that match byte for byte.
  */
@@ -20,6 +26,7 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static bool is_space(unsigned char c)
@@ -154,13 +161,26 @@ static void warn_line(struct folded_reader *r, const char *s, size_t n)
     r->o->warn(r->o->warn_ctx, &d);
 }
 
-static int on_line(struct folded_reader *r, const char *s, size_t n)
+/* The last line of the input, without its newline nor a count. */
+static int cut_line(struct folded_reader *r, const char *s, size_t n)
+{
+    char q[200], inside[240];
+    ember_quote(q, sizeof(q), s, n, 120);
+    snprintf(inside, sizeof(inside), "the line \"%s\"", q);
+    return ember_format_truncated(r->d, r->file, r->line, inside,
+                                  "a count at the end of the line (\"frame;frame COUNT\")");
+}
+
+/* A line, without its '\n'; unterminated: it had none (the input's last). */
+static int on_line(struct folded_reader *r, const char *s, size_t n, bool unterminated)
 {
     if (n > 0 && s[n - 1] == '\r')
         n--;
     size_t slen, slen2;
     struct ember_decimal c1, c2;
     if (!split_count(s, n, &slen, &c2)) {
+        if (n > 0 && unterminated)
+            return cut_line(r, s, n);
         if (n > 0)
             warn_line(r, s, n);
         return 0;
@@ -206,7 +226,7 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
         while (s < end && !err) {
             const char *nl = memchr(s, '\n', (size_t)(end - s));
             size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            err = on_line(&r, s, n);
+            err = on_line(&r, s, n, !nl);
             r.line++;
             s += n + 1;
         }
@@ -249,9 +269,10 @@ static enum ember_probe folded_probe(const char *data, size_t len)
         size_t n = (size_t)(end - s);
         if (!is_space((unsigned char)s[0]) && split_count(s, n, &slen, &v) && slen > 0)
             return EMBER_PROBE_MAYBE;
-        /* a first line longer than what probing sees: a deep stack */
-        if (!is_space((unsigned char)s[0]) && memchr(s, ';', n))
-            return EMBER_PROBE_MAYBE;
+        /* a first line longer than what probing sees (a deep stack, or a
+         * long name): its end tells */
+        if (!is_space((unsigned char)s[0]))
+            return EMBER_PROBE_MORE;
     }
     return good ? EMBER_PROBE_YES : EMBER_PROBE_NO;
 }

@@ -23,4 +23,11 @@ extern const struct ember_format ember_format_speedscope;
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
 
+/* The error of an input cut short, in one wording for every reader:
+ * "truncated input: expected EXPECTED (the input ends inside INSIDE)",
+ * at file:line (line 0: none). Returns -EINVAL. */
+int ember_format_truncated(struct ember_diag *d, const char *file, uint64_t line,
+                           const char *inside, const char *expected, ...)
+    __attribute__((format(printf, 5, 6)));
+
 #endif

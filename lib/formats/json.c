@@ -7,6 +7,7 @@
  * needs one (counting is only done then).
  */
 #include "json.h"
+#include "formats_impl.h"
 #include "model/profile_impl.h"
 #include "util/diag.h"
 
@@ -93,20 +94,40 @@ static int feed(struct ember_json *j, bool first)
     return 0;
 }
 
+/* yajl completes the parse by feeding a space: an error then, or open
+ * containers, mean that the input ended inside a value (a cut number or
+ * literal fails on that space; a cut string or container just stays open).
+ * A callback's complaint about a cut value gives way to the cut. */
 static int finish(struct ember_json *j, uint64_t last_line)
 {
     yajl_status s = yajl_complete_parse(j->h);
+    if (j->depth > 0 || s == yajl_status_error) {
+        j->truncated = true;
+        return 0;
+    }
     if (s == yajl_status_client_canceled)
         return j->err ? j->err : -EINVAL;
     if (s != yajl_status_ok)
         return syntax_error(j, last_line);
-    if (j->depth > 0) {
-        if (!j->allow_cut)
-            return ember_diag_set(j->d, -EINVAL, j->file, last_line,
-                                  "the input ends inside a JSON value (a truncated file?)");
-        j->truncated = true;
-    }
     return 0;
+}
+
+int ember_json_truncated(struct ember_json *j, const char *inside)
+{
+    enum { SHOWN = 16 }; /* closers shown; deeper cuts give the depth */
+    char closers[SHOWN + 1];
+    if (j->depth == 0)
+        return ember_format_truncated(j->d, j->file, j->last_line, inside,
+                                      "the rest of the JSON value");
+    if (j->depth > SHOWN)
+        return ember_format_truncated(j->d, j->file, j->last_line, inside,
+                                      "the rest of the JSON (%u arrays and objects are open)",
+                                      j->depth);
+    for (unsigned i = 0; i < j->depth; i++)
+        closers[i] = j->maps >> (j->depth - 1 - i) & 1 ? '}' : ']';
+    closers[j->depth] = '\0';
+    return ember_format_truncated(j->d, j->file, j->last_line, inside,
+                                  "the rest of the JSON, closed by \"%s\"", closers);
 }
 
 int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx)
@@ -115,8 +136,7 @@ int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx)
     if (!j->h)
         return -ENOMEM;
     yajl_config(j->h, yajl_dont_validate_strings, 1); /* names are escaped by the writers */
-    if (j->allow_cut)
-        yajl_config(j->h, yajl_allow_partial_values, 1);
+    yajl_config(j->h, yajl_allow_partial_values, 1);  /* a cut is the reader's to judge */
     int err = 0;
     for (bool first = true; !err; first = false) {
         int got = ember_input_read_chunk(j->in, &j->c, EMBER_CUT_NONE, j->d);

@@ -9,6 +9,11 @@
  * finds a problem calls ember_json_fail(), which fills the diagnostic with
  * the line of the token being parsed and makes the callback return 0 (yajl
  * then stops); numbers are kept exactly as fixed-point 128-bit integers.
+ *
+ * Truncation: a JSON document ends by closing its outermost value, so an
+ * input cut anywhere before that is told (truncated is set, with depth and
+ * the kinds of the open containers as they were). Each reader decides what
+ * a cut means for its format, and says so with ember_json_truncated.
  */
 #ifndef EMBER_FORMATS_JSON_H
 #define EMBER_FORMATS_JSON_H
@@ -31,24 +36,32 @@ struct ember_json {
     struct ember_diag *d;
     const struct ember_read_opts *o;
     int err;            /* the error a callback reported (0: none) */
-    bool allow_cut;     /* a file cut short is not an error (Chrome's array form) */
     bool truncated;     /* the input ended inside a value */
     unsigned depth;     /* of arrays and objects, kept by the reader's callbacks */
+    uint64_t maps;      /* bit i: the container at depth i is an object (i < 64) */
     uint64_t last_line; /* the input's last line, once it has been read */
 };
 
 /* Parses the whole input with the callbacks (whose context is ctx); returns
  * 0 or the first error (with j->d filled). The callbacks must keep j->depth:
- * ember_json_begin/ember_json_end from their start/end callbacks. */
+ * ember_json_begin/ember_json_end from their start/end callbacks. An input
+ * cut short is not an error here: j->truncated says it was. */
 int ember_json_parse(struct ember_json *j, const yajl_callbacks *cb, void *ctx);
-static inline void ember_json_begin(struct ember_json *j)
+static inline void ember_json_begin(struct ember_json *j, bool map)
 {
+    if (j->depth < 64)
+        j->maps = map ? j->maps | 1ull << j->depth : j->maps & ~(1ull << j->depth);
     j->depth++;
 }
 static inline void ember_json_end(struct ember_json *j)
 {
     j->depth--;
 }
+
+/* The error of an input cut short (after ember_json_parse set truncated):
+ * "truncated input: expected the rest of the JSON, closed by \"]}\" (the
+ * input ends inside INSIDE)", at the input's last line. Returns -EINVAL. */
+int ember_json_truncated(struct ember_json *j, const char *inside);
 
 /* The line of the token being parsed (1-based). */
 uint64_t ember_json_line(const struct ember_json *j);

@@ -12,15 +12,26 @@
 
 #include "ember/formats.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Returns 0 to go on, or a negative error that stops the reading. */
 typedef int (*ember_line_fn)(void *ctx, const char *s, size_t n, uint64_t line);
 
+/* Where the reading is: the number of the line being handed over (after
+ * the reading: of the last line), and whether that line has no '\n', which
+ * only the input's last line can lack: readers of formats whose producer
+ * ends every line take it for an input cut inside a line. Set before each
+ * call of fn, so that fn may look. */
+struct ember_lines_at {
+    uint64_t line;
+    bool unterminated;
+};
+
 /* Calls fn for every line of in; returns 0, fn's error, or a read error
- * (with d filled). *last is the number of the last line read. */
+ * (with d filled). */
 int ember_read_lines(struct ember_input *in, const struct ember_read_opts *o, struct ember_diag *d,
-                     ember_line_fn fn, void *ctx, uint64_t *last);
+                     ember_line_fn fn, void *ctx, struct ember_lines_at *at);
 
 /* Warns (through o->warn, when set) about a line: "FILE:LINE: WHAT:
  * "quoted line"", or "FILE:LINE: WHAT" when s is NULL. */

@@ -201,6 +201,39 @@ static bool parse_event_head(const char *s, size_t n, struct event_head *ev)
     return false;
 }
 
+/* What follows "comm pid" on a line at column 0 that names no event as
+ * the script reads one: an event line still, if it is empty, a "[cpu]",
+ * holds perf's timestamp ("123.456789:") or ends with an event ("EVENT:"). The script takes any
+ * "comm pid ..." line; that made a /proc/PID/maps line ("5570-5584 r--p 00000000 fe:00 ...") a
+ * sample. */
+static bool bare_event_rest(const char *s, size_t n)
+{
+    size_t e = n;
+    while (e > 0 && is_ws((unsigned char)s[e - 1]))
+        e--;
+    if (e > 1 && s[e - 1] == ':') /* "cpu-clock:" (perf script -F comm,pid,event) */
+        return true;
+    size_t i = 0;
+    if (i < n && s[i] == '[') {
+        while (i < n && s[i] != ']')
+            i++;
+        i++;
+        while (i < n && is_ws((unsigned char)s[i]))
+            i++;
+    }
+    if (i >= n)
+        return true;
+    size_t a = i;
+    while (i < n && is_digit((unsigned char)s[i]))
+        i++;
+    if (i == a || i >= n || s[i] != '.')
+        return false;
+    size_t b = ++i;
+    while (i < n && is_digit((unsigned char)s[i]))
+        i++;
+    return i > b && i < n && s[i] == ':';
+}
+
 /* The script's ":\s*(\d+)*\s+(\S+):\s*$": the line ends with "EVENT:", after
  * whitespace, after an optional period, after a ':'. */
 static bool parse_event_name(const char *s, size_t n, const char **ev, size_t *evlen,
@@ -894,7 +927,7 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
         int64_t per;
         bool named = parse_event_name(s, n, &e, &el, &per);
         const char *frame = named ? NULL : combined_split(&ev);
-        if (lead == 0 || named || frame) {
+        if (named || frame || (lead == 0 && bare_event_rest(ev.rest, ev.rest_len))) {
             /* a combined line's event and period are before its frame:
              * one rule for every sample, weighed by its period */
             int err = start_sample(ps, &ev, s, frame ? (size_t)(frame - s) : n);
@@ -1181,7 +1214,8 @@ static bool probe_event(const char *s, size_t n)
     size_t lead = event_indent(s, n);
     if (lead >= n || !parse_event_head(s + lead, n - lead, &ev))
         return false;
-    return lead == 0 || parse_event_name(s, n, &e, &el, &per) || is_combined(&ev);
+    return parse_event_name(s, n, &e, &el, &per) || is_combined(&ev) ||
+           (lead == 0 && bare_event_rest(ev.rest, ev.rest_len));
 }
 
 /* An event line, then (after comments) a frame line, a blank line or

@@ -14,7 +14,8 @@
  * - every string index and id is checked before use: a bad file is an error
  *   naming what was expected, never a crash.
  * When protobuf-c refuses the bytes, a walk of the wire format guided by the
- * generated descriptors says where and why (truncated, wrong wire type).
+ * generated descriptors says where and why (cut short, wrong wire type);
+ * pprof_wire.c says which cuts can be told.
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
@@ -447,8 +448,10 @@ static int pprof_read(struct ember_profile *p, struct ember_input *in,
         r.pb = perftools__profiles__profile__unpack(NULL, len, buf);
         if (!r.pb) {
             char why[400];
-            ember_pprof_wire_explain(buf, len, why, sizeof(why));
-            err = ember_diag_set(d, -EINVAL, r.file, 0, "not a valid pprof profile: %s", why);
+            if (ember_pprof_wire_explain(buf, len, why, sizeof(why)))
+                err = ember_diag_set(d, -EINVAL, r.file, 0, "%s", why);
+            else
+                err = ember_diag_set(d, -EINVAL, r.file, 0, "not a valid pprof profile: %s", why);
         }
     }
     if (r.pb)

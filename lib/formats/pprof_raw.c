@@ -35,8 +35,15 @@
  *   with spaces is kept whole, not cut at its first space;
  * - a label line is never read as a sample (the script reads a label
  *   whose value holds ": " as one), a line that fits no rule is an error,
- *   and so are a missing Locations section and a sample naming a location
- *   the section lacks (the script prints the location's number instead).
+ *   and so are a cut input (below) and a sample naming a location the
+ *   Locations section lacks (the script prints the location's number).
+ *
+ * Truncation: pprof prints its header ("Period: ..."), every section
+ * header, the last one ("Mappings") even when it has no mappings, and ends
+ * every line. So an input that has the header but ends before "Mappings",
+ * or inside a line after "Samples:" and before "Mappings", was cut short:
+ * an error. A cut among the mappings, which ember does not read,
+ * loses nothing and is not looked for.
  *
  * Invariants: locs[] holds, per location, its frames innermost first in
  * frames[start, start + n); by_id maps a location id to its index in locs.
@@ -61,12 +68,14 @@ struct location {
 
 struct raw_reader {
     struct ember_profile *p;
+    const struct ember_lines_at *at;
     struct ember_profile *stacks; /* scratch trie: frames are location ids */
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
     enum section section;
+    bool seen_period;    /* pprof's header: what comes before "Samples:" */
     size_t ntypes, type; /* the number of sample types, the one read */
     uint64_t *ids;       /* the current sample's location ids */
     size_t nids, idcap;
@@ -345,15 +354,45 @@ static int locations_line(struct raw_reader *r, const char *s, size_t n, uint64_
     return add_function(r, s + i, n - i); /* a function inlined in the location above */
 }
 
+static const char *section_name(enum section s)
+{
+    static const char *const names[] = {
+        [HEADER] = "the header",           [TYPES] = "the Samples section",
+        [SAMPLES] = "the Samples section", [LOCATIONS] = "the Locations section",
+        [DONE] = "the Mappings section",
+    };
+    return names[s];
+}
+
+/* The input ended after pprof's header but before the Mappings section,
+ * or in a line in between. */
+static int cut(struct raw_reader *r, uint64_t line, bool in_line)
+{
+    static const char *const next[] = {
+        [HEADER] = "a line \"Samples:\", the sample types and the samples",
+        [TYPES] = "the sample types, the samples, then the \"Locations\" section",
+        [SAMPLES] = "the rest of the samples, then the \"Locations\" section",
+        [LOCATIONS] = "the rest of the locations, then the \"Mappings\" section",
+        [DONE] = "",
+    };
+    char inside[80];
+    snprintf(inside, sizeof(inside), "%s%s", in_line ? "a line of " : "", section_name(r->section));
+    return ember_format_truncated(r->d, r->file, line, inside, "%s%s",
+                                  in_line ? "the rest of the line, " : "", next[r->section]);
+}
+
 static int on_line(void *ctx, const char *s, size_t n, uint64_t line)
 {
     struct raw_reader *r = ctx;
+    if (r->at->unterminated && r->section != HEADER && r->section != DONE)
+        return cut(r, line, true);
     if (n > 0 && s[0] == '#')
         return 0; /* the script skips comments anywhere */
     switch (r->section) {
     case HEADER:
         if (starts_with(s, n, "Samples:"))
             r->section = TYPES;
+        r->seen_period |= starts_with(s, n, "Period: ") || starts_with(s, n, "PeriodType: ");
         return 0;
     case TYPES:
         return types_line(r, s, n, line);
@@ -399,13 +438,12 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
 
 static int finish(struct raw_reader *r, uint64_t last)
 {
-    if (r->section == HEADER || r->section == TYPES)
+    if (r->section == HEADER && !r->seen_period)
         return ember_diag_set(r->d, -EINVAL, r->file, last,
                               "no \"Samples:\" section with its sample types: expected the "
                               "output of `go tool pprof -raw`");
-    if (r->section == SAMPLES)
-        return ember_diag_set(r->d, -EINVAL, r->file, last,
-                              "the input ended before its \"Locations\" section (cut short?)");
+    if (r->section != DONE)
+        return cut(r, last, false);
     r->last = last;
     return ember_profile_walk(r->stacks, add_stack, r);
 }
@@ -420,10 +458,11 @@ static int raw_read(struct ember_profile *p, struct ember_input *in,
         ember_profile_free(r.stacks);
         return -ENOMEM;
     }
-    uint64_t last;
-    int err = ember_read_lines(in, o, d, on_line, &r, &last);
+    struct ember_lines_at at;
+    r.at = &at;
+    int err = ember_read_lines(in, o, d, on_line, &r, &at);
     if (!err)
-        err = finish(&r, last);
+        err = finish(&r, at.line);
     ember_profile_free(r.stacks);
     ember_u64map_release(&r.by_id);
     free(r.ids);
@@ -438,6 +477,7 @@ static enum ember_probe raw_probe(const char *data, size_t len)
 {
     static const char *const heads[] = {
         "Comment: ", "PeriodType: ", "Period: ", "Time: ", "Duration: "};
+    bool period = false;
     for (const char *s = data, *end = data + len; s < end;) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -445,14 +485,18 @@ static enum ember_probe raw_probe(const char *data, size_t len)
         if (starts_with(s, n, "Samples:"))
             return nl ? EMBER_PROBE_YES : EMBER_PROBE_MAYBE;
         for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
-            head |= starts_with(s, n, heads[i]);
+            head |= starts_with(s, n, heads[i]) ||
+                    (!nl && n < strlen(heads[i]) && memcmp(s, heads[i], n) == 0);
+        head |= !nl && n < 8 && memcmp(s, "Samples:", n) == 0; /* cut inside */
         if (!head && !(n > 0 && s[0] == '#'))
             return EMBER_PROBE_NO;
+        period |= starts_with(s, n, "Period");
         if (!nl)
             break;
         s = nl + 1;
     }
-    return EMBER_PROBE_NO;
+    /* only header lines: a file cut before "Samples:" (the reader says so) */
+    return period ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_pprof_raw = {

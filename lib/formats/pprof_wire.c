@@ -9,6 +9,14 @@
  * recursion is bounded by the schema, not the input), and stops at the
  * first problem with its byte offset and field path. When probing, the data
  * is a prefix of the file, so running out of bytes is not a problem.
+ *
+ * Truncation: a Profile is a sequence of fields up to the end of the data,
+ * so a file cut between two of them cannot be told (the ids and string
+ * indices of what was lost are then missing, which pprof.c reports). A
+ * file cut inside a field of the Profile (its key, a varint, or a length-
+ * delimited field that claims more bytes than remain) can: the explanation
+ * then says "truncated input". The same inside an embedded message, whose
+ * own length was whole, is a damaged message, not a cut.
  */
 #include "pprof_wire.h"
 
@@ -25,6 +33,7 @@ struct wire {
     unsigned fields;     /* complete known fields of the Profile */
     char *why;
     size_t size;
+    bool cut; /* why says the data ends inside a field of the Profile */
 };
 
 static enum varint_status varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -58,6 +67,31 @@ static bool fail(struct wire *w, const uint8_t *at, const char *path, const char
         va_end(ap);
     }
     return false;
+}
+
+/* The data ends inside the Profile's field at `at` (path): a cut file. */
+static bool cut(struct wire *w, const uint8_t *at, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool cut(struct wire *w, const uint8_t *at, const char *path, const char *fmt, ...)
+{
+    if (!w->why)
+        return false;
+    w->cut = true;
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    snprintf(w->why, w->size,
+             "truncated input: expected %s (the input ends inside %s, from byte %zu)", what, path,
+             (size_t)(at - w->base));
+    return false;
+}
+
+static bool top(const ProtobufCMessageDescriptor *desc)
+{
+    return desc == &perftools__profiles__profile__descriptor;
 }
 
 static unsigned scalar_wire(ProtobufCType t)
@@ -139,18 +173,20 @@ static bool check_packed(struct wire *w, const uint8_t *p, const uint8_t *end, u
  * an embedded message or packed numbers are checked inside. */
 static bool check_len(struct wire *w, const uint8_t *at, const uint8_t *p, const uint8_t *end,
                       uint64_t len, const ProtobufCFieldDescriptor *f, const char *fpath,
-                      bool partial)
+                      bool partial, bool in_top)
 {
-    bool cut = len > (uint64_t)(end - p);
-    if (cut && !partial)
-        return fail(w, at, fpath,
-                    "the field says it holds %llu bytes but only %zu remain (truncated file?)",
+    bool short_ = len > (uint64_t)(end - p);
+    if (short_ && !partial && in_top)
+        return cut(w, at, fpath, "the %llu bytes the field says it holds, of which %zu remain",
+                   (unsigned long long)len, (size_t)(end - p));
+    if (short_ && !partial)
+        return fail(w, at, fpath, "the field says it holds %llu bytes but only %zu remain",
                     (unsigned long long)len, (size_t)(end - p));
-    const uint8_t *stop = cut ? end : p + len;
+    const uint8_t *stop = short_ ? end : p + len;
     if (f && f->type == PROTOBUF_C_TYPE_MESSAGE)
-        return check(w, p, stop, f->descriptor, fpath, cut);
+        return check(w, p, stop, f->descriptor, fpath, short_);
     if (f && scalar_wire(f->type) != WIRE_LEN)
-        return check_packed(w, p, stop, scalar_wire(f->type), fpath, cut);
+        return check_packed(w, p, stop, scalar_wire(f->type), fpath, short_);
     return true;
 }
 
@@ -161,7 +197,7 @@ enum field_status { FIELD_BAD, FIELD_WHOLE, FIELD_CUT };
 static enum field_status check_field(struct wire *w, const uint8_t *at, const uint8_t **p,
                                      const uint8_t *end, unsigned wt,
                                      const ProtobufCFieldDescriptor *f, const char *fpath,
-                                     bool partial)
+                                     bool partial, bool in_top)
 {
     uint64_t v;
     enum varint_status s = VARINT_OK;
@@ -181,7 +217,7 @@ static enum field_status check_field(struct wire *w, const uint8_t *at, const ui
         s = varint(p, end, &v);
         if (s != VARINT_OK)
             break;
-        if (!check_len(w, at, *p, end, v, f, fpath, partial))
+        if (!check_len(w, at, *p, end, v, f, fpath, partial, in_top))
             return FIELD_BAD;
         if (v > (uint64_t)(end - *p))
             return FIELD_CUT;
@@ -193,8 +229,10 @@ static enum field_status check_field(struct wire *w, const uint8_t *at, const ui
     }
     if (s == VARINT_SHORT && partial)
         return FIELD_CUT;
-    if (s == VARINT_SHORT)
-        fail(w, at, fpath, "the data ends inside the field (truncated file?)");
+    if (s == VARINT_SHORT && in_top)
+        cut(w, at, fpath, "the rest of the field's %s", wt == WIRE_LEN ? "length" : "value");
+    else if (s == VARINT_SHORT)
+        fail(w, at, fpath, "the data ends inside the field");
     if (s == VARINT_LONG)
         fail(w, at, fpath, "a varint longer than 10 bytes");
     return s == VARINT_OK ? FIELD_WHOLE : FIELD_BAD;
@@ -208,8 +246,10 @@ static bool check(struct wire *w, const uint8_t *p, const uint8_t *end,
         const uint8_t *at = p;
         uint64_t key;
         enum varint_status s = varint(&p, end, &key);
+        if (s == VARINT_SHORT && !partial && top(desc))
+            return cut(w, at, path, "the rest of a field key");
         if (s == VARINT_SHORT)
-            return partial || fail(w, at, path, "the data ends inside a field key (truncated?)");
+            return partial || fail(w, at, path, "the data ends inside a field key");
         if (s == VARINT_LONG || key >> 3 == 0 || key >> 3 > 0x1fffffff)
             return fail(w, at, path, "not a field key (expected a field of %s)", desc->short_name);
         unsigned num = (unsigned)(key >> 3), wt = (unsigned)(key & 7);
@@ -228,7 +268,7 @@ static bool check(struct wire *w, const uint8_t *p, const uint8_t *end,
             expected(f, want, sizeof(want));
             return fail(w, at, fpath, "wire type %u (%s), expected %s", wt, wire_name(wt), want);
         }
-        enum field_status fs = check_field(w, at, &p, end, wt, f, fpath, partial);
+        enum field_status fs = check_field(w, at, &p, end, wt, f, fpath, partial, top(desc));
         if (fs != FIELD_WHOLE)
             return fs == FIELD_CUT;
         if (f && fi < 32)
@@ -260,11 +300,12 @@ enum ember_probe ember_pprof_wire_probe(const char *data, size_t len)
     return w.fields >= 2 ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
 }
 
-void ember_pprof_wire_explain(const uint8_t *data, size_t len, char *why, size_t size)
+bool ember_pprof_wire_explain(const uint8_t *data, size_t len, char *why, size_t size)
 {
     struct wire w = {.base = data, .why = why, .size = size};
     if (check(&w, data, data + len, &perftools__profiles__profile__descriptor, "Profile", false))
         snprintf(why, size,
                  "protobuf-c could not decode it as a perftools.profiles.Profile "
                  "message");
+    return w.cut;
 }

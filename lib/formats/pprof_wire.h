@@ -20,7 +20,9 @@
 enum ember_probe ember_pprof_wire_probe(const char *data, size_t len);
 
 /* Says (into why) where and why data, which protobuf-c refused, is not a
- * Profile message: truncated, a wrong wire type, a bad varint. */
-void ember_pprof_wire_explain(const uint8_t *data, size_t len, char *why, size_t size);
+ * Profile message: a wrong wire type, a bad varint... Returns true when
+ * the data was cut inside a field of the Profile: why then is a whole
+ * "truncated input: expected ... (the input ends inside ...)". */
+bool ember_pprof_wire_explain(const uint8_t *data, size_t len, char *why, size_t size);
 
 #endif

@@ -1,15 +1,29 @@
 /*
- * registry.c - the table of formats, and choosing one for an input.
+ * registry.c - the table of formats, choosing one for an input, and the
+ * rules every reader keeps.
  *
  * Adding a format is adding its file and one row here. Probing order
  * matters where formats overlap: perf script text is tried before folded
  * stacks, DTrace last (its lines are the least distinctive).
+ *
+ * Probes see the first 64 KiB; a probe that needs a whole first line
+ * (EMBER_PROBE_MORE) is shown more, up to that line's end, so that a valid
+ * first line longer than the window is never "unknown". Every reader's
+ * result goes through ember_format_read: an input without a sample, or a
+ * profile whose samples all weigh nothing, is an error, whatever its
+ * format; and a reader that finds its input cut short says so in one
+ * wording (ember_format_truncated).
  */
 #include "formats_impl.h"
+#include "io/chunk.h"
 #include "util/diag.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+enum { PROBE_WINDOW = 64 << 10 };
 
 static const struct ember_format *const table[] = {
     &ember_format_sample,      /* distinctive headers: tried before perf */
@@ -38,28 +52,48 @@ const struct ember_format *ember_format_find(const char *name)
     return NULL;
 }
 
+/* The format the probes choose in data: the first that says yes (*sure),
+ * else the first that says maybe, else NULL; *more says a probe could tell
+ * from more bytes. */
+static const struct ember_format *probe_all(const char *data, size_t len, bool *sure, bool *more)
+{
+    const struct ember_format *maybe = NULL;
+    *more = *sure = false;
+    for (size_t i = 0; i < NFORMATS; i++) {
+        enum ember_probe r = table[i]->probe(data, len);
+        if (r == EMBER_PROBE_YES) {
+            *sure = true;
+            return table[i];
+        }
+        if (r == EMBER_PROBE_MAYBE && !maybe)
+            maybe = table[i];
+        *more |= r == EMBER_PROBE_MORE;
+    }
+    return maybe;
+}
+
 int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                         struct ember_diag *d)
 {
     const char *data;
-    size_t len;
-    int err = ember_input_peek(in, &data, &len, d);
+    size_t len, want = PROBE_WINDOW;
+    int err = ember_input_peek_at_least(in, want, &data, &len, d);
     if (err)
         return err;
     if (len == 0)
         return ember_diag_set(d, -ENODATA, ember_input_name(in), 0, "the input is empty");
-    const struct ember_format *maybe = NULL;
-    for (size_t i = 0; i < NFORMATS; i++) {
-        enum ember_probe r = table[i]->probe(data, len);
-        if (r == EMBER_PROBE_YES) {
-            *fmt = table[i];
-            return 0;
-        }
-        if (r == EMBER_PROBE_MAYBE && !maybe)
-            maybe = table[i];
+    bool sure, more;
+    const struct ember_format *found = probe_all(data, len, &sure, &more);
+    /* a first line longer than the window: four times more each round, so
+     * that probing costs a few passes over it */
+    while (!sure && more && len == want && want < EMBER_MAX_LINE) {
+        want *= 4;
+        if ((err = ember_input_peek_at_least(in, want, &data, &len, d)) < 0)
+            return err;
+        found = probe_all(data, len, &sure, &more);
     }
-    if (maybe) {
-        *fmt = maybe;
+    if (found) {
+        *fmt = found;
         return 0;
     }
     /* Quote the first line that is not blank or a comment. */
@@ -78,4 +112,47 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                           "unknown profile format: \"%s\" is none of the formats ember reads "
                           "(use --format to say which it is; --help lists them)",
                           q);
+}
+
+/* Does p hold no weight at all (every sample read weighed 0)? */
+static bool weighs_nothing(const struct ember_profile *p)
+{
+    for (unsigned m = 0; m < ember_profile_metrics(p); m++)
+        if (ember_profile_total(p, m) != 0)
+            return false;
+    return true;
+}
+
+int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
+                      struct ember_input *in, const struct ember_read_opts *o,
+                      struct ember_read_stats *st, struct ember_diag *d)
+{
+    int err = fmt->read(p, in, o, st, d);
+    const char *file = ember_input_name(in);
+    if (!err && st->samples > 0 && weighs_nothing(p))
+        return ember_diag_set(d, -ENODATA, "", 0,
+                              "no samples in %s: the %llu it has all weigh 0 (read as %s)", file,
+                              (unsigned long long)st->samples, fmt->name);
+    if (err || st->samples > 0)
+        return err;
+    if (st->filtered)
+        return ember_diag_set(d, -ENODATA, "", 0,
+                              "no samples of event '%s' in %s (its %llu samples are of other "
+                              "events, such as '%s')",
+                              st->kept_event, file, (unsigned long long)st->filtered,
+                              st->other_event);
+    return ember_diag_set(d, -ENODATA, "", 0, "no samples in %s (read as %s: %s)", file, fmt->name,
+                          fmt->description);
+}
+
+int ember_format_truncated(struct ember_diag *d, const char *file, uint64_t line,
+                           const char *inside, const char *expected, ...)
+{
+    char what[300];
+    va_list ap;
+    va_start(ap, expected);
+    vsnprintf(what, sizeof(what), expected, ap);
+    va_end(ap);
+    return ember_diag_set(d, -EINVAL, file, line,
+                          "truncated input: expected %s (the input ends inside %s)", what, inside);
 }

@@ -23,8 +23,14 @@
  * in inferno 0.12: no four spaces, only indentation, an odd indentation, a
  * line indented more than one level below the previous one, no count, a
  * count that is not a number, no function. No call graph at all is an
- * error too; an input that ends inside the call graph (a cut capture)
- * keeps what was read, with a warning (inferno 0.12 gives up on it).
+ * error too.
+ *
+ * Truncation: sample ends each call graph with a "Total number in stack"
+ * line, so an input that ends inside a call graph (a cut capture, or a
+ * line of it cut mid-way), or after sample's header ("Analysis of sampling
+ * ...") but before "Call graph:", is an error, as in inferno 0.12 (which
+ * says it less clearly). A cut after the graph, in the tables that follow
+ * (which ember does not read), loses nothing and is not looked for.
  *
  * Deliberate differences from inferno:
  * - a stack met several times adds up its counts: inferno 0.12 keeps the
@@ -59,16 +65,18 @@ static const char *const idle_functions[] = {
     "__workq_kernreturn", "kevent",   "mach_msg_trap",    "read",         "semaphore_wait_trap",
 };
 
-#define START_LINE "Call graph:"
-#define END_LINE   "Total number in stack"
+#define HEADER_LINE "Analysis of sampling "
+#define START_LINE  "Call graph:"
+#define END_LINE    "Total number in stack"
 
 struct sample_reader {
     struct ember_profile *p;
+    const struct ember_lines_at *at;
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
-    bool in_graph, seen_graph, leaf_pending;
+    bool seen_header, in_graph, seen_graph, leaf_pending;
     int64_t count; /* the last line's count */
     uint32_t *path;
     bool *idle;
@@ -252,10 +260,21 @@ static int graph_line(struct sample_reader *r, const char *s, size_t n, uint64_t
     return graph_entry(r, s + k, n - k, s, n, line);
 }
 
+/* The input ended inside the call graph: before its end line, or in a
+ * line of it cut mid-way. */
+static int graph_cut(struct sample_reader *r, uint64_t line)
+{
+    return ember_format_truncated(r->d, r->file, line, "the call graph",
+                                  "the rest of the call graph, up to a line starting "
+                                  "\"" END_LINE "\"");
+}
+
 static int on_line(void *ctx, const char *s, size_t n, uint64_t line)
 {
     struct sample_reader *r = ctx;
     if (!r->in_graph) {
+        if (line == 1 && starts_with(s, n, HEADER_LINE))
+            r->seen_header = true;
         if (starts_with(s, n, START_LINE))
             r->in_graph = r->seen_graph = true;
         return 0;
@@ -270,6 +289,8 @@ static int on_line(void *ctx, const char *s, size_t n, uint64_t line)
         r->depth = 0;
         return err;
     }
+    if (r->at->unterminated)
+        return graph_cut(r, line);
     return graph_line(r, s, n, line);
 }
 
@@ -278,17 +299,16 @@ static int sample_read(struct ember_profile *p, struct ember_input *in,
                        struct ember_diag *d)
 {
     struct sample_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
-    uint64_t last;
-    int err = ember_read_lines(in, o, d, on_line, &r, &last);
-    if (!err && r.in_graph) {
-        ember_warn_line(o, r.file, last,
-                        "the input ended inside the call graph (expected \"" END_LINE
-                        "\"); kept what was read",
-                        NULL, 0);
-        err = add_leaf(&r, last);
-    }
-    if (!err && !r.seen_graph)
-        err = ember_diag_set(d, -EINVAL, r.file, last,
+    struct ember_lines_at at;
+    r.at = &at;
+    int err = ember_read_lines(in, o, d, on_line, &r, &at);
+    if (!err && r.in_graph)
+        err = graph_cut(&r, at.line);
+    if (!err && !r.seen_graph && r.seen_header)
+        err = ember_format_truncated(d, r.file, at.line, "the header of sample's output",
+                                     "a line starting \"" START_LINE "\" and the call graph");
+    else if (!err && !r.seen_graph)
+        err = ember_diag_set(d, -EINVAL, r.file, at.line,
                              "no call graph: expected a line starting \"" START_LINE
                              "\" (the output of macOS sample)");
     free(r.path);
@@ -300,7 +320,7 @@ static int sample_read(struct ember_profile *p, struct ember_input *in,
 /* sample's header, or a call graph with its first graph line. */
 static enum ember_probe sample_probe(const char *data, size_t len)
 {
-    if (starts_with(data, len, "Analysis of sampling "))
+    if (starts_with(data, len, HEADER_LINE))
         return EMBER_PROBE_YES;
     for (const char *s = data, *end = data + len; s < end;) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));

@@ -14,6 +14,7 @@
  * - with several profiles that have weights, each gets a root frame named
  *   after it (ember has one profile); a single one is read as it is.
  * Any key order is read: a file may give its profiles before shared.frames.
+ * A file cut short (not closed) is an error saying where it ends.
  * The stacks are built in one scratch profile whose frames are named by
  * their index, each profile under a placeholder frame; indices become
  * names, and placeholders root frames (or nothing), when the file has been
@@ -115,7 +116,7 @@ struct ss_reader {
      * profile under a placeholder frame (see ember_json_graft) */
     struct ember_profile *t;
     struct ember_u64map frame_of; /* frame index -> frame of t */
-    char label[32];
+    char label[64];
     struct ember_read_stats *st;
     struct ember_arena arena;
     enum ctx ctx[MAX_DEPTH];
@@ -593,7 +594,7 @@ static int open_container(struct ss_reader *r, bool map)
     enum ctx parent = here(r), c = child(r, map);
     if (!misplaced(r, parent, c, map))
         return 0;
-    ember_json_begin(&r->j);
+    ember_json_begin(&r->j, map);
     if (r->j.depth <= MAX_DEPTH) {
         r->ctx[r->j.depth - 1] = c;
         r->key[r->j.depth - 1] = K_OTHER;
@@ -711,9 +712,37 @@ static void set_unit(struct ss_reader *r)
     }
 }
 
+/* Where an input cut short ends: the innermost part that means something,
+ * in r->label. */
+static const char *cut_inside(struct ss_reader *r)
+{
+    static const struct {
+        enum ctx c;
+        const char *what;
+    } parts[] = {{C_FRAMES, "shared.frames"}, {C_EVENTS, "the events"},
+                 {C_SAMPLES, "the samples"},  {C_WEIGHTS, "the weights"},
+                 {C_PROFILE, "the object"},   {C_PROFILES, "\"profiles\""},
+                 {C_SHARED, "\"shared\""},    {C_TOP, "the top-level object"}};
+    for (unsigned d = r->j.depth < MAX_DEPTH ? r->j.depth : MAX_DEPTH; d-- > 0;) {
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+            if (parts[i].c != r->ctx[d])
+                continue;
+            bool of_profile = r->nprofiles && (r->ctx[d] == C_EVENTS || r->ctx[d] == C_SAMPLES ||
+                                               r->ctx[d] == C_WEIGHTS || r->ctx[d] == C_PROFILE);
+            if (!of_profile)
+                return parts[i].what;
+            snprintf(r->label, sizeof(r->label), "%s of profile %zu", parts[i].what, r->nprofiles);
+            return r->label;
+        }
+    }
+    return "a JSON value";
+}
+
 static int finish(struct ss_reader *r, struct ember_diag *d)
 {
     const char *file = r->j.file;
+    if (r->j.truncated)
+        return ember_json_truncated(&r->j, cut_inside(r));
     if (!r->top_seen || !r->nprofiles)
         return ember_diag_set(d, -EINVAL, file, 1,
                               "no profiles (expected a speedscope file: {\"$schema\": ..., "
@@ -774,8 +803,27 @@ static int speedscope_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
-/* A JSON object naming speedscope's schema, or holding "profiles" and
- * "shared" (the schema may come last). */
+/* Do the bytes end inside a "$schema" value that begins as speedscope's? */
+static bool ends_in_schema(const char *data, size_t len)
+{
+    static const char url[] = "https://www.speedscope.app/file-format-schema.json";
+    const char *k = memmem(data, len, "\"$schema\"", 9);
+    if (!k)
+        return false;
+    size_t i = (size_t)(k - data) + 9;
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
+        i++;
+    if (i == len || data[i++] != ':')
+        return false;
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
+        i++;
+    if (i == len || data[i++] != '"')
+        return false;
+    return len - i < sizeof(url) - 1 && memcmp(data + i, url, len - i) == 0;
+}
+
+/* A JSON object naming speedscope's schema or written by speedscope, or
+ * holding "profiles" and "shared" (the schema may come last). */
 static enum ember_probe speedscope_probe(const char *data, size_t len)
 {
     size_t i = 0;
@@ -785,8 +833,11 @@ static enum ember_probe speedscope_probe(const char *data, size_t len)
         i++;
     if (i == len || data[i] != '{')
         return EMBER_PROBE_NO;
-    if (memmem(data, len, "speedscope.app/file-format-schema", 33))
+    if (memmem(data, len, "speedscope.app/file-format-schema", 33) ||
+        memmem(data, len, "\"speedscope@", 12))
         return EMBER_PROBE_YES;
+    if (ends_in_schema(data, len))
+        return EMBER_PROBE_MAYBE; /* a file cut short: the reader says so */
     if (memmem(data, len, "\"profiles\"", 10) &&
         (memmem(data, len, "\"shared\"", 8) || memmem(data, len, "\"evented\"", 9) ||
          memmem(data, len, "\"sampled\"", 9)))

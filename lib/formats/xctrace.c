@@ -22,9 +22,15 @@
  * without a backtrace (xctrace writes <sentinel/>) is skipped. The
  * weight column is not read: like inferno, ember counts samples.
  *
- * Errors (file and line): XML that is not well-formed (a cut file
- * included), a ref= to an id never defined, a frame without a name, an id
- * that is not a number, and a document without <trace-query-result>.
+ * Errors (file and line): XML that is not well-formed, a ref= to an id
+ * never defined, a frame without a name, an id that is not a number, and a
+ * document without <trace-query-result>.
+ *
+ * Truncation: an XML document ends by closing its root element, so a cut
+ * anywhere before </trace-query-result>'s '>' is told: libxml2 then fails
+ * at the input's end, with the root still open, and ember says the input
+ * was cut, and inside which element (libxml2's own words for it vary with
+ * where the cut falls: "Extra content", "expected '>'", "AttValue").
  *
  * Invariants: kinds[0..depth) are the element kinds of the open elements
  * (depth as libxml2 counts it); def[] holds the frames of the backtrace
@@ -57,10 +63,11 @@ struct xc_reader {
     struct ember_chunk chunk;
     size_t pos;
     int io_err;
-    bool xml_err, seen_result;
-    /* open elements */
+    bool eof, xml_err, seen_result, root_closed;
+    uint64_t xml_err_line;
+    /* open elements: kinds[0..open) */
     enum kind *kinds;
-    size_t kcap;
+    size_t open, kcap;
     /* the row being read, and the backtrace being defined */
     bool row_has_bt;
     uint32_t row_node;
@@ -83,8 +90,10 @@ static int pull(void *ctx, char *buf, int len)
             r->io_err = got;
             return -1;
         }
-        if (got == 0)
+        if (got == 0) {
+            r->eof = true;
             return 0;
+        }
         r->pos = 0;
         if (r->o->progress)
             r->o->progress(r->o->progress_ctx, r->in);
@@ -111,6 +120,7 @@ static void on_xml_error(void *ctx, xmlErrorPtr e)
     if (r->xml_err || r->io_err || !e)
         return;
     r->xml_err = true;
+    r->xml_err_line = e->line > 0 ? (uint64_t)e->line : 0;
     char msg[300];
     snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "error");
     size_t n = strlen(msg);
@@ -279,6 +289,8 @@ static int on_start(struct xc_reader *r, size_t depth)
     if (EMBER_VEC_RESERVE(r->kinds, r->kcap, depth + 1) < 0)
         return -ENOMEM;
     r->kinds[depth] = k;
+    r->open = empty ? depth : depth + 1;
+    r->root_closed |= empty && depth == 0;
     switch (k) {
     case RESULT:
         r->seen_result = true;
@@ -297,6 +309,8 @@ static int on_start(struct xc_reader *r, size_t depth)
 
 static int on_end(struct xc_reader *r, size_t depth)
 {
+    r->open = depth;
+    r->root_closed |= depth == 0;
     if (depth >= r->kcap)
         return 0;
     switch (r->kinds[depth]) {
@@ -307,6 +321,28 @@ static int on_end(struct xc_reader *r, size_t depth)
     default:
         return 0;
     }
+}
+
+/* Did libxml2 fail because the input ended (the root still open, the
+ * error on its last line)? Then say so, and inside which element. */
+static bool cut_short(struct xc_reader *r)
+{
+    static const char *const names[] = {
+        [RESULT] = "<trace-query-result>", [NODE] = "<node>",   [ROW] = "<row>",
+        [BACKTRACE] = "<backtrace>",       [FRAME] = "<frame>",
+    };
+    if (!r->xml_err || !r->eof || r->root_closed || r->xml_err_line < ember_input_lines(r->in))
+        return false;
+    const char *inside = r->open ? "an element" : "the document, before its root element";
+    for (size_t i = r->open; i-- > 0;) {
+        if (r->kinds[i] != OTHER) {
+            inside = names[r->kinds[i]];
+            break;
+        }
+    }
+    ember_format_truncated(r->d, r->file, r->xml_err_line, inside,
+                           "the rest of the XML document, up to </trace-query-result>");
+    return true;
 }
 
 static int parse(struct xc_reader *r)
@@ -331,6 +367,8 @@ static int parse(struct xc_reader *r)
         return err;
     if (r->io_err)
         return r->io_err;
+    if ((ret < 0 || r->xml_err) && cut_short(r))
+        return -EINVAL;
     if (ret < 0 || r->xml_err)
         return r->xml_err
                    ? -EINVAL

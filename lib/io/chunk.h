@@ -32,6 +32,11 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
                            struct ember_diag *d);
 void ember_chunk_release(struct ember_chunk *c);
 
+/* The first bytes of the content, as ember_input_peek, but at least want
+ * of them unless the input is shorter (then *len < want). */
+int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,
+                              struct ember_diag *d);
+
 /* Lines read so far: the number of '\n' in the chunks returned. */
 uint64_t ember_input_lines(const struct ember_input *in);
 

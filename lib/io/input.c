@@ -105,10 +105,14 @@ static ssize_t gz_read(struct ember_input *in, char *buf, size_t n, struct ember
             if (r < 0)
                 return r;
             if (r == 0) {
+                /* gzip ends each member with its CRC and size: a stream
+                 * cut anywhere, even in that trailer, is told apart */
                 if (!in->gz_ended)
-                    return ember_diag_set(d, -EINVAL, in->name, in->lines + 1,
-                                          "truncated gzip data: the file ends inside a "
-                                          "compressed block");
+                    return ember_diag_set(d, -EINVAL, in->name, 0,
+                                          "truncated input: expected the rest of the gzip "
+                                          "stream and its trailer (the input ends inside the "
+                                          "compressed data, at byte %llu)",
+                                          (unsigned long long)in->consumed);
                 return 0;
             }
             in->zs.next_in = in->zbuf;
@@ -250,12 +254,13 @@ void ember_input_close(struct ember_input *in)
     free(in);
 }
 
-int ember_input_peek(struct ember_input *in, const char **data, size_t *len, struct ember_diag *d)
+int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,
+                              struct ember_diag *d)
 {
-    while (in->carry_len < PEEK_SIZE && !in->eof) {
-        if (EMBER_VEC_RESERVE(in->carry, in->carry_cap, PEEK_SIZE) < 0)
+    while (in->carry_len < want && !in->eof) {
+        if (EMBER_VEC_RESERVE(in->carry, in->carry_cap, want) < 0)
             return -ENOMEM;
-        ssize_t r = fill(in, in->carry + in->carry_len, PEEK_SIZE - in->carry_len, d);
+        ssize_t r = fill(in, in->carry + in->carry_len, want - in->carry_len, d);
         if (r < 0)
             return (int)r;
         in->carry_len += (size_t)r;
@@ -263,6 +268,11 @@ int ember_input_peek(struct ember_input *in, const char **data, size_t *len, str
     *data = in->carry;
     *len = in->carry_len;
     return 0;
+}
+
+int ember_input_peek(struct ember_input *in, const char **data, size_t *len, struct ember_diag *d)
+{
+    return ember_input_peek_at_least(in, PEEK_SIZE, data, len, d);
 }
 
 /* Where the chunk may end: just after the last line (or sample) boundary in

@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.sample_type = (size & 256) ? "0" : NULL; /* pprof: the first type, or the default */
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, size & 16);
-    if (fmt->read(p, in, &o, &st, &d) == 0) {
+    if (ember_format_read(fmt, p, in, &o, &st, &d) == 0) {
         struct ember_sink sink = {fuzz_discard, NULL};
         if (size & 128)
             transform(p, data[0]);
