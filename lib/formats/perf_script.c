@@ -305,7 +305,8 @@ static bool parse_frame_at(const char *s, size_t n, size_t i, size_t j, struct f
     if (!rp)
         return false;
     size_t r = (size_t)(rp - s);
-    size_t q = balanced_open(s, r);
+    /* only a module that ends in ')' needs counting: "(x (deleted))" */
+    size_t q = r > 0 && s[r - 1] == ')' ? balanced_open(s, r) : 0;
     if (q == 0) {
         q = r;
         for (;;) {
@@ -891,6 +892,9 @@ static int on_frame(struct perf_parser *ps, const char *s, size_t n)
     return on_frame_at(ps, s, n, i, j);
 }
 
+static int on_other_line(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j,
+                         bool address);
+
 static int on_line(struct perf_parser *ps, const char *s, size_t n)
 {
     if (n > 0 && s[n - 1] == '\r')
@@ -917,6 +921,14 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
     bool address = i > 0 && j > i && (j == n || is_ws((unsigned char)s[j]));
     if (address && ps->in_sample)
         return on_frame_at(ps, s, n, i, j);
+    return on_other_line(ps, s, n, i, j, address);
+}
+
+/* Event lines, and the rarer lines that are neither an event nor a frame
+ * in a sample: out of the hot loop, which then stays small. */
+static __attribute__((noinline)) int on_other_line(struct perf_parser *ps, const char *s, size_t n,
+                                                   size_t i, size_t j, bool address)
+{
     while (j < n && is_word((unsigned char)s[j]))
         j++;
     struct event_head ev;

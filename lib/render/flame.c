@@ -233,6 +233,8 @@ struct svg {
     uint32_t depthmax;
     double maxdelta;
     unsigned long long rng;
+    bool scales;            /* amounts are times or sizes, shown in their units */
+    const char *word;       /* else what a count counts: "samples" */
     uint64_t hidden_frames; /* narrower than --minwidth, not drawn */
     double hidden_width;    /* in scaled units */
 };
@@ -241,16 +243,17 @@ struct svg {
  * thousands separators, as flamegraph.pl prints it, and what is counted:
  * --countname, else the input's word), or, for times and sizes when no
  * --countname is given, "1.23 s", "12 MiB". */
-static void amount(const struct svg *s, double value, const char *rounded, char *out, size_t cap)
+static void put_amount(struct svg *s, double value, const char *rounded)
 {
-    const struct ember_flame_opts *o = s->o;
-    const char *unit = ember_profile_unit(s->p);
-    if (!o->count_name && ember_unit_format(out, cap, value, unit))
+    char buf[96];
+    if (s->scales && ember_unit_format(buf, sizeof(buf), value, ember_profile_unit(s->p))) {
+        ember_writer_puts(&s->w, buf);
         return;
-    char sep[96];
-    thousands(sep, rounded);
-    const char *word = o->count_name ? o->count_name : ember_profile_count_word(s->p);
-    snprintf(out, cap, "%s %s", sep, word ? word : "samples");
+    }
+    thousands(buf, rounded);
+    ember_writer_puts(&s->w, buf);
+    ember_writer_puts(&s->w, " ");
+    put_escaped(&s->w, s->word, false);
 }
 
 static const char *default_title(const struct ember_flame_opts *o)
@@ -447,9 +450,8 @@ static void write_frame(struct svg *s, const struct frame *f)
 
     /* the title: "name (N samples, P%)" */
     double width = (double)(f->end - f->start) / s->scale;
-    char sam[64], samt[192], pct[64];
+    char sam[64], pct[64];
     snprintf(sam, sizeof(sam), "%.0f", width * o->factor);
-    amount(s, width * o->factor, sam, samt, sizeof(samt));
     const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
@@ -477,7 +479,7 @@ static void write_frame(struct svg *s, const struct frame *f)
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
         ember_writer_puts(w, "all (");
-        put_escaped(w, samt, false);
+        put_amount(s, width * o->factor, sam);
         ember_writer_puts(w, ", 100%)");
     } else {
         size_t tl = len;
@@ -485,7 +487,7 @@ static void write_frame(struct svg *s, const struct frame *f)
         snprintf(pct, sizeof(pct), "%.2f", 100 * atof(sam) / (s->timemax / s->scale * o->factor));
         ember_svg_escape(w, name, tl, true);
         ember_writer_puts(w, " (");
-        put_escaped(w, samt, false);
+        put_amount(s, width * o->factor, sam);
         ember_writer_printf(w, ", %s%%", pct);
         if (p->nmetrics > 1) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
@@ -633,6 +635,10 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
         s->wpt = wpt;
         s->maxdelta = l.maxdelta > (int64_t)scale ? (double)l.maxdelta : scale;
         s->hidden_frames = l.hidden_frames;
+        s->scales = !o->count_name && ember_unit_scales(ember_profile_unit(p));
+        s->word = o->count_name ? o->count_name : ember_profile_count_word(p);
+        if (!s->word)
+            s->word = "samples";
         s->hidden_width = (double)l.hidden_width;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
