@@ -25,13 +25,25 @@ static const char description[] =
     "  latency  an HdrHistogram of span durations (--span NAME for one span)\n"
     "  export   --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)";
 
+/* " (name)" of a thread, escaped as dump prints it, or "". */
+static const char *thread_label(const struct ember_trace_ring *r, char *buf, size_t cap)
+{
+    char name[4 * sizeof(r->name)];
+    if (!r->name[0])
+        return "";
+    ember_trace_escape(r->name, name, sizeof(name));
+    snprintf(buf, cap, " (%s)", name);
+    return buf;
+}
+
 /* Warns of the events a thread's ring lost, if any. */
 static void warn_losses(const struct ember_trace_ring *r)
 {
+    char label[4 * sizeof(r->name) + 4];
     if (r->lost)
-        cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read", r->tid,
-                    r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
-                    (unsigned long long)r->lost, (unsigned long long)r->events);
+        cli_warning("thread %u%s: %llu events lost (overwritten or dropped), %llu read", r->tid,
+                    thread_label(r, label, sizeof(label)), (unsigned long long)r->lost,
+                    (unsigned long long)r->events);
 }
 
 static void report_losses(struct ember_trace *t)
@@ -197,7 +209,7 @@ struct follow_out {
 static int follow_event(void *ctx, const struct ember_trace_event *e)
 {
     struct follow_out *o = ctx;
-    char line[8192];
+    char line[16384]; /* the longest line, every name escaped */
     size_t n = ember_trace_event_line(e, ember_follow_ring(o->f, e->ring)->name, o->ticks, line,
                                       sizeof(line));
     return fwrite(line, 1, n, o->out) == n ? 0 : -EIO;
