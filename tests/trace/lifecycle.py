@@ -3,7 +3,10 @@ writing a file it did not create (an existing file or a symlink makes it
 use PATH.1), a child after fork traces into a file of its own (keeping the
 parent's call sites), a program after exec into a new one; and built with
 -DEMBER_TRACE_DISABLE, nothing is left of the tracing but type checks.
-Names with control bytes come out escaped, one event per line.
+Names with control bytes come out escaped, one event per line. When
+EMBER_TRACE names a file that cannot be created, one line on stderr says
+why tracing is off (once, not in each forked child); otherwise the library
+prints nothing.
 
 usage: lifecycle.py CC INCLUDE_DIR TRACE_LIB [CFLAGS] WORKDIR
 (CFLAGS: what the library was built with that programs need too, such as
@@ -73,6 +76,23 @@ def main():
         if names(path + ".1") != ["after exec"]:
             golden.fail("with %s taken, the trace should go to %s.1" % (path, path))
 
+    # EMBER_TRACE that cannot be made: one line says why tracing is off
+    # (the fork mode forks: still one line); a good one, or none: silence
+    missing = os.path.join(work, "missing", "dir", "x.trace")
+    for mode in ("after-exec", "fork"):
+        p = subprocess.run([prog, mode], env=dict(os.environ, EMBER_TRACE=missing),
+                           capture_output=True, text=True)
+        want = "ember-trace: cannot create %s: No such file or directory; tracing is off\n" % missing
+        if p.returncode != 0 or p.stderr != want:
+            golden.fail("EMBER_TRACE=%s (%s): exit %d, stderr %r, expected %r" %
+                        (missing, mode, p.returncode, p.stderr, want))
+    quiet = os.path.join(work, "quiet.trace")
+    for env in (dict(os.environ, EMBER_TRACE=quiet), {k: v for k, v in os.environ.items()
+                                                       if k != "EMBER_TRACE"}):
+        p = subprocess.run([prog, "fork"], env=env, capture_output=True, text=True)
+        if p.returncode != 0 or p.stderr:
+            golden.fail("a traced program should print nothing of tracing: %r" % p.stderr)
+
     # names with a newline, a tab, a control byte and a backslash: escaped
     # by dump, stats and latency, one event per line
     trace = os.path.join(work, "names.trace")
@@ -111,7 +131,8 @@ def main():
                        capture_output=True, text=True)
     if p.returncode == 0:
         golden.fail("compiled out, a field of the wrong type should still be an error")
-    print("ok: 0600, O_EXCL|O_NOFOLLOW, fork, exec, names escaped, compiled out")
+    print("ok: 0600, O_EXCL|O_NOFOLLOW, fork, exec, why tracing is off, names escaped, "
+          "compiled out")
 
 
 if __name__ == "__main__":
