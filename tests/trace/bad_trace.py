@@ -278,6 +278,18 @@ def main():
                      ("mid-packet", slot(1, 1) + 1500), ("mid-event", slot(1, 3) + 88 + 20),
                      ("packet-header", slot(2, 0) + 40), ("no-data", wh["data_offset"])):
         expect_cut(wrap, at, full[wrap], d, "ring-" + name)
+    # a damaged event in a closed packet: --follow says the trace is
+    # corrupt (it looped on the packet forever, deaf to SIGTERM)
+    def damage_closed(b):
+        head = struct.unpack_from("<Q", b, wh["rings_offset"] + 64)[0]
+        poke(b, slot(0, ((head - 1) // 4096 - 1) % wh["packets_per_ring"]) + PACKET_HEADER,
+             "<I", 0xFFFFFF)
+    closed = damaged(wrap, os.path.join(d, "closed-damaged"), damage_closed)
+    for args in (["dump", "--follow", closed], ["dump", closed]):
+        rc, err = ember(["trace"] + args, timeout=20)
+        if rc != 1 or closed not in err or "corrupt" not in err:
+            golden.fail("ember trace %s: exit %d:\n%s" % (" ".join(args), rc, err))
+    print("ok a damaged closed packet: dump and dump --follow say it is corrupt")
     records, off = [], log_h["data_offset"]
     while off < len(log_data):
         records.append(off)
