@@ -599,14 +599,17 @@ static void bar_chart(struct ember_writer *w, const struct ember_hdr *h)
 }
 
 /* Why there is no histogram to show: no such span, or none ended. */
-static int no_durations(struct ember_diag *d, const char *span, uint64_t open)
+static int no_durations(struct ember_diag *d, const char *name, uint64_t open)
 {
-    if (span && open)
+    char span[ESCAPE_MAX * 256 + 1];
+    if (name)
+        ember_trace_escape(name, span, sizeof(span));
+    if (name && open)
         return ember_diag_set(
             d, -ENODATA, NULL, 0,
             "no span named \"%s\" ended in the trace (%llu still open at its end)", span,
             (unsigned long long)open);
-    if (span)
+    if (name)
         return ember_diag_set(d, -ENODATA, NULL, 0, "no span named \"%s\" in the trace", span);
     if (open)
         return ember_diag_set(d, -ENODATA, NULL, 0,
