@@ -163,7 +163,7 @@ static int read_log_index(struct ember_trace *t, uint64_t file_size, struct embe
         r->refs[r->nrefs++] = (struct packet_ref){off + 8, have, cut};
         off += 8 + (uint64_t)hdr[1];
     }
-    if (off < file_size || off > file_size)
+    if (off != file_size)
         t->cut_short = true; /* a record, or its header, goes past the end */
     int err = 0;
     for (unsigned i = 0; i < t->nrings && !err; i++) {
@@ -445,6 +445,7 @@ static int next_packet(struct ember_trace *t, struct cursor *c)
             note_cut(&r->info, t->log ? ph.ctx.packet_seq_num : seq);
             size = (size_t)ember_ring_whole_events(c->buf, have);
         }
+        c->pseq = ph.ctx.packet_seq_num;
         c->seq = c->seen = ph.ctx.event_seq_begin;
         c->size = size;
         c->off = EMBER_PACKET_HEADER;
