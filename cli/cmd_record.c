@@ -23,13 +23,50 @@ static const char usage[] = "ember record [-o OUT] [--ring BYTES] -- CMD [ARGS..
 static const char description[] =
     "Runs CMD with tracing enabled (for programs built with <ember/trace.h>) and drains\n"
     "its events to OUT while it runs. Read the result with 'ember trace dump|stats|\n"
-    "latency|export OUT'. The exit status is CMD's.";
+    "latency|export OUT'. The exit status is CMD's; as a shell's, 127 when CMD is not\n"
+    "found and 126 when it cannot be run.";
 
 static volatile sig_atomic_t stop;
 
 static void forward(int sig)
 {
     stop = sig;
+}
+
+/* Runs argv with tracing on into live. The exec's failure comes back
+ * through a close-on-exec pipe, so that it is told once, by the parent,
+ * with the exit status a shell gives: the pipe closes without a word when
+ * the exec succeeds. */
+static pid_t start(char **argv, const char *live, const char *ring, int *exec_err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        setenv("EMBER_TRACE", live, 1);
+        setenv("EMBER_TRACE_MODE", "drain", 1);
+        if (ring)
+            setenv("EMBER_TRACE_RING", ring, 1);
+        execvp(argv[0], argv);
+        int err = errno;
+        ssize_t w = write(p[1], &err, sizeof(err));
+        (void)w; /* the parent then sees the exit status alone */
+        _exit(127);
+    }
+    int fork_err = errno;
+    close(p[1]);
+    ssize_t n = 0;
+    if (child > 0)
+        do
+            n = read(p[0], exec_err, sizeof(*exec_err));
+        while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(*exec_err))
+        *exec_err = 0;
+    close(p[0]);
+    errno = fork_err; /* why fork failed, when it did */
+    return child;
 }
 
 int cmd_record(int argc, char **argv)
@@ -61,21 +98,17 @@ int cmd_record(int argc, char **argv)
         rmdir(dir);
         return 1;
     }
-    pid_t child = fork();
-    if (child == 0) {
-        setenv("EMBER_TRACE", live, 1);
-        setenv("EMBER_TRACE_MODE", "drain", 1);
-        if (ring)
-            setenv("EMBER_TRACE_RING", ring, 1);
-        execvp(argv[0], argv);
-        fprintf(stderr, "ember record: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    if (child < 0) {
-        cli_error("cannot start %s: %s", argv[0], strerror(errno));
+    int exec_err = 0;
+    pid_t child = start(argv, live, ring, &exec_err);
+    if (child < 0 || exec_err) {
+        int err = exec_err ? exec_err : errno;
+        cli_error("cannot %s %s: %s", exec_err ? "run" : "start", argv[0], strerror(err));
         cli_output_abort(&o);
         rmdir(dir);
-        return 1;
+        if (child > 0)
+            waitpid(child, NULL, 0);
+        /* as a shell: not found, or found but not runnable */
+        return child < 0 ? 1 : err == ENOENT || err == ENOTDIR ? 127 : 126;
     }
     signal(SIGINT, forward);
     signal(SIGTERM, forward);

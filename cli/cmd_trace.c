@@ -25,17 +25,68 @@ static const char description[] =
     "  latency  an HdrHistogram of span durations (--span NAME for one span)\n"
     "  export   --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)";
 
+/* " (name)" of a thread, escaped as dump prints it, or "". */
+static const char *thread_label(const struct ember_trace_ring *r, char *buf, size_t cap)
+{
+    char name[4 * sizeof(r->name)];
+    if (!r->name[0])
+        return "";
+    ember_trace_escape(r->name, name, sizeof(name));
+    snprintf(buf, cap, " (%s)", name);
+    return buf;
+}
+
 /* Warns of the events a thread's ring lost, if any. */
 static void warn_losses(const struct ember_trace_ring *r)
 {
+    char label[4 * sizeof(r->name) + 4];
     if (r->lost)
-        cli_warning("thread %u%s%s%s: %llu events lost (overwritten or dropped), %llu read", r->tid,
-                    r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "",
-                    (unsigned long long)r->lost, (unsigned long long)r->events);
+        cli_warning("thread %u%s: %llu events lost (overwritten or dropped%s), %llu read", r->tid,
+                    thread_label(r, label, sizeof(label)), (unsigned long long)r->lost,
+                    r->cut ? ", or cut off" : "", (unsigned long long)r->events);
 }
 
-static void report_losses(struct ember_trace *t)
+/* Warns that the file is cut short (a flight recorder's file gives back
+ * what survived: not an error) and of what each ring lost with the cut. */
+static void warn_cut(const char *path, bool cut, uint64_t size, uint64_t expected)
 {
+    if (!cut)
+        return;
+    if (expected)
+        cli_warning("%s: cut short at byte %llu of %llu: read up to the cut", path,
+                    (unsigned long long)size, (unsigned long long)expected);
+    else
+        cli_warning("%s: cut short at byte %llu: read up to the cut", path,
+                    (unsigned long long)size);
+}
+
+static void warn_ring_cut(const char *path, unsigned i, const struct ember_trace_ring *r)
+{
+    char label[4 * sizeof(r->name) + 4], which[96], events[64] = "";
+    if (!r->cut)
+        return;
+    if (r->cut == 1)
+        snprintf(which, sizeof(which), "number %llu", (unsigned long long)r->cut_first);
+    else
+        snprintf(which, sizeof(which), "numbers %s%llu to %llu",
+                 r->cut_last - r->cut_first + 1 == r->cut ? "" : "between ",
+                 (unsigned long long)r->cut_first, (unsigned long long)r->cut_last);
+    if (r->cut_events)
+        snprintf(events, sizeof(events), ", %llu events with them",
+                 (unsigned long long)r->cut_events);
+    cli_warning("%s: ring %u, thread %u%s: %llu packet%s cut off (%s)%s", path, i, r->tid,
+                thread_label(r, label, sizeof(label)), (unsigned long long)r->cut,
+                r->cut == 1 ? "" : "s", which, events);
+}
+
+/* What the last pass over t could not read: the cut, then the losses. */
+static void report_losses(struct ember_trace *t, const char *path)
+{
+    uint64_t size, expected;
+    bool cut = ember_trace_cut_short(t, &size, &expected);
+    warn_cut(path, cut, size, expected);
+    for (unsigned i = 0; i < ember_trace_ring_count(t); i++)
+        warn_ring_cut(path, i, ember_trace_ring(t, i));
     for (unsigned i = 0; i < ember_trace_ring_count(t); i++)
         warn_losses(ember_trace_ring(t, i));
 }
@@ -48,7 +99,7 @@ static bool ctf_file(const char *name)
     return strcmp(name, "metadata") == 0 || strncmp(name, "stream_", 7) == 0;
 }
 
-static int export_ctf(struct ember_trace *t, const char *out)
+static int export_ctf(struct ember_trace *t, const char *path, const char *out)
 {
     struct cli_output_dir o;
     if (cli_output_dir_open(&o, out, ctf_file) < 0)
@@ -61,7 +112,7 @@ static int export_ctf(struct ember_trace *t, const char *out)
         cli_output_dir_abort(&o);
         return 1;
     }
-    report_losses(t);
+    report_losses(t, path);
     return cli_output_dir_commit(&o) < 0 ? 1 : 0;
 }
 
@@ -124,7 +175,7 @@ int cmd_trace(int argc, char **argv)
         return 1;
     }
     if (is_export && strcmp(format, "ctf") == 0) {
-        int ret = export_ctf(t, out);
+        int ret = export_ctf(t, argv[1], out);
         ember_trace_close(t);
         return ret;
     }
@@ -144,8 +195,8 @@ int cmd_trace(int argc, char **argv)
         err = ember_trace_export_chrome(t, &sink);
     else
         err = ember_trace_export_perfetto(t, &sink);
-    if (!err)
-        report_losses(t);
+    if (!err || err == -ENODATA) /* nothing to show: what was lost may say why */
+        report_losses(t, argv[1]);
     const struct ember_diag *why = ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d;
     int ret = cli_output_finish(&o, err, why);
     ember_trace_close(t);
@@ -197,7 +248,7 @@ struct follow_out {
 static int follow_event(void *ctx, const struct ember_trace_event *e)
 {
     struct follow_out *o = ctx;
-    char line[8192];
+    char line[16384]; /* the longest line, every name escaped */
     size_t n = ember_trace_event_line(e, ember_follow_ring(o->f, e->ring)->name, o->ticks, line,
                                       sizeof(line));
     return fwrite(line, 1, n, o->out) == n ? 0 : -EIO;
@@ -250,6 +301,11 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         if (n == 0)
             usleep(10000);
     }
+    uint64_t size, expected;
+    bool cut = ember_follow_cut_short(f, &size, &expected);
+    warn_cut(path, cut, size, expected);
+    for (unsigned i = 0; i < ember_follow_ring_count(f); i++)
+        warn_ring_cut(path, i, ember_follow_ring(f, i));
     for (unsigned i = 0; i < ember_follow_ring_count(f); i++)
         warn_losses(ember_follow_ring(f, i));
     if (err)

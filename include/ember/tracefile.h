@@ -4,9 +4,14 @@
  * `ember record` writes.
  *
  * The file is untrusted: every offset and length is checked, and a corrupt
- * or truncated file gives -EINVAL with a diagnostic, never a crash. Rings
- * are copied before they are read, so a live writer cannot tear an event
- * under the reader; what it overwrote meanwhile is counted as lost.
+ * file gives -EINVAL with a diagnostic, never a crash. A file cut short
+ * (copied while written, a full disk) is read up to the cut: every intact
+ * packet, and the whole events of a packet the cut goes through; what is
+ * missing is told per ring (struct ember_trace_ring's cut counts), not an
+ * error: a flight recorder gives back what survived. Only a file without
+ * its header, site table or ring table is refused. Rings are copied before
+ * they are read, so a live writer cannot tear an event under the reader;
+ * what it overwrote meanwhile is counted as lost.
  */
 #ifndef EMBER_TRACEFILE_H
 #define EMBER_TRACEFILE_H
@@ -63,6 +68,12 @@ struct ember_trace_ring {
     uint64_t events; /* events read */
     uint64_t lost;   /* events written but gone: overwritten, or dropped when full */
     uint64_t packets;
+    /* the file is cut short: packets it ends before (whole or in part),
+     * the first and last of them (by number), and how many events they
+     * held as far as the packets read around them tell (cut packets before
+     * the first packet read count in lost; events after the last packet
+     * read are not counted anywhere) */
+    uint64_t cut, cut_first, cut_last, cut_events;
 };
 
 EMBER_API int ember_trace_open(struct ember_trace **t, const char *path, struct ember_diag *d);
@@ -83,8 +94,13 @@ EMBER_API unsigned ember_trace_site_count(const struct ember_trace *t);
 EMBER_API const struct ember_trace_site *ember_trace_site_at(const struct ember_trace *t,
                                                              unsigned i);
 
+/* When the file is shorter than what it holds: true, with its size and
+ * the size it should have (0 when the format cannot say: packet logs). */
+EMBER_API bool ember_trace_cut_short(const struct ember_trace *t, uint64_t *size,
+                                     uint64_t *expected);
+
 /* What stopped the last pass, when it returned -EINVAL or -EIO (a
- * corrupt or truncated file): file and message. */
+ * corrupt file): file and message. */
 EMBER_API const struct ember_diag *ember_trace_error(const struct ember_trace *t);
 
 /* Every event, in time order across threads (in ring order on ties). */
@@ -111,6 +127,9 @@ EMBER_API void ember_follow_close(struct ember_follow *f);
 EMBER_API int ember_follow_poll(struct ember_follow *f, ember_trace_event_fn fn, void *ctx,
                                 ember_trace_packet_fn pfn, void *pctx, bool final);
 EMBER_API bool ember_follow_writer_alive(const struct ember_follow *f);
+/* As ember_trace_cut_short: a file cut short is followed up to the cut. */
+EMBER_API bool ember_follow_cut_short(const struct ember_follow *f, uint64_t *size,
+                                      uint64_t *expected);
 EMBER_API unsigned ember_follow_ring_count(const struct ember_follow *f);
 EMBER_API const struct ember_trace_ring *ember_follow_ring(const struct ember_follow *f,
                                                            unsigned i);

@@ -13,7 +13,8 @@
 #include <stdbool.h>
 
 /* One line per event, in time order: seconds since the start (or raw
- * ticks), thread, kind, name, fields. Lost events are reported last. */
+ * ticks), thread, kind, name, fields; names escaped as by
+ * ember_trace_escape, string values quoted. */
 EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks);
 
 /* One event as dump prints it, with its thread's name, into buf (a line
@@ -21,7 +22,14 @@ EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *o
 EMBER_API size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread,
                                         bool ticks, char *buf, size_t cap);
 
-/* Per span name: count, total, mean, min, percentiles, max. */
+/* A name (of an event, field or thread) as the text tools print it, one
+ * event per line whatever it holds: '\' as "\\", control bytes and DEL as
+ * \xNN. Writes whole escapes into buf, cut to cap with its NUL; returns
+ * the length of the whole text, as snprintf does. */
+EMBER_API size_t ember_trace_escape(const char *name, char *buf, size_t cap);
+
+/* Per span name: count, total, mean, min, percentiles, max. Spans still
+ * open at the end of the trace are counted apart, not as spans. */
 EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out);
 
 /* Durations of the spans named span (NULL: all) as an HdrHistogram: the

@@ -8,36 +8,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct open_span {
-    const char *name;
-    int64_t begin;
-};
+int ember_span_stack_push(struct ember_span_stack *st, const struct ember_trace_event *e, bool open)
+{
+    if (EMBER_VEC_RESERVE(st->s, st->cap, st->n + 1) < 0)
+        return -ENOMEM;
+    st->s[st->n++] = (struct ember_open_span){e->site->name, e->ns, e->seq, open};
+    return 0;
+}
 
-struct thread_spans {
-    struct open_span *stack;
-    size_t n, cap;
-    int64_t last;
-};
+size_t ember_span_stack_match(const struct ember_span_stack *st, const char *name)
+{
+    size_t k = st->n;
+    while (k > 0 && strcmp(st->s[k - 1].name, name) != 0)
+        k--;
+    return k;
+}
 
 struct pairing {
-    struct thread_spans *threads;
+    struct ember_span_stack *threads;
     unsigned nthreads;
     ember_span_fn fn;
     void *ctx;
     struct ember_span_stats *st;
 };
 
-static int close_to(struct pairing *pr, unsigned ring, size_t keep, int64_t at, bool own_end)
+/* Pops the spans of ring above keep, ending them at `at`: the last one by
+ * its own end when own_end, the others unclosed (or open, at_end). */
+static int close_to(struct pairing *pr, unsigned ring, size_t keep, int64_t at, bool own_end,
+                    bool at_end)
 {
-    struct thread_spans *ts = &pr->threads[ring];
+    struct ember_span_stack *ts = &pr->threads[ring];
     int err = 0;
     while (ts->n > keep && !err) {
-        struct open_span *o = &ts->stack[--ts->n];
-        bool flagged = !(own_end && ts->n == keep);
-        struct ember_span s = {o->name,         ring,   o->begin, at < o->begin ? o->begin : at,
-                               (unsigned)ts->n, flagged};
-        if (flagged)
-            pr->st->unclosed++;
+        struct ember_open_span *o = &ts->s[--ts->n];
+        bool own = own_end && ts->n == keep;
+        struct ember_span s = {
+            .name = o->name,
+            .ring = ring,
+            .begin_ns = o->begin_ns,
+            .end_ns = at < o->begin_ns ? o->begin_ns : at,
+            .begin_seq = o->seq,
+            .depth = (unsigned)ts->n,
+            .unclosed = !own && !at_end,
+            .open = at_end,
+        };
+        pr->st->unclosed += s.unclosed;
+        pr->st->open += s.open;
         err = pr->fn(pr->ctx, &s);
     }
     return err;
@@ -46,23 +62,19 @@ static int close_to(struct pairing *pr, unsigned ring, size_t keep, int64_t at, 
 static int on_event(void *ctx, const struct ember_trace_event *e)
 {
     struct pairing *pr = ctx;
-    struct thread_spans *ts = &pr->threads[e->ring];
-    ts->last = e->ns;
-    if (e->site->kind == EMBER_EV_BEGIN) {
-        if (EMBER_VEC_RESERVE(ts->stack, ts->cap, ts->n + 1) < 0)
-            return -ENOMEM;
-        ts->stack[ts->n++] = (struct open_span){e->site->name, e->ns};
-    } else if (e->site->kind == EMBER_EV_END) {
-        size_t k = ts->n;
-        while (k > 0 && strcmp(ts->stack[k - 1].name, e->site->name) != 0)
-            k--;
-        if (k == 0) {
-            pr->st->unmatched_ends++;
-            return 0;
-        }
-        return close_to(pr, e->ring, k - 1, e->ns, true);
+    struct ember_span_stack *ts = &pr->threads[e->ring];
+    if (e->ns > pr->st->last_ns)
+        pr->st->last_ns = e->ns;
+    if (e->site->kind == EMBER_EV_BEGIN)
+        return ember_span_stack_push(ts, e, false);
+    if (e->site->kind != EMBER_EV_END)
+        return 0;
+    size_t k = ember_span_stack_match(ts, e->site->name);
+    if (k == 0) {
+        pr->st->unmatched_ends++;
+        return 0;
     }
-    return 0;
+    return close_to(pr, e->ring, k - 1, e->ns, true, false);
 }
 
 int ember_trace_each_span(struct ember_trace *t, ember_span_fn fn, void *ctx,
@@ -70,14 +82,79 @@ int ember_trace_each_span(struct ember_trace *t, ember_span_fn fn, void *ctx,
 {
     struct pairing pr = {.nthreads = ember_trace_ring_count(t), .fn = fn, .ctx = ctx, .st = st};
     memset(st, 0, sizeof(*st));
+    st->last_ns = INT64_MIN;
     pr.threads = calloc(pr.nthreads ? pr.nthreads : 1, sizeof(*pr.threads));
     if (!pr.threads)
         return -ENOMEM;
     int err = ember_trace_each(t, on_event, &pr);
+    if (st->last_ns == INT64_MIN)
+        st->last_ns = 0; /* no events */
     for (unsigned i = 0; i < pr.nthreads && !err; i++)
-        err = close_to(&pr, i, 0, pr.threads[i].last, false);
+        err = close_to(&pr, i, 0, st->last_ns, false, true);
     for (unsigned i = 0; i < pr.nthreads; i++)
-        free(pr.threads[i].stack);
+        free(pr.threads[i].s);
     free(pr.threads);
     return err;
+}
+
+/* ---- the open set ---- */
+
+static int collect_open(void *ctx, const struct ember_span *s)
+{
+    struct ember_open_set *set = ctx;
+    if (!s->open)
+        return 0;
+    if (EMBER_VEC_RESERVE(set->seqs[s->ring], set->cap[s->ring], set->n[s->ring] + 1) < 0)
+        return -ENOMEM;
+    set->seqs[s->ring][set->n[s->ring]++] = s->begin_seq;
+    return 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int ember_open_set_find(struct ember_trace *t, struct ember_open_set *set)
+{
+    memset(set, 0, sizeof(*set));
+    set->nrings = ember_trace_ring_count(t);
+    size_t n = set->nrings ? set->nrings : 1;
+    set->seqs = calloc(n, sizeof(*set->seqs));
+    set->n = calloc(n, sizeof(*set->n));
+    set->cap = calloc(n, sizeof(*set->cap));
+    set->next = calloc(n, sizeof(*set->next));
+    if (!set->seqs || !set->n || !set->cap || !set->next) {
+        ember_open_set_release(set);
+        return -ENOMEM;
+    }
+    struct ember_span_stats st;
+    int err = ember_trace_each_span(t, collect_open, set, &st);
+    for (unsigned i = 0; i < set->nrings && !err; i++)
+        if (set->n[i] > 1)
+            qsort(set->seqs[i], set->n[i], sizeof(uint64_t), by_seq);
+    if (err)
+        ember_open_set_release(set);
+    return err;
+}
+
+bool ember_open_set_has(struct ember_open_set *set, unsigned ring, uint64_t seq)
+{
+    if (ring >= set->nrings)
+        return false;
+    while (set->next[ring] < set->n[ring] && set->seqs[ring][set->next[ring]] < seq)
+        set->next[ring]++;
+    return set->next[ring] < set->n[ring] && set->seqs[ring][set->next[ring]] == seq;
+}
+
+void ember_open_set_release(struct ember_open_set *set)
+{
+    for (unsigned i = 0; set->seqs && i < set->nrings; i++)
+        free(set->seqs[i]);
+    free(set->seqs);
+    free(set->n);
+    free(set->cap);
+    free(set->next);
+    memset(set, 0, sizeof(*set));
 }

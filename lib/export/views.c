@@ -126,16 +126,64 @@ static char *put_padded(char *p, const char *s, size_t n)
     return p + n;
 }
 
-static char *put_str(char *p, const char *s)
+/* Whether byte c of a name or value is written as an escape: control
+ * bytes and DEL as \xNN, so that one event is one line whatever its
+ * names hold, and '\' as "\\", so that the text says which is which. */
+static bool escaped(unsigned char c)
 {
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
+    return c < 0x20 || c == 0x7f || c == '\\';
+}
+
+/* Escapes take at most 4 bytes: names need room for 4 per byte. */
+enum { ESCAPE_MAX = 4 };
+
+static char *put_escape(char *p, unsigned char c)
+{
+    *p++ = '\\';
+    if (c == '\\' || c == '"') {
+        *p++ = (char)c;
+        return p;
+    }
+    *p++ = 'x';
+    *p++ = "0123456789abcdef"[c >> 4];
+    *p++ = "0123456789abcdef"[c & 15];
+    return p;
+}
+
+/* A name (of an event, field or thread), escaped. */
+static char *put_name(char *p, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (escaped(*c))
+            p = put_escape(p, *c);
+        else
+            *p++ = (char)*c;
+    }
+    return p;
+}
+
+size_t ember_trace_escape(const char *s, char *buf, size_t cap)
+{
+    size_t need = 0, used = 0;
+    char esc[ESCAPE_MAX];
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        size_t n = escaped(*c) ? (size_t)(put_escape(esc, *c) - esc) : 1;
+        if (n == 1)
+            esc[0] = (char)*c;
+        if (used == need && used + n < cap) { /* whole escapes only */
+            memcpy(buf + used, esc, n);
+            used += n;
+        }
+        need += n;
+    }
+    if (cap)
+        buf[used] = '\0';
+    return need;
 }
 
 /* A field value as text: integers and doubles as printf does, strings
- * quoted with '"' and '\' escaped and control bytes as \xNN. The caller
- * leaves room: values are at most EMBER_MAX_STR bytes, 4 each escaped. */
+ * quoted, with '"' escaped too. The caller leaves room: values are at
+ * most EMBER_MAX_STR bytes, ESCAPE_MAX each escaped. */
 static char *put_value(char *p, int type, const struct ember_trace_value *v)
 {
     if (type == EMBER_FT_I64)
@@ -144,17 +192,10 @@ static char *put_value(char *p, int type, const struct ember_trace_value *v)
         return p + snprintf(p, 32, "%.17g", v->f);
     *p++ = '"';
     for (const unsigned char *s = (const unsigned char *)v->s; *s; s++) {
-        if (*s == '"' || *s == '\\') {
-            *p++ = '\\';
+        if (escaped(*s) || *s == '"')
+            p = put_escape(p, *s);
+        else
             *p++ = (char)*s;
-        } else if (*s < 0x20 || *s == 0x7f) {
-            *p++ = '\\';
-            *p++ = 'x';
-            *p++ = "0123456789abcdef"[*s >> 4];
-            *p++ = "0123456789abcdef"[*s & 15];
-        } else {
-            *p++ = (char)*s;
-        }
     }
     *p++ = '"';
     return p;
@@ -171,9 +212,9 @@ struct site_text {
 
 static size_t site_text_size(const struct ember_trace_site *site)
 {
-    size_t n = strlen(kind_name(site->kind)) + 1 + strlen(site->name) + OVERCOPY;
+    size_t n = strlen(kind_name(site->kind)) + 1 + ESCAPE_MAX * strlen(site->name) + OVERCOPY;
     for (unsigned i = 0; i < site->nfields; i++)
-        n += strlen(site->field_names[i]) + 2;
+        n += ESCAPE_MAX * strlen(site->field_names[i]) + 2;
     return n;
 }
 
@@ -181,28 +222,33 @@ static size_t site_text_size(const struct ember_trace_site *site)
 static void site_text_make(struct site_text *st, const struct ember_trace_site *site, char *buf)
 {
     memset(buf, 0, site_text_size(site));
-    char *p = put_str(buf, kind_name(site->kind));
+    char *p = put_name(buf, kind_name(site->kind));
     *p++ = ' ';
-    p = put_str(p, site->name);
+    p = put_name(p, site->name);
     st->text = buf;
     st->len = (uint16_t)(p - buf);
     for (unsigned i = 0; i < site->nfields; i++) {
         st->field_off[i] = (uint16_t)(p - buf);
         *p++ = ' ';
-        p = put_str(p, site->field_names[i]);
+        p = put_name(p, site->field_names[i]);
         *p++ = '=';
         st->field_len[i] = (uint16_t)(p - buf - st->field_off[i]);
     }
 }
 
-/* " tid thread " into buf (RING_TEXT bytes): its length. */
-enum { RING_TEXT = 128 };
+/* " tid thread " into buf (RING_TEXT bytes, OVERCOPY of them slack): its
+ * length. Thread names are cut to 63 bytes (rings keep 55). */
+enum { THREAD_MAX = 63, RING_TEXT = 16 + ESCAPE_MAX * THREAD_MAX + OVERCOPY };
 
-static uint8_t ring_text_make(char *buf, uint32_t tid, const char *thread)
+static uint16_t ring_text_make(char *buf, uint32_t tid, const char *thread)
 {
+    char name[THREAD_MAX + 1];
+    snprintf(name, sizeof(name), "%s", thread && thread[0] ? thread : "-");
     memset(buf, 0, RING_TEXT);
-    int n = snprintf(buf, RING_TEXT, " %u %.63s ", tid, thread && thread[0] ? thread : "-");
-    return (uint8_t)n;
+    char *p = buf + snprintf(buf, 16, " %u ", tid);
+    p = put_name(p, name);
+    *p++ = ' ';
+    return (uint16_t)(p - buf);
 }
 
 /* The line of an event after its time: " tid thread kind name fields\n". */
@@ -231,7 +277,8 @@ static char *line_time(char *p, const struct ember_trace_event *e, bool ticks)
     return put_9(p, (uint32_t)(ns % 1000000000));
 }
 
-/* Longest line: names of at most 255 bytes, 8 values of 64 bytes escaped. */
+/* Longest line: names of at most 255 bytes and 8 values of 64 bytes, all
+ * escaped: under 12 KiB. */
 enum { LINE_MAX = 16 * 1024 };
 
 size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread, bool ticks,
@@ -245,7 +292,7 @@ size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thr
     }
     struct site_text st;
     site_text_make(&st, e->site, text);
-    uint8_t ring_len = ring_text_make(ring, e->tid, thread);
+    uint16_t ring_len = ring_text_make(ring, e->tid, thread);
     char *p = line_body(line_time(line, e, ticks), e, ring, ring_len, &st);
     free(text);
     size_t n = (size_t)(p - line) < cap ? (size_t)(p - line) : cap - 1;
@@ -259,7 +306,7 @@ struct dump_ctx {
     struct ember_trace *t;
     bool ticks;
     char (*ring_text)[RING_TEXT]; /* " tid thread " per ring */
-    uint8_t *ring_len;
+    uint16_t *ring_len;
     struct site_text *sites; /* by site id */
     uint32_t nsites;
     int64_t sec; /* the whole seconds last written, -1 before the first */
@@ -326,7 +373,7 @@ int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool t
     unsigned nrings = ember_trace_ring_count(t);
     if (c) {
         c->ring_text = calloc(nrings ? nrings : 1, sizeof(*c->ring_text));
-        c->ring_len = calloc(nrings ? nrings : 1, 1);
+        c->ring_len = calloc(nrings ? nrings : 1, sizeof(*c->ring_len));
     }
     int err = c && c->ring_text && c->ring_len ? 0 : -ENOMEM;
     if (!err) {
@@ -360,6 +407,7 @@ struct name_stats {
     struct ember_hdr h;
     int64_t total;
     uint64_t unclosed;
+    uint64_t open; /* still open at the end: not in h */
 };
 
 struct stats_ctx {
@@ -370,32 +418,40 @@ struct stats_ctx {
     int err;
 };
 
+static struct name_stats *name_stats_of(struct stats_ctx *c, const char *name, const char *key)
+{
+    struct name_stats *ns = ember_strmap_get(&c->by_name, key, strlen(key));
+    if (ns)
+        return ns;
+    ns = calloc(1, sizeof(*ns));
+    if (!ns || EMBER_VEC_RESERVE(c->all, c->cap, c->n + 1) < 0 ||
+        ember_hdr_init(&ns->h, 1, 3600LL * 1000000000, 3) < 0) {
+        free(ns);
+        return NULL;
+    }
+    ns->name = name;
+    c->all[c->n++] = ns;
+    return ember_strmap_put(&c->by_name, key, strlen(key), ns) < 0 ? NULL : ns;
+}
+
 static int stats_span(void *ctx, const struct ember_span *s)
 {
     struct stats_ctx *c = ctx;
     if (c->only && strcmp(c->only, s->name) != 0)
         return 0;
-    const char *key = c->only ? "" : s->name;
-    struct name_stats *ns = ember_strmap_get(&c->by_name, key, strlen(key));
-    if (!ns) {
-        ns = calloc(1, sizeof(*ns));
-        if (!ns || EMBER_VEC_RESERVE(c->all, c->cap, c->n + 1) < 0 ||
-            ember_hdr_init(&ns->h, 1, 3600LL * 1000000000, 3) < 0) {
-            free(ns);
-            return -ENOMEM;
-        }
-        ns->name = s->name;
-        c->all[c->n++] = ns;
-        int err = ember_strmap_put(&c->by_name, key, strlen(key), ns);
-        if (err)
-            return err;
+    struct name_stats *ns = name_stats_of(c, s->name, c->only ? "" : s->name);
+    if (!ns)
+        return -ENOMEM;
+    if (s->open) {
+        ns->open++; /* it has no duration yet */
+        return 0;
     }
     /* times from a damaged file can be anything: saturate, never wrap */
     int64_t d;
     if (__builtin_sub_overflow(s->end_ns, s->begin_ns, &d))
         d = INT64_MAX;
-    ember_hdr_record(&ns->h, d > 0 ? d : 1);
-    if (__builtin_add_overflow(ns->total, d > 0 ? d : 0, &ns->total))
+    ember_hdr_record(&ns->h, d);
+    if (__builtin_add_overflow(ns->total, d, &ns->total))
         ns->total = INT64_MAX;
     ns->unclosed += s->unclosed;
     return 0;
@@ -431,6 +487,49 @@ static void put_duration(struct ember_writer *w, double ns)
         ember_writer_printf(w, " %9.3fs ", ns / 1e9);
 }
 
+/* A name escaped (ember_trace_escape), left-aligned in width columns. */
+static void put_name_column(struct ember_writer *w, const char *name, int width)
+{
+    char text[ESCAPE_MAX * 256 + 1];
+    ember_trace_escape(name, text, sizeof(text));
+    ember_writer_printf(w, "%-*s", width, text);
+}
+
+static void stats_row(struct ember_writer *w, const struct name_stats *ns)
+{
+    put_name_column(w, ns->name, 32);
+    ember_writer_printf(w, " %9lld", (long long)ns->h.total);
+    put_duration(w, (double)ns->total);
+    put_duration(w, (double)ns->total / (double)ns->h.total);
+    put_duration(w, (double)ns->h.min);
+    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 50));
+    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 90));
+    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 99));
+    put_duration(w, (double)ns->h.max);
+    if (ns->unclosed)
+        ember_writer_printf(w, "  (%llu unclosed)", (unsigned long long)ns->unclosed);
+    ember_writer_puts(w, "\n");
+}
+
+/* "# N spans still open at the end (not counted): a 1, b 2" */
+static void open_spans_line(struct ember_writer *w, const struct stats_ctx *c, uint64_t open)
+{
+    if (!open)
+        return;
+    ember_writer_printf(w, "# %llu span%s still open at the end of the trace (not counted):",
+                        (unsigned long long)open, open == 1 ? "" : "s");
+    const char *sep = " ";
+    for (size_t i = 0; i < c->n; i++) {
+        if (!c->all[i]->open)
+            continue;
+        ember_writer_puts(w, sep);
+        put_name_column(w, c->all[i]->name, 0);
+        ember_writer_printf(w, " %llu", (unsigned long long)c->all[i]->open);
+        sep = ", ";
+    }
+    ember_writer_puts(w, "\n");
+}
+
 int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
 {
     struct stats_ctx c = {0};
@@ -447,20 +546,10 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
         ember_writer_init(w, out);
         ember_writer_printf(w, "%-32s %9s %11s %11s %11s %11s %11s %11s %11s\n", "span", "count",
                             "total", "mean", "min", "p50", "p90", "p99", "max");
-        for (size_t i = 0; i < c.n; i++) {
-            struct name_stats *ns = c.all[i];
-            ember_writer_printf(w, "%-32s %9lld", ns->name, (long long)ns->h.total);
-            put_duration(w, (double)ns->total);
-            put_duration(w, (double)ns->total / (double)ns->h.total);
-            put_duration(w, (double)ns->h.min);
-            put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 50));
-            put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 90));
-            put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 99));
-            put_duration(w, (double)ns->h.max);
-            if (ns->unclosed)
-                ember_writer_printf(w, "  (%llu unclosed)", (unsigned long long)ns->unclosed);
-            ember_writer_puts(w, "\n");
-        }
+        for (size_t i = 0; i < c.n; i++)
+            if (c.all[i]->h.total)
+                stats_row(w, c.all[i]);
+        open_spans_line(w, &c, st.open);
         if (st.unmatched_ends)
             ember_writer_printf(w,
                                 "# %llu span ends had no begin (tracing started inside them, "
@@ -509,46 +598,56 @@ static void bar_chart(struct ember_writer *w, const struct ember_hdr *h)
     }
 }
 
+/* Why there is no histogram to show: no such span, or none ended. */
+static int no_durations(struct ember_diag *d, const char *name, uint64_t open)
+{
+    char span[ESCAPE_MAX * 256 + 1];
+    if (name)
+        ember_trace_escape(name, span, sizeof(span));
+    if (name && open)
+        return ember_diag_set(
+            d, -ENODATA, NULL, 0,
+            "no span named \"%s\" ended in the trace (%llu still open at its end)", span,
+            (unsigned long long)open);
+    if (name)
+        return ember_diag_set(d, -ENODATA, NULL, 0, "no span named \"%s\" in the trace", span);
+    if (open)
+        return ember_diag_set(d, -ENODATA, NULL, 0,
+                              "no span ended in the trace (%llu still open at its end)",
+                              (unsigned long long)open);
+    return ember_diag_set(d, -ENODATA, NULL, 0, "no spans in the trace");
+}
+
 int ember_trace_latency(struct ember_trace *t, const char *span, const struct ember_sink *out,
                         struct ember_diag *d)
 {
     struct stats_ctx c = {.only = span};
     struct ember_span_stats st;
     int err = ember_strmap_init(&c.by_name);
-    /* all spans together: one histogram under the empty key */
-    if (!err && !span)
-        c.only = NULL;
     if (!err)
         err = ember_trace_each_span(t, stats_span, &c, &st);
     struct name_stats *ns = NULL;
+    uint64_t open = 0;
     if (!err) {
-        if (!span) {
-            /* merge every name's histogram into the first */
-            for (size_t i = 1; i < c.n; i++)
-                for (int32_t k = 0; k < c.all[0]->h.counts_len; k++)
-                    c.all[0]->h.counts[k] += c.all[i]->h.counts[k];
-            for (size_t i = 1; i < c.n; i++) {
-                c.all[0]->h.total += c.all[i]->h.total;
-                c.all[0]->h.max =
-                    c.all[i]->h.max > c.all[0]->h.max ? c.all[i]->h.max : c.all[0]->h.max;
-                c.all[0]->h.min =
-                    c.all[i]->h.min < c.all[0]->h.min ? c.all[i]->h.min : c.all[0]->h.min;
-            }
-        }
+        /* all spans: every name's histogram merged into the first */
+        for (size_t i = 1; !span && i < c.n; i++)
+            ember_hdr_add(&c.all[0]->h, &c.all[i]->h);
         ns = c.n ? c.all[0] : NULL;
-        if (!ns)
-            err = ember_diag_set(d, -ENODATA, NULL, 0,
-                                 span ? "no span named \"%s\" in the trace"
-                                      : "no spans in the trace%s",
-                                 span ? span : "");
+        open = span ? (ns ? ns->open : 0) : st.open;
+        err = ns && ns->h.total ? 0 : no_durations(d, span, open);
     }
     struct ember_writer *w = err ? NULL : malloc(sizeof(*w));
     if (!err && !w)
         err = -ENOMEM;
     if (!err) {
         ember_writer_init(w, out);
-        ember_writer_printf(w, "# %s: %lld spans, durations in microseconds\n",
-                            span ? span : "all spans", (long long)ns->h.total);
+        ember_writer_puts(w, "# ");
+        put_name_column(w, span ? span : "all spans", 0);
+        ember_writer_printf(w, ": %lld spans", (long long)ns->h.total);
+        if (open)
+            ember_writer_printf(w, " (%llu more still open at the end of the trace, not counted)",
+                                (unsigned long long)open);
+        ember_writer_puts(w, ", durations in microseconds\n");
         ember_hdr_print_classic(&ns->h, w, 5, 1000.0);
         bar_chart(w, &ns->h);
         err = ember_writer_flush(w);

@@ -33,6 +33,7 @@ struct follow_ring {
     uint64_t pos;                 /* stream position read up to */
     uint64_t next_seq;            /* the number of the next event expected */
     uint64_t overwritten;         /* events gone before they could be read */
+    bool cut_gap;                 /* packets cut since the last one read */
 };
 
 struct batched {
@@ -70,6 +71,15 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The tables a follower reads in place, as they grow: the whole site
+ * table and every ring descriptor must be in the file. */
+static uint64_t tables_end(const struct ember_ring_header *h)
+{
+    struct ember_ring_header all = *h;
+    all.strings_used = (uint32_t)h->strings_size;
+    return ember_ring_tables_end(&all, h->ring_count);
 }
 
 int ember_follow_open(struct ember_follow **out, const char *path, int timeout_ms,
@@ -117,11 +127,12 @@ int ember_follow_open(struct ember_follow **out, const char *path, int timeout_m
     }
     f->h = (struct ember_ring_header *)(void *)f->map;
     memcpy(&f->hdr, f->map, sizeof(f->hdr)); /* checked once, then trusted */
-    const char *why = f->hdr.version != EMBER_RING_VERSION ? "unsupported version"
-                      : f->hdr.flags & EMBER_RING_LOG
-                          ? "a packet log (ember record), not a live ring file"
-                      : !ember_ring_header_ok(&f->hdr, f->size) ? "header fields out of range"
-                                                                : NULL;
+    const char *why =
+        f->hdr.version != EMBER_RING_VERSION ? "unsupported version"
+        : f->hdr.flags & EMBER_RING_LOG      ? "a packet log (ember record), not a live ring file"
+        : !ember_ring_geometry_ok(&f->hdr)   ? "header fields out of range"
+        : f->size < tables_end(&f->hdr) ? "cut short, before the end of its site and ring tables"
+                                        : NULL;
     if (why) {
         ember_follow_close(f);
         return ember_diag_set(d, -EINVAL, path, 0, "not a valid ember trace: %s", why);
@@ -157,6 +168,13 @@ void ember_follow_close(struct ember_follow *f)
     free(f->batch);
     free(f->strs);
     free(f);
+}
+
+bool ember_follow_cut_short(const struct ember_follow *f, uint64_t *size, uint64_t *expected)
+{
+    *size = f->size;
+    *expected = ember_ring_file_end(&f->hdr);
+    return *size < *expected;
 }
 
 bool ember_follow_writer_alive(const struct ember_follow *f)
@@ -209,8 +227,20 @@ static int batch_cmp(const void *va, const void *vb)
     return a->e.seq < b->e.seq ? -1 : a->e.seq > b->e.seq;
 }
 
+/* Packet s of ring r is cut (whole or in part): the file ends in it. */
+static void note_cut(struct follow_ring *r, uint64_t s)
+{
+    if (!r->info.cut || s < r->info.cut_first)
+        r->info.cut_first = s;
+    if (!r->info.cut || s > r->info.cut_last)
+        r->info.cut_last = s;
+    r->info.cut++;
+    r->cut_gap = true;
+}
+
 /* Reads ring i: events to the batch, packets to pfn. With whole, only
- * closed packets are taken (the open one is left for a later poll). */
+ * closed packets are taken (the open one is left for a later poll). A
+ * packet the file ends in (a file cut short) gives its whole events. */
 static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn pfn, void *pctx,
                      bool whole)
 {
@@ -220,7 +250,7 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
     r->info.tid = d->tid;
     memcpy(r->info.name, d->name, sizeof(d->name));
     r->info.name[sizeof(d->name) - 1] = '\0';
-    const char *ring = f->map + f->hdr.data_offset + (size_t)i * P * N;
+    uint64_t ring = f->hdr.data_offset + (uint64_t)i * P * N;
     int err = 0;
     for (;;) {
         uint64_t head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
@@ -236,7 +266,13 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
         bool closed = s < last;
         if (whole && !closed)
             break;
-        memcpy(f->buf, ring + (s % N) * P, P);
+        uint64_t have = ember_ring_in_file(ring + (s % N) * P, P, f->size);
+        if (have < EMBER_PACKET_HEADER) {
+            note_cut(r, s);
+            r->pos = (s + 1) * P;
+            continue;
+        }
+        memcpy(f->buf, f->map + ring + (s % N) * P, have);
         /* as a seqlock reader: the copy is done before head is read again */
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         uint64_t head2 = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
@@ -253,16 +289,33 @@ static int poll_ring(struct ember_follow *f, unsigned i, ember_trace_packet_fn p
         uint64_t off = r->pos - s * P;
         if (off < EMBER_PACKET_HEADER) {
             off = EMBER_PACKET_HEADER;
-            if (ph.ctx.event_seq_begin > r->next_seq)
-                r->overwritten += ph.ctx.event_seq_begin - r->next_seq;
+            if (ph.ctx.event_seq_begin > r->next_seq) {
+                uint64_t gap = ph.ctx.event_seq_begin - r->next_seq;
+                /* after a packet read, they were in the packets cut; before,
+                 * overwritten events may be among them: lost, as they are */
+                if (r->cut_gap && r->info.packets)
+                    r->info.cut_events += gap;
+                else
+                    r->overwritten += gap;
+            }
+            r->cut_gap = false;
             r->next_seq = ph.ctx.event_seq_begin;
             r->info.packets++;
+        }
+        if (end > have) { /* the file ends in this packet */
+            note_cut(r, s);
+            end = ember_ring_whole_events(f->buf, have);
+            closed = true;
         }
         while (off < end && !err) {
             struct ember_trace_event e;
             size_t sz = ember_event_decode(&f->sites, f->buf + off, end - off, &e);
-            if (!sz)
-                break; /* a site not yet in our table, or damage: stop here */
+            if (!sz) {
+                /* the open packet: a site not yet in our table, read again
+                 * next poll; a closed one is damaged (it never changes) */
+                err = closed ? -EINVAL : 0;
+                break;
+            }
             e.ring = i;
             e.tid = r->info.tid;
             e.seq = r->next_seq++;

@@ -42,6 +42,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define EMBER_RING_MAGIC   0x31525445424d45ULL /* "EMBETR1" */
 #define EMBER_RING_VERSION 1
@@ -96,30 +97,65 @@ struct ember_ring_desc {
     uint64_t pad2[6];
 };
 
-/* [off, off + len) lies in a file of size bytes, without overflow. */
-static inline bool ember_ring_in_file(uint64_t off, uint64_t len, uint64_t size)
-{
-    return off <= size && len <= size - off;
-}
-
-/* The header's geometry is sane for a file of size bytes: what readers
- * check before they trust an offset (the version is checked apart, for its
- * own message). Packet logs (EMBER_RING_LOG) hold packets from data_offset
- * to the end; ring files every ring in full. Offsets are 8-byte aligned:
- * a follower reads the descriptors in place, atomically. */
-static inline bool ember_ring_header_ok(const struct ember_ring_header *h, uint64_t size)
+/* The header's geometry is sane, whatever the file's size: what readers
+ * check before they trust an offset (the version is checked apart, for
+ * its own message). Offsets are 8-byte aligned (a follower reads the
+ * descriptors in place, atomically) and below 2^62, sizes bounded, so
+ * that no sum below overflows. */
+static inline bool ember_ring_geometry_ok(const struct ember_ring_header *h)
 {
     uint64_t P = h->packet_size, N = h->packets_per_ring, R = h->ring_count;
-    if (P < 4096 || P > (64u << 20) || P % 8 || N < 2 || N > (1u << 20) || R == 0 || R > 65536 ||
-        h->ticks_per_sec == 0 || h->ticks_per_sec >> 62 ||
-        (h->strings_offset | h->rings_offset | h->data_offset) % 8)
-        return false;
-    if (!ember_ring_in_file(h->strings_offset, h->strings_size, size) ||
-        !ember_ring_in_file(h->rings_offset, R * EMBER_RING_DESC_SIZE, size))
-        return false;
-    if (h->flags & EMBER_RING_LOG)
-        return h->data_offset <= size;
-    return P * N <= (1ull << 36) && ember_ring_in_file(h->data_offset, R * P * N, size);
+    return P >= 4096 && P <= (64u << 20) && P % 8 == 0 && N >= 2 && N <= (1u << 20) && R > 0 &&
+           R <= 65536 && P * N <= (1ull << 36) && h->ticks_per_sec && !(h->ticks_per_sec >> 62) &&
+           !((h->strings_offset | h->rings_offset | h->data_offset) % 8) &&
+           !((h->strings_offset | h->rings_offset | h->data_offset) >> 62) &&
+           h->strings_size <= UINT32_MAX && h->strings_used <= h->strings_size;
+}
+
+/* Where the tables a reader needs before any packet end: the header, the
+ * used part of the site table, the descriptors of the first nrings rings.
+ * A file shorter than that cannot be read at all. */
+static inline uint64_t ember_ring_tables_end(const struct ember_ring_header *h, uint64_t nrings)
+{
+    uint64_t sites = h->strings_offset + h->strings_used;
+    uint64_t rings = h->rings_offset + nrings * EMBER_RING_DESC_SIZE;
+    uint64_t end = sites > rings ? sites : rings;
+    return end > EMBER_RING_HEADER_SIZE ? end : EMBER_RING_HEADER_SIZE;
+}
+
+/* The size of a complete ring file (every ring in full); a packet log
+ * (EMBER_RING_LOG) holds packets from data_offset to its end. A file
+ * shorter than this was cut short: its packets before the cut can still
+ * be read. */
+static inline uint64_t ember_ring_file_end(const struct ember_ring_header *h)
+{
+    return h->data_offset +
+           (uint64_t)h->ring_count * h->packets_per_ring * (uint64_t)h->packet_size;
+}
+
+/* How many of the n bytes at off a file of size bytes holds. */
+static inline uint64_t ember_ring_in_file(uint64_t off, uint64_t n, uint64_t size)
+{
+    return off >= size ? 0 : n < size - off ? n : size - off;
+}
+
+/* The bytes of a cut packet that hold whole events, from the packet's
+ * start: the events are walked by their sizes up to the cut. An event
+ * with an impossible size stops the walk there and keeps the rest, for
+ * the decoder to report as corrupt. */
+static inline uint64_t ember_ring_whole_events(const char *packet, uint64_t have)
+{
+    uint64_t off = EMBER_PACKET_HEADER;
+    while (off + EMBER_EVENT_HEADER <= have) {
+        uint32_t size;
+        memcpy(&size, packet + off + 4, 4);
+        if (size < EMBER_EVENT_HEADER || size % 8)
+            return have;
+        if (size > have - off)
+            break;
+        off += size;
+    }
+    return off;
 }
 
 /* A site record in the table, 8-byte aligned: id = offset / 8 + 1.

@@ -7,6 +7,12 @@
  * then is the site table read (it only grows, and an event's site is in it
  * before the event is written). Everything read is checked against the
  * file's size and the format's limits before use.
+ *
+ * A file cut short is read up to the cut: a packet the file ends in gives
+ * its whole events, one it ends before none, and each is counted as cut in
+ * its ring, with the events the next packet read says it held. Packet logs
+ * also know, from each ring's head, how many packets should follow the
+ * last one they hold.
  */
 #include "ember/trace.h"
 #include "ember/tracefile.h"
@@ -27,7 +33,8 @@
  * of {u32 ring, u32 size} + packet. */
 struct packet_ref { /* a packet of a log */
     uint64_t off;
-    uint32_t size;
+    uint32_t size; /* in the file: less than the record's when cut */
+    bool cut;
 };
 
 struct ring {
@@ -35,9 +42,11 @@ struct ring {
     uint64_t dropped; /* events the writer dropped (drain mode) */
     /* ring files: packets first..last, the last one ending at head */
     uint64_t head, first, last;
-    /* logs: where each packet is */
+    /* logs: where each packet is; packets the head says follow the last
+     * one in the log (cut off with the end of the file) */
     struct packet_ref *refs;
     size_t nrefs, rcap;
+    uint64_t missing, missing_first;
 };
 
 struct ember_trace {
@@ -51,6 +60,8 @@ struct ember_trace {
     unsigned nrings;
     struct ember_diag err; /* what stopped the last iteration */
     struct ember_ns_scale scale;
+    uint64_t size, expected; /* the file's size; a ring file's full size */
+    bool cut_short;
 };
 
 static int bad(struct ember_trace *t, struct ember_diag *d, const char *what)
@@ -104,24 +115,56 @@ static int window(struct ember_trace *t, unsigned i)
     return err;
 }
 
+/* Which packets a ring of a log lacks at its end: its head (the stream
+ * position of its last event) is in packet (head - 1) / P; the log should
+ * end with that one. */
+static int log_missing_tail(struct ember_trace *t, struct ring *r, uint64_t head)
+{
+    uint64_t want = head ? (head - 1) / t->h.packet_size : 0;
+    uint64_t next = 0; /* the packet after the last one in the log */
+    size_t n = r->nrefs;
+    /* a record cut before the end of its packet's header is the packet
+     * after the one before it (counted cut as it is read) */
+    bool headless = n && r->refs[n - 1].size < EMBER_PACKET_HEADER;
+    if (n > headless) {
+        struct ember_packet_header ph;
+        if (read_at(t->fd, &ph, sizeof(ph), r->refs[n - 1 - headless].off) < 0)
+            return -EIO;
+        next = ph.ctx.packet_seq_num + 1;
+    }
+    next += headless;
+    if (head && next <= want) {
+        r->missing = want + 1 - next;
+        r->missing_first = next;
+        t->cut_short = true;
+    }
+    return 0;
+}
+
+/* The packets of a log, indexed. A record the file ends in is a cut
+ * packet, kept with the bytes it has. */
 static int read_log_index(struct ember_trace *t, uint64_t file_size, struct ember_diag *d)
 {
-    enum { CHUNK = 1 << 16 };
-    for (uint64_t off = t->h.data_offset; off + 8 <= file_size;) {
+    uint64_t off;
+    for (off = t->h.data_offset; off + 8 <= file_size;) {
         uint32_t hdr[2];
         if (read_at(t->fd, hdr, 8, off) < 0)
-            return bad(t, d, "truncated packet log");
+            return bad(t, d, "unreadable packet log");
         if (hdr[0] >= t->nrings || hdr[1] < EMBER_PACKET_HEADER || hdr[1] % 8 ||
-            hdr[1] > t->h.packet_size || hdr[1] > file_size - off - 8)
+            hdr[1] > t->h.packet_size)
             return ember_diag_set(d, -EINVAL, t->name, 0,
                                   "not a valid ember trace: corrupt packet log at byte %llu",
                                   (unsigned long long)off);
         struct ring *r = &t->rings[hdr[0]];
         if (EMBER_VEC_RESERVE(r->refs, r->rcap, r->nrefs + 1) < 0)
             return -ENOMEM;
-        r->refs[r->nrefs++] = (struct packet_ref){off + 8, hdr[1]};
-        off += 8 + hdr[1];
+        bool cut = hdr[1] > file_size - off - 8;
+        uint32_t have = cut ? (uint32_t)(file_size - off - 8) : hdr[1];
+        r->refs[r->nrefs++] = (struct packet_ref){off + 8, have, cut};
+        off += 8 + (uint64_t)hdr[1];
     }
+    if (off != file_size)
+        t->cut_short = true; /* a record, or its header, goes past the end */
     int err = 0;
     for (unsigned i = 0; i < t->nrings && !err; i++) {
         struct ember_ring_desc dsc = read_desc(t, i, &err);
@@ -129,6 +172,8 @@ static int read_log_index(struct ember_trace *t, uint64_t file_size, struct embe
         memcpy(t->rings[i].info.name, dsc.name, sizeof(dsc.name));
         t->rings[i].info.name[sizeof(dsc.name) - 1] = '\0';
         t->rings[i].dropped = dsc.dropped;
+        if (!err)
+            err = log_missing_tail(t, &t->rings[i], dsc.head);
     }
     return err ? bad(t, d, "truncated ring table") : 0;
 }
@@ -155,16 +200,24 @@ int ember_trace_open(struct ember_trace **out, const char *path, struct ember_di
     if (!err && (h->version != EMBER_RING_VERSION || h->header_size != EMBER_RING_HEADER_SIZE))
         err = bad(t, d, "unsupported version");
     t->log = !err && (h->flags & EMBER_RING_LOG);
-    if (!err && (!ember_ring_header_ok(h, size) || h->strings_used > h->strings_size))
+    if (!err && !ember_ring_geometry_ok(h))
         err = bad(t, d, "header fields out of range");
     h->exe[sizeof(h->exe) - 1] = '\0';
     if (!err) {
         t->nrings = t->log ? h->ring_count
                            : (h->rings_claimed < h->ring_count ? h->rings_claimed : h->ring_count);
-        t->rings = calloc(t->nrings ? t->nrings : 1, sizeof(*t->rings));
-        if (!t->rings)
-            err = -ENOMEM;
+        t->size = size;
+        t->expected = t->log ? 0 : ember_ring_file_end(h);
+        t->cut_short = size < t->expected;
+        if (size < ember_ring_tables_end(h, t->nrings))
+            err = ember_diag_set(d, -EINVAL, t->name, 0,
+                                 "not a valid ember trace: cut short at byte %llu, before the end "
+                                 "of its site and ring tables (byte %llu)",
+                                 (unsigned long long)size,
+                                 (unsigned long long)ember_ring_tables_end(h, t->nrings));
     }
+    if (!err && !(t->rings = calloc(t->nrings ? t->nrings : 1, sizeof(*t->rings))))
+        err = -ENOMEM;
     if (t->log && !err)
         err = read_log_index(t, size, d);
     for (unsigned i = 0; !t->log && !err && i < t->nrings; i++)
@@ -195,13 +248,20 @@ void ember_trace_close(struct ember_trace *t)
     if (!t)
         return;
     ember_sites_release(&t->sites);
-    for (unsigned i = 0; i < t->nrings; i++)
+    for (unsigned i = 0; t->rings && i < t->nrings; i++)
         free(t->rings[i].refs);
     if (t->fd >= 0)
         close(t->fd);
     free(t->rings);
     free(t->sites_raw);
     free(t);
+}
+
+bool ember_trace_cut_short(const struct ember_trace *t, uint64_t *size, uint64_t *expected)
+{
+    *size = t->size;
+    *expected = t->expected;
+    return t->cut_short;
 }
 
 const struct ember_diag *ember_trace_error(const struct ember_trace *t)
@@ -270,6 +330,8 @@ struct cursor {
     uint64_t seq;  /* the next event's number */
     uint64_t seen; /* events of the ring before the current packet's end */
     uint64_t pseq; /* the current packet's sequence number (logs: checked to grow) */
+    bool cut_gap;  /* packets were cut since the last one read: the events
+                      missing before the next one went with them */
     struct ember_trace_event e;
 };
 
@@ -289,32 +351,66 @@ static int corrupt(struct ember_trace *t, unsigned ring, uint64_t packet, const 
                           ring, t->rings[ring].info.tid, (unsigned long long)packet);
 }
 
+/* Packet seq of a ring is cut (whole or in part). */
+static void note_cut(struct ember_trace_ring *info, uint64_t seq)
+{
+    if (!info->cut || seq < info->cut_first)
+        info->cut_first = seq;
+    if (!info->cut || seq > info->cut_last)
+        info->cut_last = seq;
+    info->cut++;
+}
+
+/* Where packet c->next is and the bytes it may hold: ring files by its
+ * slot (the last packet up to head), logs by their index. 0 at the end. */
+static int locate(struct ember_trace *t, struct cursor *c, uint64_t *off, size_t *size, bool *cut)
+{
+    struct ring *r = &t->rings[c->ring];
+    uint64_t P = t->h.packet_size, N = t->h.packets_per_ring;
+    if (t->log) {
+        if (c->next >= r->nrefs)
+            return 0;
+        *off = r->refs[c->next].off;
+        *size = r->refs[c->next].size;
+        *cut = r->refs[c->next].cut;
+        return 1;
+    }
+    if (c->next < r->first)
+        c->next = r->first;
+    if (c->next > r->last)
+        return 0;
+    *off = t->h.data_offset + ((uint64_t)c->ring * N + c->next % N) * P;
+    *size = c->next == r->last ? (size_t)(r->head - c->next * P) : (size_t)P;
+    *cut = false;
+    return 1;
+}
+
 /* Reads the cursor's next packet; 1 if there is one, 0 at the end, < 0 on
  * error. Packets a live writer overwrote are skipped (their events are
- * counted lost from the numbers of the next one). */
+ * counted lost from the numbers of the next one), and so are packets the
+ * file ends before (counted cut). */
 static int next_packet(struct ember_trace *t, struct cursor *c)
 {
     struct ring *r = &t->rings[c->ring];
     uint64_t P = t->h.packet_size, N = t->h.packets_per_ring;
     for (;;) {
-        uint64_t seq, off;
+        uint64_t off;
         size_t size;
-        if (t->log) {
-            if (c->next >= r->nrefs)
-                return 0;
-            off = r->refs[c->next].off;
-            size = r->refs[c->next].size;
-        } else {
-            if (c->next < r->first)
-                c->next = r->first;
-            if (c->next > r->last)
-                return 0;
-            off = t->h.data_offset + ((uint64_t)c->ring * N + c->next % N) * P;
-            size = c->next == r->last ? (size_t)(r->head - c->next * P) : (size_t)P;
+        bool cut;
+        if (locate(t, c, &off, &size, &cut) == 0)
+            return 0;
+        uint64_t seq = c->next++;
+        if (!t->log && r->last + 2 > seq + N)
+            continue; /* the oldest slot: a live writer's next packet goes there */
+        size_t have = (size_t)ember_ring_in_file(off, size, t->size);
+        if (have < EMBER_PACKET_HEADER) {
+            /* a log's packet is numbered by its header: the next one */
+            note_cut(&r->info, t->log ? (seq ? c->pseq + 1 : 0) : seq);
+            c->cut_gap = true;
+            continue;
         }
-        seq = c->next++;
-        if (read_at(t->fd, c->buf, size, off) < 0)
-            return ember_diag_set(&t->err, -EIO, t->name, 0, "cannot read: truncated?");
+        if (read_at(t->fd, c->buf, have, off) < 0)
+            return ember_diag_set(&t->err, -EIO, t->name, 0, "cannot read: %s", strerror(EIO));
         struct ember_packet_header ph;
         memcpy(&ph, c->buf, sizeof(ph));
         if (!t->log) {
@@ -335,9 +431,21 @@ static int next_packet(struct ember_trace *t, struct cursor *c)
                    (c->next > 1 && ph.ctx.packet_seq_num <= c->pseq)) {
             return corrupt(t, c->ring, seq, "a damaged packet");
         }
+        if (ph.ctx.event_seq_begin > c->seen) {
+            uint64_t gap = ph.ctx.event_seq_begin - c->seen;
+            /* after a packet read, they were in the packets cut; before,
+             * overwritten events may be among them: lost, as they are */
+            if (c->cut_gap && r->info.packets)
+                r->info.cut_events += gap;
+            else
+                r->info.lost += gap;
+        }
+        c->cut_gap = cut || size > have;
+        if (c->cut_gap) {
+            note_cut(&r->info, t->log ? ph.ctx.packet_seq_num : seq);
+            size = (size_t)ember_ring_whole_events(c->buf, have);
+        }
         c->pseq = ph.ctx.packet_seq_num;
-        if (ph.ctx.event_seq_begin > c->seen)
-            r->info.lost += ph.ctx.event_seq_begin - c->seen;
         c->seq = c->seen = ph.ctx.event_seq_begin;
         c->size = size;
         c->off = EMBER_PACKET_HEADER;
@@ -403,6 +511,7 @@ static struct cursor *start_pass(struct ember_trace *t)
         cs[i].ring = i;
         t->rings[i].info.events = t->rings[i].info.packets = 0;
         t->rings[i].info.lost = 0;
+        t->rings[i].info.cut = t->rings[i].info.cut_events = 0;
         if (!(cs[i].buf = malloc(t->h.packet_size))) {
             for (unsigned k = 0; k < i; k++)
                 free(cs[k].buf);
@@ -418,7 +527,13 @@ static struct cursor *start_pass(struct ember_trace *t)
 static void end_pass(struct ember_trace *t, struct cursor *cs)
 {
     for (unsigned i = 0; i < t->nrings; i++) {
-        t->rings[i].info.lost += t->rings[i].dropped;
+        struct ring *r = &t->rings[i];
+        r->info.lost += r->dropped;
+        if (r->missing) {
+            note_cut(&r->info, r->missing_first);
+            note_cut(&r->info, r->missing_first + r->missing - 1);
+            r->info.cut += r->missing - 2;
+        }
         free(cs[i].buf);
     }
     free(cs);

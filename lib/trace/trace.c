@@ -13,7 +13,11 @@
  * - files are created 0600 with O_EXCL|O_NOFOLLOW: a file that exists is
  *   never written to; mappings are never unmapped while the process runs
  *   (another thread may still be writing to an old one until its packet
- *   fills).
+ *   fills);
+ * - the library prints one thing only: when EMBER_TRACE (the user's
+ *   request, not the program's) names a file it cannot create, one line
+ *   on stderr says why tracing is off, once per process. ember_trace_start
+ *   called by the program returns the error instead.
  */
 #include "ember/trace.h"
 #include "ring/format.h"
@@ -67,6 +71,7 @@ static struct {
     bool key_made;
     struct ember_trace_opts opts;
     char base_path[4096]; /* as given: forks derive their file from it */
+    bool from_env;        /* started by EMBER_TRACE: say why it stops */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum { SITES_SIZE = 1 << 20 };
@@ -230,6 +235,19 @@ static int open_file(const char *path)
     return 0;
 }
 
+/* One line, in one write: a traced program may have threads printing. */
+static void say_tracing_off(const char *path, int err)
+{
+    char line[sizeof(g.path) + 128];
+    int n = snprintf(line, sizeof(line), "ember-trace: cannot create %s: %s; tracing is off\n",
+                     path, strerror(-err));
+    if (n > 0) {
+        ssize_t w =
+            write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        (void)w; /* stderr closed: nobody to tell */
+    }
+}
+
 static void at_fork_prepare(void)
 {
     pthread_mutex_lock(&g.lock);
@@ -254,8 +272,12 @@ static void at_fork_child(void)
         snprintf(child, sizeof(child), "%s.%d", path, (int)getpid());
     else
         snprintf(child, sizeof(child), "%s", path);
-    if (open_file(child) < 0)
+    int err = open_file(child);
+    if (err < 0) {
         __atomic_store_n(&ember__on, 0, __ATOMIC_RELEASE);
+        if (g.from_env)
+            say_tracing_off(child, err);
+    }
 }
 
 static void register_fork(void)
@@ -314,8 +336,13 @@ __attribute__((constructor)) static void trace_from_environment(void)
         o.max_threads = (unsigned)strtoul(v, NULL, 0);
     if ((v = getenv("EMBER_TRACE_MODE")))
         o.drain = strcmp(v, "drain") == 0;
-    if (ember_trace_start(path, &o) < 0 && getenv("EMBER_TRACE_DEBUG"))
-        fprintf(stderr, "ember: cannot trace to %s\n", path);
+    g.from_env = true;
+    int err = ember_trace_start(path, &o);
+    if (err < 0) {
+        char expanded[sizeof(g.path)];
+        expand_path(path, expanded, sizeof(expanded));
+        say_tracing_off(expanded, err);
+    }
 }
 
 /* ---- sites ------------------------------------------------------------ */

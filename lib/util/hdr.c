@@ -3,7 +3,9 @@
  *
  * Values are counted in buckets of 2^k-wide sub-buckets: bucket b holds
  * values [2^(b + m) ... 2^(b + m + 1)) in sub_bucket_half_count steps, so
- * every value is recorded within its significant digits.
+ * every value is recorded within its significant digits. Values reported
+ * (percentiles, the table) stay within [min, max] of what was recorded;
+ * min, max, mean and standard deviation are exact.
  */
 #include "hdr.h"
 
@@ -122,9 +124,27 @@ bool ember_hdr_record(struct ember_hdr *h, int64_t v)
         h->min = v;
     if (v > h->max)
         h->max = v;
-    h->sum += (double)v;
-    h->sumsq += (double)v * (double)v;
+    h->sum += (unsigned __int128)v;
+    h->sumsq += (unsigned __int128)v * (unsigned __int128)v;
     return true;
+}
+
+void ember_hdr_add(struct ember_hdr *dst, const struct ember_hdr *src)
+{
+    for (int32_t i = 0; i < dst->counts_len && i < src->counts_len; i++)
+        dst->counts[i] += src->counts[i];
+    dst->total += src->total;
+    dst->min = src->min < dst->min ? src->min : dst->min;
+    dst->max = src->max > dst->max ? src->max : dst->max;
+    dst->sum += src->sum;
+    dst->sumsq += src->sumsq;
+}
+
+/* A bucket's highest equivalent value, brought into [min, max]: the value
+ * at a percentile is in both ranges, and min and max are exact. */
+static int64_t in_range(const struct ember_hdr *h, int64_t v)
+{
+    return v > h->max ? h->max : v < h->min ? h->min : v;
 }
 
 int64_t ember_hdr_value_at_percentile(const struct ember_hdr *h, double p)
@@ -137,41 +157,27 @@ int64_t ember_hdr_value_at_percentile(const struct ember_hdr *h, double p)
     for (int32_t i = 0; i < h->counts_len; i++) {
         seen += h->counts[i];
         if (seen >= want)
-            return highest_equivalent(h, value_at_index(h, i));
+            return in_range(h, highest_equivalent(h, value_at_index(h, i)));
     }
     return 0;
 }
 
-/* The value that stands for bucket i in means: the middle of its range,
- * as HdrHistogram takes it. */
-static double median_equivalent(const struct ember_hdr *h, int32_t i)
-{
-    int64_t v = value_at_index(h, i);
-    return (double)lowest_equivalent(h, v) + (double)(size_of_equivalent_range(h, v) >> 1);
-}
-
+/* From the exact sums: HdrHistogram's mean of bucket midpoints can lie
+ * outside [min, max] (one value of 96,613 ns has a mean of 96,608). */
 double ember_hdr_mean(const struct ember_hdr *h)
 {
-    double sum = 0;
-    for (int32_t i = 0; i < h->counts_len; i++) {
-        if (!h->counts[i])
-            continue;
-        double mid = median_equivalent(h, i);
-        sum += mid * (double)h->counts[i];
-    }
-    return h->total ? sum / (double)h->total : 0;
+    return h->total ? (double)((long double)h->sum / (long double)h->total) : 0;
 }
 
+/* The population's, as HdrHistogram's: E[x^2] - E[x]^2 from exact sums,
+ * in long double (one value gives exactly 0: both terms round alike). */
 double ember_hdr_stddev(const struct ember_hdr *h)
 {
-    double mean = ember_hdr_mean(h), geometric = 0;
-    for (int32_t i = 0; i < h->counts_len; i++) {
-        if (!h->counts[i])
-            continue;
-        double mid = median_equivalent(h, i);
-        geometric += (mid - mean) * (mid - mean) * (double)h->counts[i];
-    }
-    return h->total ? sqrt(geometric / (double)h->total) : 0;
+    if (!h->total)
+        return 0;
+    long double n = (long double)h->total, mean = (long double)h->sum / n;
+    long double var = (long double)h->sumsq / n - mean * mean;
+    return var > 0 ? (double)sqrtl(var) : 0;
 }
 
 /* HdrHistogram's percentile iterator: report points get denser towards
@@ -188,7 +194,7 @@ void ember_hdr_print_classic(const struct ember_hdr *h, struct ember_writer *w, 
         if (!h->counts[i])
             continue;
         seen += h->counts[i];
-        int64_t value = highest_equivalent(h, value_at_index(h, i));
+        int64_t value = in_range(h, highest_equivalent(h, value_at_index(h, i)));
         double current = 100.0 * (double)seen / (double)h->total;
         while (current >= next && !done) {
             double p = next / 100.0;
@@ -211,8 +217,7 @@ void ember_hdr_print_classic(const struct ember_hdr *h, struct ember_writer *w, 
     ember_writer_printf(w, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n",
                         ember_hdr_mean(h) / scale, ember_hdr_stddev(h) / scale);
     ember_writer_printf(w, "#[Max     = %12.3f, Total count    = %12lld]\n",
-                        (double)(h->total ? highest_equivalent(h, h->max) : 0) / scale,
-                        (long long)h->total);
+                        (double)(h->total ? h->max : 0) / scale, (long long)h->total);
     ember_writer_printf(w, "#[Buckets = %12d, SubBuckets     = %12d]\n", h->bucket_count,
                         h->sub_bucket_count);
 }

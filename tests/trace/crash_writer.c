@@ -1,9 +1,10 @@
 /*
  * crash_writer.c - for the crash test: 4 threads write numbered events
- * ("n", t = thread, i = 0, 1, 2, ...) as fast as they can, and after each
- * one store i in a shared progress file, until they are killed. Whatever
- * the moment of the kill, every event up to each thread's progress must
- * be in the trace (unless overwritten, and then counted as lost).
+ * ("n", t = thread, i = 0, 1, 2, ...), each inside a span "work", as fast
+ * as they can, and after each one store i in a shared progress file, until
+ * they are killed. Whatever the moment of the kill, every event up to each
+ * thread's progress must be in the trace (unless overwritten, and then
+ * counted as lost), and a thread killed inside "work" leaves it open.
  *
  * usage: crash_writer PROGRESS_FILE
  *
@@ -30,8 +31,10 @@ static void *writer(void *arg)
     snprintf(name, sizeof(name), "w%d", (int)t);
     ember_thread_name(name);
     for (int64_t i = 0;; i++) {
+        EMBER_SPAN_BEGIN("work");
         EMBER_INSTANT("n", EMBER_I64("t", t), EMBER_I64("i", i));
         __atomic_store_n(&progress[t], i, __ATOMIC_RELEASE);
+        EMBER_SPAN_END("work");
     }
     return NULL;
 }

@@ -3,6 +3,10 @@ writing a file it did not create (an existing file or a symlink makes it
 use PATH.1), a child after fork traces into a file of its own (keeping the
 parent's call sites), a program after exec into a new one; and built with
 -DEMBER_TRACE_DISABLE, nothing is left of the tracing but type checks.
+Names with control bytes come out escaped, one event per line. When
+EMBER_TRACE names a file that cannot be created, one line on stderr says
+why tracing is off (once, not in each forked child); otherwise the library
+prints nothing.
 
 usage: lifecycle.py CC INCLUDE_DIR TRACE_LIB [CFLAGS] WORKDIR
 (CFLAGS: what the library was built with that programs need too, such as
@@ -72,6 +76,43 @@ def main():
         if names(path + ".1") != ["after exec"]:
             golden.fail("with %s taken, the trace should go to %s.1" % (path, path))
 
+    # EMBER_TRACE that cannot be made: one line says why tracing is off
+    # (the fork mode forks: still one line); a good one, or none: silence
+    missing = os.path.join(work, "missing", "dir", "x.trace")
+    for mode in ("after-exec", "fork"):
+        p = subprocess.run([prog, mode], env=dict(os.environ, EMBER_TRACE=missing),
+                           capture_output=True, text=True)
+        want = "ember-trace: cannot create %s: No such file or directory; tracing is off\n" % missing
+        if p.returncode != 0 or p.stderr != want:
+            golden.fail("EMBER_TRACE=%s (%s): exit %d, stderr %r, expected %r" %
+                        (missing, mode, p.returncode, p.stderr, want))
+    quiet = os.path.join(work, "quiet.trace")
+    for env in (dict(os.environ, EMBER_TRACE=quiet), {k: v for k, v in os.environ.items()
+                                                       if k != "EMBER_TRACE"}):
+        p = subprocess.run([prog, "fork"], env=env, capture_output=True, text=True)
+        if p.returncode != 0 or p.stderr:
+            golden.fail("a traced program should print nothing of tracing: %r" % p.stderr)
+
+    # names with a newline, a tab, a control byte and a backslash: escaped
+    # by dump, stats and latency, one event per line
+    trace = os.path.join(work, "names.trace")
+    subprocess.run([prog, "names"], env=dict(os.environ, EMBER_TRACE=trace), check=True)
+    out, _, _ = golden.run(["trace", "dump", trace])
+    lines = [l.split(" ", 1)[-1] for l in out.decode().splitlines()]
+    tid = lines[0].split()[0] if lines else "?"
+    want = ["%s main\\x09thread begin two\\x0alines" % tid,
+            '%s main\\x09thread instant back\\\\slash s\\x01="v\\x0a"' % tid,
+            "%s main\\x09thread end two\\x0alines" % tid]
+    if lines != want:
+        golden.fail("dump of names to escape:\n%s\nexpected:\n%s" % ("\n".join(lines), "\n".join(want)))
+    out, _, _ = golden.run(["trace", "stats", trace])
+    rows = out.decode().splitlines()
+    if len(rows) != 2 or not rows[1].startswith("two\\x0alines ") or rows[1].split()[1] != "1":
+        golden.fail("stats of names to escape:\n%s" % out.decode())
+    out, _, _ = golden.run(["trace", "latency", trace, "--span", "two\nlines"])
+    if not out.decode().startswith("# two\\x0alines: 1 spans, "):
+        golden.fail("latency of names to escape:\n%s" % out.decode()[:300])
+
     # -DEMBER_TRACE_DISABLE: no tracing code, same type checks
     off = os.path.join(work, "off")
     subprocess.run([cc, "-O2", "-Wall", "-Werror", "-DEMBER_TRACE_DISABLE", "-I", include,
@@ -90,7 +131,8 @@ def main():
                        capture_output=True, text=True)
     if p.returncode == 0:
         golden.fail("compiled out, a field of the wrong type should still be an error")
-    print("ok: 0600, O_EXCL|O_NOFOLLOW, fork, exec, compiled out")
+    print("ok: 0600, O_EXCL|O_NOFOLLOW, fork, exec, why tracing is off, names escaped, "
+          "compiled out")
 
 
 if __name__ == "__main__":

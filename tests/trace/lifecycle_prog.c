@@ -1,8 +1,9 @@
 /*
  * lifecycle_prog.c - for the file-handling test: traced across fork and
- * exec.
+ * exec; and names that hold control bytes and backslashes, which the text
+ * tools must escape.
  *
- * usage: lifecycle_prog fork | exec | after-exec
+ * usage: lifecycle_prog fork | exec | after-exec | names
  */
 #include <ember/trace.h>
 
@@ -25,6 +26,11 @@ int main(int argc, char **argv)
         waitpid(pid, NULL, 0);
         EMBER_INSTANT("parent after fork", EMBER_I64("child", pid));
         printf("%d\n", (int)pid);
+    } else if (strcmp(mode, "names") == 0) {
+        ember_thread_name("main\tthread");
+        EMBER_SPAN_BEGIN("two\nlines");
+        EMBER_INSTANT("back\\slash", EMBER_STR("s\x01", "v\n"));
+        EMBER_SPAN_END("two\nlines");
     } else if (strcmp(mode, "exec") == 0) {
         EMBER_INSTANT("before exec");
         execl("/proc/self/exe", argv[0], "after-exec", (char *)NULL);

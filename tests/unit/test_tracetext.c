@@ -13,6 +13,7 @@
 #include "ring/decode.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t next_random(uint64_t *s)
@@ -125,12 +126,53 @@ static void test_values_and_escapes(void **state)
     assert_string_equal(got, "1.500000000");
 }
 
+/* Names (of events, fields and threads) with a newline, a tab or a
+ * backslash: one event is one line, and the text says what the bytes were. */
+static void test_names_escaped(void **state)
+{
+    (void)state;
+    const char *names[] = {"a\nb", "why\tnot"};
+    const int types[] = {EMBER_FT_I64, EMBER_FT_STR};
+    struct ember_trace_site site =
+        site_with("two\nlines \\ back\x7f", EMBER_EV_INSTANT, 2, names, types);
+    struct ember_trace_event e;
+    memset(&e, 0, sizeof(e));
+    e.site = &site;
+    e.tid = 9;
+    e.ns = 2;
+    e.v[0].i = 5;
+    e.v[1].s = "ok";
+    char got[512];
+    ember_trace_event_line(&e, "bad\rthread", false, got, sizeof(got));
+    assert_string_equal(got, "0.000000002 9 bad\\x0dthread instant two\\x0alines \\\\ back\\x7f "
+                             "a\\x0ab=5 why\\x09not=\"ok\"\n");
+    /* a name of 255 control bytes fits, escaped */
+    char longname[256];
+    memset(longname, '\n', 255);
+    longname[255] = '\0';
+    site = site_with(longname, EMBER_EV_INSTANT, 0, NULL, NULL);
+    char *line = malloc(4096);
+    assert_non_null(line);
+    size_t n = ember_trace_event_line(&e, "t", false, line, 4096);
+    assert_int_equal(n, strlen("0.000000002 9 t instant ") + 255 * 4 + 1);
+    assert_non_null(strstr(line, "\\x0a\\x0a"));
+    assert_ptr_equal(strchr(line, '\n'), line + n - 1);
+    free(line);
+
+    char buf[16];
+    assert_int_equal(ember_trace_escape("a\\b\n", buf, sizeof(buf)), 8);
+    assert_string_equal(buf, "a\\\\b\\x0a");
+    assert_int_equal(ember_trace_escape("\n\n\n\n\n", buf, 8), 20); /* cut, terminated */
+    assert_string_equal(buf, "\\x0a");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ticks_to_ns_exact),
         cmocka_unit_test(test_times_against_printf),
         cmocka_unit_test(test_values_and_escapes),
+        cmocka_unit_test(test_names_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
