@@ -69,6 +69,16 @@ static pid_t start(char **argv, const char *live, const char *ring, int *exec_er
     return child;
 }
 
+/* Removes the (emptied) rings directory and forgets it. */
+static void forget_dir(const char *dir)
+{
+    sigset_t old;
+    cli_cleanup_block(&old);
+    rmdir(dir);
+    cli_cleanup_remove(dir);
+    cli_cleanup_unblock(&old);
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *out = "ember.trace", *ring = NULL;
@@ -85,8 +95,13 @@ int cmd_record(int argc, char **argv)
         cli_error("which command? %s", usage);
         return EXIT_USAGE;
     }
+    /* the child's rings, possibly large: removed if a signal ends us */
     char dir[] = "/tmp/ember-record.XXXXXX";
-    if (!mkdtemp(dir)) {
+    sigset_t old;
+    cli_cleanup_block(&old);
+    bool made = mkdtemp(dir) && cli_cleanup_add(dir, true) == 0;
+    cli_cleanup_unblock(&old);
+    if (!made) {
         cli_error("cannot create a directory in /tmp: %s", strerror(errno));
         return 1;
     }
@@ -95,7 +110,7 @@ int cmd_record(int argc, char **argv)
     struct cli_output o;
     /* 0600 when new, as the library makes the rings it copies */
     if (cli_output_open_mode(&o, out, 0600) < 0) {
-        rmdir(dir);
+        forget_dir(dir);
         return 1;
     }
     int exec_err = 0;
@@ -104,7 +119,7 @@ int cmd_record(int argc, char **argv)
         int err = exec_err ? exec_err : errno;
         cli_error("cannot %s %s: %s", exec_err ? "run" : "start", argv[0], strerror(err));
         cli_output_abort(&o);
-        rmdir(dir);
+        forget_dir(dir);
         if (child > 0)
             waitpid(child, NULL, 0);
         /* as a shell: not found, or found but not runnable */
@@ -112,6 +127,7 @@ int cmd_record(int argc, char **argv)
     }
     signal(SIGINT, forward);
     signal(SIGTERM, forward);
+    signal(SIGHUP, forward); /* the terminal closed: stop CMD, keep what was recorded */
 
     /* Wait for the child's trace file; it may never come (not traced). */
     struct ember_follow *f = NULL;
@@ -151,7 +167,7 @@ int cmd_record(int argc, char **argv)
     ember_trace_log_free(log);
     ember_follow_close(f);
     unlink(live);
-    rmdir(dir);
+    forget_dir(dir);
     if (!f) {
         cli_error("%s did not trace (is it built with <ember/trace.h>?)", argv[0]);
         cli_output_abort(&o);

@@ -281,9 +281,20 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         cli_diag_error(&d, err);
         return 1;
     }
-    FILE *o = out ? fopen(out, "w") : stdout;
+    /* -o is made whole like every output: what was followed until the end
+     * (or Ctrl-C) is renamed into place; an error leaves nothing */
+    struct cli_output co;
+    if (cli_output_open(&co, out) < 0) {
+        ember_follow_close(f);
+        return 1;
+    }
+    int fd = out ? dup(co.fd) : STDOUT_FILENO;
+    FILE *o = out ? (fd >= 0 ? fdopen(fd, "w") : NULL) : stdout;
     if (!o) {
-        cli_error("cannot write %s: %s", out, strerror(errno));
+        cli_error("cannot write %s: %s", out ? out : "standard output", strerror(errno));
+        if (fd >= 0 && out)
+            close(fd);
+        cli_output_abort(&co);
         ember_follow_close(f);
         return 1;
     }
@@ -310,8 +321,13 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         warn_losses(ember_follow_ring(f, i));
     if (err)
         cli_error("%s: %s", path, err == -EINVAL ? "the trace is corrupt" : strerror(-err));
-    if (out)
-        fclose(o);
+    int werr = fflush(o) == 0 && !ferror(o) ? 0 : -errno;
+    if (out && fclose(o) != 0 && !werr)
+        werr = -errno;
     ember_follow_close(f);
-    return err ? 1 : 0;
+    if (err) {
+        cli_output_abort(&co);
+        return 1;
+    }
+    return cli_output_finish(&co, werr, NULL);
 }

@@ -169,5 +169,30 @@ def record_output_mode(d):
         golden.fail("ember record -o onto a 0640 file left mode %o" % mode)
 
 
+
+@case
+def record_signals_leave_no_rings(d):
+    """ember record keeps the traced program's rings in /tmp while it runs.
+    SIGHUP (the terminal closed) stops the program like Ctrl-C and keeps what
+    was recorded; SIGPIPE ends ember at once: either way the rings go."""
+    traced = os.environ.get("TRACED")
+    if not traced:
+        return
+    before = set(f for f in os.listdir("/tmp") if f.startswith("ember-record."))
+    out = os.path.join(d, "t.trace")
+    for sig, kept in ((signal.SIGHUP, True), (signal.SIGPIPE, False)):
+        p = subprocess.Popen([golden.EMBER, "record", "-o", out, "--", traced, "200000", "2"],
+                             stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(0.5)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+        left = set(f for f in os.listdir("/tmp") if f.startswith("ember-record.")) - before
+        if left or leftovers(d, ["t.trace"] if kept else []):
+            golden.fail("ember record ended by %s left %s %s" %
+                        (sig.name, sorted(left), leftovers(d, [])))
+        if kept:
+            golden.run(["trace", "stats", out])
+            os.unlink(out)
+
 if __name__ == "__main__":
     main()

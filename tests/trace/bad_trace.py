@@ -289,6 +289,13 @@ def main():
         rc, err = ember(["trace"] + args, timeout=20)
         if rc != 1 or closed not in err or "corrupt" not in err:
             golden.fail("ember trace %s: exit %d:\n%s" % (" ".join(args), rc, err))
+    # ... and leaves no -o file behind
+    out = os.path.join(d, "closed-damaged.follow")
+    rc, err = ember(["trace", "dump", "--follow", closed, "-o", out], timeout=20)
+    debris = [f for f in os.listdir(d) if f.startswith(".closed-damaged.follow")]
+    if rc != 1 or os.path.exists(out) or debris:
+        golden.fail("dump --follow -o of a corrupt trace: exit %d, left %s" %
+                    (rc, [out] * os.path.exists(out) + debris))
     print("ok a damaged closed packet: dump and dump --follow say it is corrupt")
     records, off = [], log_h["data_offset"]
     while off < len(log_data):
