@@ -198,11 +198,11 @@ static void tarjan_from(struct tarjan *t, struct expansion *x, uint32_t root)
 static int find_components(struct expansion *x)
 {
     size_t n = x->g->nfuncs;
-    struct tarjan t = {.index = malloc(n * sizeof(uint32_t)),
-                       .low = malloc(n * sizeof(uint32_t)),
-                       .members = malloc(n * sizeof(uint32_t)),
-                       .on = calloc(n, sizeof(bool)),
-                       .calls = malloc(n * sizeof(*t.calls))};
+    struct tarjan t = {.index = malloc((n + 1) * sizeof(uint32_t)),
+                       .low = malloc((n + 1) * sizeof(uint32_t)),
+                       .members = malloc((n + 1) * sizeof(uint32_t)),
+                       .on = calloc(n + 1, sizeof(bool)),
+                       .calls = malloc((n + 1) * sizeof(*t.calls))};
     x->comps = calloc(n + 1, sizeof(*x->comps));
     x->members = malloc((n + 1) * sizeof(*x->members));
     int err =
