@@ -1,46 +1,42 @@
 /*
- * callgrind.c - valgrind's callgrind (and cachegrind) profiles, by the rules
- * of the Callgrind Format Specification, turned into stacks the way
- * speedscope's callgrind importer does.
+ * callgrind.c - valgrind's callgrind (and cachegrind) profiles, read by the
+ * rules of the Callgrind Format Specification into a call graph, which
+ * callgrind_stacks.c turns into stacks.
  *
  * Reading. Header lines "key: value" ("events:" names the cost columns,
- * "positions:" the position columns, default "line"; summary:, totals: and
- * the rest are ignored, and may repeat: a file holds one or more parts).
- * Body lines: "fl=", "fi=", "fe=", "fn=", "cfi=", "cfl=", "cfn=", "ob=",
- * "cob=", "jfi=", "jfn=" name what follows, "(id) name" defining an id and
- * "(id)" using it (one table for files, one for functions, one for objects);
- * a cost line is the positions then the costs ("+N", "-N" and "*" are
- * relative to the previous cost line's column; for positions that is the
- * spec's subposition compression, for costs an extension that speedscope's
- * test files use); "calls=COUNT TARGET" says that the next line is the
- * inclusive cost of a call from the current function to cfn= in cfi= (or
- * in the current position's file: fl=, or fi=/fe= in inlined code, as
- * callgrind writes it), after which cfn= and cfi= are forgotten; jump= and
- * jcnd= lines are ignored (the position line after them has no costs).
- * The key of a function is (file of its fl=, name): static functions of the
- * same name in two files stay apart in the graph, and show the same name
- * (';' in a name becomes ':', as in the other readers). One event is read:
- * --event NAME, or the first of the first "events:" line (found by name in
- * later parts); its counts are the weights, in the file's own units.
+ * "positions:" the position columns, default "line"; a file holds one or
+ * more parts). Body lines: "fl=", "fi=", "fe=", "fn=", "cfi=", "cfl=",
+ * "cfn=", "ob=", "cob=", "jfi=", "jfn=" name what follows, "(id) name"
+ * defining an id and "(id)" using it (one table for files, one for
+ * functions, one for objects); a cost line is the positions then the costs
+ * ("+N", "-N" and "*" are relative to the previous cost line's column; for
+ * positions that is the spec's subposition compression, for costs an
+ * extension that speedscope's test files use); "calls=COUNT TARGET" says
+ * that the next line is the inclusive cost of a call from the current
+ * function to cfn= in cfi= (or in the current position's file: fl=, or
+ * fi=/fe= in inlined code, as callgrind writes it), after which cfn= and
+ * cfi= are forgotten; jump= and jcnd= lines are ignored (the position line
+ * after them has no costs). The key of a function is (file of its fl=,
+ * name): static functions of the same name in two files stay apart in the
+ * graph, and show the same name. One event is read: --event NAME, or the
+ * first of the first "events:" line (found by name in later parts); its
+ * counts are the weights, in the file's own units.
  *
- * The call graph to stacks (what speedscope does; see its callgrind.ts for
- * why a call graph does not define one flame graph): a function's total is
- * its self cost plus the inclusive cost of its calls; the roots are the
- * functions nobody calls (else those whose total exceeds what their callers
- * pass them, heaviest first). A function entered with weight w gives each
- * callee w * call / total (rounded down, so that weights stay integers and
- * nothing is invented), keeps the rest as self, skips callees already on the
- * stack (recursion: their weight stays with the caller) and subtrees under
- * 1/10000 of the roots' weight (which bounds the expansion; their weight
- * stays with the caller too). One deliberate difference: speedscope draws
- * a function reached a second time as a leaf; ember expands it again, in
- * proportion, as speedscope's own comment describes the model, unless the
- * expansion passes EXPAND_BUDGET stacks, after which it falls back to
- * speedscope's rule (and says so).
+ * Cut-off files. "totals:" gives the sum of a part's cost lines, every
+ * event (the spec: "to allow for a consistency check"): it must match.
+ * valgrind ends every part with it (callgrind; cachegrind ends its file
+ * with "summary:", which cg_annotate requires): so in a file from valgrind
+ * (a "creator: callgrind" line, or the "desc: I1 cache:" line that both
+ * tools write), input that ends inside a part, before its closing line, is
+ * an error naming the last line read. Other writers (speedscope's test
+ * files, xdebug) may write neither; their cut-off files cannot be told.
+ * "summary:" in a header is what the run cost, which may exceed the cost
+ * lines (by a few Ir with --cache-sim=yes), so it is not checked.
  *
  * Memory: the names, the functions and the call edges (what the file
  * describes, not how long it is), then the stacks of the expansion.
  */
+#include "callgrind_impl.h"
 #include "formats_impl.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
@@ -53,28 +49,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum {
-    MAX_COLUMNS = 64,       /* positions + events on a cost line */
-    EXPAND_BUDGET = 1 << 20 /* stacks expanded before repeated functions become leaves */
-};
-#define PRUNE_FRACTION 10000 /* subtrees under total / this are dropped, as speedscope does */
+enum { MAX_COLUMNS = 64 /* positions + events on a cost line */ };
 
 /* Name tables: "fl=(3) x.c" then "fl=(3)". */
 enum name_kind { NAME_FILE, NAME_FN, NAME_OBJ, NAME_KINDS };
-
-struct func {
-    uint32_t name; /* in the scratch name table */
-    uint32_t frame;
-    int64_t total; /* self cost + inclusive cost of its calls */
-    int64_t incoming;
-    uint32_t first_edge, last_edge; /* calls made, in the file's order; UINT32_MAX: none */
-    bool called, frame_known, on_stack, expanded;
-};
-
-struct edge {
-    uint32_t to, next;
-    int64_t cost;
-};
 
 struct cg_reader {
     struct ember_profile *p;
@@ -87,10 +65,7 @@ struct cg_reader {
     struct ember_u64map ids[NAME_KINDS]; /* compression id -> name */
     struct ember_u64map func_ids;        /* (file name << 32 | fn name) -> func */
     struct ember_u64map edge_ids;        /* (from << 32 | to) -> edge */
-    struct func *funcs;
-    size_t nfuncs, fcap;
-    struct edge *edges;
-    size_t nedges, ecap;
+    struct cg_graph g;
     /* the current position */
     uint32_t fl, pos_file, fn, cfi, cfn;
     bool have_fl, have_fn, have_cfi, have_cfn;
@@ -103,6 +78,12 @@ struct cg_reader {
     /* a calls= line waits for its cost line */
     bool pending_call;
     uint64_t call_line;
+    /* the part being read, and the line that must close it */
+    char events[256];            /* this part's "events:" names */
+    int64_t sums[MAX_COLUMNS];   /* its cost lines, per event */
+    const char *closing;         /* "totals:" (callgrind), "summary:" (cachegrind), or NULL */
+    bool in_part, costs_in_part; /* between "events:" and the closing line */
+    uint64_t part_line, last_line;
 };
 
 static int cg_error(struct cg_reader *r, const char *fmt, ...)
@@ -190,10 +171,11 @@ static int func_get(struct cg_reader *r, uint32_t file, uint32_t name, uint32_t 
     uint64_t key = (uint64_t)file << 32 | name;
     if (ember_u64map_get(&r->func_ids, key, f))
         return 0;
-    if (r->nfuncs >= UINT32_MAX - 1 || EMBER_VEC_RESERVE(r->funcs, r->fcap, r->nfuncs + 1) < 0)
+    struct cg_graph *g = &r->g;
+    if (g->nfuncs >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->funcs, g->fcap, g->nfuncs + 1) < 0)
         return -ENOMEM;
-    *f = (uint32_t)r->nfuncs++;
-    r->funcs[*f] = (struct func){.name = name, .first_edge = UINT32_MAX, .last_edge = UINT32_MAX};
+    *f = (uint32_t)g->nfuncs++;
+    g->funcs[*f] = (struct cg_func){.name = name, .first_edge = CG_NONE, .last_edge = CG_NONE};
     return ember_u64map_put(&r->func_ids, key, *f);
 }
 
@@ -217,35 +199,38 @@ static int add_self(struct cg_reader *r, int64_t cost)
     int err = current_func(r, &f);
     if (err)
         return err;
-    if (__builtin_add_overflow(r->funcs[f].total, cost, &r->funcs[f].total))
+    struct cg_func *fn = &r->g.funcs[f];
+    if (__builtin_add_overflow(fn->self, cost, &fn->self) ||
+        __builtin_add_overflow(fn->total, cost, &fn->total))
         return cost_overflow(r);
     return 0;
 }
 
 static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, int64_t cost)
 {
+    struct cg_graph *g = &r->g;
     uint64_t key = (uint64_t)from << 32 | to;
     uint32_t e;
     if (!ember_u64map_get(&r->edge_ids, key, &e)) {
-        if (r->nedges >= UINT32_MAX - 1 || EMBER_VEC_RESERVE(r->edges, r->ecap, r->nedges + 1) < 0)
+        if (g->nedges >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->edges, g->ecap, g->nedges + 1) < 0)
             return -ENOMEM;
-        e = (uint32_t)r->nedges++;
-        r->edges[e] = (struct edge){.to = to, .next = UINT32_MAX};
-        struct func *fr = &r->funcs[from];
-        if (fr->last_edge == UINT32_MAX)
+        e = (uint32_t)g->nedges++;
+        g->edges[e] = (struct cg_edge){.to = to, .next = CG_NONE};
+        struct cg_func *fr = &g->funcs[from];
+        if (fr->last_edge == CG_NONE)
             fr->first_edge = e;
         else
-            r->edges[fr->last_edge].next = e;
+            g->edges[fr->last_edge].next = e;
         fr->last_edge = e;
         int err = ember_u64map_put(&r->edge_ids, key, e);
         if (err)
             return err;
     }
-    if (__builtin_add_overflow(r->edges[e].cost, cost, &r->edges[e].cost) ||
-        __builtin_add_overflow(r->funcs[from].total, cost, &r->funcs[from].total) ||
-        __builtin_add_overflow(r->funcs[to].incoming, cost, &r->funcs[to].incoming))
+    if (__builtin_add_overflow(g->edges[e].cost, cost, &g->edges[e].cost) ||
+        __builtin_add_overflow(g->funcs[from].total, cost, &g->funcs[from].total) ||
+        __builtin_add_overflow(g->funcs[to].incoming, cost, &g->funcs[to].incoming))
         return cost_overflow(r);
-    r->funcs[to].called = true;
+    g->funcs[to].called = true;
     return 0;
 }
 
@@ -320,9 +305,19 @@ static bool is_cost_line(const char *s, size_t n)
     return n > 0 && ((s[0] >= '0' && s[0] <= '9') || s[0] == '+' || s[0] == '-' || s[0] == '*');
 }
 
+/* Adds a cost line's event columns v[npos..k) to the part's sums. */
+static int sum_costs(struct cg_reader *r, const int64_t *v, unsigned k)
+{
+    for (unsigned c = r->npos; c < k; c++)
+        if (__builtin_add_overflow(r->sums[c - r->npos], v[c], &r->sums[c - r->npos]))
+            return cost_overflow(r);
+    return 0;
+}
+
 /* Reads a cost line's columns into v (zero past the last given); returns the
- * selected event's cost in *cost. */
-static int cost_line(struct cg_reader *r, const char *s, size_t n, int64_t *cost)
+ * selected event's cost in *cost. A function's own line (self) counts in
+ * the part's sums; a call's inclusive cost does not. */
+static int cost_line(struct cg_reader *r, const char *s, size_t n, bool self, int64_t *cost)
 {
     if (!r->have_events)
         return cg_error(r, "cost line before any \"events:\" line (expected the header first)");
@@ -347,6 +342,10 @@ static int cost_line(struct cg_reader *r, const char *s, size_t n, int64_t *cost
                         r->npos);
     for (unsigned i = 0; i < k; i++)
         r->prev[i] = v[i];
+    r->costs_in_part = true;
+    int err = self ? sum_costs(r, v, k) : 0;
+    if (err)
+        return err;
     *cost = 0;
     if (r->column < r->nevents && r->npos + r->column < k) {
         *cost = v[r->npos + r->column];
@@ -356,6 +355,106 @@ static int cost_line(struct cg_reader *r, const char *s, size_t n, int64_t *cost
     return 0;
 }
 
+static bool starts_with(const char *s, size_t n, const char *prefix)
+{
+    size_t len = strlen(prefix);
+    return n >= len && memcmp(s, prefix, len) == 0;
+}
+
+/* The name of event column c of this part, for messages. */
+static void event_name(const struct cg_reader *r, unsigned c, char *out, size_t size)
+{
+    size_t i = 0, start, len = 0, n = strlen(r->events);
+    for (unsigned k = 0; k <= c; k++)
+        len = next_word(r->events, n, &i, &start);
+    snprintf(out, size, "%.*s", (int)len, r->events + start);
+}
+
+/* A new part (its "events:" line): the one before it must have closed. */
+static int start_part(struct cg_reader *r)
+{
+    if (r->closing && r->in_part && r->costs_in_part)
+        return cg_error(r,
+                        "a new part starts before the part from line %llu ended (expected its "
+                        "\"%s\" line first: valgrind ends every part with one)",
+                        (unsigned long long)r->part_line, r->closing);
+    memset(r->sums, 0, sizeof(r->sums));
+    r->in_part = true;
+    r->costs_in_part = false;
+    r->part_line = r->line;
+    return 0;
+}
+
+/* The counts of a "totals:" or "summary:" line, one per event of the part
+ * (missing ones are 0, as on cost lines). */
+static int closing_counts(struct cg_reader *r, const char *key, const char *s, size_t n, int64_t *v)
+{
+    unsigned k = 0;
+    size_t i = 0, start, len;
+    memset(v, 0, MAX_COLUMNS * sizeof(*v));
+    while ((len = next_word(s, n, &i, &start)) > 0) {
+        uint64_t u;
+        if (k >= r->nevents)
+            return cg_error(r, "\"%s\" line with more than %u counts (expected one per event)", key,
+                            r->nevents);
+        if (!parse_u64(s + start, len, &u) || u > INT64_MAX)
+            return cg_error(r, "bad \"%s\" count %u: \"%.*s\" (expected a number)", key, k + 1,
+                            (int)(len > 40 ? 40 : len), s + start);
+        v[k++] = (int64_t)u;
+    }
+    return 0;
+}
+
+/* "totals:": the sum of the part's cost lines (the spec: "to allow for a
+ * consistency check"); it closes the part. */
+static int totals_line(struct cg_reader *r, const char *s, size_t n)
+{
+    int64_t v[MAX_COLUMNS];
+    int err = r->have_events ? closing_counts(r, "totals:", s, n, v) : 0;
+    for (unsigned c = 0; c < r->nevents && !err; c++)
+        if (v[c] != r->sums[c]) {
+            char name[64];
+            event_name(r, c, name, sizeof(name));
+            err = cg_error(r,
+                           "\"totals:\" gives %lld %s, the part's cost lines (from line %llu) "
+                           "sum to %lld (expected equal: is the file damaged or cut short?)",
+                           (long long)v[c], name, (unsigned long long)r->part_line,
+                           (long long)r->sums[c]);
+        }
+    r->in_part = r->costs_in_part = false;
+    return err;
+}
+
+/* "summary:": in a header (callgrind), what the run cost, which may exceed
+ * the cost lines; after them (cachegrind), the line that closes the file,
+ * which cg_annotate requires with every event. */
+static int summary_line(struct cg_reader *r, const char *s, size_t n)
+{
+    if (!r->costs_in_part || !r->closing || strcmp(r->closing, "summary:") != 0)
+        return 0;
+    int64_t v[MAX_COLUMNS];
+    int err = closing_counts(r, "summary:", s, n, v);
+    size_t i = 0, start, count = 0;
+    while (!err && next_word(s, n, &i, &start) > 0)
+        count++;
+    if (!err && count != r->nevents)
+        err = cg_error(r,
+                       "\"summary:\" line with %zu counts (expected %u, one per event: is it "
+                       "cut short?)",
+                       count, r->nevents);
+    for (unsigned c = 0; c < r->nevents && !err; c++)
+        if (v[c] < r->sums[c]) {
+            char name[64];
+            event_name(r, c, name, sizeof(name));
+            err = cg_error(r,
+                           "\"summary:\" gives %lld %s, less than the cost lines' %lld "
+                           "(expected at least their sum: is the file damaged or cut short?)",
+                           (long long)v[c], name, (long long)r->sums[c]);
+        }
+    r->in_part = r->costs_in_part = false;
+    return err;
+}
+
 /* "events: A B C": the columns of this part, and which one ember reads:
  * --event's, else the first event of the first part (found by name in the
  * parts after it). */
@@ -363,6 +462,10 @@ static int events_line(struct cg_reader *r, const char *s, size_t n)
 {
     char *kept = r->st->kept_event;
     size_t i = 0, start, len;
+    int err = start_part(r);
+    if (err)
+        return err;
+    snprintf(r->events, sizeof(r->events), "%.*s", (int)(n > 250 ? 250 : n), s);
     if (!r->events_line) {
         r->events_line = r->line;
         snprintf(r->first_events, sizeof(r->first_events), "%.*s", (int)(n > 200 ? 200 : n), s);
@@ -475,15 +578,26 @@ static int assignment(struct cg_reader *r, const char *s, size_t klen, const cha
 
 static int header(struct cg_reader *r, const char *s, size_t klen, const char *v, size_t vn)
 {
+    while (vn > 0 && is_blank(*v))
+        v++, vn--;
     if (key_is(s, klen, "events"))
         return events_line(r, v, vn);
     if (key_is(s, klen, "positions"))
         return positions_line(r, v, vn);
-    return 0; /* version, creator, cmd, pid, part, desc, summary, totals, event ... */
+    if (key_is(s, klen, "totals"))
+        return totals_line(r, v, vn);
+    if (key_is(s, klen, "summary"))
+        return summary_line(r, v, vn);
+    if (key_is(s, klen, "creator") && starts_with(v, vn, "callgrind"))
+        r->closing = "totals:";
+    else if (key_is(s, klen, "desc") && starts_with(v, vn, "I1 cache:") && !r->closing)
+        r->closing = "summary:"; /* cachegrind's header (callgrind's says creator: first) */
+    return 0;                    /* version, cmd, pid, part, event ... */
 }
 
 static int on_line(struct cg_reader *r, const char *s, size_t n)
 {
+    r->last_line = r->line;
     if (n > 0 && s[n - 1] == '\r')
         n--;
     if (r->pending_call) {
@@ -494,7 +608,7 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
                                   "expected the cost line of the call on line %llu (positions "
                                   "and inclusive costs)",
                                   (unsigned long long)r->call_line);
-        int err = cost_line(r, s, n, &cost);
+        int err = cost_line(r, s, n, false, &cost);
         return err ? err : add_call(r, cost);
     }
     size_t i = 0;
@@ -504,7 +618,7 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
         return 0;
     if (is_cost_line(s, n)) {
         int64_t cost;
-        int err = cost_line(r, s, n, &cost);
+        int err = cost_line(r, s, n, true, &cost);
         return err ? err : add_self(r, cost);
     }
     size_t k = key_length(s + i, n - i, '=');
@@ -519,161 +633,6 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
                     "unrecognized line \"%s\" (expected a cost line, \"key=name\" or "
                     "\"key: value\")",
                     q);
-}
-
-/* ---- the call graph into stacks ------------------------------------------- */
-
-struct visit {
-    uint32_t func, edge, node;
-    int64_t weight, used;
-};
-
-struct expansion {
-    struct cg_reader *r;
-    struct visit *stack;
-    size_t depth, cap;
-    int64_t max_weight;
-    uint64_t visits;
-    bool warned;
-};
-
-static int frame_of(struct cg_reader *r, struct func *f, uint32_t *frame)
-{
-    if (!f->frame_known) {
-        size_t len;
-        const char *name = ember_profile_frame_name(r->names, f->name, &len);
-        char buf[512];
-        if (memchr(name, ';', len) && len <= sizeof(buf)) {
-            /* ';' separates frames: it becomes ':', as in the other readers */
-            for (size_t i = 0; i < len; i++)
-                buf[i] = name[i] == ';' ? ':' : name[i];
-            name = buf;
-        }
-        int err = ember_frames_intern(&r->p->frames, name, len, &f->frame);
-        if (err)
-            return err;
-        f->frame_known = true;
-    }
-    *frame = f->frame;
-    return 0;
-}
-
-static int add_weight(struct cg_reader *r, uint32_t node, int64_t w)
-{
-    if (w <= 0)
-        return 0;
-    int err = ember_profile_add(r->p, node, 0, w);
-    if (err == -ERANGE)
-        return ember_diag_set(r->d, err, r->file, 0, "costs overflow a 64-bit total");
-    r->st->samples++;
-    return err;
-}
-
-/* Whether f entered with weight w makes a node (0 when it is skipped). */
-static bool worth_entering(const struct expansion *x, const struct func *f, int64_t w)
-{
-    return w > 0 && !f->on_stack && f->total > 0 &&
-           (__int128)w * PRUNE_FRACTION >= (__int128)x->max_weight;
-}
-
-static int enter(struct expansion *x, uint32_t func, int64_t w, uint32_t parent_node)
-{
-    struct cg_reader *r = x->r;
-    struct func *f = &r->funcs[func];
-    uint32_t frame, node;
-    int err = frame_of(r, f, &frame);
-    if (!err)
-        err = ember_profile_child_fast(r->p, parent_node, frame, &node);
-    if (err)
-        return err;
-    if (++x->visits > EXPAND_BUDGET && f->expanded) {
-        if (!x->warned) {
-            x->warned = true;
-            warn(r,
-                 "the call graph expands to more than %d stacks: functions reached again "
-                 "are shown as leaves from here on (as speedscope shows them)",
-                 EXPAND_BUDGET);
-        }
-        return add_weight(r, node, w);
-    }
-    if (EMBER_VEC_RESERVE(x->stack, x->cap, x->depth + 1) < 0)
-        return -ENOMEM;
-    f->on_stack = f->expanded = true;
-    x->stack[x->depth++] = (struct visit){func, f->first_edge, node, w, 0};
-    return 0;
-}
-
-/* Depth first, without recursion: call graphs can be deep. */
-static int expand_root(struct expansion *x, uint32_t root, int64_t w)
-{
-    struct cg_reader *r = x->r;
-    if (!worth_entering(x, &r->funcs[root], w))
-        return 0;
-    int err = enter(x, root, w, EMBER_ROOT);
-    while (!err && x->depth > 0) {
-        struct visit *v = &x->stack[x->depth - 1];
-        struct func *f = &r->funcs[v->func];
-        if (v->edge == UINT32_MAX) {
-            err = add_weight(r, v->node, v->weight - v->used);
-            f->on_stack = false;
-            x->depth--;
-            continue;
-        }
-        const struct edge *e = &r->edges[v->edge];
-        v->edge = e->next;
-        int64_t cw = (int64_t)((__int128)v->weight * e->cost / f->total);
-        if (!worth_entering(x, &r->funcs[e->to], cw))
-            continue; /* its weight stays with the caller */
-        v->used += cw;
-        err = enter(x, e->to, cw, v->node);
-    }
-    return err;
-}
-
-static int cmp_residual(const void *a, const void *b)
-{
-    const int64_t *x = a, *y = b; /* (residual, index) pairs, heaviest first */
-    if (x[0] != y[0])
-        return x[0] < y[0] ? 1 : -1;
-    return x[1] < y[1] ? -1 : x[1] > y[1];
-}
-
-static int expand(struct cg_reader *r)
-{
-    struct expansion x = {.r = r};
-    int err = 0;
-    size_t nroots = 0;
-    for (size_t i = 0; i < r->nfuncs; i++)
-        if (!r->funcs[i].called) {
-            nroots++;
-            x.max_weight += r->funcs[i].total;
-        }
-    if (nroots) {
-        for (size_t i = 0; i < r->nfuncs && !err; i++)
-            if (!r->funcs[i].called)
-                err = expand_root(&x, (uint32_t)i, r->funcs[i].total);
-        free(x.stack);
-        return err;
-    }
-    /* every function is called (a cycle at the top): what callers do not pass on */
-    int64_t(*res)[2] = malloc((r->nfuncs + 1) * sizeof(*res));
-    if (!res)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < r->nfuncs; i++) {
-        int64_t left = r->funcs[i].total - r->funcs[i].incoming;
-        if (left > 0) {
-            res[n][0] = left;
-            res[n++][1] = (int64_t)i;
-            x.max_weight += left;
-        }
-    }
-    qsort(res, n, sizeof(*res), cmp_residual);
-    for (size_t i = 0; i < n && !err; i++)
-        err = expand_root(&x, (uint32_t)res[i][1], res[i][0]);
-    free(res);
-    free(x.stack);
-    return err;
 }
 
 /* ---- reading --------------------------------------------------------------- */
@@ -704,13 +663,18 @@ static int read_lines(struct cg_reader *r, struct ember_input *in)
 
 static int check_end(struct cg_reader *r)
 {
+    if (r->closing && r->in_part)
+        return ember_diag_set(r->d, -EINVAL, r->file, r->last_line,
+                              "the input ends inside the part from line %llu, before its \"%s\" "
+                              "line (valgrind's tools always write it: is the file cut short?)",
+                              (unsigned long long)r->part_line, r->closing);
     if (r->pending_call)
         return ember_diag_set(r->d, -EINVAL, r->file, r->call_line,
                               "the input ends after calls= (expected the cost line of the call)");
     if (!r->have_events)
-        return ember_diag_set(r->d, -EINVAL, r->file, 0,
-                              "no \"events:\" line (expected a callgrind profile: \"events: Ir "
-                              "...\", then fn= and cost lines)");
+        return ember_diag_set(r->d, -EINVAL, r->file, r->last_line,
+                              "the input ends without an \"events:\" line (expected a callgrind "
+                              "profile: \"events: Ir ...\", then fn= and cost lines)");
     if (!r->event_found)
         return ember_diag_set(r->d, -EINVAL, r->file, r->events_line,
                               "no event \"%s\" in this profile (its events: %s)",
@@ -735,8 +699,9 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
         err = read_lines(&r, in);
     if (!err)
         err = check_end(&r);
+    struct cg_out out = {.p = p, .names = r.names, .o = o, .st = st, .file = r.file, .d = d};
     if (!err)
-        err = expand(&r);
+        err = ember_callgrind_stacks(&r.g, &out);
     if (!err) /* what the weights count, for the writers that say it */
         ember_profile_set_unit(p, st->kept_event, "count");
     for (int k = 0; k < NAME_KINDS; k++)
@@ -744,8 +709,8 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
     ember_u64map_release(&r.func_ids);
     ember_u64map_release(&r.edge_ids);
     ember_profile_free(r.names);
-    free(r.funcs);
-    free(r.edges);
+    free(r.g.funcs);
+    free(r.g.edges);
     return err;
 }
 

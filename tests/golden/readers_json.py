@@ -12,7 +12,6 @@ usage:
   readers_json.py ember-trace TRACED WORKDIR
   readers_json.py generated WORKDIR
   readers_json.py roundtrip INPUT WORKDIR
-  readers_json.py valgrind CC PROGRAM.c WORKDIR
   readers_json.py expect INPUT EXPECTED [ember options]
   readers_json.py invalid FORMAT INPUT LINE "MESSAGE PART"
 
@@ -472,75 +471,6 @@ def run_roundtrip(inp, workdir):
     print("ok %s: speedscope, evented speedscope and chrome read back the same" % inp)
 
 
-def annotate(path, event, inclusive):
-    """callgrind_annotate's cost per function name (summed over the files
-    it splits a function into), and the program's total."""
-    import subprocess
-    p = subprocess.run(["callgrind_annotate", "--threshold=100", "--show=" + event,
-                        "--inclusive=" + ("yes" if inclusive else "no"), path],
-                       capture_output=True, text=True, check=True)
-    costs, total = {}, None
-    for line in p.stdout.splitlines():
-        m = re.match(r"\s*([0-9,]+) \(\s*[0-9.]+%\)\s+(.*)$", line)
-        if not m:
-            continue
-        cost = int(m.group(1).replace(",", ""))
-        what = m.group(2)
-        if what == "PROGRAM TOTALS":
-            total = cost
-            continue
-        name = re.sub(r" \[.*\]$", "", what).rpartition(":")[2]
-        # a function in several source files (inlined code): its self cost
-        # is split between them, each shows its whole inclusive cost
-        costs[name] = max(costs.get(name, 0), cost) if inclusive else costs.get(name, 0) + cost
-    return costs, total
-
-
-def run_valgrind(cc, src, workdir):
-    """A real callgrind profile with several events (--cache-sim=yes),
-    against callgrind_annotate: the total of each event exactly, and the
-    self and inclusive cost of the program's own functions (each reached
-    by one path, so the call graph gives their stacks exactly)."""
-    import os
-    import shutil
-    import subprocess
-    if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
-        print("valgrind is not installed: skipped")
-        sys.exit(77)
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
-    prog, out = os.path.join(workdir, "prog"), os.path.join(workdir, "callgrind.out")
-    subprocess.run([cc, "-O1", "-g", "-fno-inline", "-o", prog, src], check=True)
-    subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", "--collect-jumps=yes",
-                    "--cache-sim=yes", "--callgrind-out-file=" + out, prog, "300"],
-                   check=True, capture_output=True)
-    mine = ("main", "mid", "leaf", "other", "fib", "fib'2")
-    for event in ("Ir", "Dr", "Dw", "D1mr"):
-        opts = [] if event == "Ir" else ["--event", event]
-        got = folded(golden.run(["collapse"] + opts + [out])[0])
-        if event == "Ir" and golden.run(["collapse", "--format=callgrind", out])[0] != \
-                golden.run(["collapse", out])[0]:
-            golden.fail("%s: not detected as callgrind" % out)
-        self_want, total = annotate(out, event, False)
-        incl_want, _ = annotate(out, event, True)
-        if sum(got.values()) != total:
-            golden.fail("%s: %s totals %s, callgrind_annotate %s" % (out, event, sum(got.values()), total))
-        self_got = self_by_name(got)
-        incl_got = {}
-        for stack, w in got.items():
-            for name in set(stack.split(";")):
-                incl_got[name] = incl_got.get(name, 0) + w
-        for name in mine:
-            if self_got.get(name, 0) != self_want.get(name, 0):
-                golden.fail("%s %s: self of %s is %s, callgrind_annotate %s" %
-                            (out, event, name, self_got.get(name), self_want.get(name)))
-            # fib'2 calls itself: callgrind counts its calls in its inclusive cost again
-            if name != "fib'2" and incl_got.get(name, 0) != incl_want.get(name, 0):
-                golden.fail("%s %s: inclusive cost of %s is %s, callgrind_annotate %s" %
-                            (out, event, name, incl_got.get(name), incl_want.get(name)))
-        print("ok %s %s: total %d, %d stacks" % (out, event, total, len(got)))
-
-
 def run_expect(inp, expected, *opts):
     """Inputs written for these tests, with their expected stacks worked out
     by hand (each input says how): the same bytes, detected or not."""
@@ -561,8 +491,6 @@ def main():
         run_generated(*args)
     elif mode == "roundtrip":
         run_roundtrip(*args)
-    elif mode == "valgrind":
-        run_valgrind(*args)
     elif mode == "expect":
         run_expect(*args)
     elif mode.startswith("model-"):
