@@ -380,8 +380,14 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
         }
     }
     if (node == EMBER_ROOT) {
-        r->st->skipped++; /* no stack to put it on */
-        return 0;
+        /* a sample without locations still counts in pprof's total: kept
+         * visibly, not dropped */
+        uint32_t none;
+        int err = ember_frames_intern(&r->p->frames, "[no stack]", 10, &none);
+        if (!err)
+            err = ember_profile_child_fast(r->p, EMBER_ROOT, none, &node);
+        if (err)
+            return err;
     }
     struct ember_decimal dv = {v, r->digits};
     int err = 0;

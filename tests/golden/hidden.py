@@ -80,5 +80,21 @@ def report_callees_limit(d):
         golden.fail("report --callees with --percent-limit should say what it hid: %r" % last)
 
 
+
+@case
+def pprof_sample_without_stack(d):
+    """A pprof sample with no location counts in go tool pprof's total; it
+    was dropped. It is kept, on a frame that says what it is."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "data"))
+    import make_bad_pprof as pb
+    path = os.path.join(d, "nostack.pb")
+    with open(path, "wb") as f:
+        f.write(pb.profile(samples=(((2, 1), (5,)), ((), (3,)))))
+    out, _, _ = golden.run(["collapse", path])
+    if out != b"[no stack] 3\nmain;work 5\n":
+        golden.fail("a sample without a stack should be kept: %r" % out)
+
+
 if __name__ == "__main__":
     main()
