@@ -223,7 +223,8 @@ int cli_transform_option(const struct option *opt, const char *arg);
 /* Warns when a profile's values measure something else than (type, unit)
  * of another input: their sum or difference would mean nothing. */
 void cli_check_units(const char *type, const char *unit, const char *name,
-                     const struct ember_profile *other, const char *other_name);
+                     const struct ember_profile *other, const char *other_name,
+                     const char *consequence);
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

@@ -112,7 +112,7 @@ int cmd_diff(int argc, char **argv)
         ret = read_side(&r, argv[1], &after);
     if (!ret)
         cli_check_units(ember_profile_sample_type(before), ember_profile_unit(before), argv[0],
-                        after, argv[1]);
+                        after, argv[1], "comparing them is meaningless");
     int err = ret ? 0 : ember_profile_diff(before, after, &a.d, &d);
     if (err) {
         cli_error("cannot compare the profiles: %s", strerror(-err));

@@ -112,15 +112,33 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
 }
 
 void cli_check_units(const char *type, const char *unit, const char *name,
-                     const struct ember_profile *other, const char *other_name)
+                     const struct ember_profile *other, const char *other_name,
+                     const char *consequence)
 {
     if (strcmp(type, ember_profile_sample_type(other)) == 0 &&
         strcmp(unit, ember_profile_unit(other)) == 0)
         return;
-    cli_warning("%s measures %s (%s) and %s measures %s (%s): adding or comparing them is "
-                "meaningless",
-                name ? name : "<stdin>", type, unit, other_name ? other_name : "<stdin>",
-                ember_profile_sample_type(other), ember_profile_unit(other));
+    cli_warning("%s measures %s (%s) and %s measures %s (%s): %s", name ? name : "<stdin>", type,
+                unit, other_name ? other_name : "<stdin>", ember_profile_sample_type(other),
+                ember_profile_unit(other), consequence);
+}
+
+/* --event (or --sample-type): the value views show, by name or index. */
+static int select_value(const struct cli_reader *r, struct ember_profile *p)
+{
+    const char *want = r->ro.sample_type ? r->ro.sample_type : r->ro.event;
+    if (!want || ember_profile_select(p, want) == 0)
+        return 0;
+    /* a reader that computes one value for the event asked for (callgrind)
+     * has already said what it has */
+    if (ember_profile_values(p) == 1)
+        return 0;
+    char names[EMBER_MAX_VALUES * (EMBER_UNIT_MAX + 2)] = "";
+    for (unsigned v = 0; v < ember_profile_values(p); v++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", v ? ", " : "",
+                 ember_profile_value_type(p, v));
+    cli_error("no value '%s' in the profile (it has %s)", want, names);
+    return 1;
 }
 
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles)
@@ -136,22 +154,34 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     r->ro.progress_ctx = &r->progress;
     if (r->flamechart)
         ember_profile_keep_sequence(p, true);
-    /* each input has samples, or is an error (ember_format_read) */
-    char type[EMBER_UNIT_MAX] = "", unit[EMBER_UNIT_MAX] = "";
-    for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
-        /* each input says what its values measure; a reader that does not
-         * counts samples */
-        ember_profile_set_unit(p, "samples", "count");
-        int ret = read_one(r, p, nfiles ? files[i] : NULL);
-        if (ret)
-            return ret;
-        if (i == 0) {
-            snprintf(type, sizeof(type), "%s", ember_profile_sample_type(p));
-            snprintf(unit, sizeof(unit), "%s", ember_profile_unit(p));
-        } else {
-            cli_check_units(type, unit, files[0], p, files[i]);
+    /* each input has samples, or is an error (ember_format_read); each is
+     * read into a profile of its own and added to p by the names of its
+     * values (cpu time to cpu time, samples to samples) */
+    int ret = read_one(r, p, nfiles ? files[0] : NULL);
+    for (int i = 1; i < nfiles && !ret; i++) {
+        struct ember_profile *q = ember_profile_new();
+        if (!q) {
+            cli_error("out of memory");
+            return 1;
         }
+        ember_profile_keep_sequence(q, r->flamechart);
+        ret = read_one(r, q, files[i]);
+        if (!ret)
+            cli_check_units(ember_profile_sample_type(p), ember_profile_unit(p), files[0], q,
+                            files[i],
+                            "adding them is meaningless; they are kept as separate values "
+                            "and the first is shown (--event chooses)");
+        int err = ret ? 0 : ember_profile_merge(p, q);
+        if (err) {
+            cli_error("cannot add %s to %s: %s", files[i], files[0], strerror(-err));
+            ret = 1;
+        }
+        ember_profile_free(q);
     }
+    if (!ret)
+        ret = select_value(r, p);
+    if (ret)
+        return ret;
     int err = r->transform ? ember_transform_apply(r->transform, p) : 0;
     if (err) {
         cli_error("cannot transform the profile: %s", strerror(-err));

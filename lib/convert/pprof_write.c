@@ -76,7 +76,9 @@ struct pprof_out {
     struct gz_out *gz;
     const struct ember_profile *p;
     struct ember_used_frames used;
-    ProtobufCBinaryData fixed[8]; /* the strings before the frames' names */
+    /* the strings before the frames' names: "", the mapping's name, the
+     * values' types and units, the comment */
+    ProtobufCBinaryData fixed[2 * EMBER_MAX_VALUES + 4];
     size_t nfixed;
     uint64_t *ids; /* a sample's location ids */
     size_t idcap;
@@ -89,17 +91,21 @@ static void pack(struct pprof_out *o, const pb_profile *part)
 
 static size_t fixed_string(struct pprof_out *o, const char *s)
 {
-    o->fixed[o->nfixed] = (ProtobufCBinaryData){strlen(s), (uint8_t *)s};
+    size_t n = strlen(s);
+    for (size_t i = 0; i < o->nfixed; i++)
+        if (o->fixed[i].len == n && memcmp(o->fixed[i].data, s, n) == 0)
+            return i;
+    o->fixed[o->nfixed] = (ProtobufCBinaryData){n, (uint8_t *)s};
     return o->nfixed++;
 }
 
-/* Sample types (one per metric), the default, the decimals comment, and
+/* Sample types (one per value), the default, the decimals comment, and
  * Mapping 1, the "binary" every location is in: named after the profile,
  * and saying that its functions are known (nothing to symbolize). */
 static void put_header(struct pprof_out *o, const char *name, char *comment)
 {
     const struct ember_profile *p = o->p;
-    Perftools__Profiles__ValueType vt[EMBER_MAX_METRICS], *vtp[EMBER_MAX_METRICS];
+    Perftools__Profiles__ValueType vt[EMBER_MAX_VALUES], *vtp[EMBER_MAX_VALUES];
     Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     int64_t comment_idx;
@@ -109,17 +115,15 @@ static void put_header(struct pprof_out *o, const char *name, char *comment)
     map.has_functions = true;
     part.n_mapping = 1;
     part.mapping = &mapp;
-    size_t unit = fixed_string(o, p->unit);
-    for (unsigned m = 0; m < p->nmetrics; m++) {
-        const char *type = p->nmetrics == 1 ? p->sample_type : m == 0 ? "before" : "after";
-        perftools__profiles__value_type__init(&vt[m]);
-        vt[m].type = (int64_t)fixed_string(o, type);
-        vt[m].unit = (int64_t)unit;
-        vtp[m] = &vt[m];
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        perftools__profiles__value_type__init(&vt[v]);
+        vt[v].type = (int64_t)fixed_string(o, p->vt[v].type);
+        vt[v].unit = (int64_t)fixed_string(o, p->vt[v].unit);
+        vtp[v] = &vt[v];
     }
-    part.n_sample_type = p->nmetrics;
+    part.n_sample_type = p->nvalues;
     part.sample_type = vtp;
-    part.default_sample_type = vt[p->nmetrics - 1].type;
+    part.default_sample_type = vt[ember_convert_metric(p)].type;
     if (p->decimals) {
         /* one digit: decimals <= EMBER_MAX_DECIMALS = 9 */
         snprintf(comment, sizeof(EMBER_PPROF_DECIMALS_COMMENT) + 1, "%s%c",
@@ -141,7 +145,7 @@ static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64
     Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT, *sp = &s;
     s.n_location_id = depth;
     s.location_id = o->ids;
-    s.n_value = o->p->nmetrics;
+    s.n_value = o->p->nvalues;
     s.value = (int64_t *)self;
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     part.n_sample = 1;

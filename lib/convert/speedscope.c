@@ -33,7 +33,7 @@ static const char *speedscope_unit(const struct ember_profile *p)
     static const char *const units[] = {"nanoseconds", "microseconds", "milliseconds", "seconds",
                                         "bytes"};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (strcmp(p->unit, units[i]) == 0)
+        if (strcmp(ember_profile_unit(p), units[i]) == 0)
             return units[i];
     return "none";
 }

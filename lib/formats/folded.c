@@ -187,8 +187,8 @@ static int on_line(struct folded_reader *r, const char *s, size_t n, bool unterm
     }
     bool diff = split_count(s, slen, &slen2, &c1);
     int err = 0;
-    if (diff && r->p->nmetrics < 2)
-        err = ember_profile_set_metrics(r->p, 2);
+    if (diff && !ember_profile_is_differential(r->p))
+        err = ember_profile_set_differential(r->p, "samples", "count");
     uint32_t leaf = EMBER_ROOT;
     if (!err)
         err = insert_stack(r, s, diff ? slen2 : slen, &leaf);
@@ -198,8 +198,9 @@ static int on_line(struct folded_reader *r, const char *s, size_t n, bool unterm
             err = ember_profile_add_decimal(r->p, leaf, 1, c2);
     } else if (!err) {
         /* in a differential profile a one-count line is unchanged */
-        for (unsigned m = 0; m < r->p->nmetrics && !err; m++)
-            err = ember_profile_add_decimal(r->p, leaf, m, c2);
+        err = ember_profile_add_decimal(r->p, leaf, 0, c2);
+        if (!err && ember_profile_is_differential(r->p))
+            err = ember_profile_add_decimal(r->p, leaf, 1, c2);
     }
     if (err == -ERANGE)
         return ember_diag_set(r->d, err, r->file, r->line, "counts overflow a 64-bit total");
@@ -295,6 +296,8 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
 {
     struct fold_out *o = ctx;
     const struct ember_profile *p = o->p;
+    if (!p->diff && self[p->selected] == 0)
+        return 0; /* a stack with weight in other values only */
     for (size_t i = 0; i < depth; i++) {
         size_t len;
         const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
@@ -302,10 +305,12 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
             ember_writer_put(&o->w, ";", 1);
         ember_writer_put(&o->w, name, len);
     }
-    for (unsigned m = 0; m < p->nmetrics; m++) {
+    /* the selected value, or before and after */
+    unsigned first = p->diff ? 0 : p->selected, last = p->diff ? 1 : p->selected;
+    for (unsigned v = first; v <= last; v++) {
         char num[40];
         num[0] = ' ';
-        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[m], p->decimals));
+        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], p->decimals));
     }
     ember_writer_put(&o->w, "\n", 1);
     return o->w.err;

@@ -289,20 +289,20 @@ void ember_json_frame_name(char *s, size_t n)
 /* ---- grafting ------------------------------------------------------------------ */
 
 static int graft_sequence(struct ember_profile *dst, const struct ember_profile *src,
-                          const uint32_t *map)
+                          const uint32_t *map, const unsigned *vmap)
 {
     int64_t f = 1;
     for (unsigned k = src->decimals; k < dst->decimals; k++)
         f *= 10;
     for (size_t i = 0; i < src->seq_len; i++)
-        for (unsigned m = 0; m < src->nmetrics; m++) {
+        for (unsigned m = 0; m < src->nvalues; m++) {
             int64_t v;
             if (!src->seq_w[m][i])
                 continue;
             if (__builtin_mul_overflow(src->seq_w[m][i], f, &v))
                 return -ERANGE;
             uint32_t node = map[src->seq_node[i]];
-            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, m, v) : 0;
+            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, vmap[m], v) : 0;
             if (err)
                 return err;
         }
@@ -315,7 +315,8 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     if (!map)
         return -ENOMEM;
-    int err = 0;
+    unsigned vmap[EMBER_MAX_VALUES];
+    int err = ember_profile_values_like(dst, src, vmap);
     map[0] = EMBER_ROOT;
     /* the weights without their order (add_decimal would record one), then
      * src's order; parents come before their children in node order */
@@ -333,19 +334,14 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
             err = ember_frames_intern(&dst->frames, name, len, &frame);
         if (!err && name)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nmetrics && !err && map[n] != EMBER_ROOT; m++) {
-            if (!src->self[m][n])
-                continue;
-            if (m >= dst->nmetrics)
-                err = ember_profile_set_metrics(dst, m + 1);
-            if (!err)
+        for (unsigned m = 0; m < src->nvalues && !err && map[n] != EMBER_ROOT; m++)
+            if (src->self[m][n])
                 err = ember_profile_add_decimal(
-                    dst, map[n], m, (struct ember_decimal){src->self[m][n], src->decimals});
-        }
+                    dst, map[n], vmap[m], (struct ember_decimal){src->self[m][n], src->decimals});
     }
     dst->keep_seq = keep;
     if (!err && dst->keep_seq && src->keep_seq)
-        err = graft_sequence(dst, src, map);
+        err = graft_sequence(dst, src, map, vmap);
     free(map);
     return err;
 }

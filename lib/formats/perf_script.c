@@ -78,6 +78,9 @@ struct pending_frame { /* --srcline: frames waiting for their source line */
     size_t jcap;
 };
 
+/* The periods' value while reading; named by set_unit at the end. */
+#define PERIOD_VALUE "ember-perf-period"
+
 struct perf_parser {
     const struct ember_read_opts *o;
     struct ember_profile *p;
@@ -96,8 +99,9 @@ struct perf_parser {
     bool java;
     uint32_t root;
     int64_t period;
-    bool weighed;    /* some sample kept had a period: weights are the event's count */
-    uint32_t *stack; /* frames, leaf-first, each line's group reversed */
+    bool weighed;               /* some sample kept had a period: weights are the event's count */
+    unsigned vsamples, vperiod; /* the values: samples, and the periods' sum */
+    uint32_t *stack;            /* frames, leaf-first, each line's group reversed */
     size_t nstack, scap;
 
     struct line_cache cache;
@@ -596,7 +600,9 @@ static int end_sample(struct perf_parser *ps)
         uint32_t node;
         err = ember_stack_cache_node(&ps->stacks, ps->p, ps->root, ps->stack, ps->nstack, &node);
         if (!err)
-            err = ember_profile_add(ps->p, node, 0, ps->period);
+            err = ember_profile_add(ps->p, node, ps->vperiod, ps->period);
+        if (!err)
+            err = ember_profile_add(ps->p, node, ps->vsamples, 1);
         if (!err)
             ps->st->samples++;
         else if (err == -ERANGE)
@@ -1000,7 +1006,12 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
         ps->have_filter = true;
         copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
     }
-    int err = cache_init(&ps->cache);
+    /* named for what they are at the end (set_unit) */
+    int err = ember_profile_value(p, "samples", "count", &ps->vsamples);
+    if (!err)
+        err = ember_profile_value(p, PERIOD_VALUE, "count", &ps->vperiod);
+    if (!err)
+        err = cache_init(&ps->cache);
     if (!err)
         err = ember_stack_cache_init(&ps->stacks);
     if (!err && o->perf.inline_frames)
@@ -1119,19 +1130,28 @@ static bool first_event(struct ember_input *in, char *out, size_t cap, struct em
     return false;
 }
 
-/* What the weights measure: a sample's period is the event's count since
- * the last sample, nanoseconds for the clock events, which pprof calls
- * cpu time; without periods, each sample counts one. */
+/* The values: samples (a count), and the periods' sum, shown. A sample's
+ * period is the event's count since the last sample, nanoseconds for the
+ * clock events, which pprof calls cpu time. Without periods, each sample
+ * counts one: samples alone. */
 static void set_unit(struct ember_profile *p, const char *event, bool weighed)
 {
     char base[128];
+    unsigned vp, vs;
+    if (ember_profile_value(p, PERIOD_VALUE, "count", &vp) < 0 ||
+        ember_profile_value(p, "samples", "count", &vs) < 0)
+        return;
     copy_name(base, sizeof(base), event, event_base_len(event, strlen(event)));
-    if (!weighed || !base[0])
-        ember_profile_set_unit(p, "samples", "count");
-    else if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
-        ember_profile_set_unit(p, "cpu", "nanoseconds");
+    if (!weighed || !base[0]) {
+        ember_profile_select_index(p, vs);
+        ember_profile_value_drop(p, vp);
+        return;
+    }
+    if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
+        ember_profile_value_rename(p, vp, "cpu", "nanoseconds");
     else
-        ember_profile_set_unit(p, base, "count");
+        ember_profile_value_rename(p, vp, strcmp(base, "samples") ? base : "events", "count");
+    ember_profile_select_index(p, vp);
 }
 
 static int read_threaded(struct ember_profile *p, struct ember_input *in,

@@ -113,8 +113,9 @@ struct pprof_reader {
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
-    size_t value;    /* which of a sample's values is read */
-    unsigned digits; /* values are in units of 10^-digits */
+    size_t value;                    /* which of a sample's values is shown */
+    unsigned vmap[EMBER_MAX_VALUES]; /* each sample type's value in the profile */
+    unsigned digits;                 /* values are in units of 10^-digits */
     struct id_map locs, funcs;
     uint32_t *func_frame; /* a function's interned name, UINT32_MAX until needed */
     /* location i's frames, outermost caller first: frames[first[i] .. first[i + 1]) */
@@ -196,7 +197,34 @@ static void list_types(struct pprof_reader *r, char *buf, size_t size)
     }
 }
 
-/* The sample type to read: as asked (a name or an index), else
+/* Every sample type is a value of the profile, in order. */
+static int declare_values(struct pprof_reader *r)
+{
+    size_t n = r->pb->n_sample_type;
+    if (n > EMBER_MAX_VALUES)
+        return bad(r, "it has %zu sample types; ember keeps %d at most", n, EMBER_MAX_VALUES);
+    for (size_t i = 0; i < n; i++) {
+        const Perftools__Profiles__ValueType *vt = r->pb->sample_type[i];
+        const char *t, *u;
+        size_t tl, ul;
+        int err = str_at(r, vt->type, "sample_type.type", &t, &tl);
+        if (!err)
+            err = str_at(r, vt->unit, "sample_type.unit", &u, &ul);
+        if (err)
+            return err;
+        char type[EMBER_UNIT_MAX], unit[EMBER_UNIT_MAX];
+        snprintf(type, sizeof(type), "%.*s", (int)(tl < sizeof(type) ? tl : sizeof(type) - 1), t);
+        snprintf(unit, sizeof(unit), "%.*s", (int)(ul < sizeof(unit) ? ul : sizeof(unit) - 1), u);
+        err = ember_profile_value(r->p, type, unit, &r->vmap[i]);
+        if (err)
+            return err == -ENOSPC ? bad(r, "more than %d distinct sample types", EMBER_MAX_VALUES)
+                                  : err;
+    }
+    ember_profile_select_index(r->p, r->vmap[r->value]);
+    return 0;
+}
+
+/* The sample type to show: as asked (a name or an index), else
  * default_sample_type when it names one, else the last, as pprof does. */
 static int pick_sample_type(struct pprof_reader *r)
 {
@@ -228,19 +256,7 @@ static int pick_sample_type(struct pprof_reader *r)
         if (i < n)
             r->value = i;
     }
-    const Perftools__Profiles__ValueType *vt = r->pb->sample_type[r->value];
-    const char *t, *u;
-    size_t tl, ul;
-    int err = str_at(r, vt->type, "sample_type.type", &t, &tl);
-    if (!err)
-        err = str_at(r, vt->unit, "sample_type.unit", &u, &ul);
-    if (err)
-        return err;
-    char type[EMBER_UNIT_MAX], unit[EMBER_UNIT_MAX];
-    snprintf(type, sizeof(type), "%.*s", (int)(tl < sizeof(type) ? tl : sizeof(type) - 1), t);
-    snprintf(unit, sizeof(unit), "%.*s", (int)(ul < sizeof(unit) ? ul : sizeof(unit) - 1), u);
-    ember_profile_set_unit(r->p, type, unit);
-    return 0;
+    return declare_values(r);
 }
 
 /* ember writes weights with decimals as integers, and says so in a
@@ -362,8 +378,10 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
     if (s->n_value != want)
         return bad(r, "sample[%zu] has %zu values, expected %zu (one per sample_type)", k,
                    s->n_value, want);
-    int64_t v = s->value[r->value];
-    if (v == 0)
+    bool any = false;
+    for (size_t i = 0; i < want; i++)
+        any |= s->value[i] != 0;
+    if (!any)
         return 0;
     uint32_t node = EMBER_ROOT;
     for (size_t i = s->n_location_id; i-- > 0;) {
@@ -389,10 +407,11 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
         if (err)
             return err;
     }
-    struct ember_decimal dv = {v, r->digits};
     int err = 0;
-    for (unsigned m = 0; m < r->p->nmetrics && !err; m++)
-        err = ember_profile_add_decimal(r->p, node, m, dv);
+    for (size_t i = 0; i < want && !err; i++)
+        if (s->value[i])
+            err = ember_profile_add_decimal(r->p, node, r->vmap[i],
+                                            (struct ember_decimal){s->value[i], r->digits});
     if (err == -ERANGE)
         return ember_diag_set(r->d, err, r->file, 0, "sample values overflow a 64-bit total");
     if (!err)

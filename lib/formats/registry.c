@@ -117,7 +117,7 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
 /* Does p hold no weight at all (every sample read weighed 0)? */
 static bool weighs_nothing(const struct ember_profile *p)
 {
-    for (unsigned m = 0; m < ember_profile_metrics(p); m++)
+    for (unsigned m = 0; m < ember_profile_values(p); m++)
         if (ember_profile_total(p, m) != 0)
             return false;
     return true;

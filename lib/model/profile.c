@@ -40,14 +40,38 @@ static int node_reserve(struct ember_profile *p, size_t need)
     size_t cap = p->ncap;
     if (EMBER_VEC_RESERVE(p->nodes, cap, need) < 0)
         return -ENOMEM;
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-        int64_t *w = realloc(p->self[m], cap * sizeof(*w));
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        int64_t *w = realloc(p->self[v], cap * sizeof(*w));
         if (!w)
             return -ENOMEM;
         memset(w + p->ncap, 0, (cap - p->ncap) * sizeof(*w));
-        p->self[m] = w;
+        p->self[v] = w;
     }
     p->ncap = cap;
+    return 0;
+}
+
+/* Adds value (type, unit): its weights, zero for the nodes there are. */
+static int value_add(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (p->nvalues == EMBER_MAX_VALUES)
+        return -ENOSPC;
+    unsigned v = p->nvalues;
+    p->self[v] = calloc(p->ncap ? p->ncap : 1, sizeof(*p->self[v]));
+    if (!p->self[v])
+        return -ENOMEM;
+    if (p->keep_seq && p->seq_cap) {
+        p->seq_w[v] = calloc(p->seq_cap, sizeof(*p->seq_w[v]));
+        if (!p->seq_w[v]) {
+            free(p->self[v]);
+            p->self[v] = NULL;
+            return -ENOMEM;
+        }
+    }
+    snprintf(p->vt[v].type, sizeof(p->vt[v].type), "%s", type);
+    snprintf(p->vt[v].unit, sizeof(p->vt[v].unit), "%s", unit);
+    p->total[v] = 0;
+    p->nvalues++;
     return 0;
 }
 
@@ -56,13 +80,11 @@ struct ember_profile *ember_profile_new(void)
     struct ember_profile *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    p->nmetrics = 1;
-    ember_profile_set_unit(p, "samples", "count");
     p->child_keys = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_keys));
     p->child_vals = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_vals));
     p->child_mask = CHILD_INITIAL_SLOTS - 1;
     if (!p->child_keys || !p->child_vals || ember_frames_init(&p->frames) < 0 ||
-        node_reserve(p, 1024) < 0) {
+        value_add(p, "samples", "count") < 0 || node_reserve(p, 1024) < 0) {
         ember_profile_free(p);
         return NULL;
     }
@@ -81,9 +103,9 @@ void ember_profile_free(struct ember_profile *p)
     free(p->child_keys);
     free(p->child_vals);
     free(p->seq_node);
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-        free(p->self[m]);
-        free(p->seq_w[m]);
+    for (unsigned v = 0; v < EMBER_MAX_VALUES; v++) {
+        free(p->self[v]);
+        free(p->seq_w[v]);
     }
     free(p);
 }
@@ -95,17 +117,88 @@ void ember_profile_swap(struct ember_profile *a, struct ember_profile *b)
     *b = tmp;
 }
 
-int ember_profile_set_metrics(struct ember_profile *p, unsigned n)
+unsigned ember_profile_values(const struct ember_profile *p)
 {
-    if (n < 1 || n > EMBER_MAX_METRICS)
-        return -EINVAL;
-    p->nmetrics = n;
-    return 0;
+    return p->nvalues;
 }
 
-unsigned ember_profile_metrics(const struct ember_profile *p)
+int ember_profile_value(struct ember_profile *p, const char *type, const char *unit,
+                        unsigned *index)
 {
-    return p->nmetrics;
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (strncmp(p->vt[v].type, type, EMBER_UNIT_MAX - 1) == 0 &&
+            strncmp(p->vt[v].unit, unit, EMBER_UNIT_MAX - 1) == 0) {
+            p->named = true;
+            *index = v;
+            return 0;
+        }
+    /* the first value named takes the place of the default, still unused */
+    if (p->nvalues == 1 && !p->named && !p->weighed && !p->diff) {
+        ember_profile_set_unit(p, type, unit);
+        p->named = true;
+        *index = 0;
+        return 0;
+    }
+    int err = value_add(p, type, unit);
+    if (!err)
+        *index = p->nvalues - 1;
+    return err;
+}
+
+const char *ember_profile_value_type(const struct ember_profile *p, unsigned index)
+{
+    return index < p->nvalues ? p->vt[index].type : "";
+}
+
+const char *ember_profile_value_unit(const struct ember_profile *p, unsigned index)
+{
+    return index < p->nvalues ? p->vt[index].unit : "";
+}
+
+unsigned ember_profile_selected(const struct ember_profile *p)
+{
+    return p->selected;
+}
+
+void ember_profile_select_index(struct ember_profile *p, unsigned index)
+{
+    if (index < p->nvalues)
+        p->selected = index;
+}
+
+int ember_profile_select(struct ember_profile *p, const char *name)
+{
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (strcmp(p->vt[v].type, name) == 0) {
+            p->selected = v;
+            return 0;
+        }
+    char *end;
+    unsigned long i = strtoul(name, &end, 10);
+    if (name[0] >= '0' && name[0] <= '9' && !*end && i < p->nvalues) {
+        p->selected = (unsigned)i;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int ember_profile_set_differential(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (p->nnodes > 1 || p->diff)
+        return p->diff ? 0 : -EINVAL;
+    snprintf(p->diff_type, sizeof(p->diff_type), "%s", type);
+    ember_profile_set_unit(p, "before", unit);
+    int err = p->nvalues > 1 ? 0 : value_add(p, "after", p->vt[0].unit);
+    if (!err) {
+        p->diff = true;
+        p->selected = 1;
+    }
+    return err;
+}
+
+bool ember_profile_is_differential(const struct ember_profile *p)
+{
+    return p->diff;
 }
 
 unsigned ember_profile_decimals(const struct ember_profile *p)
@@ -113,22 +206,69 @@ unsigned ember_profile_decimals(const struct ember_profile *p)
     return p->decimals;
 }
 
+void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
+                                const char *unit)
+{
+    if (v >= p->nvalues)
+        return;
+    if (type)
+        snprintf(p->vt[v].type, sizeof(p->vt[v].type), "%s", type);
+    if (unit)
+        snprintf(p->vt[v].unit, sizeof(p->vt[v].unit), "%s", unit);
+}
+
+void ember_profile_value_drop(struct ember_profile *p, unsigned v)
+{
+    if (v >= p->nvalues || p->nvalues == 1 || p->diff)
+        return;
+    free(p->self[v]);
+    free(p->seq_w[v]);
+    for (unsigned k = v; k + 1 < p->nvalues; k++) {
+        p->self[k] = p->self[k + 1];
+        p->seq_w[k] = p->seq_w[k + 1];
+        p->vt[k] = p->vt[k + 1];
+        p->total[k] = p->total[k + 1];
+    }
+    p->nvalues--;
+    p->self[p->nvalues] = p->seq_w[p->nvalues] = NULL;
+    if (p->selected == v)
+        p->selected = 0;
+    else if (p->selected > v)
+        p->selected--;
+}
+
 void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit)
 {
-    if (type)
-        snprintf(p->sample_type, sizeof(p->sample_type), "%s", type);
-    if (unit)
-        snprintf(p->unit, sizeof(p->unit), "%s", unit);
+    ember_profile_value_rename(p, 0, type, unit);
 }
 
 const char *ember_profile_sample_type(const struct ember_profile *p)
 {
-    return p->sample_type;
+    return p->diff ? p->diff_type : p->vt[p->selected].type;
 }
 
 const char *ember_profile_unit(const struct ember_profile *p)
 {
-    return p->unit;
+    return p->vt[p->selected].unit;
+}
+
+int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
+                              unsigned map[EMBER_MAX_VALUES])
+{
+    int err = 0;
+    if (src->diff)
+        err = ember_profile_set_differential(dst, src->diff_type, src->vt[0].unit);
+    for (unsigned v = 0; v < src->nvalues && !err; v++) {
+        if (src->diff || dst->diff) {
+            map[v] = v < 2 ? v : 0;
+            continue;
+        }
+        err = ember_profile_value(dst, src->vt[v].type, src->vt[v].unit, &map[v]);
+    }
+    /* an empty profile shows what src shows */
+    if (!err && !dst->diff && !dst->weighed)
+        dst->selected = map[src->selected];
+    return err;
 }
 
 int ember_profile_intern(struct ember_profile *p, const char *name, size_t len, uint32_t *frame)
@@ -224,59 +364,62 @@ uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node)
     return p->nodes[node].parent;
 }
 
-int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned metric)
+int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned value)
 {
-    return metric < p->nmetrics ? p->self[metric][node] : 0;
+    return value < p->nvalues && node < p->nnodes ? p->self[value][node] : 0;
 }
 
-int64_t ember_profile_total(const struct ember_profile *p, unsigned metric)
+int64_t ember_profile_total(const struct ember_profile *p, unsigned value)
 {
-    return metric < p->nmetrics ? p->total[metric] : 0;
+    return value < p->nvalues ? p->total[value] : 0;
 }
 
-int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+/* The sequence: one entry per arrival (consecutive ones to the same node
+ * merged), a weight per value. */
+int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
     if (p->seq_len && p->seq_node[p->seq_len - 1] == node) {
-        p->seq_w[metric][p->seq_len - 1] += value;
+        p->seq_w[value][p->seq_len - 1] += weight;
         return 0;
     }
     if (p->seq_len == p->seq_cap) {
         size_t cap = p->seq_cap;
         if (EMBER_VEC_RESERVE(p->seq_node, cap, p->seq_len + 1) < 0)
             return -ENOMEM;
-        for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-            int64_t *w = realloc(p->seq_w[m], cap * sizeof(*w));
+        for (unsigned v = 0; v < p->nvalues; v++) {
+            int64_t *w = realloc(p->seq_w[v], cap * sizeof(*w));
             if (!w)
                 return -ENOMEM;
-            p->seq_w[m] = w;
+            p->seq_w[v] = w;
         }
         p->seq_cap = cap;
     }
     size_t i = p->seq_len++;
     p->seq_node[i] = node;
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++)
-        p->seq_w[m][i] = m == metric ? value : 0;
+    for (unsigned v = 0; v < p->nvalues; v++)
+        p->seq_w[v][i] = v == value ? weight : 0;
     return 0;
 }
 
-int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
     int64_t self, total;
-    if (metric >= p->nmetrics || node >= p->nnodes)
+    if (value >= p->nvalues || node >= p->nnodes)
         return -EINVAL;
-    if (__builtin_add_overflow(p->self[metric][node], value, &self) ||
-        __builtin_add_overflow(p->total[metric], value, &total))
+    if (__builtin_add_overflow(p->self[value][node], weight, &self) ||
+        __builtin_add_overflow(p->total[value], weight, &total))
         return -ERANGE;
-    p->self[metric][node] = self;
-    p->total[metric] = total;
+    p->self[value][node] = self;
+    p->total[value] = total;
+    p->weighed = true;
     return 0;
 }
 
-int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
-    int err = ember_profile_add_raw(p, node, metric, value);
+    int err = ember_profile_add_raw(p, node, value, weight);
     if (!err && p->keep_seq)
-        err = ember_profile_seq_append(p, node, metric, value);
+        err = ember_profile_seq_append(p, node, value, weight);
     return err;
 }
 
@@ -284,21 +427,21 @@ int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, i
 static int rescale(struct ember_profile *p, unsigned by)
 {
     int64_t f = pow10_table[by];
-    for (unsigned m = 0; m < p->nmetrics; m++) {
-        if (__builtin_mul_overflow(p->total[m], f, &p->total[m]))
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        if (__builtin_mul_overflow(p->total[v], f, &p->total[v]))
             return -ERANGE;
         for (uint32_t n = 0; n < p->nnodes; n++)
-            if (__builtin_mul_overflow(p->self[m][n], f, &p->self[m][n]))
+            if (__builtin_mul_overflow(p->self[v][n], f, &p->self[v][n]))
                 return -ERANGE;
         for (size_t i = 0; i < p->seq_len; i++)
-            if (__builtin_mul_overflow(p->seq_w[m][i], f, &p->seq_w[m][i]))
+            if (__builtin_mul_overflow(p->seq_w[v][i], f, &p->seq_w[v][i]))
                 return -ERANGE;
     }
     p->decimals += by;
     return 0;
 }
 
-int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned metric,
+int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned value,
                               struct ember_decimal v)
 {
     if (v.digits > EMBER_MAX_DECIMALS) {
@@ -315,19 +458,21 @@ int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned m
     int64_t scaled;
     if (__builtin_mul_overflow(v.mant, pow10_table[p->decimals - v.digits], &scaled))
         return -ERANGE;
-    return ember_profile_add(p, node, metric, scaled);
+    return ember_profile_add(p, node, value, scaled);
 }
 
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
 {
-    int err = 0;
-    if (src->nmetrics > dst->nmetrics && (err = ember_profile_set_metrics(dst, src->nmetrics)))
+    unsigned vmap[EMBER_MAX_VALUES];
+    if (src->diff && !dst->diff && dst->weighed)
+        return -EINVAL; /* a difference does not add to a profile */
+    int err = ember_profile_values_like(dst, src, vmap);
+    if (err)
         return err;
+    /* a profile added to a difference is unchanged: before and after */
+    bool both = dst->diff && !src->diff;
     if (src->decimals > dst->decimals && (err = rescale(dst, src->decimals - dst->decimals)))
         return err;
-    /* a profile that has not said what it measures takes src's word */
-    if (strcmp(dst->sample_type, "samples") == 0 && strcmp(dst->unit, "count") == 0)
-        ember_profile_set_unit(dst, src->sample_type, src->unit);
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     if (!map)
         return -ENOMEM;
@@ -340,15 +485,29 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
                                   src->frames.len[sn->frame], &frame);
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nmetrics && !err; m++) {
-            int64_t v;
-            if (!src->self[m][n])
+        for (unsigned v = 0; v < src->nvalues && !err; v++) {
+            int64_t w;
+            if (!src->self[v][n] || (both && v != src->selected))
                 continue;
-            err = __builtin_mul_overflow(src->self[m][n], f, &v)
-                      ? -ERANGE
-                      : ember_profile_add_raw(dst, map[n], m, v);
+            err = __builtin_mul_overflow(src->self[v][n], f, &w) ? -ERANGE
+                  : both ? ember_profile_add_raw(dst, map[n], 0, w)
+                         : ember_profile_add_raw(dst, map[n], vmap[v], w);
+            if (!err && both)
+                err = ember_profile_add_raw(dst, map[n], 1, w);
         }
     }
+    /* src's arrival order after dst's */
+    for (size_t i = 0; dst->keep_seq && i < src->seq_len && !err; i++)
+        for (unsigned v = 0; v < src->nvalues && !err; v++) {
+            int64_t w;
+            if (!src->seq_w[v][i] || (both && v != src->selected))
+                continue;
+            err = __builtin_mul_overflow(src->seq_w[v][i], f, &w)
+                      ? -ERANGE
+                      : ember_profile_seq_append(dst, map[src->seq_node[i]], both ? 0 : vmap[v], w);
+            if (!err && both)
+                err = ember_profile_seq_append(dst, map[src->seq_node[i]], 1, w);
+        }
     free(map);
     return err;
 }

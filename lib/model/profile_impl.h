@@ -8,7 +8,9 @@
  * - the child table maps (parent << 32 | frame) to the node, 0 = empty slot
  *   (the root is nobody's child);
  * - the frame table maps names to ids; slots hold id + 1, 0 = empty;
- * - self[m][n] is node n's weight in metric m, scaled by 10^decimals.
+ * - self[v][n] is node n's weight in value v, scaled by 10^decimals, for
+ *   v < nvalues (the other arrays are NULL);
+ * - selected < nvalues; a differential profile has exactly two values.
  */
 #ifndef EMBER_MODEL_PROFILE_IMPL_H
 #define EMBER_MODEL_PROFILE_IMPL_H
@@ -35,11 +37,16 @@ struct ember_node {
     uint32_t parent;
 };
 
+struct ember_value_type {
+    char type[EMBER_UNIT_MAX]; /* what the weights measure ... */
+    char unit[EMBER_UNIT_MAX]; /* ... and in what */
+};
+
 struct ember_profile {
     struct ember_frames frames;
 
     struct ember_node *nodes;
-    int64_t *self[EMBER_MAX_METRICS];
+    int64_t *self[EMBER_MAX_VALUES];
     uint32_t nnodes;
     size_t ncap;
 
@@ -47,15 +54,19 @@ struct ember_profile {
     uint32_t *child_vals;
     uint32_t child_mask;
 
-    unsigned nmetrics;
+    unsigned nvalues;
+    unsigned selected;              /* the value views show */
+    bool weighed;                   /* a weight was added ... */
+    bool named;                     /* ... or a value named: the default value is taken */
+    bool diff;                      /* values are "before" and "after" ... */
+    char diff_type[EMBER_UNIT_MAX]; /* ... of this */
     unsigned decimals;
-    char sample_type[EMBER_UNIT_MAX]; /* what the weights measure, and in what */
-    char unit[EMBER_UNIT_MAX];
-    int64_t total[EMBER_MAX_METRICS]; /* sum of self weights, kept exact */
+    struct ember_value_type vt[EMBER_MAX_VALUES];
+    int64_t total[EMBER_MAX_VALUES]; /* sum of self weights, kept exact */
 
     bool keep_seq;
     uint32_t *seq_node;
-    int64_t *seq_w[EMBER_MAX_METRICS];
+    int64_t *seq_w[EMBER_MAX_VALUES];
     size_t seq_len, seq_cap;
 };
 
@@ -65,10 +76,18 @@ int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, ui
                              uint32_t *id);
 /* Adds to a node's weight and the total, without recording the sequence;
  * -ERANGE if either would overflow. */
-int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value);
-/* Records (node, value) in the arrival sequence only. */
-int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
-                             int64_t value);
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight);
+/* Records (node, weight) in the arrival sequence only. */
+int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned value,
+                             int64_t weight);
+/* Renames value v; removes value v (and its weights). */
+void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
+                                const char *unit);
+void ember_profile_value_drop(struct ember_profile *p, unsigned v);
+/* Gives dst the values of src (by type and unit), and sets map[v] to the
+ * index in dst of src's value v. */
+int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
+                              unsigned map[EMBER_MAX_VALUES]);
 /* Exchanges the contents of two profiles (a transform's result replaces
  * its input in place). */
 void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);

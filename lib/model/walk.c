@@ -36,7 +36,7 @@ struct children {
 
 static bool has_self(const struct ember_profile *p, uint32_t n)
 {
-    for (unsigned m = 0; m < p->nmetrics; m++)
+    for (unsigned m = 0; m < p->nvalues; m++)
         if (p->self[m][n])
             return true;
     return false;
@@ -111,7 +111,7 @@ int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ct
     struct walk_level *levels = NULL;
     uint32_t *path = NULL;
     size_t nitems = 0, icap = 0, lcap = 0, pcap = 0, depth = 0;
-    int64_t w[EMBER_MAX_METRICS] = {0};
+    int64_t w[EMBER_MAX_VALUES] = {0};
     int ret = children_build(p, &c);
 
     if (!ret)
@@ -134,7 +134,7 @@ int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ct
             break;
         path[depth] = it.node;
         if (it.kind == ITEM_SELF) {
-            for (unsigned m = 0; m < p->nmetrics; m++)
+            for (unsigned m = 0; m < p->nvalues; m++)
                 w[m] = p->self[m][it.node];
             ret = fn(ctx, path, depth + 1, w);
             continue;
@@ -159,7 +159,7 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
 {
     uint32_t *path = NULL;
     size_t pcap = 0;
-    int64_t w[EMBER_MAX_METRICS] = {0};
+    int64_t w[EMBER_MAX_VALUES] = {0};
     int ret = 0;
     for (size_t i = 0; i < p->seq_len && !ret; i++) {
         size_t depth = 0;
@@ -170,7 +170,7 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
         size_t d = depth;
         for (uint32_t n = p->seq_node[i]; n != EMBER_ROOT; n = p->nodes[n].parent)
             path[--d] = n;
-        for (unsigned m = 0; m < p->nmetrics; m++)
+        for (unsigned m = 0; m < p->nvalues; m++)
             w[m] = p->seq_w[m][i];
         ret = fn(ctx, path, depth, w);
     }

@@ -62,6 +62,7 @@ struct open_frame {
 struct layout {
     const struct ember_profile *p;
     bool diff;
+    unsigned sel; /* the value drawn */
     int64_t time;
     double min_time;        /* frames narrower are dropped ... */
     uint64_t hidden_frames; /* ... and counted, */
@@ -95,6 +96,8 @@ static int close_frame(struct layout *l, size_t depth, const struct open_frame *
 static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct layout *l = ctx;
+    if (!l->diff && self[l->sel] == 0)
+        return 0; /* a stack with weight in other values only */
     size_t same = 0;
     while (same < l->nopen && same < depth && l->open[same].node == path[same])
         same++;
@@ -116,7 +119,7 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
             l->maxdelta = llabs(d);
         l->time += self[1];
     } else {
-        l->time += self[0];
+        l->time += self[l->sel];
     }
     return 0;
 }
@@ -404,7 +407,7 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         c = (struct ember_rgb){160, 160, 160};
     else if (len == 1 && name[0] == '-')
         c = (struct ember_rgb){200, 200, 200};
-    else if (s->p->nmetrics > 1)
+    else if (s->p->diff)
         c = ember_color_scale((double)(o->negate ? -f->delta : f->delta), s->maxdelta);
     else {
         const char *mapped = o->palette ? ember_palette_get(o->palette, name, len) : NULL;
@@ -489,7 +492,7 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_puts(w, " (");
         put_amount(s, width * o->factor, sam);
         ember_writer_printf(w, ", %s%%", pct);
-        if (p->nmetrics > 1) {
+        if (p->diff) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
             char dp[64];
             snprintf(dp, sizeof(dp), "%.2f", 100 * d / (s->timemax / s->scale * o->factor));
@@ -587,7 +590,7 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     if (bad)
         return bad;
     ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2);
-    unsigned wm = p->nmetrics > 1 ? 1 : 0;
+    unsigned wm = p->diff ? 1 : p->selected;
     double scale = pow(10, p->decimals);
     double time = (double)ember_profile_total(p, wm);
     if (time <= 0)
@@ -614,7 +617,7 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     }
 
     double wpt = (o->width - 2.0 * XPAD) / timemax;
-    struct layout l = {.p = p, .diff = p->nmetrics > 1, .root = {EMBER_ROOT, 0, 0, 0}};
+    struct layout l = {.p = p, .diff = p->diff, .sel = wm, .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
     int err =
         o->flamechart ? ember_profile_walk_sequence(p, flow, &l) : ember_profile_walk(p, flow, &l);

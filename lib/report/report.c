@@ -71,7 +71,7 @@ static int tree_build(struct tree *t, const struct ember_profile *p, unsigned me
 {
     memset(t, 0, sizeof(*t));
     t->p = p;
-    t->m = metric < p->nmetrics ? metric : 0;
+    t->m = p->diff ? (metric < 2 ? metric : 0) : p->selected;
     uint32_t n = p->nnodes;
     t->incl = malloc(n * sizeof(*t->incl));
     t->first = calloc((size_t)n + 1, sizeof(*t->first));
@@ -109,7 +109,8 @@ static double percent(int64_t v, int64_t total)
 static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
 {
     char buf[64];
-    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals), p->unit))
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals),
+                           ember_profile_unit(p)))
         ember_weight_format(buf, v, p->decimals);
     ember_writer_printf(w, "%*s", width, buf);
 }
@@ -118,12 +119,14 @@ static void put_weight(struct ember_writer *w, const struct ember_profile *p, in
 static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
 {
     char num[64];
-    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals), p->unit)) {
-        snprintf(buf, cap, "%s of %s", num, p->sample_type);
+    const char *type = ember_profile_sample_type(p);
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals),
+                          ember_profile_unit(p))) {
+        snprintf(buf, cap, "%s of %s", num, type);
         return;
     }
     ember_weight_format(num, v, p->decimals);
-    snprintf(buf, cap, "%s %s", num, p->sample_type);
+    snprintf(buf, cap, "%s %s", num, type);
 }
 
 /* A name as a CSV field (quoted when it must be) or a TSV one (tabs and

@@ -75,7 +75,7 @@ static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
         err = ember_frames_intern(&dst->frames, name, len, &frame);
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        int64_t v = src->self[0][n];
+        int64_t v = src->self[src->selected][n];
         if (err || !v)
             continue;
         if (__builtin_mul_overflow(v, s->scale, &v))
@@ -105,14 +105,16 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     if (!d)
         return -ENOMEM;
     unsigned dec = before->decimals > after->decimals ? before->decimals : after->decimals;
-    int err = ember_profile_set_metrics(d, 2);
+    /* each side's selected value; the difference is in AFTER's unit */
+    int err = ember_profile_set_differential(d, ember_profile_sample_type(after),
+                                             ember_profile_unit(after));
     d->decimals = dec;
-    ember_profile_set_unit(d, after->sample_type, after->unit);
     struct side b = {before, 0, pow10i(dec - before->decimals), 0, 0};
     struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
-    if (o->normalize && before->total[0] && after->total[0]) {
-        b.num = (__int128)after->total[0] * a.scale; /* both totals at dst precision */
-        b.den = (__int128)before->total[0] * b.scale;
+    int64_t bt = before->total[before->selected], at = after->total[after->selected];
+    if (o->normalize && bt && at) {
+        b.num = (__int128)at * a.scale; /* both totals at dst precision */
+        b.den = (__int128)bt * b.scale;
     }
     if (!err)
         err = add_side(d, &b, o->strip_hex);

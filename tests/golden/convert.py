@@ -103,11 +103,13 @@ def go_raw(path, cwd):
                 samples.append(([int(v) for v in m.group(1).split()],
                                 [int(v) for v in m.group(2).split()]))
         elif section == "Locations":
-            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+)?$", line)
+            # "s=LINE(SYSTEM NAME)" when the system name differs
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?)?$",
+                         line)
             if m:
                 cur = locs[int(m.group(1))] = [m.group(2)] if m.group(2) else []
                 continue
-            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+$", line)
+            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?$", line)
             if m and cur is not None:
                 cur.append(m.group(1))
     out = {t.split("/")[0]: collections.Counter() for t in types}
@@ -336,6 +338,63 @@ def round_trips(d):
                                             for k in folded_lines(folded)]:
                 golden.fail("%s: %s rows should be in folded order" % (name, to))
         print("  %s: %d stacks, round trips lossless" % (name, len(want)))
+
+
+@case
+def values_round_trip(d):
+    """Samples carry every value of their input: a Go heap profile's four
+    sample types survive `convert --to pprof` (go tool pprof -raw gives the
+    same stacks and values for each, and the same default); perf input
+    carries samples/count beside cpu/nanoseconds; --event picks the value
+    shown (--sample-type is its alias), and an unknown one is an error that
+    lists them."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    for path in (cpu, heap):
+        back = path + ".ember.pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", back])
+        want, got = go_raw(path, d), go_raw(back, d)
+        if sorted(want) != sorted(got):
+            golden.fail("%s: sample types %s became %s" % (path, sorted(want), sorted(got)))
+        for t in want:
+            compare("%s %s" % (os.path.basename(path), t), dict(got[t]), dict(want[t]))
+        # the same types in the same order, and the same default (marked
+        # [dflt], else the last)
+        a = go(["tool", "pprof", "-raw", path], d).split("Samples:\n")[1].split("\n")[0].split()
+        b = go(["tool", "pprof", "-raw", back], d).split("Samples:\n")[1].split("\n")[0].split()
+        dflt = lambda ts: next((t for t in ts if t.endswith("[dflt]")), ts[-1]).replace("[dflt]", "")
+        plain = lambda ts: [t.replace("[dflt]", "") for t in ts]
+        if plain(a) != plain(b) or dflt(a) != dflt(b):
+            golden.fail("%s: sample types %r became %r" % (path, a, b))
+    # perf: two values, the periods' shown
+    perf = corpus("ocaml5", "perf", "alloc-fp.perf.txt")
+    pb = os.path.join(d, "perf.pb.gz")
+    golden.run(["convert", "--to", "pprof", perf, "-o", pb])
+    head = go(["tool", "pprof", "-raw", pb], d).split("Samples:\n")[1].split("\n")[0].split()
+    if head != ["samples/count", "cpu/nanoseconds[dflt]"]:
+        golden.fail("perf cpu-clock in pprof: sample types %r" % head)
+    events = sum(1 for line in open(perf) if re.match(r"^\S.*cpu-clock:", line))
+    top = go(["tool", "pprof", "-top", "-sample_index=samples", pb], d)
+    if "of %d total" % events not in top:
+        golden.fail("pprof samples/count should count the %d samples:\n%s" % (events, top[:500]))
+    # --event picks the shown value, --sample-type is the same option
+    by_samples = folded_lines(collapse(perf, "--event", "samples"))
+    if sum(int(v) for v in by_samples.values()) != events:
+        golden.fail("collapse --event samples should count %d samples" % events)
+    if folded_lines(collapse(heap, "--event", "alloc_space")) != \
+            folded_lines(collapse(heap, "--sample-type", "alloc_space")):
+        golden.fail("--sample-type and --event should pick the same value")
+    _, err, rc = golden.run(["collapse", "--event", "nope", perf], check=False)
+    if rc != 1 or "no value 'nope'" not in err or "samples, cpu" not in err:
+        golden.fail("an unknown --event should list the values: %d %s" % (rc, err))
+    # CSV: one column per value
+    csv_text = golden.run(["convert", "--to", "csv", heap])[0].decode().splitlines()[0]
+    if csv_text.split(",")[1:] != ["alloc_objects", "alloc_space", "inuse_objects",
+                                   "inuse_space"]:
+        golden.fail("CSV of a heap profile should have a column per value: %r" % csv_text)
 
 
 @case
