@@ -86,9 +86,63 @@ EMBER_API bool ember_unit_scales(const char *unit);
  * the length written, or 0 (buf unspecified) when unit is a count. */
 EMBER_API size_t ember_unit_format(char *buf, size_t cap, double value, const char *unit);
 
-/* Frames: each distinct name is stored once and named by a small integer. */
+/* Frames: each distinct frame is stored once and named by a small integer.
+ * A frame is a record: the function's name, and what the input knows of
+ * where it comes from. ember_profile_intern makes a frame of a name alone
+ * (folded stacks, FlameGraph's spelling); ember_profile_intern_frame one
+ * with whatever else is known. Two frames are one when every field is. */
+enum ember_frame_kind {
+    EMBER_FRAME_USER = 0,
+    EMBER_FRAME_KERNEL,
+    EMBER_FRAME_JIT,
+    EMBER_FRAME_INLINED, /* a call inlined into the frame below it (same address) */
+    EMBER_FRAME_PROCESS,
+    EMBER_FRAME_THREAD,
+};
+#define EMBER_NO_MODULE UINT32_MAX
+
+struct ember_frame {
+    const char *name;
+    size_t name_len;
+    const char *file; /* NULL: unknown */
+    size_t file_len;
+    uint32_t line, column; /* 0: unknown */
+    uint32_t start_line;   /* where the function begins (pprof's start_line); 0: unknown */
+    uint64_t address;      /* valid when has_address */
+    bool has_address;
+    uint32_t module; /* an ember_profile_module id, or EMBER_NO_MODULE */
+    enum ember_frame_kind kind;
+};
+
+/* A mapping of a binary (pprof's Mapping): what addresses belong to. */
+enum {
+    EMBER_MODULE_FUNCTIONS = 1, /* symbolized: has_functions ... */
+    EMBER_MODULE_FILES = 2,
+    EMBER_MODULE_LINES = 4,
+    EMBER_MODULE_INLINES = 8,
+};
+struct ember_module {
+    const char *path;     /* NULL: none */
+    const char *build_id; /* NULL: none */
+    uint64_t start, limit, offset;
+    unsigned flags; /* EMBER_MODULE_* */
+};
+
 EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, size_t len,
                                    uint32_t *frame);
+EMBER_API int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame *f,
+                                         uint32_t *frame);
+/* The record of a frame (pointers valid while p lives). */
+EMBER_API void ember_profile_frame(const struct ember_profile *p, uint32_t frame,
+                                   struct ember_frame *out);
+/* Whether some frame carries more than its name. */
+EMBER_API bool ember_profile_detailed(const struct ember_profile *p);
+/* Modules, interned by every field. */
+EMBER_API int ember_profile_module(struct ember_profile *p, const struct ember_module *m,
+                                   uint32_t *id);
+EMBER_API uint32_t ember_profile_module_count(const struct ember_profile *p);
+EMBER_API const struct ember_module *ember_profile_module_info(const struct ember_profile *p,
+                                                               uint32_t id);
 EMBER_API const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame,
                                                size_t *len);
 EMBER_API uint32_t ember_profile_frame_count(const struct ember_profile *p);

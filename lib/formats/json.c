@@ -316,7 +316,10 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     if (!map)
         return -ENOMEM;
     unsigned vmap[EMBER_MAX_VALUES];
+    uint32_t *mods = NULL;
     int err = ember_profile_values_like(dst, src, vmap);
+    if (!err)
+        err = ember_profile_modules_like(dst, src, &mods);
     map[0] = EMBER_ROOT;
     /* the weights without their order (add_decimal would record one), then
      * src's order; parents come before their children in node order */
@@ -331,7 +334,7 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
             err = rename(ctx, &name, &len);
         map[n] = map[sn->parent]; /* a frame renamed to nothing is left out */
         if (!err && name)
-            err = ember_frames_intern(&dst->frames, name, len, &frame);
+            err = ember_profile_copy_frame(dst, src, sn->frame, name, len, mods, &frame);
         if (!err && name)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
         for (unsigned m = 0; m < src->nvalues && !err && map[n] != EMBER_ROOT; m++)
@@ -343,5 +346,6 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     if (!err && dst->keep_seq && src->keep_seq)
         err = graft_sequence(dst, src, map, vmap);
     free(map);
+    free(mods);
     return err;
 }

@@ -103,6 +103,7 @@ void ember_profile_free(struct ember_profile *p)
     free(p->child_keys);
     free(p->child_vals);
     free(p->seq_node);
+    free(p->modules);
     for (unsigned v = 0; v < EMBER_MAX_VALUES; v++) {
         free(p->self[v]);
         free(p->seq_w[v]);
@@ -274,6 +275,133 @@ int ember_profile_values_like(struct ember_profile *dst, const struct ember_prof
 int ember_profile_intern(struct ember_profile *p, const char *name, size_t len, uint32_t *frame)
 {
     return ember_frames_intern(&p->frames, name, len, frame);
+}
+
+int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame *fr,
+                               uint32_t *frame)
+{
+    if (fr->module != EMBER_NO_MODULE && fr->module >= p->nmodules)
+        return -EINVAL;
+    if (fr->file_len > UINT32_MAX)
+        return -ERANGE;
+    struct ember_frame_loc loc = {
+        .file = fr->file,
+        .file_len = fr->file ? (uint32_t)fr->file_len : 0,
+        .line = fr->line,
+        .column = fr->column,
+        .start_line = fr->start_line,
+        .module = fr->module,
+        .address = fr->has_address ? fr->address : 0,
+        .kind = (uint8_t)fr->kind,
+        .has_address = fr->has_address,
+    };
+    return ember_frames_intern_loc(&p->frames, fr->name, fr->name_len, &loc, frame);
+}
+
+void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct ember_frame *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->module = EMBER_NO_MODULE;
+    out->name = "";
+    if (frame >= p->frames.count)
+        return;
+    const struct ember_frame_loc *l = &p->frames.loc[frame];
+    out->name = p->frames.str[frame];
+    out->name_len = p->frames.len[frame];
+    if (!l->detailed)
+        return;
+    out->file = l->file;
+    out->file_len = l->file_len;
+    out->line = l->line;
+    out->column = l->column;
+    out->start_line = l->start_line;
+    out->address = l->address;
+    out->has_address = l->has_address;
+    out->module = l->module;
+    out->kind = (enum ember_frame_kind)l->kind;
+}
+
+bool ember_profile_detailed(const struct ember_profile *p)
+{
+    return p->frames.detailed;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int ember_profile_module(struct ember_profile *p, const struct ember_module *m, uint32_t *id)
+{
+    for (uint32_t i = 0; i < p->nmodules; i++) {
+        const struct ember_module *k = &p->modules[i];
+        if (same_str(k->path, m->path) && same_str(k->build_id, m->build_id) &&
+            k->start == m->start && k->limit == m->limit && k->offset == m->offset &&
+            k->flags == m->flags) {
+            *id = i;
+            return 0;
+        }
+    }
+    if (p->nmodules >= EMBER_NO_MODULE - 1)
+        return -ERANGE;
+    if (EMBER_VEC_RESERVE(p->modules, p->mcap, (size_t)p->nmodules + 1) < 0)
+        return -ENOMEM;
+    struct ember_module copy = *m;
+    copy.path = m->path ? ember_arena_strndup(&p->frames.names, m->path, strlen(m->path)) : NULL;
+    copy.build_id = m->build_id
+                        ? ember_arena_strndup(&p->frames.names, m->build_id, strlen(m->build_id))
+                        : NULL;
+    if ((m->path && !copy.path) || (m->build_id && !copy.build_id))
+        return -ENOMEM;
+    p->modules[p->nmodules] = copy;
+    *id = p->nmodules++;
+    return 0;
+}
+
+uint32_t ember_profile_module_count(const struct ember_profile *p)
+{
+    return p->nmodules;
+}
+
+const struct ember_module *ember_profile_module_info(const struct ember_profile *p, uint32_t id)
+{
+    return id < p->nmodules ? &p->modules[id] : NULL;
+}
+
+int ember_profile_modules_like(struct ember_profile *dst, const struct ember_profile *src,
+                               uint32_t **map)
+{
+    *map = NULL;
+    if (!src->nmodules)
+        return 0;
+    if (!(*map = malloc(src->nmodules * sizeof(**map))))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < src->nmodules; i++) {
+        int err = ember_profile_module(dst, &src->modules[i], &(*map)[i]);
+        if (err) {
+            free(*map);
+            *map = NULL;
+            return err;
+        }
+    }
+    return 0;
+}
+
+int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profile *src,
+                             uint32_t frame, const char *name, size_t len,
+                             const uint32_t *module_map, uint32_t *out)
+{
+    const struct ember_frame_loc *l = &src->frames.loc[frame];
+    if (!name) {
+        name = src->frames.str[frame];
+        len = src->frames.len[frame];
+    }
+    if (!l->detailed)
+        return ember_frames_intern(&dst->frames, name, len, out);
+    struct ember_frame_loc loc = *l;
+    if (loc.module != EMBER_NO_MODULE && module_map)
+        loc.module = module_map[loc.module];
+    return ember_frames_intern_loc(&dst->frames, name, len, &loc, out);
 }
 
 const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame, size_t *len)
@@ -473,16 +601,20 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
     bool both = dst->diff && !src->diff;
     if (src->decimals > dst->decimals && (err = rescale(dst, src->decimals - dst->decimals)))
         return err;
+    uint32_t *mods;
+    if ((err = ember_profile_modules_like(dst, src, &mods)))
+        return err;
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
-    if (!map)
+    if (!map) {
+        free(mods);
         return -ENOMEM;
+    }
     map[0] = EMBER_ROOT;
     int64_t f = pow10_table[dst->decimals - src->decimals];
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
         uint32_t frame;
-        err = ember_frames_intern(&dst->frames, src->frames.str[sn->frame],
-                                  src->frames.len[sn->frame], &frame);
+        err = ember_profile_copy_frame(dst, src, sn->frame, NULL, 0, mods, &frame);
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
         for (unsigned v = 0; v < src->nvalues && !err; v++) {
@@ -509,6 +641,7 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
                 err = ember_profile_seq_append(dst, map[src->seq_node[i]], 1, w);
         }
     free(map);
+    free(mods);
     return err;
 }
 

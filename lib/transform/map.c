@@ -20,7 +20,10 @@ int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const
 int ember_stack_out_copy(struct stack_out *out, struct ember_profile *dst,
                          const struct ember_profile *src, uint32_t f)
 {
-    return ember_stack_out_name(out, dst, src->frames.str[f], src->frames.len[f]);
+    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+        return -ENOMEM;
+    /* dst has src's modules, in src's order (ember_profile_map) */
+    return ember_profile_copy_frame(dst, src, f, NULL, 0, NULL, &out->frames[out->n++]);
 }
 
 struct mapper {
@@ -77,7 +80,11 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
     m.dst = ember_profile_new();
     m.memo = calloc(src->nnodes, sizeof(*m.memo));
     unsigned vmap[EMBER_MAX_VALUES];
+    uint32_t *mods = NULL;
     int err = m.dst && m.memo ? ember_profile_values_like(m.dst, src, vmap) : -ENOMEM;
+    if (!err)
+        err = ember_profile_modules_like(m.dst, src, &mods); /* the same ids: a fresh dst */
+    free(mods);
     if (!err)
         m.dst->decimals = src->decimals;
     for (uint32_t n = 0; n < src->nnodes && !err; n++) {
