@@ -14,6 +14,11 @@
  * The arrival sequence, if kept, is reversed stack by stack. */
 EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct ember_profile **out);
 
+/* src with frames of their names alone (stacks that differ only in lines
+ * or addresses merged), as views of names draw it; *out is NULL when src's
+ * frames are names already (use src). */
+EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_profile **out);
+
 /* Chain graphs: frames after the first "--" frame of a stack are the
  * waker's and get "_[w]" (what flamegraph.pl --colors=chain does). */
 EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,

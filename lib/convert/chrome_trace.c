@@ -180,8 +180,8 @@ static void put_trailer(struct chrome *c, const struct ember_convert_opts *o)
     ember_writer_puts(w, "}}\n");
 }
 
-int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
-                       const struct ember_sink *out, struct ember_diag *d)
+static int write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                        const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_convert_opts o = ember_convert_opts_fill(opts);
     struct chrome *c = calloc(1, sizeof(*c));
@@ -204,4 +204,15 @@ int ember_write_chrome(const struct ember_profile *p, const struct ember_convert
     free(c->open);
     free(c);
     return err ? err : ferr;
+}
+
+int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a flame chart of names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = write_chrome(named ? named : p, opts, out, d);
+    ember_profile_free(named);
+    return err;
 }

@@ -90,8 +90,8 @@ static int put_row(void *ctx, const uint32_t *path, size_t depth, const int64_t 
     return c->w.err;
 }
 
-int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
-                    const struct ember_sink *out, struct ember_diag *d)
+static int write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
+                     const struct ember_sink *out, struct ember_diag *d)
 {
     (void)d;
     struct csv *c = malloc(sizeof(*c));
@@ -113,4 +113,15 @@ int ember_write_csv(const struct ember_profile *p, const struct ember_convert_op
     int ferr = ember_writer_flush(&c->w);
     free(c);
     return err ? err : ferr;
+}
+
+int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
+                    const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a row per stack of names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = write_csv(named ? named : p, o, out, d);
+    ember_profile_free(named);
+    return err;
 }

@@ -18,6 +18,7 @@
  * of the previous line's frames that match byte for byte.
  */
 #include "formats_impl.h"
+#include "ember/transform.h"
 #include "io/chunk.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
@@ -318,13 +319,18 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
 
 int ember_write_folded(const struct ember_profile *p, const struct ember_sink *out)
 {
-    struct fold_out *o = malloc(sizeof(*o));
-    if (!o)
-        return -ENOMEM;
+    struct ember_profile *named; /* folded stacks are names */
+    int err = ember_profile_names(p, &named);
+    struct fold_out *o = err ? NULL : malloc(sizeof(*o));
+    if (!o) {
+        ember_profile_free(named);
+        return err ? err : -ENOMEM;
+    }
     ember_writer_init(&o->w, out);
-    o->p = p;
-    int err = ember_profile_walk(p, write_line, o);
+    o->p = named ? named : p;
+    err = ember_profile_walk(o->p, write_line, o);
     int ferr = ember_writer_flush(&o->w);
     free(o);
+    ember_profile_free(named);
     return err ? err : ferr;
 }

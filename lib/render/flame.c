@@ -13,6 +13,7 @@
  * invalid UTF-8 is replaced, so the SVG is always well-formed XML.
  */
 #include "ember/flame.h"
+#include "ember/transform.h"
 #include "color.h"
 #include "flame_internal.h"
 #include "io/writer.h"
@@ -582,8 +583,8 @@ int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *
     return 0;
 }
 
-int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
-                       const struct ember_sink *out, struct ember_diag *d)
+static int render(const struct ember_profile *p, const struct ember_flame_opts *o,
+                  const struct ember_sink *out, struct ember_diag *d)
 {
     const char *bg1, *bg2;
     int bad = ember_flame_opts_check(o, d);
@@ -663,5 +664,16 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     free(s);
     free(l.open);
     free(l.frames);
+    return err;
+}
+
+int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a flame graph draws names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = render(named ? named : p, o, out, d);
+    ember_profile_free(named);
     return err;
 }

@@ -9,6 +9,7 @@
  * the function's total, so that recursion is not counted twice).
  */
 #include "ember/report.h"
+#include "ember/transform.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
 
@@ -238,8 +239,8 @@ static void top_rows(struct ember_writer *w, const struct tree *t, const struct 
     }
 }
 
-int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
-                     const struct ember_sink *out)
+static int report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
 {
     struct tree t = {0};
     struct frame_stat *fs = NULL;
@@ -376,8 +377,8 @@ static int tree_walk(struct tree_walk *tw)
     return err;
 }
 
-int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
-                      const struct ember_sink *out)
+static int report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                       const struct ember_sink *out)
 {
     struct tree t = {0};
     struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0,
@@ -419,8 +420,8 @@ int ember_report_tree(const struct ember_profile *p, const struct ember_report_o
 
 /* ---- callers and callees ------------------------------------------------ */
 
-int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
-                            const char *name, bool callers, const struct ember_sink *out)
+static int report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                             const char *name, bool callers, const struct ember_sink *out)
 {
     struct tree t = {0};
     struct frame_stat *fs = NULL;
@@ -504,5 +505,40 @@ int ember_report_neighbours(const struct ember_profile *p, const struct ember_re
     free(fs);
     free(w);
     tree_release(&t);
+    return err;
+}
+
+/* ---- entry points: reports show names -------------------------------------- */
+
+int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                     const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_top(named ? named : p, o, out);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_tree(named ? named : p, o, out);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                            const char *name, bool callers, const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_neighbours(named ? named : p, o, name, callers, out);
+    ember_profile_free(named);
     return err;
 }

@@ -397,6 +397,79 @@ def values_round_trip(d):
         golden.fail("CSV of a heap profile should have a column per value: %r" % csv_text)
 
 
+def raw_normalized(path, cwd):
+    """go tool pprof -raw with its ids replaced by what they stand for:
+    (sample types, {locations leaf first: values summed}, mappings), a
+    location being (address, mapping, ((function, file:line), ...)).
+    Samples of one stack are summed: they differ only by labels (a heap
+    profile's allocation sizes), which ember does not keep."""
+    text = go(["tool", "pprof", "-raw", path], cwd)
+    head, rest = text.split("Samples:\n", 1)
+    types_line, rest = rest.split("\n", 1)
+    samples_text, rest = rest.split("Locations\n", 1)
+    locs_text, maps_text = rest.split("Mappings\n", 1)
+    maps = {}
+    for line in maps_text.splitlines():
+        m = re.match(r"^(\d+): (\S+) (.*?)\s*(\[.*\])?$", line)
+        if m:
+            maps[m.group(1)] = (m.group(2), m.group(3).strip(), m.group(4) or "")
+    locs, cur = {}, None
+    for line in locs_text.splitlines():
+        m = re.match(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))?(?: (.*) (\S*:-?\d+) s=-?\d+(?:\(.*\))?)?$",
+                     line)
+        if m:
+            cur = locs[m.group(1)] = [m.group(2), maps.get(m.group(3)), []]
+            if m.group(4) is not None:
+                cur[2].append((m.group(4), m.group(5)))
+            continue
+        m = re.match(r"^\s+(.*) (\S*:-?\d+) s=-?\d+(?:\(.*\))?$", line)
+        if m and cur:
+            cur[2].append((m.group(1), m.group(2)))
+    samples = {}
+    for line in samples_text.splitlines():
+        m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?: \d+)*) ?$", line)
+        if m:
+            values = [int(v) for v in m.group(1).split()]
+            stack = tuple((locs[i][0], locs[i][1], tuple(locs[i][2])) for i in m.group(2).split())
+            old = samples.get(stack, [0] * len(values))
+            samples[stack] = tuple(a + b for a, b in zip(old, values))
+    types = [t.replace("[dflt]", "") for t in types_line.split()]
+    return types, samples, sorted(maps.values())
+
+
+@case
+def pprof_round_trip(d):
+    """A Go program's CPU and heap profiles through `convert --to pprof`:
+    go tool pprof -raw shows the same samples with every value, the same
+    locations (addresses, mappings, lines with their inline chains, files
+    and line numbers) and the same mappings; -top -lines the same table."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    for path in (cpu, heap):
+        back = path + ".ember.pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", back])
+        want, got = raw_normalized(path, d), raw_normalized(back, d)
+        for what, a, b in zip(("sample types", "samples", "mappings"), want, got):
+            if a != b:
+                diff = sorted(set(a.items()) ^ set(b.items())) if what == "samples" else (a, b)
+                golden.fail("%s: %s differ after the round trip: %r" %
+                            (os.path.basename(path), what, diff if what != "samples" else diff[:4]))
+        for idx in want[0]:
+            t = idx.split("/")[0]
+            a = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, path], d)
+            b = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, back], d)
+            strip = lambda s: [l for l in s.splitlines() if not l.startswith(("File:", "Time:",
+                                                                               "Duration:"))]
+            if strip(a) != strip(b):
+                golden.fail("%s: go tool pprof -top -lines (%s) differs:\n%s\n---\n%s" %
+                            (os.path.basename(path), t, a[:1500], b[:1500]))
+        print("  %s: %d distinct samples, %d mappings, identical after the round trip" %
+              (os.path.basename(path), len(want[1]), len(want[2])))
+
+
 @case
 def units_carry(d):
     """A CPU profile's unit goes through: speedscope nanoseconds, Chrome
