@@ -18,6 +18,9 @@ EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct embe
  * or addresses merged), as views of names draw it; *out is NULL when src's
  * frames are names already (use src). */
 EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_profile **out);
+/* src by source line: each frame named "function file:line" as go tool
+ * pprof -lines names it (frames without a file keep their name). */
+EMBER_API int ember_profile_lines(const struct ember_profile *src, struct ember_profile **out);
 
 /* Chain graphs: frames after the first "--" frame of a stack are the
  * waker's and get "_[w]" (what flamegraph.pl --colors=chain does). */

@@ -79,6 +79,7 @@ struct ember_profile {
     unsigned selected;              /* the value views show */
     bool weighed;                   /* a weight was added ... */
     bool named;                     /* ... or a value named: the default value is taken */
+    bool names_view;                /* made by ember_profile_names: a frame per name */
     bool diff;                      /* values are "before" and "after" ... */
     char diff_type[EMBER_UNIT_MAX]; /* ... of this */
     unsigned decimals;

@@ -214,6 +214,20 @@ static void thousands(char *out, const char *in)
     out[o] = '\0';
 }
 
+/* Where a function is, when the input says: ", file:line" in its title,
+ * after the numbers (the name stays what precedes the last " ("). */
+static void put_place(struct ember_writer *w, const struct ember_profile *p, uint32_t frame)
+{
+    struct ember_frame fr;
+    ember_profile_frame(p, frame, &fr);
+    if (!fr.file)
+        return;
+    ember_writer_puts(w, ", ");
+    ember_svg_escape(w, fr.file, fr.file_len, true);
+    if (fr.line)
+        ember_writer_printf(w, ":%u", (unsigned)fr.line);
+}
+
 static bool strip_annotation(const char *s, size_t *len)
 {
     if (*len >= 4 && s[*len - 4] == '_' && s[*len - 3] == '[' && s[*len - 1] == ']' &&
@@ -499,6 +513,7 @@ static void write_frame(struct svg *s, const struct frame *f)
             snprintf(dp, sizeof(dp), "%.2f", 100 * d / (s->timemax / s->scale * o->factor));
             ember_writer_printf(w, "; %s%s%%", d > 0 ? "+" : "", f->delta == 0 ? "0.00" : dp);
         }
+        put_place(w, p, p->nodes[f->node].frame);
         ember_writer_puts(w, ")");
     }
     ember_writer_puts(w, "</title>");

@@ -471,6 +471,36 @@ def pprof_round_trip(d):
 
 
 @case
+def report_lines(d):
+    """`ember report --lines` is go tool pprof -top -lines: per "function
+    file:line", the same flat and cum, on a Go CPU profile with inlining;
+    and the flame graph's tooltips say where each function is."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    text = go(["tool", "pprof", "-top", "-lines", "-nodecount=1000000", "-nodefraction=0",
+               "-unit=ns", cpu], d)
+    want = {}
+    for line in text.splitlines():
+        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)( \(inline\))?$",
+                     line)
+        if r:
+            want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    rep, _, _ = golden.run(["report", "--lines", "--top", "0", "--csv", cpu])
+    got = {row[0]: (int(row[1]), int(row[3]))
+           for row in csv.reader(io.StringIO(rep.decode())) if row[0] != "function"}
+    if not want or got != want:
+        golden.fail("report --lines and go tool pprof -top -lines differ: %r" %
+                    sorted(set(got.items()) ^ set(want.items()))[:6])
+    svg, _, _ = golden.run(["flamegraph", cpu])
+    if not re.search(rb"<title>main\.beta \([^)]*, [^)]*goprof\.go:\d+\)</title>", svg):
+        golden.fail("the flame graph's tooltip should say where main.beta is")
+    print("  report --lines: %d lines as go tool pprof -top -lines" % len(want))
+
+
+@case
 def units_carry(d):
     """A CPU profile's unit goes through: speedscope nanoseconds, Chrome
     microseconds, pprof cpu/nanoseconds again."""
