@@ -112,6 +112,9 @@ struct ember_frame {
     bool has_address;
     uint32_t module; /* an ember_profile_module id, or EMBER_NO_MODULE */
     enum ember_frame_kind kind;
+    /* views of names spell it "name:file:line", as stackcollapse-perf.pl
+     * --srcline and --context do */
+    bool place_in_name;
 };
 
 /* A mapping of a binary (pprof's Mapping): what addresses belong to. */

@@ -697,6 +697,27 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
     return intern_buf(ps, o, &ps->root);
 }
 
+/* "file:line" (perf's srcline) into fr's file and line; false if it is
+ * not of that form (the text is then kept in the name, as it is). */
+static bool split_place(const char *s, size_t n, struct ember_frame *fr)
+{
+    const char *colon = memrchr(s, ':', n);
+    if (!colon || colon == s || colon + 1 == s + n || (size_t)(s + n - colon - 1) > 9)
+        return false;
+    uint32_t line = 0;
+    for (const char *p = colon + 1; p < s + n; p++) {
+        if (!is_digit((unsigned char)*p))
+            return false;
+        line = line * 10 + (uint32_t)(*p - '0');
+    }
+    if (line == 0)
+        return false;
+    fr->file = s;
+    fr->file_len = (size_t)(colon - s);
+    fr->line = line;
+    return true;
+}
+
 /* --srcline: the line after a frame is its source location. */
 static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
 {
@@ -730,6 +751,16 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
         ps->fr[k] = pf->ids[k];
         if (ll == a)
             continue;
+        /* "file:line": a frame that knows its place, spelled as the script
+         * does ("func:file:line") where names are shown */
+        struct ember_frame fr = {
+            .name = nm, .name_len = len, .module = EMBER_NO_MODULE, .place_in_name = true};
+        if (split_place(loc + a, ll - a, &fr)) {
+            int err = ember_profile_intern_frame(ps->p, &fr, &ps->fr[k]);
+            if (err)
+                return err;
+            continue;
+        }
         if (EMBER_VEC_RESERVE(pf->join, pf->jcap, len + 1 + (ll - a)) < 0)
             return -ENOMEM;
         memcpy(pf->join, nm, len);

@@ -48,7 +48,7 @@ static uint64_t loc_seed(const struct ember_frame_loc *l)
     uint64_t s = ember_hash_u64((uint64_t)(uintptr_t)l->file ^ ((uint64_t)l->line << 32));
     s = ember_hash_u64(s ^ l->column ^ ((uint64_t)l->start_line << 32));
     s = ember_hash_u64(s ^ l->module ^ ((uint64_t)l->kind << 32) ^
-                       ((uint64_t)l->has_address << 40));
+                       ((uint64_t)l->has_address << 40) ^ ((uint64_t)l->place_in_name << 41));
     return ember_hash_u64(s ^ l->address);
 }
 
@@ -131,7 +131,8 @@ static bool same_loc(const struct ember_frame_loc *a, const struct ember_frame_l
 {
     return a->file == b->file && a->line == b->line && a->column == b->column &&
            a->start_line == b->start_line && a->module == b->module && a->address == b->address &&
-           a->kind == b->kind && a->has_address == b->has_address;
+           a->kind == b->kind && a->has_address == b->has_address &&
+           a->place_in_name == b->place_in_name;
 }
 
 static bool loc_says_nothing(const struct ember_frame_loc *l)

@@ -294,6 +294,7 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
         .address = fr->has_address ? fr->address : 0,
         .kind = (uint8_t)fr->kind,
         .has_address = fr->has_address,
+        .place_in_name = fr->place_in_name && fr->file,
     };
     return ember_frames_intern_loc(&p->frames, fr->name, fr->name_len, &loc, frame);
 }
@@ -319,6 +320,7 @@ void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct e
     out->has_address = l->has_address;
     out->module = l->module;
     out->kind = (enum ember_frame_kind)l->kind;
+    out->place_in_name = l->place_in_name;
 }
 
 bool ember_profile_detailed(const struct ember_profile *p)

@@ -33,6 +33,7 @@ struct ember_frame_loc {
     uint64_t address;
     uint8_t kind;
     bool has_address;
+    bool place_in_name; /* views of names spell "name:file:line" */
     bool detailed;
 };
 

@@ -19,15 +19,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* What all the frames of one name agree on. */
+/* What all the frames of one name in the view agree on. */
 struct agreed {
     bool seen;
     struct ember_frame_loc loc; /* fields that disagree are zero */
 };
 
 struct names {
-    struct agreed *by_name; /* by the name's frame in src (a name alone) */
-    uint32_t *name_of;      /* src frame -> its name's frame in src */
+    const struct ember_profile *scratch; /* the view's names, each once */
+    struct agreed *by_name;              /* by the view's name */
+    uint32_t *name_of;                   /* src frame -> its view name in scratch */
 };
 
 static void agree(struct agreed *a, const struct ember_frame_loc *l)
@@ -40,6 +41,7 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
         a->loc.kind = EMBER_FRAME_USER;
         a->loc.has_address = false;
         a->loc.address = 0;
+        a->loc.place_in_name = false; /* the view's name spells it already */
         return;
     }
     if (a->loc.file != l->file)
@@ -54,24 +56,47 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
         a->loc.module = EMBER_NO_MODULE;
 }
 
+/* Frame f's name in the view, interned in scratch: its name, or
+ * "name:file:line" when FlameGraph's scripts spell it so. */
+static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
+                     uint32_t *id)
+{
+    const struct ember_frame_loc *l = &p->frames.loc[f];
+    if (!l->detailed || !l->place_in_name)
+        return ember_frames_intern(&scratch->frames, p->frames.str[f], p->frames.len[f], id);
+    size_t cap = p->frames.len[f] + l->file_len + 16, n = p->frames.len[f];
+    char *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    memcpy(buf, p->frames.str[f], n);
+    buf[n++] = ':';
+    memcpy(buf + n, l->file, l->file_len);
+    n += l->file_len;
+    if (l->line)
+        n += (size_t)snprintf(buf + n, cap - n, ":%u", (unsigned)l->line);
+    int err = ember_frames_intern(&scratch->frames, buf, n, id);
+    free(buf);
+    return err;
+}
+
 static int names_only(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
                       const uint32_t *in, size_t n, struct stack_out *out)
 {
     struct names *nm = ctx;
+    (void)src;
     for (size_t i = 0; i < n; i++) {
-        const struct agreed *a = &nm->by_name[nm->name_of[in[i]]];
-        if (!a->seen) {
-            int err = ember_stack_out_copy(out, dst, src, in[i]); /* a name alone */
-            if (err)
-                return err;
-            continue;
-        }
+        uint32_t v = nm->name_of[in[i]];
+        const struct agreed *a = &nm->by_name[v];
+        const char *name = nm->scratch->frames.str[v];
+        size_t len = nm->scratch->frames.len[v];
         if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
             return -ENOMEM;
-        int err = ember_frames_intern_loc(&dst->frames, src->frames.str[in[i]],
-                                          src->frames.len[in[i]], &a->loc, &out->frames[out->n++]);
+        int err = a->seen ? ember_frames_intern_loc(&dst->frames, name, len, &a->loc,
+                                                    &out->frames[out->n])
+                          : ember_frames_intern(&dst->frames, name, len, &out->frames[out->n]);
         if (err)
             return err;
+        out->n++;
     }
     return 0;
 }
@@ -81,16 +106,13 @@ int ember_profile_names(const struct ember_profile *p, struct ember_profile **ou
     *out = NULL;
     if (!ember_profile_detailed(p) || p->names_view)
         return 0;
-    struct ember_profile *scratch = ember_profile_new(); /* names alone, to group frames */
-    struct names nm = {calloc(p->frames.count, sizeof(*nm.by_name)),
+    struct ember_profile *scratch = ember_profile_new(); /* the view's names */
+    struct names nm = {scratch, calloc(p->frames.count, sizeof(*nm.by_name)),
                        malloc(p->frames.count * sizeof(*nm.name_of))};
     int err = scratch && nm.by_name && nm.name_of ? 0 : -ENOMEM;
-    for (uint32_t f = 0; f < p->frames.count && !err; f++) {
-        uint32_t s;
-        err = ember_frames_intern(&scratch->frames, p->frames.str[f], p->frames.len[f], &s);
-        if (!err) /* scratch ids follow p's names in order: s < count */
-            nm.name_of[f] = s;
-    }
+    /* scratch gets at most one name per frame of p: its ids stay < count */
+    for (uint32_t f = 0; f < p->frames.count && !err; f++)
+        err = view_name(scratch, p, f, &nm.name_of[f]);
     for (uint32_t f = 0; f < p->frames.count && !err; f++)
         agree(&nm.by_name[nm.name_of[f]], &p->frames.loc[f]);
     if (!err)

@@ -11,6 +11,7 @@ import csv
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -79,6 +80,35 @@ def total(script, extra=()):
     return sum(int(line.rpartition(b",")[2]) for line in out.splitlines()[1:])
 
 
+def lines_match(data, work):
+    script = os.path.join(work, "srcline.txt")
+    with open(script, "w") as f:
+        subprocess.run(["perf", "script", "-F+srcline", "-i", data], stdout=f,
+                       stderr=subprocess.DEVNULL, check=True)
+    pb = os.path.join(work, "srcline.pb.gz")
+    golden.run(["convert", "--to", "pprof", "--srcline", script, "-o", pb])
+    env = dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache"))
+    text = subprocess.run(["go", "tool", "pprof", "-top", "-lines", "-nodecount=1000000",
+                           "-nodefraction=0", "-unit=ns", pb], capture_output=True, text=True,
+                          env=env, check=True).stdout
+    want = {}
+    for line in text.splitlines():
+        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)"
+                     r"( \(inline\))?$", line)
+        if r:
+            want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    out, _, _ = golden.run(["report", "--srcline", "--lines", "--top", "0", "--csv", script])
+    got = {r["function"]: (int(r["self"]), int(r["total"]))
+           for r in csv.DictReader(io.StringIO(out.decode()))}
+    placed = [k for k in got if re.search(r" \S+:\d+$", k)]
+    if not placed or got != want:
+        golden.fail("report --lines --srcline and go tool pprof -top -lines of its pprof differ "
+                    "(%d lines with a place): %r" % (len(placed),
+                                                     sorted(set(got.items()) ^ set(want.items()))[:6]))
+    print("ok: %d rows of go tool pprof -top -lines (%d with file:line) are ember report --lines"
+          % (len(want), len(placed)))
+
+
 def main():
     cxx, source, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -110,6 +140,11 @@ def main():
         if total(s_) != want_total:
             golden.fail("%s: ember's total %d is not the sum of the periods %d" %
                         (what, total(s_), want_total))
+    # perf script -F+srcline: frames know their file and line; the pprof
+    # export carries them, and go tool pprof -top -lines is ember report
+    # --lines, row for row
+    if shutil.which("go"):
+        lines_match(data, work)
     # two events without -g: only the first is kept, as with call chains
     two = os.path.join(work, "two.data")
     two_script = record(prog, two, ["-e", "cpu-clock", "-e", "task-clock"])
