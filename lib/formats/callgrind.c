@@ -39,12 +39,12 @@
 #include "callgrind_impl.h"
 #include "formats_impl.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,11 +25,11 @@
  * the capture.
  */
 #include "chrome_impl.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -52,12 +52,12 @@
  */
 #include "formats_impl.h"
 #include "lines.h"
-#include "model/profile_impl.h"
 #include "perf_tidy.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdlib.h>
 
 static const char *const idle_functions[] = {
@@ -197,9 +197,9 @@ static int push_frame(struct sample_reader *r, const char *s, size_t n)
         flen += mlen + 1;
     }
     uint32_t frame, parent = r->depth ? r->path[r->depth - 1] : EMBER_ROOT;
-    int err = ember_frames_intern(&r->p->frames, r->buf, flen, &frame);
+    int err = ember_profile_intern(r->p, r->buf, flen, &frame);
     if (!err)
-        err = ember_profile_child_fast(r->p, parent, frame, &r->path[r->depth]);
+        err = ember_profile_child(r->p, parent, frame, &r->path[r->depth]);
     if (err)
         return err;
     r->idle[r->depth++] = idle;

@@ -28,13 +28,13 @@
  */
 #include "formats_impl.h"
 #include "json.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/arena.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 

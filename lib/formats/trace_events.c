@@ -30,11 +30,11 @@
  * spans; per thread still in its window or sorted, its events.
  */
 #include "chrome_impl.h"
-#include "model/profile_impl.h"
 #include "util/arena.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
