@@ -5,9 +5,9 @@
  * file at an address of its choosing, and bias converts between that and
  * the file's own addresses. A module whose file could not be opened keeps
  * mod == NULL and the reason in error; every query on it answers -ENOENT.
- * The symbol table is built on first use, since perf's --inline rarely
- * needs it, and lives as long as the module: its names point into libelf's
- * string tables.
+ * The symbol table and the DWARF index are built on first use (perf's
+ * --inline rarely needs the symbols) and live as long as the module: they
+ * point into libelf's and libdw's data.
  */
 #include "module.h"
 
@@ -34,7 +34,8 @@ struct ember_symbol_module {
     size_t identity_len;
     struct load *loads;
     size_t nloads;
-    struct ember_symtab *symtab; /* NULL until first asked for */
+    struct ember_symtab *symtab;   /* NULL until first asked for */
+    struct ember_inlines *inlines; /* the same */
     uint32_t key;
     char error[200];
 };
@@ -145,6 +146,7 @@ void ember_symbol_module_free(struct ember_symbol_module *m)
     if (!m)
         return;
     ember_symtab_free(m->symtab);
+    ember_inlines_free(m->inlines);
     if (m->dwfl)
         dwfl_end(m->dwfl);
     free(m->loads);
@@ -255,6 +257,17 @@ int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct embe
     }
     *out = m->symtab;
     return 0;
+}
+
+int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **out)
+{
+    const struct ember_symtab *t;
+    int err = m->inlines ? 0 : ember_symbol_module_symbols(m, &t);
+    if (!err && !m->inlines)
+        err = ember_inlines_new(m->mod, t, m->bias, &m->inlines);
+    if (!err)
+        *out = m->inlines;
+    return err;
 }
 
 Dwfl_Module *ember_symbol_module_dwfl(const struct ember_symbol_module *m, uint64_t *bias)

@@ -11,6 +11,7 @@
 #ifndef EMBER_SYMBOL_MODULE_H
 #define EMBER_SYMBOL_MODULE_H
 
+#include "inlines.h"
 #include "symtab.h"
 
 #include <elfutils/libdwfl.h>
@@ -60,6 +61,10 @@ int ember_symbol_module_file_address(const struct ember_symbol_module *m, uint64
 /* The file's ELF symbols (.symtab, else .dynsym), loaded on first use:
  * 0 with *t, -ENOENT for an unusable file, -ENOMEM. */
 int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct ember_symtab **t);
+
+/* The index of the file's DWARF functions, built on first use: 0 with *x,
+ * -ENOENT for an unusable file, -ENOMEM. */
+int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **x);
 
 /* libdwfl's view, for DWARF: the module and the bias to add to a file
  * address to get its libdwfl address. NULL for an unusable file. */

@@ -5,10 +5,10 @@
  * usable or not); every module of one identity carries the same memo key,
  * so the memo (open addressing on (key, address)) answers for all of them;
  * a memo slot with chain == NULL records that nothing is known there.
- * Function names are interned: the thousands of addresses of one function
- * share its name. Chains, names and frames live in the arenas until the
- * symbolizer is freed; file names point into libdw's data, which lives as
- * long as the module that gave them.
+ * Names from ELF symbols are interned here: the thousands of addresses of
+ * one function share its name. DWARF's names and file names live in the
+ * module that gave them (its DWARF index, libdw's data), and modules as
+ * long as the symbolizer. Chains and frames live in the arena.
  */
 #include "symbolizer.h"
 #include "inlines.h"
@@ -35,7 +35,7 @@ struct ember_symbolizer {
     char *debuginfo_path;           /* NULL: libdwfl's default */
     struct ember_strmap modules;    /* path -> struct ember_symbol_module * */
     struct ember_strmap identities; /* identity -> memo key */
-    struct ember_strmap names;      /* function name -> its interned copy */
+    struct ember_strmap names;      /* ELF function name -> its interned copy */
     struct ember_symbol_module **owned;
     size_t nowned, ocap;
     struct memo_slot *memo;
@@ -192,9 +192,8 @@ int ember_symbolizer_module(struct ember_symbolizer *s, const char *path, size_t
     return 0;
 }
 
-static const char *intern(void *ctx, const char *name, size_t len)
+static const char *intern(struct ember_symbolizer *s, const char *name, size_t len)
 {
-    struct ember_symbolizer *s = ctx;
     const char *kept = ember_strmap_get(&s->names, name, len);
     if (kept)
         return kept;
@@ -241,8 +240,11 @@ static int compute(struct ember_symbolizer *s, struct ember_symbol_module *m, ui
                    const struct ember_symbol_chain **out)
 {
     uint64_t bias;
-    Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
-    int n = ember_inlines_at(mod, addr + bias, s->scratch, intern, s);
+    struct ember_inlines *x;
+    ember_symbol_module_dwfl(m, &bias);
+    int n = ember_symbol_module_inlines(m, &x);
+    if (!n)
+        n = ember_inlines_at(x, addr + bias, s->scratch);
     if (n < 0)
         return n;
     return n > 0 ? keep_chain(s, s->scratch, n, true, out) : symbol_chain(s, m, addr, out);

@@ -1,13 +1,12 @@
 /*
  * symtab.c - the sorted symbol table (see symtab.h).
  *
- * Invariants once finished: starts[] is strictly increasing (one symbol per
- * start address, the best ranked), ends[i] > starts[i], and maxend[i] is the
- * largest of ends[0..i], so that a lookup bisects to the last start at or
- * below the address and walks back only over symbols that still reach it.
- * by_name[] orders the entries by name bytes, then by the order added.
+ * Invariants once finished: the address index holds one symbol per start
+ * address, the best ranked (they are added to it best first); by_name[]
+ * orders the entries by name bytes, then by the order added.
  */
 #include "symtab.h"
+#include "ranges.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -25,16 +24,17 @@ struct entry {
 struct ember_symtab {
     struct entry *e;
     size_t n, cap;
-    uint32_t *by_name; /* indexes into e */
-    uint64_t *starts, *ends, *maxend;
-    uint32_t *at; /* the entry of each start */
-    size_t naddr;
+    uint32_t *by_name;           /* indexes into e */
+    struct ember_ranges by_addr; /* values: indexes into e */
 };
 
 int ember_symtab_new(struct ember_symtab **t)
 {
     *t = calloc(1, sizeof(**t));
-    return *t ? 0 : -ENOMEM;
+    if (!*t)
+        return -ENOMEM;
+    ember_ranges_init(&(*t)->by_addr);
+    return 0;
 }
 
 void ember_symtab_free(struct ember_symtab *t)
@@ -43,10 +43,7 @@ void ember_symtab_free(struct ember_symtab *t)
         return;
     free(t->e);
     free(t->by_name);
-    free(t->starts);
-    free(t->ends);
-    free(t->maxend);
-    free(t->at);
+    ember_ranges_release(&t->by_addr);
     free(t);
 }
 
@@ -100,65 +97,47 @@ static int sort_names(struct ember_symtab *t)
         return -ENOMEM;
     for (size_t i = 0; i < t->n; i++)
         t->by_name[i] = (uint32_t)i;
-    qsort_r(t->by_name, t->n, sizeof(*t->by_name), by_name_cmp, t->e);
+    if (t->n)
+        qsort_r(t->by_name, t->n, sizeof(*t->by_name), by_name_cmp, t->e);
     return 0;
 }
 
-static int sort_addresses(struct ember_symtab *t)
+/* Into the address index, best ranked first at each address. */
+static int index_addresses(struct ember_symtab *t)
 {
-    size_t m = t->n ? t->n : 1;
-    t->at = malloc(m * sizeof(*t->at));
-    t->starts = malloc(m * sizeof(*t->starts));
-    t->ends = malloc(m * sizeof(*t->ends));
-    t->maxend = malloc(m * sizeof(*t->maxend));
-    if (!t->at || !t->starts || !t->ends || !t->maxend)
+    uint32_t *order = malloc((t->n ? t->n : 1) * sizeof(*order));
+    if (!order)
         return -ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < t->n; i++)
         if (t->e[i].by_address)
-            t->at[k++] = (uint32_t)i;
-    qsort_r(t->at, k, sizeof(*t->at), by_addr_cmp, t->e);
-    size_t out = 0;
-    for (size_t i = 0; i < k; i++) {
-        const struct ember_symtab_sym *s = &t->e[t->at[i]].sym;
-        if (out && t->starts[out - 1] == s->addr)
-            continue; /* an alias that does not answer */
-        t->at[out] = t->at[i];
-        t->starts[out] = s->addr;
-        t->ends[out] = s->addr + s->size;
-        t->maxend[out] =
-            out && t->maxend[out - 1] > t->ends[out] ? t->maxend[out - 1] : t->ends[out];
-        out++;
+            order[k++] = (uint32_t)i;
+    if (k)
+        qsort_r(order, k, sizeof(*order), by_addr_cmp, t->e);
+    int err = 0;
+    for (size_t i = 0; i < k && !err; i++) {
+        const struct ember_symtab_sym *s = &t->e[order[i]].sym;
+        err = ember_ranges_add(&t->by_addr, s->addr, s->addr + s->size, order[i]);
     }
-    t->naddr = out;
-    return 0;
+    free(order);
+    return err ? err : ember_ranges_finish(&t->by_addr);
 }
 
 int ember_symtab_finish(struct ember_symtab *t)
 {
     int err = sort_names(t);
-    return err ? err : sort_addresses(t);
+    return err ? err : index_addresses(t);
 }
 
 int ember_symtab_lookup(const struct ember_symtab *t, uint64_t addr,
                         const struct ember_symtab_sym **sym, uint64_t *offset)
 {
-    size_t lo = 0, hi = t->naddr; /* the first start above addr */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->starts[mid] <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i-- > 0 && t->maxend[i] > addr;) {
-        if (addr < t->ends[i]) {
-            *sym = &t->e[t->at[i]].sym;
-            *offset = addr - t->starts[i];
-            return 0;
-        }
-    }
-    return -ENOENT;
+    uint64_t i, start;
+    if (ember_ranges_find(&t->by_addr, addr, &i, &start) < 0)
+        return -ENOENT;
+    *sym = &t->e[i].sym;
+    *offset = addr - start;
+    return 0;
 }
 
 int ember_symtab_find(const struct ember_symtab *t, const char *name, size_t len, uint64_t *addr)

@@ -55,9 +55,16 @@ static const char prog_src[] =
     "void ocaml_like(void) __asm__(\"camlTest__foo_123\");\n"
     "__attribute__((noinline)) void ocaml_like(void) { puts(\"o\"); }\n"
     "int table[64] = {1};\n"
+    "__attribute__((noinline)) int apply(int (*f)(int), int x) { return f(x) + 1; }\n"
+    "__attribute__((noinline)) int with_nested(int k)\n"
+    "{\n"
+    "    int nested(int v) { return v * 3 + (v >> 2); }\n"
+    "    return apply(nested, k);\n"
+    "}\n"
     "int main(int argc, char **argv)\n"
     "{\n"
     "    rust_like();\n"
+    "    with_nested(argc);\n"
     "    ocaml_like();\n"
     "    printf(\"%u\\n\", outer_work(argc > 1 ? (unsigned)atoi(argv[1]) : 1u, table[0]));\n"
     "    return 0;\n"
@@ -65,6 +72,7 @@ static const char prog_src[] =
 
 static const char cxx_src[] =
     "#include <cstdio>\n"
+    "#include <functional>\n"
     "#include <vector>\n"
     "namespace ns {\n"
     "template <typename T> struct Box {\n"
@@ -82,13 +90,28 @@ static const char cxx_src[] =
     "        s += i;\n"
     "    return s;\n"
     "}\n"
+    "inline __attribute__((always_inline)) int hidden_inline(int x) { return x * 3 + (x >> 2); }\n"
+    "struct {\n"
+    "    __attribute__((noinline)) int operator()(int x) const { return x + 5; }\n"
+    "} unnamed;\n"
     "}\n"
     "__attribute__((noinline)) int overloaded(int x) { return hidden(x) + 1; }\n"
     "__attribute__((noinline)) double overloaded(double x) { return x * 1.5; }\n"
+    "__attribute__((noinline)) int with_lambda(int n)\n"
+    "{\n"
+    "    int s = 0;\n"
+    "    auto f = [&](int i) __attribute__((always_inline)) { return hidden_inline(i) + s; };\n"
+    "    for (int i = 0; i < n; i++)\n"
+    "        s += f(i);\n"
+    "    return s;\n"
+    "}\n"
     "int main(int argc, char **)\n"
     "{\n"
     "    ns::Box<int> b{argc};\n"
-    "    std::printf(\"%d %d %f\\n\", b.twice(argc), overloaded(argc), overloaded(argc * 1.0));\n"
+    "    std::function<int(int)> g = [&](int r) { return with_lambda(r) + argc; };\n"
+    "    std::printf(\"%d %d %f %d %d\\n\", b.twice(argc), overloaded(argc), overloaded(argc * "
+    "1.0),\n"
+    "                g(argc), unnamed(argc));\n"
     "}\n";
 
 static const char lib_src[] =
@@ -291,18 +314,32 @@ static const struct ember_symbol_chain *resolve(struct ember_symbolizer *s,
  * Where our names differ from addr2line's on purpose:
  * - a Rust symbol is left for the --demangle transform (addr2line -C
  *   demangles it);
- * - a function without a DWARF linkage name (GCC gives none to those of an
- *   anonymous namespace) is named by its qualified DWARF name, as perf
- *   names it; addr2line names the outermost one by its ELF symbol, with
- *   the parameter list.
+ * - a function without a DWARF linkage name (C functions, C++ ones of an
+ *   anonymous namespace) is named from DWARF, qualified by its namespaces,
+ *   as perf names it: addr2line names such a function, when it is the
+ *   outermost or the innermost frame, by the ELF symbol around the address
+ *   (elf: demangled, with its parameters; the outer function's for an
+ *   inlined frame), and the frames between by their DWARF name alone.
  */
-static bool same_name(const char *ours, const char *ref)
+static bool same_name(const char *ours, const char *ref, const char *elf, bool end)
 {
-    size_t n = strlen(ours);
+    size_t n = strlen(ours), r = strlen(ref);
     return strcmp(ours, ref) == 0 ||
            (strcmp(ours, "_ZN4test3foo17h0123456789abcdefE") == 0 &&
             strcmp(ref, "test::foo") == 0) ||
-           (n && ours[n - 1] != ')' && strncmp(ours, ref, n) == 0 && ref[n] == '(');
+           (end && strcmp(ref, elf) == 0) ||
+           (n > r + 2 && strcmp(ours + n - r, ref) == 0 && strncmp(ours + n - r - 2, "::", 2) == 0);
+}
+
+/* binutils 2.40 names the file of LTO'd code "<artificial>" (file 0 of
+ * the DWARF 5 line table; the line program's files start at 1): the line
+ * is compared then, the file with llvm-symbolizer's. */
+static bool same_location(const char *ours, const char *ref)
+{
+    const char *art = strstr(ref, "/<artificial>:");
+    const char *colon = strrchr(ours, ':');
+    return strcmp(ours, ref) == 0 ||
+           (art && colon && strcmp(colon + 1, art + strlen("/<artificial>:")) == 0);
 }
 
 static void location(const struct ember_symbol_frame *f, bool column, char *out, size_t cap)
@@ -314,9 +351,10 @@ static void location(const struct ember_symbol_frame *f, bool column, char *out,
         snprintf(out, cap, "%s:%u", f->file ? f->file : "??", (unsigned)f->line);
 }
 
-/* Our chain at ref->addr is the reference's, frame by frame. */
+/* Our chain at ref->addr is the reference's, frame by frame; elf is the
+ * demangled ELF symbol around it. */
 static void same_chain(struct ember_symbolizer *s, struct ember_symbol_module *m,
-                       const struct ref_chain *ref, bool names, bool column)
+                       const struct ref_chain *ref, const char *elf, bool names, bool column)
 {
     const struct ember_symbol_chain *c = resolve(s, m, ref->addr);
     if (c->count != ref->n)
@@ -326,7 +364,8 @@ static void same_chain(struct ember_symbolizer *s, struct ember_symbol_module *m
         const struct ember_symbol_frame *f = &c->frames[c->count - 1 - k];
         char loc[600];
         location(f, column, loc, sizeof(loc));
-        if ((names && !same_name(f->function, ref->func[k])) || strcmp(loc, ref->loc[k]) != 0)
+        if ((names && !same_name(f->function, ref->func[k], elf, k == 0 || k + 1 == ref->n)) ||
+            !same_location(loc, ref->loc[k]))
             fail_msg("0x%" PRIx64 " frame %zu: %s %s, the reference %s %s", ref->addr, k,
                      f->function, loc, ref->func[k], ref->loc[k]);
         assert_int_equal(f->inlined, k + 1 < ref->n);
@@ -334,20 +373,21 @@ static void same_chain(struct ember_symbolizer *s, struct ember_symbol_module *m
 }
 
 static int compare_range(struct ember_symbolizer *s, struct ember_symbol_module *m, const char *bin,
-                         uint64_t lo, uint64_t hi)
+                         const struct nm_sym *elf)
 {
     struct ref_chain *ref;
+    uint64_t lo = elf->addr, hi = elf->addr + elf->size;
     size_t n = reference("addr2line", bin, lo, hi, &ref);
     assert_int_equal(n, hi - lo);
     for (size_t i = 0; i < n; i++)
-        same_chain(s, m, &ref[i], true, false);
+        same_chain(s, m, &ref[i], elf->name, true, false);
     free(ref);
     if (!have_llvm)
         return (int)n;
     n = reference("llvm-symbolizer", bin, lo, hi, &ref);
     assert_int_equal(n, hi - lo);
     for (size_t i = 0; i < n; i++)
-        same_chain(s, m, &ref[i], false, true);
+        same_chain(s, m, &ref[i], elf->name, false, true);
     free(ref);
     return (int)n;
 }
@@ -360,11 +400,10 @@ static void compare_all_functions(struct ember_symbolizer *s, const char *bin, c
     struct ember_diag d;
     assert_int_equal(ember_symbolizer_module(s, bin, strlen(bin), NULL, 0, &m, &d), 0);
     struct nm_sym *syms;
-    size_t n = nm_symbols(ref_bin, "", &syms), addrs = 0;
+    size_t n = nm_symbols(ref_bin, "-C", &syms), addrs = 0;
     for (size_t i = 0; i < n; i++)
         if (is_code(syms[i].type) && syms[i].size)
-            addrs +=
-                (size_t)compare_range(s, m, ref_bin, syms[i].addr, syms[i].addr + syms[i].size);
+            addrs += (size_t)compare_range(s, m, ref_bin, &syms[i]);
     free(syms);
     if (addrs < 30)
         fail_msg("%s: %zu addresses", bin, addrs);
@@ -422,8 +461,11 @@ static int setup(void **state)
     build("objcopy --only-keep-debug prog_noid prog_noid.debug && objcopy --strip-debug "
           "--add-gnu-debuglink=prog_noid.debug prog_noid prog_noid.linked");
     have_cxx = sh("command -v c++ >/dev/null") == 0;
-    if (have_cxx)
+    build("cc -O2 -g -flto -o prog_lto \"$PWD/prog.c\"");
+    if (have_cxx) {
         build("c++ -O2 -g -o cxx \"$PWD/cxx.cpp\"");
+        build("c++ -O2 -g -flto -o cxx_lto \"$PWD/cxx.cpp\"");
+    }
     have_llvm = sh("command -v llvm-symbolizer >/dev/null") == 0;
     return 0;
 }
@@ -503,6 +545,21 @@ static void test_cxx_against_addr2line(void **state)
     const struct ember_symbol_chain *c = resolve(s, m, nm_find(bin, "_Z10overloadedd").addr);
     assert_string_equal(c->frames[0].function, "overloaded(double)");
     ember_symbolizer_free(s);
+}
+
+/* LTO: the inlined instances' abstract origins are in another CU. */
+static void test_lto_against_addr2line(void **state)
+{
+    (void)state;
+    char bin[256];
+    for (int cxx = 0; cxx < 2; cxx++) {
+        if (cxx && !have_cxx)
+            continue;
+        path_of(bin, sizeof(bin), cxx ? "cxx_lto" : "prog_lto");
+        struct ember_symbolizer *s = new_symbolizer(NULL);
+        compare_all_functions(s, bin, bin);
+        ember_symbolizer_free(s);
+    }
 }
 
 static void test_shared_library_against_addr2line(void **state)
@@ -826,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_pie_against_addr2line),
         cmocka_unit_test(test_not_pie_against_addr2line),
         cmocka_unit_test(test_cxx_against_addr2line),
+        cmocka_unit_test(test_lto_against_addr2line),
         cmocka_unit_test(test_shared_library_against_addr2line),
         cmocka_unit_test(test_debug_file_by_build_id),
         cmocka_unit_test(test_debug_file_by_debuglink),
