@@ -91,6 +91,15 @@ static int make_identity(struct ember_symbol_module *m)
 
 static int report(struct ember_symbol_module *m, const Dwfl_Callbacks *cb)
 {
+    struct stat st;
+    if (stat(m->path, &st) != 0) {
+        snprintf(m->error, sizeof(m->error), "cannot read it as an ELF file: %s", strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a FIFO would block the open, a device read forever */
+        snprintf(m->error, sizeof(m->error), "cannot read it as an ELF file: not a regular file");
+        return 0;
+    }
     m->dwfl = dwfl_begin(cb);
     if (!m->dwfl) {
         set_error(m, "cannot start libdwfl");

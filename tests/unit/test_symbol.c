@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { SKIP = 77 };
@@ -718,6 +719,53 @@ static void test_build_id_mismatch(void **state)
     ember_symbolizer_free(s);
 }
 
+/* Files that are not ELF, or not whole: an error or nothing found, never a
+ * crash or a hang (a FIFO would block an open, /dev/zero never ends). */
+static void test_bad_files(void **state)
+{
+    (void)state;
+    char prog[256], path[300], fifo[256];
+    path_of(prog, sizeof(prog), "prog");
+    path_of(fifo, sizeof(fifo), "fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *unreadable[] = {fifo, "/dev/zero", dir, "/nonexistent/prog"};
+    struct ember_symbolizer *s = new_symbolizer(NULL);
+    struct ember_symbol_module *m;
+    struct ember_diag d;
+    for (size_t i = 0; i < sizeof(unreadable) / sizeof(*unreadable); i++) {
+        const char *p = unreadable[i];
+        assert_int_equal(ember_symbolizer_module(s, p, strlen(p), NULL, 0, &m, &d), -ENOENT);
+        assert_string_equal(d.file, p);
+        assert_non_null(strstr(d.msg, "cannot read it as an ELF file: "));
+        const struct ember_symbol_chain *c;
+        assert_int_equal(ember_symbolizer_resolve_perf(s, p, strlen(p), "1000", 4, "f+0x1", 5, &c),
+                         -ENOENT);
+    }
+    ember_symbolizer_free(s);
+    /* prog cut at every 1/16 of its length, and with its middle zeroed */
+    struct nm_sym outer = nm_find(prog, "outer_work");
+    char *text = capture("stat -c %%s '%s'", prog);
+    long size = strtol(text, NULL, 10);
+    free(text);
+    for (int cut = 0; cut <= 16; cut++) {
+        snprintf(path, sizeof(path), "%s.cut%d", prog, cut);
+        if (cut < 16)
+            sh("head -c %ld '%s' > '%s'", size * cut / 16, prog, path);
+        else
+            sh("cp '%s' '%s' && dd if=/dev/zero of='%s' bs=1 seek=%ld count=%ld conv=notrunc "
+               "2>/dev/null",
+               prog, path, path, size / 3, size / 3);
+        s = new_symbolizer(NULL);
+        if (ember_symbolizer_module(s, path, strlen(path), NULL, 0, &m, &d) == 0) {
+            const struct ember_symbol_chain *c;
+            for (uint64_t a = outer.addr; a < outer.addr + outer.size; a++)
+                if (ember_symbolizer_resolve(s, m, a, &c) == 0)
+                    assert_true(c->count >= 1 && c->frames[0].function);
+        }
+        ember_symbolizer_free(s);
+    }
+}
+
 /* Two paths to one build share results; without a build-id, they do not. */
 static void test_memo_by_build_id(void **state)
 {
@@ -890,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_elf_symbols_against_nm),
         cmocka_unit_test(test_names_left_for_the_demangler),
         cmocka_unit_test(test_build_id_mismatch),
+        cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_memo_by_build_id),
         cmocka_unit_test(test_perf_lines),
         cmocka_unit_test(test_process_address),
