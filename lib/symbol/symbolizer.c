@@ -5,6 +5,9 @@
  * usable or not); every module of one identity carries the same memo key,
  * so the memo (open addressing on (key, address)) answers for all of them;
  * a memo slot with chain == NULL records that nothing is known there.
+ * perf's lines are memoized too, by their pc as printed (with PERF_LINE in
+ * the key): a pc that is no file address is then not looked up again
+ * through its symbol's name.
  * Names from ELF symbols are interned here: the thousands of addresses of
  * one function share its name. DWARF's names and file names live in the
  * module that gave them (its DWARF index, libdw's data), and modules as
@@ -24,9 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Memo keys with this bit hold perf lines' answers, by pc as printed. */
+enum { PERF_LINE = 1u << 31 };
+
 struct memo_slot {
     uint64_t addr;
-    uint32_t key; /* the module's memo key (from 1); 0: empty slot */
+    uint32_t key; /* the module's memo key (from 1), maybe | PERF_LINE; 0: empty slot */
     const struct ember_symbol_chain *chain;
 };
 
@@ -112,6 +118,8 @@ static int set_key(struct ember_symbolizer *s, struct ember_symbol_module *m)
     uintptr_t k = (uintptr_t)ember_strmap_get(&s->identities, id, len);
     if (!k) {
         k = s->identities.count + 1;
+        if (k >= PERF_LINE)
+            return -ERANGE;
         if (ember_strmap_put(&s->identities, id, len, (void *)k) < 0)
             return -ENOMEM;
     }
@@ -271,6 +279,25 @@ static struct memo_slot *memo_find(struct ember_symbolizer *s, uint32_t key, uin
     }
 }
 
+/* Records chain (NULL: nothing known) for (key, addr), absent so far. */
+static int memo_put(struct ember_symbolizer *s, uint32_t key, uint64_t addr,
+                    const struct ember_symbol_chain *chain)
+{
+    if ((s->mcount + 1) * 2 > s->mmask + 1 &&
+        ember_table_grow((void **)&s->memo, &s->mmask, sizeof(*s->memo), memo_hash, memo_used) < 0)
+        return -ENOMEM;
+    *memo_find(s, key, addr) = (struct memo_slot){addr, key, chain};
+    s->mcount++;
+    return 0;
+}
+
+/* The memo's answer as a return value. */
+static int answer(const struct ember_symbol_chain *chain, const struct ember_symbol_chain **out)
+{
+    *out = chain;
+    return chain ? 0 : -ENOENT;
+}
+
 int ember_symbolizer_resolve(struct ember_symbolizer *s, struct ember_symbol_module *m,
                              uint64_t addr, const struct ember_symbol_chain **out)
 {
@@ -278,25 +305,13 @@ int ember_symbolizer_resolve(struct ember_symbolizer *s, struct ember_symbol_mod
         return -ENOENT;
     uint32_t key = ember_symbol_module_key(m);
     struct memo_slot *slot = memo_find(s, key, addr);
-    if (!slot->key) {
-        const struct ember_symbol_chain *chain;
-        int err = compute(s, m, addr, &chain);
-        if (err)
-            return err;
-        *slot = (struct memo_slot){addr, key, chain};
-        if (++s->mcount * 2 > s->mmask + 1 &&
-            ember_table_grow((void **)&s->memo, &s->mmask, sizeof(*s->memo), memo_hash, memo_used) <
-                0) {
-            *slot = (struct memo_slot){0};
-            s->mcount--;
-            return -ENOMEM;
-        }
-        slot = memo_find(s, key, addr);
-    }
-    if (!slot->chain)
-        return -ENOENT;
-    *out = slot->chain;
-    return 0;
+    if (slot->key)
+        return answer(slot->chain, out);
+    const struct ember_symbol_chain *chain;
+    int err = compute(s, m, addr, &chain);
+    if (!err)
+        err = memo_put(s, key, addr, chain);
+    return err ? err : answer(chain, out);
 }
 
 static bool parse_hex(const char *text, size_t len, uint64_t *value)
@@ -345,6 +360,18 @@ static int dwarf_chain(struct ember_symbolizer *s, struct ember_symbol_module *m
     return err == 0 && !(*out)->from_dwarf ? -ENOENT : err;
 }
 
+/* A perf line's chain, not memoized: from its pc, else its symbol. */
+static int perf_chain(struct ember_symbolizer *s, struct ember_symbol_module *m, uint64_t pc,
+                      const char *sym, size_t symlen, const struct ember_symbol_chain **out)
+{
+    /* perf prints file addresses for most user frames: try it as one */
+    int err = dwarf_chain(s, m, pc, out);
+    uint64_t addr;
+    if (err == -ENOENT && (err = symbol_offset(m, sym, symlen, &addr)) == 0)
+        err = dwarf_chain(s, m, addr, out);
+    return err;
+}
+
 int ember_symbolizer_resolve_perf(struct ember_symbolizer *s, const char *mod, size_t modlen,
                                   const char *pc, size_t pclen, const char *sym, size_t symlen,
                                   const struct ember_symbol_chain **out)
@@ -356,10 +383,15 @@ int ember_symbolizer_resolve_perf(struct ember_symbolizer *s, const char *mod, s
     int err = module_at(s, mod, modlen, &m);
     if (err)
         return err;
-    /* perf prints file addresses for most user frames: try it as one */
-    err = dwarf_chain(s, m, addr, out);
-    if (err != -ENOENT)
+    /* the answer for the pc as printed, whichever way it was found */
+    uint32_t key = ember_symbol_module_key(m) | PERF_LINE;
+    struct memo_slot *slot = memo_find(s, key, addr);
+    if (slot->key)
+        return answer(slot->chain, out);
+    err = perf_chain(s, m, addr, sym, symlen, out);
+    if (err && err != -ENOENT)
         return err;
-    err = symbol_offset(m, sym, symlen, &addr);
-    return err ? err : dwarf_chain(s, m, addr, out);
+    const struct ember_symbol_chain *chain = err ? NULL : *out;
+    err = memo_put(s, key, addr, chain);
+    return err ? err : answer(chain, out);
 }
