@@ -25,6 +25,7 @@
 #include "ranges.h"
 #include "util/arena.h"
 #include "util/hash.h"
+#include "util/strmap.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -78,7 +79,8 @@ struct ember_inlines {
     size_t npath, pcap;
     struct name_slot *names;
     uint32_t nmask, ncount;
-    struct ember_arena arena; /* the names */
+    struct ember_arena arena;      /* the names */
+    struct ember_strmap elf_names; /* ELF symbol -> its name as addr2line -C prints it */
 };
 
 struct indexing {
@@ -114,7 +116,7 @@ int ember_inlines_new(Dwfl_Module *mod, const struct ember_symtab *symtab, uint6
     ember_arena_init(&x->arena);
     x->names = calloc(64, sizeof(*x->names));
     x->nmask = 63;
-    struct indexing ix = {x, x->names ? 0 : -ENOMEM};
+    struct indexing ix = {x, x->names ? ember_strmap_init(&x->elf_names) : -ENOMEM};
     Dwarf_Die *cu = NULL;
     Dwarf_Addr bias;
     dwfl_module_getdwarf(mod, &x->bias);
@@ -139,6 +141,7 @@ void ember_inlines_free(struct ember_inlines *x)
     free(x->path);
     free(x->names);
     ember_arena_release(&x->arena);
+    ember_strmap_release(&x->elf_names);
     free(x);
 }
 
@@ -303,9 +306,13 @@ static int entry_symbol(struct ember_inlines *x, Dwarf_Die *subprogram, const ch
     uint64_t file_addr = entry + x->bias - x->elf_bias;
     if (!x->symtab || ember_symtab_lookup(x->symtab, file_addr, &sym, &offset) != 0 || offset)
         return 0;
+    if ((*out = ember_strmap_get(&x->elf_names, sym->name, strlen(sym->name))) != NULL)
+        return 0;
     char *demangled = ember_symbol_demangle(sym->name);
     int err = keep(x, demangled ? demangled : sym->name, out);
     free(demangled);
+    if (!err)
+        err = ember_strmap_put(&x->elf_names, sym->name, strlen(sym->name), (void *)*out);
     return err;
 }
 
