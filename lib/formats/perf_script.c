@@ -22,7 +22,7 @@
 #include "io/chunk.h"
 #include "model/profile_impl.h"
 #include "model/stack_cache.h"
-#include "symbol/inline.h"
+#include "symbol/symbolizer.h"
 #include "util/diag.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -787,31 +787,45 @@ static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
     return 0;
 }
 
+/* --inline: a frame per function of the chain, root-most first; with
+ * --context, each one "func:file:line". */
+static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain *chain,
+                         uint32_t **fr, size_t *n, size_t *cap)
+{
+    if (EMBER_VEC_RESERVE(*fr, *cap, chain->count) < 0)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < chain->count; k++) {
+        const struct ember_symbol_frame *sf = &chain->frames[k];
+        const char *name = sf->function;
+        size_t len = strlen(name);
+        if (ps->o->perf.context) {
+            len = ember_symbol_frame_context(sf, NULL, 0);
+            if (buf_reserve(ps, len + 1) < 0)
+                return -ENOMEM;
+            ember_symbol_frame_context(sf, ps->buf, len + 1);
+            name = ps->buf;
+        }
+        if (ember_frames_intern(&ps->p->frames, name, len, &(*fr)[k]) < 0)
+            return -ENOMEM;
+    }
+    *n = chain->count;
+    return 0;
+}
+
 static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr, size_t *n,
                       size_t *cap, bool *unknown)
 {
     const struct ember_perf_opts *po = &ps->o->perf;
     if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
         !ember_module_is_jit(f->mod, f->mod_len) && !memmem(f->mod, f->mod_len, "kernel.", 7)) {
-        const char *chain;
-        size_t clen;
-        int r = ember_symbolizer_inline(ps->sym, f->mod, f->mod_len, f->pc, f->pc_len, f->func,
-                                        f->func_len, po->context, &chain, &clen);
-        if (r > 0) {
-            *n = 0;
+        const struct ember_symbol_chain *chain;
+        int r = ember_symbolizer_resolve_perf(ps->sym, f->mod, f->mod_len, f->pc, f->pc_len,
+                                              f->func, f->func_len, &chain);
+        if (r == 0) {
             *unknown = false;
-            for (size_t a = 0; a <= clen;) {
-                const char *semi = memchr(chain + a, ';', clen - a);
-                size_t e = semi ? (size_t)(semi - chain) : clen;
-                if (EMBER_VEC_RESERVE(*fr, *cap, *n + 1) < 0 ||
-                    ember_frames_intern(&ps->p->frames, chain + a, e - a, &(*fr)[*n]) < 0)
-                    return -ENOMEM;
-                (*n)++;
-                a = e + 1;
-            }
-            return 0;
+            return inline_frames(ps, chain, fr, n, cap);
         }
-        if (r < 0 && r != -ENOENT)
+        if (r != -ENOENT)
             return r;
     }
     return name_frame_line(ps, f, fr, n, cap, unknown);
