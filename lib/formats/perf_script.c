@@ -787,8 +787,10 @@ static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
     return 0;
 }
 
-/* --inline: a frame per function of the chain, root-most first; with
- * --context, each one "func:file:line". */
+/* --inline: a frame per function of the chain, root-most first, each with
+ * its file, line and column, the inner ones inlined; with --context, views
+ * of names spell them "func:file:line" as the script does. A function
+ * without a file keeps the old spelling in its name. */
 static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain *chain,
                          uint32_t **fr, size_t *n, size_t *cap)
 {
@@ -796,16 +798,26 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
         return -ENOMEM;
     for (uint32_t k = 0; k < chain->count; k++) {
         const struct ember_symbol_frame *sf = &chain->frames[k];
-        const char *name = sf->function;
-        size_t len = strlen(name);
-        if (ps->o->perf.context) {
-            len = ember_symbol_frame_context(sf, NULL, 0);
-            if (buf_reserve(ps, len + 1) < 0)
+        struct ember_frame rec = {
+            .name = sf->function,
+            .name_len = strlen(sf->function),
+            .file = sf->file,
+            .file_len = sf->file ? strlen(sf->file) : 0,
+            .line = sf->line,
+            .column = sf->column,
+            .module = EMBER_NO_MODULE,
+            .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
+            .place_in_name = ps->o->perf.context,
+        };
+        if (!sf->file && ps->o->perf.context) {
+            rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
+            if (buf_reserve(ps, rec.name_len + 1) < 0)
                 return -ENOMEM;
-            ember_symbol_frame_context(sf, ps->buf, len + 1);
-            name = ps->buf;
+            ember_symbol_frame_context(sf, ps->buf, rec.name_len + 1);
+            rec.name = ps->buf;
+            rec.place_in_name = false;
         }
-        if (ember_frames_intern(&ps->p->frames, name, len, &(*fr)[k]) < 0)
+        if (ember_profile_intern_frame(ps->p, &rec, &(*fr)[k]) < 0)
             return -ENOMEM;
     }
     *n = chain->count;
