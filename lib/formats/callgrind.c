@@ -469,8 +469,8 @@ static int events_line(struct cg_reader *r, const char *s, size_t n)
     if (!r->events_line) {
         r->events_line = r->line;
         snprintf(r->first_events, sizeof(r->first_events), "%.*s", (int)(n > 200 ? 200 : n), s);
-        if (r->o->event)
-            snprintf(kept, sizeof(r->st->kept_event), "%s", r->o->event);
+        if (r->o->value)
+            snprintf(kept, sizeof(r->st->kept_event), "%s", r->o->value);
         else if ((len = next_word(s, n, &i, &start)) > 0)
             snprintf(kept, sizeof(r->st->kept_event), "%.*s", (int)len, s + start);
         i = 0;
@@ -678,7 +678,7 @@ static int check_end(struct cg_reader *r)
     if (!r->event_found)
         return ember_diag_set(r->d, -EINVAL, r->file, r->events_line,
                               "no event \"%s\" in this profile (its events: %s)",
-                              r->o->event ? r->o->event : r->st->kept_event, r->first_events);
+                              r->o->value ? r->o->value : r->st->kept_event, r->first_events);
     return 0;
 }
 

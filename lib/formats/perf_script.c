@@ -18,6 +18,7 @@
  * lines and distinct stacks, not with the input.
  */
 #include "formats_impl.h"
+#include "perf_opts.h"
 #include "perf_tidy.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
@@ -83,6 +84,7 @@ struct pending_frame { /* --srcline: frames waiting for their source line */
 
 struct perf_parser {
     const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* o's perf options */
     struct ember_profile *p;
     struct ember_read_stats *st;
     const char *file;
@@ -364,7 +366,7 @@ static int buf_reserve(struct perf_parser *ps, size_t n)
 static int name_piece(struct perf_parser *ps, const struct frame_line *f, const char *piece,
                       size_t plen, bool inlined, bool *unknown, size_t *out_len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
         return -ENOMEM;
     char *b = ps->buf;
@@ -651,7 +653,7 @@ static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
 static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
                         size_t len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     const char *name;
     size_t nlen;
     int64_t period = 1;
@@ -807,9 +809,9 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
             .column = sf->column,
             .module = EMBER_NO_MODULE,
             .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
-            .place_in_name = ps->o->perf.context,
+            .place_in_name = ps->po.context,
         };
-        if (!sf->file && ps->o->perf.context) {
+        if (!sf->file && ps->po.context) {
             rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
             if (buf_reserve(ps, rec.name_len + 1) < 0)
                 return -ENOMEM;
@@ -827,7 +829,7 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
 static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr, size_t *n,
                       size_t *cap, bool *unknown)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
         !ember_module_is_jit(f->mod, f->mod_len) && !memmem(f->mod, f->mod_len, "kernel.", 7)) {
         const struct ember_symbol_chain *chain;
@@ -846,7 +848,7 @@ static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32
 /* A frame line; [i, j) is its first word (the address). */
 static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (!ps->keep)
         return 0;
     struct frame_line f;
@@ -1056,9 +1058,9 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
     ps->st = st;
     ps->file = file;
     ps->d = d;
-    if (o->perf.event_filter) {
-        copy_name(ps->filter, sizeof(ps->filter), o->perf.event_filter,
-                  strlen(o->perf.event_filter));
+    ps->po = ember_perf_opts_of(o);
+    if (ps->po.event_filter) {
+        copy_name(ps->filter, sizeof(ps->filter), ps->po.event_filter, strlen(ps->po.event_filter));
         ps->filter_len = strlen(ps->filter);
         ps->have_filter = true;
         copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
@@ -1071,7 +1073,7 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
         err = cache_init(&ps->cache);
     if (!err)
         err = ember_stack_cache_init(&ps->stacks);
-    if (!err && o->perf.inline_frames)
+    if (!err && ps->po.inline_frames)
         err = ember_symbolizer_new(&ps->sym);
     return err;
 }
@@ -1121,7 +1123,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct pool *pl = w->pool;
     struct ember_read_opts o = *pl->o;
-    o.perf.event_filter = pl->filter;
+    ember_read_opts_set(&o, "event-filter", pl->filter); /* every worker the same one */
     struct perf_parser ps;
     struct ember_chunk c = {0};
     struct ember_diag d;
@@ -1261,9 +1263,10 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
                      struct ember_diag *d)
 {
     char filter[128];
-    if (o->threads > 1 && !o->perf.srcline && !ember_profile_has_sequence(p)) {
-        if (o->perf.event_filter)
-            return read_threaded(p, in, o, st, d, o->perf.event_filter);
+    struct ember_perf_opts po = ember_perf_opts_of(o);
+    if (o->threads > 1 && !po.srcline && !ember_profile_has_sequence(p)) {
+        if (po.event_filter)
+            return read_threaded(p, in, o, st, d, po.event_filter);
         if (first_event(in, filter, sizeof(filter), d))
             return read_threaded(p, in, o, st, d, filter);
     }
@@ -1340,6 +1343,8 @@ static enum ember_probe perf_probe(const char *data, size_t len)
 const struct ember_format ember_format_perf = {
     .name = "perf",
     .description = "`perf script` text (stackcollapse-perf.pl's input)",
+    .options = ember_perf_options,
+    .options_heading = EMBER_PERF_OPTIONS_HEADING,
     .probe = perf_probe,
     .read = perf_read,
 };

@@ -52,6 +52,34 @@ const struct ember_format *ember_format_find(const char *name)
     return NULL;
 }
 
+int ember_read_opts_set(struct ember_read_opts *o, const char *name, const char *value)
+{
+    for (unsigned i = 0; i < o->nsettings; i++)
+        if (strcmp(o->settings[i].name, name) == 0) {
+            o->settings[i].value = value;
+            return 0;
+        }
+    if (o->nsettings == EMBER_READ_SETTINGS)
+        return -ENOSPC;
+    o->settings[o->nsettings].name = name;
+    o->settings[o->nsettings++].value = value;
+    return 0;
+}
+
+const char *ember_read_opts_string(const struct ember_read_opts *o, const char *name)
+{
+    for (unsigned i = 0; o && i < o->nsettings; i++)
+        if (strcmp(o->settings[i].name, name) == 0)
+            return o->settings[i].value;
+    return NULL;
+}
+
+bool ember_read_opts_flag(const struct ember_read_opts *o, const char *name)
+{
+    const char *v = ember_read_opts_string(o, name);
+    return v && strcmp(v, "0") != 0;
+}
+
 /* The format the probes choose in data: the first that says yes (*sure),
  * else the first that says maybe, else NULL; *more says a probe could tell
  * from more bytes. */
