@@ -25,6 +25,12 @@
 
 enum { PROBE_WINDOW = 64 << 10 };
 
+/* The rows, each defined in its format's file: adding a format is its file
+ * and a line here and in the table (docs/adding-a-format.md). */
+extern const struct ember_format ember_format_perf, ember_format_folded, ember_format_dtrace,
+    ember_format_sample, ember_format_pprof_raw, ember_format_xctrace, ember_format_instruments,
+    ember_format_pprof, ember_format_callgrind, ember_format_chrome, ember_format_speedscope;
+
 static const struct ember_format *const table[] = {
     &ember_format_sample,      /* distinctive headers: tried before perf */
     &ember_format_pprof_raw,   /* "Samples:" after pprof's header lines */

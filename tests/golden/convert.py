@@ -526,10 +526,16 @@ def command_line(d):
     every reader option works (a differential input gives two columns)."""
     path = corpus("inferno", "tests", "data", "flamegraph", "fractional-samples", "fractional.txt")
     for args, needle in ((["convert", path], "--to FORMAT is required"),
-                         (["convert", "--to", "svg", path], "unknown --to 'svg'")):
+                         (["convert", "--to", "png", path], "unknown --to 'png'")):
         _, err, rc = golden.run(args, check=False)
         if rc != 2 or needle not in err:
             golden.fail("ember %s: expected exit 2 and %r, got %d %s" % (args, needle, rc, err))
+    # the writers' table: --to svg is the flame graph, byte for byte
+    svg, _, _ = golden.run(["convert", "--to", "svg", "--name", "x", path])
+    flame, _, _ = golden.run(["flamegraph", "--subtitle", "x", path])
+    strip = lambda b: re.sub(rb"<!--.*?-->", b"", b)
+    if strip(svg) != strip(flame):
+        golden.fail("convert --to svg should be the flame graph with its defaults")
     master, slave = pty.openpty()
     p = subprocess.run([golden.EMBER, "convert", "--to", "pprof", path], stdout=slave,
                        stderr=subprocess.PIPE, timeout=60)
