@@ -175,7 +175,8 @@ static int func_get(struct cg_reader *r, uint32_t file, uint32_t name, uint32_t 
     if (g->nfuncs >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->funcs, g->fcap, g->nfuncs + 1) < 0)
         return -ENOMEM;
     *f = (uint32_t)g->nfuncs++;
-    g->funcs[*f] = (struct cg_func){.name = name, .first_edge = CG_NONE, .last_edge = CG_NONE};
+    g->funcs[*f] =
+        (struct cg_func){.name = name, .file = file, .first_edge = CG_NONE, .last_edge = CG_NONE};
     return ember_u64map_put(&r->func_ids, key, *f);
 }
 
