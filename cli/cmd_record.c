@@ -96,16 +96,23 @@ int cmd_record(int argc, char **argv)
         return EXIT_USAGE;
     }
     /* the child's rings, possibly large: removed if a signal ends us */
-    char dir[] = "/tmp/ember-record.XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0])
+        tmp = "/tmp";
+    char dir[4096];
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/ember-record.XXXXXX", tmp) >= sizeof(dir) - 16) {
+        cli_error("TMPDIR is too long: %s", tmp);
+        return 1;
+    }
     sigset_t old;
     cli_cleanup_block(&old);
     bool made = mkdtemp(dir) && cli_cleanup_add(dir, true) == 0;
     cli_cleanup_unblock(&old);
     if (!made) {
-        cli_error("cannot create a directory in /tmp: %s", strerror(errno));
+        cli_error("cannot create a directory in %s: %s", tmp, strerror(errno));
         return 1;
     }
-    char live[64];
+    char live[sizeof(dir) + 8];
     snprintf(live, sizeof(live), "%s/rings", dir);
     struct cli_output o;
     /* 0600 when new, as the library makes the rings it copies */
