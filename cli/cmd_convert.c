@@ -136,6 +136,8 @@ int cmd_convert(int argc, char **argv)
         ret = EXIT_USAGE;
     }
     co.name = name ? name : default_name(argv, nfiles);
+    /* pprof carries addresses and mappings: readers keep them for it */
+    r.ro.addresses = w && strcmp(w->name, "pprof") == 0;
     struct ember_profile *p = nfiles >= 0 && !ret ? ember_profile_new() : NULL;
     if (nfiles >= 0 && !ret && !p) {
         cli_error("out of memory");

@@ -36,6 +36,9 @@ enum { EMBER_READ_SETTINGS = 32 };
 
 struct ember_read_opts {
     unsigned threads; /* parser threads for formats that support them; 0 = 1 */
+    /* keep each frame's address and module (pprof's locations and
+     * mappings): more distinct frames, for writers that carry them */
+    bool addresses;
     /* the value to show, by name or index (--event, --sample-type): pprof
      * picks its default with it, callgrind computes that event; NULL:
      * the format's default */

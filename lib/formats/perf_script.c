@@ -111,6 +111,9 @@ struct perf_parser {
     struct pending_frame pend;
     struct ember_symbolizer *sym;
 
+    char placed_mod[256]; /* --addresses: the last module interned, and its id */
+    size_t placed_mod_len;
+    uint32_t placed_mod_id;
     char last_mod[256]; /* the last module hashed, and its hash */
     size_t last_mod_len;
     uint64_t last_mod_hash;
@@ -755,8 +758,9 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
             continue;
         /* "file:line": a frame that knows its place, spelled as the script
          * does ("func:file:line") where names are shown */
-        struct ember_frame fr = {
-            .name = nm, .name_len = len, .module = EMBER_NO_MODULE, .place_in_name = true};
+        struct ember_frame fr; /* with its address and module, when kept */
+        ember_profile_frame(ps->p, pf->ids[k], &fr);
+        fr.place_in_name = true;
         if (split_place(loc + a, ll - a, &fr)) {
             int err = ember_profile_intern_frame(ps->p, &fr, &ps->fr[k]);
             if (err)
@@ -846,6 +850,9 @@ static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32
 }
 
 /* A frame line; [i, j) is its first word (the address). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n);
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f);
+
 static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j)
 {
     const struct ember_perf_opts *po = &ps->po;
@@ -862,11 +869,15 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     bool unknown = false;
     if (po->inline_frames) { /* results depend on the address: the symbolizer caches */
         int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+        if (!err && ps->o->addresses)
+            err = place_frames(ps, &f, ps->fr, nf);
         if (err)
             return err;
         return po->srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
                                        : push_frames(ps, ps->fr, nf);
     }
+    if (ps->o->addresses)
+        return on_frame_placed(ps, &f);
     struct line_key k = {f.func, f.mod, "", f.func_len, f.mod_len, 0, ps->java};
     if (offset_suffix(f.func, f.func_len, &cut))
         k.sym_len = cut;
@@ -894,6 +905,68 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     if (po->srcline && !l->unknown)
         return defer_for_srcline(ps, frames, l->count);
     return push_frames(ps, frames, l->count);
+}
+
+/* --addresses: the frames of a line at its address, in its module (the
+ * last one kept: lines of one module come in runs), of the module's kind;
+ * a line's frames after the first are inlined into it (perf's "a->b"). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n)
+{
+    uint32_t module = EMBER_NO_MODULE;
+    bool unknown = f->mod_len == 9 && memcmp(f->mod, "[unknown]", 9) == 0;
+    if (!unknown &&
+        (f->mod_len != ps->placed_mod_len || memcmp(f->mod, ps->placed_mod, f->mod_len) != 0)) {
+        char path[4096];
+        size_t len = f->mod_len < sizeof(path) ? f->mod_len : sizeof(path) - 1;
+        memcpy(path, f->mod, len);
+        path[len] = '\0';
+        /* perf named the functions: pprof must not symbolize them again */
+        struct ember_module m = {.path = path, .flags = EMBER_MODULE_FUNCTIONS};
+        int err = ember_profile_module(ps->p, &m, &ps->placed_mod_id);
+        if (err)
+            return err;
+        ps->placed_mod_len = len < sizeof(ps->placed_mod) ? len : SIZE_MAX;
+        if (ps->placed_mod_len != SIZE_MAX)
+            memcpy(ps->placed_mod, f->mod, len);
+    }
+    if (!unknown)
+        module = ps->placed_mod_id;
+    uint64_t addr = 0;
+    for (size_t i = 0; i < f->pc_len && i < 16; i++) {
+        char c = f->pc[i];
+        addr = addr << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    enum ember_frame_kind kind = ember_module_is_kernel(f->mod, f->mod_len) ? EMBER_FRAME_KERNEL
+                                 : ember_module_is_jit(f->mod, f->mod_len)  ? EMBER_FRAME_JIT
+                                                                            : EMBER_FRAME_USER;
+    for (size_t i = 0; i < n; i++) {
+        struct ember_frame rec;
+        ember_profile_frame(ps->p, fr[i], &rec);
+        rec.address = addr;
+        rec.has_address = true;
+        rec.module = module;
+        if (rec.kind != EMBER_FRAME_INLINED)
+            rec.kind = i == 0 ? kind : EMBER_FRAME_INLINED;
+        int err = ember_profile_intern_frame(ps->p, &rec, &fr[i]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* --addresses, without --inline: the line's frames as cached by its text,
+ * then placed at its address. */
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f)
+{
+    size_t nf = 0;
+    bool unknown = false;
+    int err = frame_slow(ps, f, &ps->fr, &nf, &ps->frcap, &unknown);
+    if (!err)
+        err = place_frames(ps, f, ps->fr, nf);
+    if (err)
+        return err;
+    return ps->po.srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
+                                      : push_frames(ps, ps->fr, nf);
 }
 
 /* perf right-aligns short comms when it prints no call chains: an indented
