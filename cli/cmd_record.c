@@ -130,26 +130,27 @@ int cmd_record(int argc, char **argv)
     signal(SIGHUP, forward); /* the terminal closed: stop CMD, keep what was recorded */
 
     /* Wait for the child's trace file; it may never come (not traced). */
-    struct ember_follow *f = NULL;
+    struct ember_trace *f = NULL;
     struct ember_diag d;
     int status = 0;
     bool exited = false;
-    while (!f && !exited) {
+    for (;;) {
         ember_diag_clear(&d);
-        if (ember_follow_open(&f, live, 20, &d) == 0)
+        /* once it has exited, one last look: it may have traced and ended
+         * between two looks */
+        if (ember_trace_follow(&f, live, exited ? 0 : 20, &d) == 0 || exited)
             break;
         exited = waitpid(child, &status, WNOHANG) == child;
     }
-    struct ember_trace_log *log = NULL;
-    int err = f ? ember_trace_log_new(&log, f, o.fd) : 0;
+    struct ember_trace_recorder *rec = NULL;
+    int err = f ? ember_trace_recorder_new(&rec, f, o.fd) : 0;
     while (f && !err) {
         if (!exited)
             exited = waitpid(child, &status, WNOHANG) == child;
         if (stop && !exited)
             kill(child, (int)stop), stop = 0;
-        int n = ember_follow_poll(f, NULL, NULL, ember_trace_log_packet, log, exited);
-        if (n < 0)
-            err = n;
+        int n = ember_trace_record_poll(rec, exited);
+        err = n < 0 ? n : 0;
         if (exited)
             break;
         if (n == 0)
@@ -158,14 +159,15 @@ int cmd_record(int argc, char **argv)
     if (!exited)
         waitpid(child, &status, 0);
     if (f && !err)
-        err = ember_trace_log_finish(log);
-    uint64_t events = 0, lost = 0, packets = log ? ember_trace_log_packets(log) : 0;
-    for (unsigned i = 0; f && i < ember_follow_ring_count(f); i++) {
-        events += ember_follow_ring(f, i)->events;
-        lost += ember_follow_ring(f, i)->lost;
+        err = ember_trace_recorder_finish(rec);
+    uint64_t events = 0, lost = 0, packets = 0;
+    for (unsigned i = 0; f && i < ember_trace_ring_count(f); i++) {
+        events += ember_trace_ring(f, i)->events;
+        lost += ember_trace_ring(f, i)->lost;
+        packets += ember_trace_ring(f, i)->packets;
     }
-    ember_trace_log_free(log);
-    ember_follow_close(f);
+    ember_trace_recorder_free(rec);
+    ember_trace_close(f);
     unlink(live);
     forget_dir(dir);
     if (!f) {

@@ -203,34 +203,6 @@ int cmd_trace(int argc, char **argv)
     return ret;
 }
 
-/* A process's trace file: the mapped file that starts with the magic. */
-static bool trace_of_pid(const char *pid, char *path, size_t cap)
-{
-    char maps[64];
-    snprintf(maps, sizeof(maps), "/proc/%s/maps", pid);
-    FILE *f = fopen(maps, "r");
-    if (!f)
-        return false;
-    char line[4400];
-    bool found = false;
-    while (!found && fgets(line, sizeof(line), f)) {
-        char *p = strchr(line, '/');
-        if (!p)
-            continue;
-        p[strcspn(p, "\n")] = '\0';
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        uint64_t magic = 0;
-        if (fd >= 0 && pread(fd, &magic, 8, 0) == 8 && magic == 0x31525445424d45ULL) {
-            snprintf(path, cap, "%s", p);
-            found = true;
-        }
-        if (fd >= 0)
-            close(fd);
-    }
-    fclose(f);
-    return found;
-}
-
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig)
@@ -241,7 +213,7 @@ static void on_interrupt(int sig)
 
 struct follow_out {
     FILE *out;
-    struct ember_follow *f;
+    struct ember_trace *t;
     bool ticks;
 };
 
@@ -249,7 +221,7 @@ static int follow_event(void *ctx, const struct ember_trace_event *e)
 {
     struct follow_out *o = ctx;
     char line[16384]; /* the longest line, every name escaped */
-    size_t n = ember_trace_event_line(e, ember_follow_ring(o->f, e->ring)->name, o->ticks, line,
+    size_t n = ember_trace_event_line(e, ember_trace_ring(o->t, e->ring)->name, o->ticks, line,
                                       sizeof(line));
     return fwrite(line, 1, n, o->out) == n ? 0 : -EIO;
 }
@@ -262,7 +234,7 @@ int cmd_follow(const char *what, const char *out, bool ticks)
     signal(SIGTERM, on_interrupt);
     if (pid) {
         /* the process may not have started tracing yet: wait for its file */
-        while (!trace_of_pid(what, path, sizeof(path))) {
+        while (ember_trace_find_pid(atoi(what), path, sizeof(path)) <= 0) {
             if (interrupted || kill((pid_t)atoi(what), 0) < 0) {
                 cli_error("process %s %s no ember trace file", what,
                           interrupted ? "has" : "ended with");
@@ -274,9 +246,9 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         snprintf(path, sizeof(path), "%s", what);
     }
     struct ember_diag d;
-    struct ember_follow *f;
+    struct ember_trace *f;
     ember_diag_clear(&d);
-    int err = ember_follow_open(&f, path, 60000, &d);
+    int err = ember_trace_follow(&f, path, 60000, &d);
     if (err) {
         cli_diag_error(&d, err);
         return 1;
@@ -285,7 +257,7 @@ int cmd_follow(const char *what, const char *out, bool ticks)
      * (or Ctrl-C) is renamed into place; an error leaves nothing */
     struct cli_output co;
     if (cli_output_open(&co, out) < 0) {
-        ember_follow_close(f);
+        ember_trace_close(f);
         return 1;
     }
     int fd = out ? dup(co.fd) : STDOUT_FILENO;
@@ -295,13 +267,13 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         if (fd >= 0 && out)
             close(fd);
         cli_output_abort(&co);
-        ember_follow_close(f);
+        ember_trace_close(f);
         return 1;
     }
     struct follow_out fo = {o, f, ticks};
     for (;;) {
-        bool alive = ember_follow_writer_alive(f);
-        int n = ember_follow_poll(f, follow_event, &fo, NULL, NULL, !alive);
+        bool alive = ember_trace_writer_alive(f);
+        int n = ember_trace_poll(f, follow_event, &fo, !alive);
         if (n < 0) {
             err = n;
             break;
@@ -312,19 +284,13 @@ int cmd_follow(const char *what, const char *out, bool ticks)
         if (n == 0)
             usleep(10000);
     }
-    uint64_t size, expected;
-    bool cut = ember_follow_cut_short(f, &size, &expected);
-    warn_cut(path, cut, size, expected);
-    for (unsigned i = 0; i < ember_follow_ring_count(f); i++)
-        warn_ring_cut(path, i, ember_follow_ring(f, i));
-    for (unsigned i = 0; i < ember_follow_ring_count(f); i++)
-        warn_losses(ember_follow_ring(f, i));
+    report_losses(f, path);
     if (err)
-        cli_error("%s: %s", path, err == -EINVAL ? "the trace is corrupt" : strerror(-err));
+        cli_diag_error(ember_trace_error(f), err);
     int werr = fflush(o) == 0 && !ferror(o) ? 0 : -errno;
     if (out && fclose(o) != 0 && !werr)
         werr = -errno;
-    ember_follow_close(f);
+    ember_trace_close(f);
     if (err) {
         cli_output_abort(&co);
         return 1;
