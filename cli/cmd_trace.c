@@ -36,10 +36,17 @@ static const char *thread_label(const struct ember_trace_ring *r, char *buf, siz
     return buf;
 }
 
-/* Warns of the events a thread's ring lost, if any. */
+/* Warns of the events a thread's ring lost, if any (OCaml: words, which
+ * the format counts; it does not number events). */
 static void warn_losses(const struct ember_trace_ring *r)
 {
     char label[4 * sizeof(r->name) + 4];
+    if (r->lost_words)
+        cli_warning("ring %u%s: %llu words lost (overwritten before they were read; at most "
+                    "%llu events, each is 2 words or more), %llu events read",
+                    r->tid, thread_label(r, label, sizeof(label)),
+                    (unsigned long long)r->lost_words, (unsigned long long)r->lost_words / 2,
+                    (unsigned long long)r->events);
     if (r->lost)
         cli_warning("thread %u%s: %llu events lost (overwritten or dropped%s), %llu read", r->tid,
                     thread_label(r, label, sizeof(label)), (unsigned long long)r->lost,
@@ -122,8 +129,9 @@ int cmd_trace(int argc, char **argv)
     bool ticks = false;
     const struct option opts[] = {
         {OPT_STRING, "output", 'o', &out, "FILE", "write to FILE", "stdout", NULL, false},
-        {OPT_STRING, "format", 0, &format, "FORMAT", "export: chrome, perfetto or ctf", NULL, NULL,
-         false},
+        {OPT_STRING, "format", 0, &format, "FORMAT",
+         "export: chrome, perfetto or ctf; dump: ocaml (as OCaml's consumer reads the file)", NULL,
+         NULL, false},
         {OPT_STRING, "span", 0, &span, "NAME", "latency: only spans named NAME", "all spans", NULL,
          false},
         {OPT_FLAG, "ticks", 0, &ticks, NULL, "dump: raw timestamps instead of seconds", NULL, NULL,
@@ -161,6 +169,10 @@ int cmd_trace(int argc, char **argv)
         cli_error("export needs --format chrome, perfetto or ctf");
         return EXIT_USAGE;
     }
+    if (!is_export && format && (strcmp(tool, "dump") || strcmp(format, "ocaml"))) {
+        cli_error("--format goes with export (chrome, perfetto, ctf) or dump (ocaml)");
+        return EXIT_USAGE;
+    }
     if (is_export && strcmp(format, "ctf") == 0 && !out) {
         cli_error("export --format ctf needs -o DIRECTORY");
         return EXIT_USAGE;
@@ -174,6 +186,12 @@ int cmd_trace(int argc, char **argv)
         cli_diag_error(&d, err);
         return 1;
     }
+    if (!is_export && format && ember_trace_format(t) != EMBER_TRACE_OCAML) {
+        cli_error("%s: dump --format ocaml reads OCaml runtime_events files, not ember traces",
+                  argv[1]);
+        ember_trace_close(t);
+        return 1;
+    }
     if (is_export && strcmp(format, "ctf") == 0) {
         int ret = export_ctf(t, argv[1], out);
         ember_trace_close(t);
@@ -185,7 +203,9 @@ int cmd_trace(int argc, char **argv)
         return 1;
     }
     struct ember_sink sink = cli_output_sink(&o);
-    if (strcmp(tool, "dump") == 0)
+    if (strcmp(tool, "dump") == 0 && format)
+        err = ember_trace_dump_ocaml(t, &sink);
+    else if (strcmp(tool, "dump") == 0)
         err = ember_trace_dump(t, &sink, ticks);
     else if (strcmp(tool, "stats") == 0)
         err = ember_trace_stats(t, &sink);

@@ -17,6 +17,10 @@
  * ember_trace_escape, string values quoted. */
 EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks);
 
+/* An OCaml runtime_events file as OCaml's own consumer reads it (the text
+ * of the corpus's *.expected.txt): -EINVAL for another format. */
+EMBER_API int ember_trace_dump_ocaml(struct ember_trace *t, const struct ember_sink *out);
+
 /* One event as dump prints it, with its thread's name, into buf (a line
  * ending in '\n', cut to cap). Returns the length. */
 EMBER_API size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread,
