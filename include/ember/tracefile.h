@@ -210,14 +210,16 @@ struct ember_trace_recorder;
 /* Records t (being followed) into fd (which must allow pwrite): an ember
  * ring file as a packet log of its packets, an OCaml runtime_events file
  * as a runtime_events file of every event read (rings as large as needed;
- * words lost are marked where they were). */
+ * words lost are marked where they were), spooled meanwhile in scratch (a
+ * file that allows pread and pwrite; unused for ember rings). */
 EMBER_API int ember_trace_recorder_new(struct ember_trace_recorder **r, struct ember_trace *t,
-                                       int fd);
+                                       int fd, int scratch);
 /* Copies what was written since the last call (final: everything left):
  * how much (packets, or chunks of events), or < 0. */
 EMBER_API int ember_trace_record_poll(struct ember_trace_recorder *r, bool final);
-/* Writes the tables: the file is complete. */
-EMBER_API int ember_trace_recorder_finish(struct ember_trace_recorder *r);
+/* Completes the recording: the tables of a packet log; an OCaml
+ * recording, laid out whole into fd (-1: the one given at the start). */
+EMBER_API int ember_trace_recorder_finish(struct ember_trace_recorder *r, int fd);
 EMBER_API void ember_trace_recorder_free(struct ember_trace_recorder *r);
 
 /* ---- OCaml runtime_events specifics (ember_trace_format() == EMBER_TRACE_OCAML) ---- */

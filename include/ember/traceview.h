@@ -41,6 +41,19 @@ EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *
 EMBER_API int ember_trace_latency(struct ember_trace *t, const char *span,
                                   const struct ember_sink *out, struct ember_diag *d);
 
+/* OCaml 5 programs: olly's gc-stats (wall, CPU and GC time per domain, GC
+ * pause percentiles, allocations, collections) as text or JSON; a program
+ * that died without a stop event, open pauses and lost words are said. */
+struct ember_gc_options {
+    int64_t max_rss_kb; /* the program's peak RSS when ember ran it; -1 unknown */
+    bool json;
+};
+EMBER_API int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o,
+                                   const struct ember_sink *out, struct ember_diag *d);
+/* The GC pauses of an OCaml 5 program as `latency` shows spans. */
+EMBER_API int ember_trace_gc_latency(struct ember_trace *t, const struct ember_sink *out,
+                                     struct ember_diag *d);
+
 EMBER_API int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *out);
 EMBER_API int ember_trace_export_perfetto(struct ember_trace *t, const struct ember_sink *out);
 /* A CTF 1.8 trace directory: metadata and one stream file per thread. */

@@ -5,6 +5,7 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
+#include "latency.h"
 #include "spans.h"
 #include "util/diag.h"
 #include "util/hdr.h"
@@ -590,7 +591,7 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
 /* ---- latency ---------------------------------------------------------- */
 
 /* Counts per power-of-two range of durations, as bars. */
-static void bar_chart(struct ember_writer *w, const struct ember_hdr *h)
+void ember_latency_chart(struct ember_writer *w, const struct ember_hdr *h)
 {
     uint64_t bins[64] = {0}, most = 0;
     int lo = 63, hi = 0;
@@ -674,7 +675,7 @@ int ember_trace_latency(struct ember_trace *t, const char *span, const struct em
                                 (unsigned long long)open);
         ember_writer_puts(w, ", durations in microseconds\n");
         ember_hdr_print_classic(&ns->h, w, 5, 1000.0);
-        bar_chart(w, &ns->h);
+        ember_latency_chart(w, &ns->h);
         err = ember_writer_flush(w);
     }
     free(w);

@@ -772,8 +772,9 @@ static int record_poll(struct ember_trace_recorder *r, bool final)
     return err ? err : n;
 }
 
-static int record_finish(struct ember_trace_recorder *r)
+static int record_finish(struct ember_trace_recorder *r, int fd)
 {
+    (void)fd; /* the log has been written to its own */
     struct recorder *rec = (struct recorder *)r;
     struct backend *b = be(rec->t);
     return ember_log_finish(rec->log, b->map,
@@ -790,8 +791,10 @@ static void record_free(struct ember_trace_recorder *r)
     free(rec);
 }
 
-static int recorder_new(struct ember_trace_recorder **out, struct ember_trace *t, int fd)
+static int recorder_new(struct ember_trace_recorder **out, struct ember_trace *t, int fd,
+                        int scratch)
 {
+    (void)scratch; /* packets are written as they come */
     struct recorder *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;

@@ -61,14 +61,15 @@ struct ember_source_ops {
     /* Optional: native CTF packets. */
     int (*each_packet)(struct ember_trace *t, ember_trace_packet_fn fn, void *ctx);
     /* Optional: recording while following. */
-    int (*recorder_new)(struct ember_trace_recorder **r, struct ember_trace *t, int fd);
+    int (*recorder_new)(struct ember_trace_recorder **r, struct ember_trace *t, int fd,
+                        int scratch);
 };
 
 /* What a backend's recorder does (struct ember_trace_recorder is one of
  * these first, then the backend's state). */
 struct ember_trace_recorder {
     int (*poll)(struct ember_trace_recorder *r, bool final);
-    int (*finish)(struct ember_trace_recorder *r);
+    int (*finish)(struct ember_trace_recorder *r, int fd);
     void (*free)(struct ember_trace_recorder *r);
 };
 

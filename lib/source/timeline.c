@@ -544,12 +544,13 @@ int ember_trace_poll(struct ember_trace *t, ember_trace_event_fn fn, void *ctx, 
 
 /* ---- recording ---------------------------------------------------------- */
 
-int ember_trace_recorder_new(struct ember_trace_recorder **r, struct ember_trace *t, int fd)
+int ember_trace_recorder_new(struct ember_trace_recorder **r, struct ember_trace *t, int fd,
+                             int scratch)
 {
     if (!t->live || !t->ops->recorder_new)
         return -ENOTSUP;
     t->started = true;
-    return t->ops->recorder_new(r, t, fd);
+    return t->ops->recorder_new(r, t, fd, scratch);
 }
 
 int ember_trace_record_poll(struct ember_trace_recorder *r, bool final)
@@ -557,9 +558,9 @@ int ember_trace_record_poll(struct ember_trace_recorder *r, bool final)
     return r->poll(r, final);
 }
 
-int ember_trace_recorder_finish(struct ember_trace_recorder *r)
+int ember_trace_recorder_finish(struct ember_trace_recorder *r, int fd)
 {
-    return r->finish(r);
+    return r->finish(r, fd);
 }
 
 void ember_trace_recorder_free(struct ember_trace_recorder *r)
