@@ -142,12 +142,12 @@ static int chrome_event(void *ctx, const struct ember_trace_event *e)
 
 static void put_names(struct chrome *c)
 {
-    const char *exe = ember_trace_exe(c->t), *slash = strrchr(exe, '/');
+    char pname[64];
     ember_writer_printf(&c->w,
                         "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
                         "\"name\":\"process_name\",\"args\":{\"name\":",
                         c->pid);
-    json_string(&c->w, slash ? slash + 1 : exe);
+    json_string(&c->w, ember_export_process_name(c->t, pname, sizeof(pname)));
     ember_writer_puts(&c->w, "}}");
     for (unsigned i = 0; i < ember_trace_ring_count(c->t); i++) {
         const struct ember_trace_ring *r = ember_trace_ring(c->t, i);

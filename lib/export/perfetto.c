@@ -146,9 +146,9 @@ static uint64_t thread_uuid(unsigned ring)
 
 static void descriptor_process(struct perfetto *p)
 {
-    const char *exe = ember_trace_exe(p->t), *slash = strrchr(exe, '/');
+    char pname[64];
     field_varint(&p->sub2, PD_PID, ember_trace_pid(p->t));
-    field_string(&p->sub2, PD_NAME, slash ? slash + 1 : exe);
+    field_string(&p->sub2, PD_NAME, ember_export_process_name(p->t, pname, sizeof(pname)));
     field_varint(&p->sub, TD_UUID, 1);
     field_msg(&p->sub, TD_PROCESS, &p->sub2);
     field_msg(&p->packet, TP_TRACK_DESCRIPTOR, &p->sub);

@@ -663,7 +663,7 @@ static void pass_end(struct ember_trace *t)
 
 static bool writer_alive(const struct ember_trace *t)
 {
-    return t->pid && (kill((pid_t)t->pid, 0) == 0 || errno == EPERM);
+    return ember_source_pid_alive(t->pid);
 }
 
 /* Walks the events of the cursor's packet (checked and counted); the

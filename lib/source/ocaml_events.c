@@ -721,7 +721,7 @@ static void pass_end(struct ember_trace *t)
 
 static bool writer_alive(const struct ember_trace *t)
 {
-    return t->pid && (kill((pid_t)t->pid, 0) == 0 || errno == EPERM);
+    return ember_source_pid_alive(t->pid);
 }
 
 /* ---- the OCaml specifics (ember_trace_ocaml_*) ---------------------------- */

@@ -114,6 +114,10 @@ int ember_source_add_site(struct ember_trace *t, const struct ember_trace_site *
 int ember_source_corrupt(struct ember_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Whether process pid runs (a zombie, ended but not yet reaped, does not:
+ * it writes nothing more). */
+bool ember_source_pid_alive(uint32_t pid);
+
 /* Reads n bytes at off: 0, or -EIO (short: the file ends before). */
 int ember_read_at(int fd, void *buf, size_t n, uint64_t off);
 

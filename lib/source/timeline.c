@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,23 @@ int ember_read_at(int fd, void *buf, size_t n, uint64_t off)
         got += (size_t)r;
     }
     return 0;
+}
+
+bool ember_source_pid_alive(uint32_t pid)
+{
+    if (!pid || (kill((pid_t)pid, 0) < 0 && errno != EPERM))
+        return false;
+    char path[64], stat[512];
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, stat, sizeof(stat) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return true; /* no /proc: kill said it runs */
+    stat[n] = '\0';
+    const char *state = strrchr(stat, ')'); /* after "pid (comm)" */
+    return !(state && state[1] == ' ' && state[2] == 'Z');
 }
 
 int ember_source_rings(struct ember_trace *t, unsigned n)
