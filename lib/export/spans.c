@@ -165,6 +165,8 @@ const char *ember_export_process_name(const struct ember_trace *t, char *buf, si
     const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
     if (exe[0])
         return slash ? slash + 1 : exe;
+    if (ember_trace_format(t) == EMBER_TRACE_OCAML)
+        return "ocaml";
     snprintf(buf, cap, "pid %u", ember_trace_pid(t));
     return buf;
 }

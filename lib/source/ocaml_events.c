@@ -275,8 +275,9 @@ static int read_rings(struct ember_trace *t, bool check)
     return err;
 }
 
-/* The earliest timestamp at a ring's head: where the trace starts. */
-static uint64_t first_time(struct ember_trace *t)
+/* The earliest timestamp at a ring's head: where the trace starts; and
+ * the pid that ring 0's ring_start carries, when it is there. */
+static uint64_t first_time(struct ember_trace *t, uint32_t *pid)
 {
     struct backend *b = be(t);
     uint64_t best = UINT64_MAX;
@@ -284,9 +285,9 @@ static uint64_t first_time(struct ember_trace *t)
         struct ring *r = &b->rings[i];
         uint64_t pos = r->head;
         for (int tries = 0; tries < 2 && pos < r->tail; tries++) {
-            uint64_t w[2];
+            uint64_t w[3];
             uint64_t slot = pos & b->mask;
-            if (slot + 2 > b->L.ring_size_elements ||
+            if (slot + 3 > b->L.ring_size_elements ||
                 ember_read_at(t->fd, w, sizeof(w),
                               b->L.data_offset + i * b->L.ring_size_bytes + slot * 8) < 0)
                 break;
@@ -295,6 +296,9 @@ static uint64_t first_time(struct ember_trace *t)
                 continue;
             }
             best = w[1] < best ? w[1] : best;
+            if (i == 0 && !MSG_USER(w[0]) && MSG_TYPE(w[0]) == EMBER_OCAML_LIFECYCLE &&
+                MSG_ID(w[0]) == 0 && MSG_LEN(w[0]) == 3 && w[2] > 0 && w[2] < UINT32_MAX)
+                *pid = (uint32_t)w[2];
             break;
         }
     }
@@ -308,7 +312,8 @@ static uint64_t clock_ns(clockid_t c)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* pid from the file's name, <pid>.events; the program's path when live. */
+/* pid from the file's name, <pid>.events (else ring_start's, set_clock);
+ * the program's path when live. */
 static void identify(struct ember_trace *t)
 {
     const char *base = strrchr(t->name, '/');
@@ -330,7 +335,10 @@ static void identify(struct ember_trace *t)
  * when the program runs on this machine now. */
 static void set_clock(struct ember_trace *t)
 {
-    uint64_t first = first_time(t), mono = clock_ns(CLOCK_MONOTONIC);
+    uint32_t pid = 0;
+    uint64_t first = first_time(t, &pid), mono = clock_ns(CLOCK_MONOTONIC);
+    if (!t->pid)
+        t->pid = pid;
     t->ticks_per_sec = 1000000000;
     t->base_ticks = first != UINT64_MAX ? first : t->live ? mono : 0;
     if (t->live && t->base_ticks <= mono)

@@ -2,6 +2,10 @@
 `ember trace dump --format ocaml` prints what OCaml's own consumer library
 printed for each (its *.expected.txt), byte for byte, lost words included;
 the other tools read them with the same counts, warning of the words lost.
+Their exports are read by their real clients: protoc decodes the Perfetto
+export (a track per domain, counters on counter tracks, user spans as
+slices), json the Chrome one, babeltrace2 the CTF one (written by ember:
+runtime_events files have no CTF packets), each with the dump's events.
 Damaged files (not runtime_events, another version, offsets outside the
 file, cut short, a bad ring or message) give one clear error naming the
 file and what is wrong, exit 1, and no output.
@@ -9,7 +13,9 @@ file and what is wrong, exit 1, and no output.
 usage: ocaml.py WORKDIR
 """
 import collections
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -73,6 +79,79 @@ def check_fixture(d, name):
           (name, sum(events.values()), sum(lost.values())))
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def dump_kinds(path):
+    """Events per (ring, kind, name) from the generic dump."""
+    rc, out, err = ember(["trace", "dump", path])
+    kinds = collections.Counter()
+    for line in out.decode().splitlines():
+        f = line.split()
+        kinds[(int(f[1]), f[3], f[4])] += 1
+    return kinds
+
+
+def check_perfetto(d, work, name):
+    path, pb = os.path.join(d, name + ".events"), os.path.join(work, name + ".pb")
+    rc, _, err = ember(["trace", "export", "--format", "perfetto", path, "-o", pb])
+    with open(pb, "rb") as f:
+        p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "--proto_path=" + HERE,
+                            "perfetto_subset.proto"], stdin=f, capture_output=True, text=True)
+    if rc != 0 or p.returncode != 0:
+        golden.fail("%s: protoc could not decode the Perfetto export:\n%s%s" % (name, err, p.stderr))
+    kinds = dump_kinds(path)
+    rings = sorted({r for r, _, _ in kinds})
+    threads = re.findall(r"tid: (\d+)\s+thread_name: \"([^\"]*)\"", p.stdout)
+    if threads != [(str(r), "domain-%d" % r) for r in rings]:
+        golden.fail("%s: Perfetto thread tracks %r, the dump has rings %r" % (name, threads, rings))
+    counters = collections.Counter(re.findall(
+        r'name: "([^"]*)"\s+parent_uuid: \d+\s+counter \{', p.stdout))
+    want = collections.Counter(n for (r, k, n) in kinds if k == "counter")
+    if counters != collections.Counter({n: len({r for (r, k, m) in kinds if m == n and k == "counter"})
+                                        for n in want}):
+        golden.fail("%s: counter tracks %r, the dump's counters %r" % (name, counters, want))
+    types = collections.Counter(re.findall(r"type: TYPE_(\w+)", p.stdout))
+    total = lambda kind: sum(v for (r, k, n), v in kinds.items() if k == kind)
+    if types["COUNTER"] != total("counter") or types["INSTANT"] != total("instant") + \
+            total("event") or types["SLICE_BEGIN"] != types["SLICE_END"] or \
+            types["SLICE_BEGIN"] < min(total("begin"), total("end")) - 1:
+        golden.fail("%s: Perfetto events %r, the dump %r" % (name, dict(types), kinds))
+    return p.stdout, types
+
+
+def check_exports(d, work):
+    out, types = check_perfetto(d, work, "domains")
+    _, utypes = check_perfetto(d, work, "custom")
+    kinds = dump_kinds(os.path.join(d, "custom.events"))
+    if kinds[(0, "begin", "fixture.batch")] != 1000 or kinds[(0, "counter", "fixture.items")] != 1000:
+        golden.fail("custom: user spans and ints %r" % kinds)
+    js = os.path.join(work, "custom.json")
+    rc, _, err = ember(["trace", "export", "--format", "chrome", os.path.join(d, "custom.events"),
+                        "-o", js])
+    events = json.load(open(js))["traceEvents"]
+    batches = [e for e in events if e.get("name") == "fixture.batch"]
+    notes = [e for e in events if e.get("name") == "fixture.note"]
+    if rc != 0 or len(batches) != 2000 or len(notes) != 11 or \
+            notes[-1]["args"]["data"] != "finished":
+        golden.fail("custom: Chrome export: %d batch B/E, %d notes %r" %
+                    (len(batches), len(notes), notes[-1:]))
+    for name in ("domains", "custom", "domains-wrapped"):
+        ctf = os.path.join(work, name + ".ctf")
+        rc, _, err = ember(["trace", "export", "--format", "ctf", os.path.join(d, name + ".events"),
+                            "-o", ctf])
+        babel = subprocess.run(["babeltrace2", ctf], capture_output=True, text=True)
+        want = sum(dump_kinds(os.path.join(d, name + ".events")).values())
+        if rc != 0 or babel.returncode != 0 or len(babel.stdout.splitlines()) != want:
+            golden.fail("%s: CTF: exit %d, babeltrace2 %d with %d events (the dump %d):\n%s%s" %
+                        (name, rc, babel.returncode, len(babel.stdout.splitlines()), want, err,
+                         babel.stderr[-800:]))
+        shutil.rmtree(ctf)
+    print("ok exports: protoc decodes Perfetto (domains: %d slices, %d counters on their tracks; "
+          "custom: %d slices with its 1000 user spans), Chrome has the user events, babeltrace2 "
+          "reads the CTF" % (types["SLICE_BEGIN"], types["COUNTER"], utypes["SLICE_BEGIN"]))
+
+
 def expect_error(path, *needles):
     out = path + ".out"
     for tool in TOOLS + (["export", "--format", "ctf"],):
@@ -109,6 +188,7 @@ def main():
     os.makedirs(work)
     for name in FIXTURES:
         check_fixture(d, name)
+    check_exports(d, work)
 
     src = os.path.join(d, "alloc-killed.events")
     hdr = struct.unpack_from("<8Q", open(src, "rb").read(64))
