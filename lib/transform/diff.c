@@ -98,8 +98,8 @@ static int64_t pow10i(unsigned n)
     return v;
 }
 
-int ember_profile_diff(const struct ember_profile *before, const struct ember_profile *after,
-                       const struct ember_diff_opts *o, struct ember_profile **out)
+static int diff_of(const struct ember_profile *before, const struct ember_profile *after,
+                   const struct ember_diff_opts *o, struct ember_profile **out)
 {
     struct ember_profile *d = ember_profile_new();
     if (!d)
@@ -126,4 +126,20 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     }
     *out = d;
     return 0;
+}
+
+/* Stacks compare by the names their views show ("leaf:file.c:12" with
+ * --srcline, "f_[k]" with --kernel): the difference is of what is drawn. */
+int ember_profile_diff(const struct ember_profile *before, const struct ember_profile *after,
+                       const struct ember_diff_opts *o, struct ember_profile **out)
+{
+    struct ember_profile *nb = NULL, *na = NULL;
+    int err = ember_profile_names(before, &nb);
+    if (!err)
+        err = ember_profile_names(after, &na);
+    if (!err)
+        err = diff_of(nb ? nb : before, na ? na : after, o, out);
+    ember_profile_free(nb);
+    ember_profile_free(na);
+    return err;
 }
