@@ -52,7 +52,7 @@ struct runner {
     struct trace_run *r;
     const struct trace_run_opts *o;
     struct live live[TRACE_RUN_MAX]; /* 0: ember's rings, 1: OCaml's events */
-    char ember_path[128], ocaml_dir[4096];
+    char ember_path[4200], ocaml_dir[4096];
     bool ocaml_dir_ours, ocaml_preserve;
     pid_t pid;
 };
@@ -292,13 +292,22 @@ static int make_dir(struct trace_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->max_rss_kb = -1;
-    snprintf(r->dir, sizeof(r->dir), "/tmp/ember-record.XXXXXX");
+    /* the rings may be large: under TMPDIR when the user set one */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0])
+        tmp = "/tmp";
+    if ((size_t)snprintf(r->dir, sizeof(r->dir), "%s/ember-record.XXXXXX", tmp) >=
+        sizeof(r->dir) - 64) {
+        cli_error("TMPDIR is too long: %s", tmp);
+        r->dir[0] = '\0';
+        return -1;
+    }
     sigset_t old;
     cli_cleanup_block(&old);
     bool made = mkdtemp(r->dir) && cli_cleanup_add(r->dir, true) == 0;
     cli_cleanup_unblock(&old);
     if (!made) {
-        cli_error("cannot create a directory in /tmp: %s", strerror(errno));
+        cli_error("cannot create a directory in %s: %s", tmp, strerror(errno));
         r->dir[0] = '\0';
         return -1;
     }

@@ -26,7 +26,7 @@ struct trace_run_stat {
 
 /* What a run recorded: its recordings, the command's status and peak RSS. */
 struct trace_run {
-    char dir[64]; /* the temporary directory, "" when gone */
+    char dir[4096]; /* the temporary directory, "" when gone */
     unsigned n;
     char recording[TRACE_RUN_MAX][4200];
     enum ember_trace_format format[TRACE_RUN_MAX];

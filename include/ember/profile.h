@@ -160,6 +160,18 @@ EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t nod
 /* Sum of all self weights of a value. */
 EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned value);
 
+/*
+ * How every reader adds a sample: the stack's frames (ids from
+ * ember_profile_intern*), leaf first or root first, and a weight per value
+ * (scaled to the profile's decimals; NULL: none yet). *node, when not NULL,
+ * is the stack's node, for adding decimals or more weights to it. A stack of
+ * no frames is -EINVAL.
+ */
+enum ember_stack_order { EMBER_LEAF_FIRST, EMBER_ROOT_FIRST };
+EMBER_API int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
+                                      enum ember_stack_order order, const int64_t *weights,
+                                      uint32_t *node);
+
 /* Adds a weight already scaled to the profile's current decimals. */
 EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value,
                                 int64_t weight);

@@ -19,7 +19,6 @@
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
 #include "pprof_wire.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -230,7 +229,7 @@ static int declare_values(struct pprof_reader *r)
 static int pick_sample_type(struct pprof_reader *r)
 {
     size_t n = r->pb->n_sample_type;
-    const char *want = r->o->sample_type;
+    const char *want = r->o->value;
     char types[300];
     if (n == 0)
         return r->pb->n_sample ? bad(r, "it has samples but no sample_type (expected at least one "
@@ -462,7 +461,7 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
                        ", which no location has (%zu locations)",
                        k, s->location_id[i], r->pb->n_location);
         for (uint32_t f = r->first[li]; f < r->first[li + 1]; f++) {
-            int err = ember_profile_child_fast(r->p, node, r->frames[f], &node);
+            int err = ember_profile_child(r->p, node, r->frames[f], &node);
             if (err)
                 return err;
         }
@@ -471,9 +470,9 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
         /* a sample without locations still counts in pprof's total: kept
          * visibly, not dropped */
         uint32_t none;
-        int err = ember_frames_intern(&r->p->frames, "[no stack]", 10, &none);
+        int err = ember_profile_intern(r->p, "[no stack]", 10, &none);
         if (!err)
-            err = ember_profile_child_fast(r->p, EMBER_ROOT, none, &node);
+            err = ember_profile_child(r->p, EMBER_ROOT, none, &node);
         if (err)
             return err;
     }

@@ -685,3 +685,25 @@ size_t ember_weight_format(char *buf, int64_t value, unsigned decimals)
     buf[o] = '\0';
     return o;
 }
+
+int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
+                            enum ember_stack_order order, const int64_t *weights, uint32_t *node)
+{
+    if (n == 0)
+        return -EINVAL;
+    uint32_t at = EMBER_ROOT;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t f = frames[order == EMBER_ROOT_FIRST ? i : n - 1 - i];
+        int err = ember_profile_child_fast(p, at, f, &at);
+        if (err)
+            return err;
+    }
+    for (unsigned v = 0; weights && v < p->nvalues; v++) {
+        int err = weights[v] ? ember_profile_add(p, at, v, weights[v]) : 0;
+        if (err)
+            return err;
+    }
+    if (node)
+        *node = at;
+    return 0;
+}

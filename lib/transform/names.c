@@ -57,7 +57,8 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
 }
 
 /* Frame f's name in the view, interned in scratch: its name, or
- * "name:file:line" when FlameGraph's scripts spell it so. */
+ * "name:file:line" (the file without its directories) when FlameGraph's
+ * scripts spell it so (--srcline, --context). */
 static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
                      uint32_t *id)
 {
@@ -68,12 +69,14 @@ static int view_name(struct ember_profile *scratch, const struct ember_profile *
     char *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
+    const char *base = memrchr(l->file, '/', l->file_len);
+    base = base ? base + 1 : l->file;
+    size_t blen = l->file_len - (size_t)(base - l->file);
     memcpy(buf, p->frames.str[f], n);
     buf[n++] = ':';
-    memcpy(buf + n, l->file, l->file_len);
-    n += l->file_len;
-    if (l->line)
-        n += (size_t)snprintf(buf + n, cap - n, ":%u", (unsigned)l->line);
+    memcpy(buf + n, base, blen);
+    n += blen;
+    n += (size_t)snprintf(buf + n, cap - n, ":%u", (unsigned)l->line);
     int err = ember_frames_intern(&scratch->frames, buf, n, id);
     free(buf);
     return err;
