@@ -195,9 +195,12 @@ static uint16_t ring_text_make(char *buf, uint32_t tid, const char *thread)
     return (uint16_t)(p - buf);
 }
 
-/* The line of an event after its time: " tid thread kind name fields\n". */
-static char *line_body(char *p, const struct ember_trace_event *e, const char *ring_text,
-                       size_t ring_len, const struct site_text *st)
+/* The line of an event after its time: " tid thread kind name fields\n".
+ * Inlined into dump's loop: a call per line costs as much as a field. */
+static inline __attribute__((always_inline)) char *line_body(char *p,
+                                                             const struct ember_trace_event *e,
+                                                             const char *ring_text, size_t ring_len,
+                                                             const struct site_text *st)
 {
     p = put_padded(p, ring_text, ring_len);
     p = put_padded(p, st->text, st->len);

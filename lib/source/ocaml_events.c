@@ -480,7 +480,8 @@ static struct ember_trace_site *make_site(struct ember_trace *t, unsigned user, 
     s->origin = user ? EMBER_ORIGIN_OCAML_USER : EMBER_ORIGIN_OCAML_RUNTIME;
     s->raw_type = (int)type;
     s->raw_id = (int)id;
-    s->id = (uint32_t)(row_of(user, type, len) * 8192 + (int)id + 1);
+    /* numbered as made, from 1: views index their per-site tables by id */
+    s->id = t->nsites + 1;
     char fallback[64];
     const char *name = NULL;
     if (user) {
@@ -550,6 +551,7 @@ static int cursor_init(struct ember_trace *t, struct ember_cursor *c)
         return -ENOMEM;
     }
     c->state = k;
+    c->e.ring = c->e.tid = c->ring; /* a cursor reads one ring */
     return 0;
 }
 
@@ -679,8 +681,6 @@ static inline void decode_head(struct ember_trace *t, struct ember_cursor *c, st
 {
     struct ember_trace_event *e = &c->e;
     e->site = h->site;
-    e->ring = c->ring;
-    e->tid = c->ring;
     e->ticks = m[1];
     e->ns = (int64_t)(m[1] - t->base_ticks);
     e->seq = k->seq++;
