@@ -258,9 +258,9 @@ struct dump_ctx {
     uint16_t *ring_len;
     struct site_text *sites; /* by site id */
     uint32_t nsites;
-    int64_t sec; /* the whole seconds last written, -1 before the first */
-    char sec_text[OVERCOPY];
-    size_t sec_len;
+    int64_t head;             /* the time last written / 10 us, -1 before the first */
+    char head_text[OVERCOPY]; /* its text: "SECONDS.ddddd" */
+    size_t head_len;
 };
 
 static const struct site_text *site_text(struct dump_ctx *c, const struct ember_trace_site *site)
@@ -285,20 +285,26 @@ static const struct site_text *site_text(struct dump_ctx *c, const struct ember_
     return st;
 }
 
-/* Times mostly share their seconds with the line before: only the
- * nanoseconds change. */
+/* Times mostly share all but their last 4 digits with the line before
+ * (events microseconds apart): the seconds and the first 5 digits of the
+ * nanoseconds are written when they change. */
 static char *dump_time(struct dump_ctx *c, char *p, const struct ember_trace_event *e)
 {
     if (c->ticks || e->ns < 0)
         return line_time(p, e, c->ticks);
-    int64_t sec = e->ns / 1000000000;
-    if (sec != c->sec) {
-        char *q = put_u64(c->sec_text, (uint64_t)sec);
+    int64_t head = e->ns / 10000;
+    if (head != c->head) {
+        char *q = put_u64(c->head_text, (uint64_t)(head / 100000));
+        uint32_t frac = (uint32_t)(head % 100000);
         *q++ = '.';
-        c->sec_len = (size_t)(q - c->sec_text);
-        c->sec = sec;
+        *q++ = (char)('0' + frac / 10000);
+        put_4(q, frac % 10000);
+        c->head_len = (size_t)(q + 4 - c->head_text);
+        c->head = head;
     }
-    return put_9(put_padded(p, c->sec_text, c->sec_len), (uint32_t)(e->ns % 1000000000));
+    p = put_padded(p, c->head_text, c->head_len);
+    put_4(p, (uint32_t)(e->ns % 10000));
+    return p + 4;
 }
 
 static int dump_event(void *ctx, const struct ember_trace_event *e)
@@ -329,7 +335,7 @@ int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool t
         ember_writer_init(&c->w, out);
         c->t = t;
         c->ticks = ticks;
-        c->sec = -1;
+        c->head = -1;
         for (unsigned i = 0; i < nrings; i++) {
             const struct ember_trace_ring *r = ember_trace_ring(t, i);
             c->ring_len[i] = ring_text_make(c->ring_text[i], r->tid, r->name);
