@@ -35,24 +35,31 @@ static inline void put_8(char *p, uint32_t v)
     put_4(p + 4, v - hi * 10000);
 }
 
+/* The number of decimal digits of v: log10 from its bit length
+ * (x 1233 / 4096 ~ log10(2)), one too few below the next power of 10. */
+static inline unsigned digits_u32(uint32_t v)
+{
+    static const uint32_t pow10[] = {1,      10,      100,      1000,      10000,
+                                     100000, 1000000, 10000000, 100000000, 1000000000};
+    unsigned n = (unsigned)(32 - __builtin_clz(v | 1)) * 1233 >> 12;
+    return n + ((v | 1) >= pow10[n]);
+}
+
+/* Written from its end, two digits at a time: no buffer to copy after. */
 static inline char *put_u32(char *p, uint32_t v)
 {
-    char tmp[10];
-    int n = 10;
+    char *end = p + digits_u32(v), *q = end;
     while (v >= 100) {
         uint32_t r = v % 100;
         v /= 100;
-        tmp[--n] = ember_digit_pairs[2 * r + 1];
-        tmp[--n] = ember_digit_pairs[2 * r];
+        q -= 2;
+        memcpy(q, ember_digit_pairs + 2 * r, 2);
     }
-    if (v >= 10) {
-        tmp[--n] = ember_digit_pairs[2 * v + 1];
-        tmp[--n] = ember_digit_pairs[2 * v];
-    } else {
-        tmp[--n] = (char)('0' + v);
-    }
-    memcpy(p, tmp + n, (size_t)(10 - n));
-    return p + (10 - n);
+    if (v >= 10)
+        memcpy(q - 2, ember_digit_pairs + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
 }
 
 /* 64-bit numbers in chunks of 8 digits: few 64-bit divisions. */
