@@ -45,6 +45,7 @@ run() {
     best=
     i=0
     while [ "$i" -lt "$RUNS" ]; do
+        # shellcheck disable=SC2086 # PIN is a command and its arguments, or nothing
         /usr/bin/time -f '%e %U %S %M' -o "$D/time.txt" $PIN "$@" >/dev/null 2>"$D/stderr.txt" || {
             echo "$label: failed:" >&2
             cat "$D/stderr.txt" >&2
@@ -70,8 +71,9 @@ if [ -z "${OCAML_SRC:-}" ]; then
     echo "packages OCaml 4.13, which has no runtime_events; olly needs OCaml 5 and opam)"
     exit 0
 fi
-[ -f "$OCAML_SRC/runtime/libcamlrun.a" ] && [ -f "$OCAML_SRC/runtime/prims.o" ] ||
+if [ ! -f "$OCAML_SRC/runtime/libcamlrun.a" ] || [ ! -f "$OCAML_SRC/runtime/prims.o" ]; then
     make -C "$OCAML_SRC" -j"$(nproc)" runtime/libcamlrun.a runtime/prims.o >/dev/null
+fi
 C=$D/ocaml_consumer
 cc -O2 -fno-strict-aliasing -fwrapv -pthread -D_FILE_OFFSET_BITS=64 \
     -I"$OCAML_SRC/runtime" -I"$OCAML_SRC/otherlibs/runtime_events" \
@@ -81,6 +83,6 @@ cc -O2 -pthread -D_FILE_OFFSET_BITS=64 -I"$OCAML_SRC/runtime" \
     "$OCAML_SRC/runtime/prims.o" "$OCAML_SRC/runtime/libcamlrun.a" -lm -o "$C"
 got=$("$C" count "$D" 4242 2>&1 >/dev/null | cut -d' ' -f1)
 [ "$got" = "$events" ] || echo "OCaml's consumer read $got events, ember $events" >&2
-echo "OCaml $(cat "$OCAML_SRC/VERSION" | head -n 1)'s consumer (C API, ring by ring, mapping the file):"
+echo "OCaml $(head -n 1 "$OCAML_SRC/VERSION")'s consumer (C API, ring by ring, mapping the file):"
 run "  read_poll, callbacks that count" "$C" count "$D" 4242
 run "  read_poll, callbacks that printf each" "$C" print "$D" 4242
