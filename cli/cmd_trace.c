@@ -39,8 +39,14 @@ static const char description[] =
     "  gc-stats  an OCaml program's wall, CPU and GC time per domain, GC pauses,\n"
     "            allocations and collections, as olly gc-stats (--json)\n"
     "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"
-    "  record    -- CMD: keeps the recording in OUT (-o, default ember.trace; a program\n"
-    "            traced both ways also gets OUT.events); 'ember record' is an alias";
+    "  record    -- CMD: runs CMD traced and drains its rings while it runs: the\n"
+    "            <ember/trace.h> rings in drain mode (nothing is overwritten while\n"
+    "            ember keeps up; what it misses is counted), OCaml's runtime_events\n"
+    "            rings as they fill (OCaml's writer never waits: words overwritten\n"
+    "            unread are counted); all that was read goes to OUT (-o, default\n"
+    "            ember.trace; a program traced both ways also gets OUT.events, its\n"
+    "            OCaml events). 'ember record' does the same for now, but is to\n"
+    "            become the sampling profiler (issue 10): use 'ember trace record'";
 
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;
