@@ -4,8 +4,9 @@
  * latency, gc-stats, export - on a file, on a live process or file
  * (--follow), or on a command run for the purpose (-- CMD ARGS, then the
  * result is printed or written when it exits); and record, which keeps the
- * recording (`ember record` is its old name). Running and following are in
- * trace_run.c; this file parses, opens and prints.
+ * recording (`ember record` was its name until the sampler took it).
+ * Running and following are in trace_run.c; this file parses, opens and
+ * prints.
  */
 #include "cli.h"
 #include "commands.h"
@@ -40,7 +41,8 @@ static const char description[] =
     "            allocations and collections, as olly gc-stats (--json)\n"
     "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"
     "  record    -- CMD: keeps the recording in OUT (-o, default ember.trace; a program\n"
-    "            traced both ways also gets OUT.events); 'ember record' is an alias";
+    "            traced both ways also gets OUT.events); it was 'ember record',\n"
+    "            which now samples (perf_event_open)";
 
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;

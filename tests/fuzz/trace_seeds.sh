@@ -1,7 +1,7 @@
 #!/bin/sh
 # Seeds for fuzz_trace: small real traces of the example program, a ring
 # file (flight recorder, 4 threads of 2 packets each) and a packet log
-# written by `ember record`, compacted (no unused site table or rings);
+# written by `ember trace record`, compacted (no unused site table or rings);
 # and each of them cut short (0.2% short, in its last packet, in half), as
 # files copied while written or on a full disk are: the reader reads them
 # up to the cut.

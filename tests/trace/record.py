@@ -1,6 +1,7 @@
-"""`ember record -- CMD`: a command that cannot run is one clear error and
-the shell's exit status (127: not found, 126: found but not executable),
-with no output file left; a command that runs but does not trace says so
+"""`ember trace record -- CMD` (`ember record` until the sampler took the
+name): a command that cannot run is one clear error and the shell's exit
+status (127: not found, 126: found but not executable), with no output
+file left; a command that runs but does not trace says so
 once and exits with the command's status; a traced one is recorded.
 
 usage: record.py TRACED WORKDIR
@@ -17,7 +18,7 @@ import golden  # noqa: E402
 
 def record(work, cmd):
     out = os.path.join(work, "out.trace")
-    p = subprocess.run([golden.EMBER, "record", "-o", out, "--"] + cmd, capture_output=True,
+    p = subprocess.run([golden.EMBER, "trace", "record", "-o", out, "--"] + cmd, capture_output=True,
                        text=True, cwd=work)
     left = sorted(os.listdir(work))
     return p.returncode, p.stderr, left
@@ -38,7 +39,7 @@ def main():
                              ([plain], 126, "Permission denied"),
                              ([os.path.join(work, "adir")], 126, "Permission denied")):
         rc, err, left = record(work, cmd)
-        want = "ember record: cannot run %s: %s\n" % (cmd[0], why)
+        want = "ember trace: cannot run %s: %s\n" % (cmd[0], why)
         if rc != status or err != want or left != before:
             golden.fail("record -- %s: exit %d (expected %d), stderr %r (expected %r), files %r" %
                         (cmd[0], rc, status, err, want, left))
