@@ -288,6 +288,11 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
                   a->out);
         return EXIT_USAGE;
     }
+    if (w && !ember_format_find("perf.data")) {
+        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
+                  a->out);
+        return 1;
+    }
     struct ember_record_stats st;
     if (!w) {
         struct cli_output o;

@@ -92,6 +92,7 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
         a->sample_regs_user = REC_REGS_USER;
         a->sample_stack_user = o->stack_size;
         a->exclude_callchain_user = 1; /* the unwinder makes the user part */
+        a->mmap_data = 1;              /* unwinders read .eh_frame_hdr in read-only maps */
     }
     a->disabled = 1;
     a->enable_on_exec = has_command(r);

@@ -3,8 +3,8 @@
  * from /proc as perf synthesizes them: the kernel's text mapping (from
  * /proc/kallsyms' _text), and for each running process (-p, -a) a COMM
  * record per thread and an MMAP2 record per executable mapping of
- * /proc/PID/maps. A command recorded from its exec needs only the kernel's:
- * the kernel reports its comm and mappings itself.
+ * /proc/PID/maps (every mapping in DWARF mode, as the kernel reports them). A command recorded from
+ * its exec needs only the kernel's: the kernel reports its comm and mappings itself.
  *
  * Each synthesized record ends with a sample_id trailer of zeros, as perf's
  * do: time 0 sorts it before every sample.
@@ -149,7 +149,8 @@ static uint32_t prot_of(const char *perms)
            (perms[2] == 'x' ? PROT_EXEC : 0);
 }
 
-/* One line of /proc/PID/maps, when executable. */
+/* One line of /proc/PID/maps: executable, or any with mmap_data (DWARF
+ * unwinders read .eh_frame_hdr from read-only maps). */
 static int synth_map(struct ember_recorder *r, pid_t pid, const char *line, struct ember_diag *d)
 {
     uint64_t lo, hi, pgoff, ino;
@@ -158,14 +159,15 @@ static int synth_map(struct ember_recorder *r, pid_t pid, const char *line, stru
     int name_at = 0;
     if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &lo, &hi,
                perms, &pgoff, &maj, &min, &ino, &name_at) < 7 ||
-        strlen(perms) < 4 || perms[2] != 'x')
+        strlen(perms) < 4 || (perms[2] != 'x' && !r->attr.mmap_data))
         return 0;
     const char *name = line + name_at;
     char anon[] = "//anon";
     if (!*name)
         name = anon;
     struct synth_rec s;
-    start(&s, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER);
+    start(&s, PERF_RECORD_MMAP2,
+          PERF_RECORD_MISC_USER | (perms[2] == 'x' ? 0 : PERF_RECORD_MISC_MMAP_DATA));
     put_u32(&s, (uint32_t)pid);
     put_u32(&s, (uint32_t)pid);
     put_u64(&s, lo);
