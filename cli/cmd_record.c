@@ -67,7 +67,10 @@ static void catch_stop_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+enum { LEAF_STACK_DEFAULT = 128 };
+
 struct record_args {
+    int leaf_stack; /* -1: LEAF_STACK_DEFAULT for outputs ember reads back, 0 for .data */
     unsigned freq;
     const char *call_graph, *out, *pids;
     bool all;
@@ -325,6 +328,15 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     return command_status(&st);
 }
 
+/* --leaf-stack, or its default: on for what ember reads back, off for a
+ * perf.data that perf's tools read as they read their own. */
+static unsigned leaf_stack(const struct record_args *a)
+{
+    if (a->leaf_stack >= 0)
+        return ((unsigned)a->leaf_stack + 7) & ~7u;
+    return is_data(a->out) ? 0 : LEAF_STACK_DEFAULT;
+}
+
 /* What to record: exactly one of a command, -p, -a. */
 static int check_target(int nargs, const struct record_args *a)
 {
@@ -344,9 +356,8 @@ int cmd_record(int argc, char **argv)
         {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
          NULL, false},
         {OPT_STRING, "call-graph", 0, &a.call_graph, "MODE",
-         "fp (frame pointers, the kernel's walk) or dwarf[,SIZE] (SIZE bytes of user stack "
-         "with each sample)",
-         "fp; dwarf: 8192", NULL, false},
+         "fp (frame pointers) or dwarf[,SIZE] (SIZE bytes of stack per sample)", "fp; dwarf: 8192",
+         NULL, false},
         {OPT_STRING, "output", 'o', &a.out, "OUT", "the output; its extension says the format",
          "ember.svg", NULL, false},
         {OPT_STRING, "pid", 'p', &a.pids, "PID,...", "record running processes (every thread)",
@@ -354,6 +365,10 @@ int cmd_record(int argc, char **argv)
         {OPT_FLAG, "all-cpus", 'a', &a.all, NULL, "record the whole system", NULL, NULL, false},
         {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
+        {OPT_INT, "leaf-stack", 0, &a.leaf_stack, "BYTES",
+         "fp: BYTES of stack (and IP, SP, BP) per sample, to find a frameless leaf's caller "
+         "(perf's tools add a frame of their own unwinding from it)",
+         "128, but 0 for .data", NULL, false},
         OPT_END_(),
     };
     /* the command line as given, for the file's header (parsing reorders argv) */
@@ -372,6 +387,16 @@ int cmd_record(int argc, char **argv)
     }
     struct ember_record_opts ro = {.freq = a.freq, .cmdline = cmdline};
     pid_t *pids = NULL;
+    if (a.freq == 0) {
+        cli_error("-F 0: expected samples per second, 1 or more");
+        free(cmdline);
+        return EXIT_USAGE;
+    }
+    if (a.leaf_stack > 65528 || a.leaf_stack < -1) {
+        cli_error("--leaf-stack %d: 0 to 65528 bytes", a.leaf_stack);
+        free(cmdline);
+        return EXIT_USAGE;
+    }
     if (parse_call_graph(a.call_graph, &ro) < 0 ||
         (a.pids && parse_pids(a.pids, &pids, &ro.npids) < 0)) {
         free(pids);
@@ -380,6 +405,7 @@ int cmd_record(int argc, char **argv)
     }
     ro.pids = pids;
     ro.system_wide = a.all;
+    ro.fp_stack = leaf_stack(&a);
     argv[nargs] = NULL;
     ro.argv = nargs > 0 ? argv : NULL;
     ro.tool_version = "ember " EMBER_VERSION;

@@ -32,6 +32,8 @@ struct ember_record_opts {
     unsigned freq;       /* samples per second and CPU; 0: 4000, perf's default */
     bool dwarf;          /* the user stack and registers with each sample (--call-graph dwarf) */
     unsigned stack_size; /* bytes of user stack copied in dwarf mode; 0: 8192 */
+    unsigned fp_stack;   /* fp mode: bytes of user stack (and IP, SP, BP) with each sample,
+                            where a frameless leaf's return address is; 0: none */
     const pid_t *pids;   /* -p: running processes, every thread of each */
     size_t npids;
     bool system_wide;         /* -a */

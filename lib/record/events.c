@@ -25,13 +25,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* perf's user registers for DWARF unwinding (arch__user_reg_mask). */
+/* perf's user registers for DWARF unwinding (arch__user_reg_mask), and the
+ * few a frame-pointer walk needs to find a frameless leaf's caller. */
 #if defined(__x86_64__)
 #define REC_REGS_USER 0xff0fffULL /* AX..R15 and IP, SP; not DS, ES, FS, GS */
+#define REC_REGS_FP   ((1ULL << 6) | (1ULL << 7) | (1ULL << 8)) /* BP, SP, IP */
 #elif defined(__aarch64__)
-#define REC_REGS_USER ((1ULL << 33) - 1) /* x0..x30, sp, pc */
+#define REC_REGS_USER ((1ULL << 33) - 1)                           /* x0..x30, sp, pc */
+#define REC_REGS_FP   ((1ULL << 29) | (1ULL << 30) | (3ULL << 31)) /* fp, lr, sp, pc */
 #else
 #define REC_REGS_USER 0ULL
+#define REC_REGS_FP   0ULL
 #endif
 
 enum { RING_PAGES_FP = 128, RING_PAGES_DWARF = 1024, RING_PAGES_MIN = 8 };
@@ -93,6 +97,12 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
         a->sample_stack_user = o->stack_size;
         a->exclude_callchain_user = 1; /* the unwinder makes the user part */
         a->mmap_data = 1;              /* unwinders read .eh_frame_hdr in read-only maps */
+    } else if (o->fp_stack && REC_REGS_FP) {
+        /* the kernel's walk stays; these let a reader put back the caller
+         * a frameless leaf hides from it (its return address is on top) */
+        a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a->sample_regs_user = REC_REGS_FP;
+        a->sample_stack_user = o->fp_stack;
     }
     a->disabled = 1;
     a->enable_on_exec = has_command(r);

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -156,6 +157,92 @@ def test_dwarf(work, known_omit):
     return got
 
 
+def perf_data_samples(path):
+    """The samples of an ember recording, parsed here from the file: (ip,
+    callchain, user regs by bit, user stack bytes). Only the layout ember
+    writes: one attr, sample_type IP|TID|TIME|CPU|PERIOD|CALLCHAIN and
+    maybe REGS_USER|STACK_USER."""
+    with open(path, "rb") as f:
+        b = f.read()
+    head = struct.unpack_from("<8sQQ6Q", b)
+    attrs, data, size = head[3], head[5], head[6]
+    sample_type, = struct.unpack_from("<Q", b, attrs + 24)
+    regs_mask, = struct.unpack_from("<Q", b, attrs + 80)
+    bits = [i for i in range(64) if regs_mask >> i & 1]
+    out = []
+    off = data
+    while off < data + size:
+        rtype, _, rsize = struct.unpack_from("<IHH", b, off)
+        if rtype == 9:  # PERF_RECORD_SAMPLE
+            p = off + 8
+            ip, = struct.unpack_from("<Q", b, p)
+            p += 40  # ip, pid/tid, time, cpu, period
+            nr, = struct.unpack_from("<Q", b, p)
+            chain = struct.unpack_from("<%dQ" % nr, b, p + 8)
+            p += 8 + 8 * nr
+            regs, stack = {}, b""
+            if sample_type & (1 << 12):  # REGS_USER
+                abi, = struct.unpack_from("<Q", b, p)
+                p += 8
+                if abi:
+                    regs = dict(zip(bits, struct.unpack_from("<%dQ" % len(bits), b, p)))
+                    p += 8 * len(bits)
+            if sample_type & (1 << 13):  # STACK_USER
+                n, = struct.unpack_from("<Q", b, p)
+                stack = b[p + 8:p + 8 + n]
+            out.append((ip, chain, regs, stack))
+        off += rsize
+    return out
+
+
+def symbols(binary):
+    """{name: (start, end)} of a (non-PIE) binary's functions, from nm."""
+    out = subprocess.run(["nm", "-S", binary], capture_output=True, text=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tT":
+            syms[f[3]] = (int(f[0], 16), int(f[0], 16) + int(f[1], 16))
+    return syms
+
+
+def test_leaf_stack(work, known_nopie):
+    """--leaf-stack: each fp sample carries the top of the user stack, where
+    a frameless leaf's return address is: the leaf's callers f60, f30, f10
+    that perf's walk loses have their 60/30/10 there (leaf pushes nothing,
+    so its return address is the first word)."""
+    data = os.path.join(work, "leaf.data")
+    rc, err, said = record(work, ["--leaf-stack", "64", "-o", data, "--", known_nopie, "1500"])
+    if rc != 7:
+        golden.fail("--leaf-stack: exit %d (%r)" % (rc, err))
+    check_readable(data, said)
+    syms = symbols(known_nopie)
+    leaf = syms["leaf"]
+    counts = dict.fromkeys(["f60", "f30", "f10"], 0)
+    in_leaf = 0
+    for ip, chain, regs, stack in perf_data_samples(data):
+        if not leaf[0] <= ip < leaf[1]:
+            continue
+        in_leaf += 1
+        if len(stack) != 64 or regs.get(8) != ip or regs.get(7) is None:
+            golden.fail("--leaf-stack: a sample in leaf without 64 bytes of stack and IP, SP: "
+                        "%d bytes, regs %r" % (len(stack), regs))
+        ret, = struct.unpack_from("<Q", stack)
+        for name in counts:
+            if syms[name][0] <= ret < syms[name][1]:
+                counts[name] += 1
+    total = sum(counts.values())
+    if in_leaf < 200 or total < 0.99 * in_leaf:
+        golden.fail("--leaf-stack: %d of %d samples in leaf return into f60, f30 or f10" %
+                    (total, in_leaf))
+    got = {k: 100.0 * v / total for k, v in counts.items()}
+    for name, want in (("f60", 60), ("f30", 30), ("f10", 10)):
+        if abs(got[name] - want) > 3:
+            golden.fail("--leaf-stack: %s has %.1f%%, expected %d%% within 3 points" %
+                        (name, got[name], want))
+    return got
+
+
 def test_cannot_run(work, reader):
     sub = os.path.join(work, "cannot")
     os.makedirs(sub)
@@ -249,17 +336,21 @@ def main():
                       ["-O2", "-fno-omit-frame-pointer"])
     known_omit = compile_c(os.path.join(src, "known.c"), os.path.join(work, "known-omit"),
                            ["-O2", "-fomit-frame-pointer"])
+    known_nopie = compile_c(os.path.join(src, "known.c"), os.path.join(work, "known-nopie"),
+                            ["-O2", "-fno-omit-frame-pointer", "-no-pie", "-fno-pie"])
     forks = compile_c(os.path.join(src, "forks.c"), os.path.join(work, "forks"),
                       ["-O2", "-pthread"])
     said = test_fp(work, known)
     got = test_dwarf(work, known_omit)
+    leaf = test_leaf_stack(work, known_nopie)
     test_cannot_run(work, reader)
     test_ctrl_c(work, known)
     test_threads(work, forks)
     test_pid(work, forks)
-    print("ok: fp %d samples read by perf script and report; dwarf shares %s; exit status, "
-          "cannot run, Ctrl-C, threads and fork, -p" %
-          (said, ", ".join("%s %.1f%%" % kv for kv in sorted(got.items()))))
+    print("ok: fp %d samples read by perf script and report; dwarf shares %s; fp's leaf "
+          "stacks %s; exit status, cannot run, Ctrl-C, threads and fork, -p" %
+          (said, ", ".join("%s %.1f%%" % kv for kv in sorted(got.items())),
+           ", ".join("%s %.1f%%" % kv for kv in sorted(leaf.items()))))
 
 
 if __name__ == "__main__":
