@@ -6,7 +6,9 @@ shares when perf unwinds ember's DWARF recording, and shows perf's
 frame-pointer blind spot in fp mode; the exit status is the command's; a
 command that cannot run is one clear error and 127; Ctrl-C still writes the
 file; -p records every thread of a running process; threads and a forked
-child are all there (perf script's pid/tid columns).
+child are all there (perf script's pid/tid columns); build-ids are the
+files'; -a records the system, and says which sysctl and capabilities it
+needs to someone without them.
 
 Skips (77) without cc or perf, or where perf_event_open is not permitted.
 
@@ -125,6 +127,7 @@ def test_fp(work, known):
     if os.stat(data).st_mode & 0o777 != 0o600:
         golden.fail("a new perf.data is 0600 as perf's, not %o" % (os.stat(data).st_mode & 0o777))
     check_readable(data, said)
+    check_build_id(data, known)
     # perf's blind spot, the reason for issue 10's item 2: the leaf's callers
     # are skipped by the frame-pointer walk, main is right above the leaf
     leafs = [f for _, f in samples_of(data) if f and f[0] == "leaf"]
@@ -312,6 +315,7 @@ def test_pid(work, forks):
         if rc != 0:
             golden.fail("-p: exit %d, %r" % (rc, err))
         check_readable(data, said)
+        check_build_id(data, forks)
         tids = {t for pid, t in pids_tids(data) if pid == p.pid}
         others = {pid for pid, _ in pids_tids(data)} - {p.pid}
         if len(tids) != 3 or others:
@@ -323,6 +327,45 @@ def test_pid(work, forks):
     finally:
         p.kill()
         p.wait()
+
+
+def elf_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def check_build_id(data, binary):
+    """The file's HEADER_BUILD_ID has binary with the id its ELF notes give
+    (the kernel's from mmap2 records, or read with libelf for -p's maps)."""
+    want = elf_build_id(binary)
+    listed = perf(["buildid-list", "-i", data]).splitlines()
+    if want and "%s %s" % (want, binary) not in listed:
+        golden.fail("%s: perf buildid-list has no '%s %s': %r" % (data, want, binary, listed))
+
+
+def test_system_wide(work):
+    data = os.path.join(work, "all.data")
+    rc, err, said = record(work, ["-a", "--duration", "0.5", "-o", data])
+    if rc != 0 or said == 0:
+        golden.fail("-a: exit %d, %r" % (rc, err))
+    check_readable(data, said)
+    # someone without the privilege is told which sysctl and capabilities
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return
+    with open("/proc/sys/kernel/perf_event_paranoid") as f:
+        if int(f.read()) <= 0:
+            return
+    sub = os.path.join(work, "nobody")
+    os.makedirs(sub)
+    os.chmod(sub, 0o777)
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        golden.EMBER, "record", "-a", "--duration", "0.2", "-o",
+                        os.path.join(sub, "x.data")], capture_output=True, text=True)
+    if (p.returncode != 1 or "kernel.perf_event_paranoid" not in p.stderr or
+            "CAP_PERFMON" not in p.stderr or p.stderr.count("\n") != 1 or os.listdir(sub)):
+        golden.fail("-a without the privilege: exit %d, %r, files %r" %
+                    (p.returncode, p.stderr, os.listdir(sub)))
 
 
 def main():
@@ -347,8 +390,9 @@ def main():
     test_ctrl_c(work, known)
     test_threads(work, forks)
     test_pid(work, forks)
+    test_system_wide(work)
     print("ok: fp %d samples read by perf script and report; dwarf shares %s; fp's leaf "
-          "stacks %s; exit status, cannot run, Ctrl-C, threads and fork, -p" %
+          "stacks %s; exit status, cannot run, Ctrl-C, threads and fork, -p, -a" %
           (said, ", ".join("%s %.1f%%" % kv for kv in sorted(got.items())),
            ", ".join("%s %.1f%%" % kv for kv in sorted(leaf.items()))))
 
