@@ -207,7 +207,7 @@ static int command_status(const struct ember_record_stats *st)
 
 /* Records into fd; the stats, and 0 or the exit code after saying why. */
 static int record_into(const struct ember_record_opts *ro, const struct record_args *a, int fd,
-                       struct ember_record_stats *st)
+                       const char *name, struct ember_record_stats *st)
 {
     struct ember_diag d;
     ember_diag_clear(&d);
@@ -226,6 +226,8 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     ember_recorder_free(rec);
     cli_cleanup_install();
     if (err || stop_err) {
+        if ((err ? err : stop_err) == -EIO && !d.file[0]) /* the output failed: name it */
+            snprintf(d.file, sizeof(d.file), "%s", name);
         cli_diag_error(&d, err ? err : stop_err);
         return st->exec_errno ? command_status(st) : 1;
     }
@@ -304,7 +306,7 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
                 cli_error("-o -: a perf.data file is not written to standard output");
             return 1;
         }
-        int ret = record_into(ro, a, o.fd, &st);
+        int ret = record_into(ro, a, o.fd, a->out, &st);
         if (ret) {
             cli_output_abort(&o);
             return ret;
@@ -318,7 +320,7 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     int fd = temp_recording(&tmp);
     if (fd < 0)
         return 1;
-    int ret = record_into(ro, a, fd, &st);
+    int ret = record_into(ro, a, fd, tmp, &st);
     if (!ret)
         ret = write_from_recording(w, tmp, a->out, title(ro));
     drop_temp(tmp, fd);

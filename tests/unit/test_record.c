@@ -1,0 +1,160 @@
+/*
+ * test_record.c - the sampler's library contract (ember/record.h): options
+ * that cannot work are -EINVAL with a message and no file written; a
+ * command that cannot run is its errno, reaped; a recording of `true` is
+ * a complete perf.data (magic, sections where the header says, the
+ * features ember writes, the data section as long as the stats say).
+ * Tests that need perf_event_open skip (cmocka's skip) where it is not
+ * permitted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ember/record.h"
+#include "formats/perf_data_format.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int temp_file(void)
+{
+    char path[] = "/tmp/test_record_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    return fd;
+}
+
+static off_t file_size(int fd)
+{
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    return st.st_size;
+}
+
+static void expect_invalid(const struct ember_record_opts *o, const char *words)
+{
+    int fd = temp_file();
+    struct ember_recorder *r = (struct ember_recorder *)1;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    assert_int_equal(ember_recorder_new(&r, o, fd, &d), -EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(d.msg, words));
+    assert_int_equal(file_size(fd), 0);
+    close(fd);
+}
+
+static void bad_options(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    pid_t pid = getpid();
+    struct ember_record_opts none = {0};
+    expect_invalid(&none, "one of");
+    struct ember_record_opts two = {.argv = argv, .pids = &pid, .npids = 1};
+    expect_invalid(&two, "one of");
+    struct ember_record_opts stack = {.argv = argv, .dwarf = true, .stack_size = 9};
+    expect_invalid(&stack, "multiple of 8");
+    struct ember_record_opts fast = {.argv = argv, .freq = 100000000};
+    expect_invalid(&fast, "perf_event_max_sample_rate");
+}
+
+/* A recorder of argv into fd; skips when sampling is not permitted. */
+static struct ember_recorder *recorder(char **argv, int fd)
+{
+    struct ember_record_opts o = {.argv = argv, .freq = 1000};
+    struct ember_recorder *r = NULL;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    int err = ember_recorder_new(&r, &o, fd, &d);
+    if (err == -EACCES || err == -EPERM || err == -ENOSYS)
+        skip();
+    assert_int_equal(err, 0);
+    return r;
+}
+
+static void cannot_run(void **state)
+{
+    (void)state;
+    char *argv[] = {"/nonexistent/command", NULL};
+    int fd = temp_file();
+    struct ember_recorder *r = recorder(argv, fd);
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    assert_int_equal(ember_recorder_start(r, &d), -ENOENT);
+    assert_non_null(strstr(d.msg, "cannot run /nonexistent/command"));
+    struct ember_record_stats st;
+    ember_recorder_stats(r, &st);
+    assert_int_equal(st.exec_errno, ENOENT);
+    assert_true(st.cmd_ended); /* reaped */
+    ember_recorder_free(r);
+    close(fd);
+}
+
+static uint64_t u64_at(const unsigned char *b, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof(v));
+    return v;
+}
+
+static void whole_file(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    int fd = temp_file();
+    struct ember_recorder *r = recorder(argv, fd);
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    assert_int_equal(ember_recorder_start(r, &d), 0);
+    while (ember_recorder_poll(r, 100, &d) > 0)
+        ;
+    assert_int_equal(ember_recorder_stop(r, &d), 0);
+    struct ember_record_stats st;
+    ember_recorder_stats(r, &st);
+    assert_true(st.cmd_ended);
+    assert_int_equal(st.cmd_status, 0);
+    ember_recorder_free(r);
+
+    size_t size = (size_t)file_size(fd);
+    unsigned char *b = malloc(size);
+    assert_int_equal(pread(fd, b, size, 0), (ssize_t)size);
+    assert_memory_equal(b, PD_MAGIC, PD_MAGIC_LEN);
+    assert_int_equal(u64_at(b, 8), PD_HEADER_SIZE);
+    uint64_t attrs = u64_at(b, 24), data = u64_at(b, 40), data_size = u64_at(b, 48);
+    assert_int_equal(u64_at(b, 16), u64_at(b, 32)); /* one attr */
+    assert_int_equal(data_size, st.data_bytes);
+    assert_true(data_size > 0); /* at least the command's comm and mmaps */
+    assert_int_equal(attrs + u64_at(b, 32), data);
+    uint64_t feat = u64_at(b, 72);
+    const int want[] = {PD_FEAT_BUILD_ID, PD_FEAT_HOSTNAME,   PD_FEAT_OSRELEASE,
+                        PD_FEAT_VERSION,  PD_FEAT_ARCH,       PD_FEAT_NRCPUS,
+                        PD_FEAT_CMDLINE,  PD_FEAT_EVENT_DESC, PD_FEAT_SAMPLE_TIME};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        assert_true(feat >> want[i] & 1);
+    /* the feature table follows the data; the last section ends the file */
+    size_t table = (size_t)(data + data_size);
+    size_t n = sizeof(want) / sizeof(want[0]);
+    assert_true(table + 16 * n <= size);
+    assert_int_equal(u64_at(b, table + 16 * (n - 1)) + u64_at(b, table + 16 * (n - 1) + 8), size);
+    free(b);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_options),
+        cmocka_unit_test(cannot_run),
+        cmocka_unit_test(whole_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
