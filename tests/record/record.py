@@ -284,6 +284,25 @@ def test_ctrl_c(work, known):
         golden.fail("SIGINT after 1.5 s: no samples")
 
 
+def test_lost(work, forks):
+    """Samples the kernel could not write (64 KB of stack per sample, 20 kHz,
+    three threads: the rings overflow) are counted as perf counts them:
+    the sum of the PERF_RECORD_LOST records perf script shows."""
+    data = os.path.join(work, "lost.data")
+    p = subprocess.run([golden.EMBER, "record", "-F", "20000", "--call-graph", "dwarf,65528",
+                        "-o", data, "--", forks, "0.5"], capture_output=True, text=True)
+    m = re.search(r"(\d+) samples of .*, (\d+) lost", p.stderr)
+    if p.returncode != 0 or not m:
+        golden.fail("lost: exit %d, %r" % (p.returncode, p.stderr))
+    out = subprocess.run(["perf", "script", "-i", data, "--show-lost-events", "-F",
+                          "comm,pid,tid,ip"], capture_output=True, text=True).stdout
+    lost = sum(int(line.split()[-1]) for line in out.splitlines()
+               if "PERF_RECORD_LOST lost" in line)
+    if lost != int(m.group(2)):
+        golden.fail("lost: ember says %s lost, perf script's LOST records %d" % (m.group(2), lost))
+    return int(m.group(1)), lost
+
+
 def pids_tids(data):
     pairs = set()
     for head, _ in samples_of(data, "pid,tid,ip,sym"):
@@ -443,11 +462,13 @@ def main():
     test_threads(work, forks)
     test_pid(work, forks)
     test_system_wide(work)
+    lost = test_lost(work, forks)
     outputs = test_outputs(work, known, known_omit) if reader else None
     print("ok: fp %d samples read by perf script and report; dwarf shares %s; fp's leaf "
-          "stacks %s; exit status, cannot run, Ctrl-C, threads and fork, -p, -a" %
+          "stacks %s; exit status, cannot run, Ctrl-C, threads and fork, -p, -a; %d samples "
+          "and %d lost as perf counts" %
           (said, ", ".join("%s %.1f%%" % kv for kv in sorted(got.items())),
-           ", ".join("%s %.1f%%" % kv for kv in sorted(leaf.items()))))
+           ", ".join("%s %.1f%%" % kv for kv in sorted(leaf.items())), lost[0], lost[1]))
     if not outputs:
         print("note: no perf.data reader in this ember: .folded and .svg outputs not checked")
     else:
