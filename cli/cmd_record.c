@@ -7,7 +7,7 @@
  * names (ember_writer_for_path): one path from the kernel's records to
  * every profile.
  *
- * Invariants: while recording, SIGINT and SIGTERM only ask the loop to
+ * Invariants: while recording, SIGINT, SIGTERM and SIGHUP only ask the loop to
  * stop (the recording is still written); before and after, they remove
  * the temporaries as everywhere (cleanup.c). Nothing is left behind on
  * failure: the output is made beside its target and renamed, the
@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 static const char usage[] = "ember record [options] [-o OUT] -- CMD [ARGS...]\n"
-                            "       ember record [options] [-o OUT] -p PID[,PID...]\n"
-                            "       ember record [options] [-o OUT] -a [--duration S]";
+                            "       ember record [options] [-o OUT] -p PID[,PID...] [-- CMD...]\n"
+                            "       ember record [options] [-o OUT] -a [--duration S] [-- CMD...]";
 static const char description[] =
     "Samples where CMD (its threads and children), running processes or the whole\n"
     "system spend their CPU time, with perf_event_open (cycles where the hardware\n"
@@ -39,7 +39,8 @@ static const char description[] =
     "file (perf script, perf report and hotspot read it; so does every ember\n"
     "command), .svg a flame graph, .pb.gz pprof, .folded, .speedscope.json,\n"
     ".json a Chrome trace. Ctrl-C stops recording and still writes OUT; the exit\n"
-    "status is CMD's. -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
+    "status is CMD's. With -p or -a, CMD only says how long to record (as perf's\n"
+    "'-a -- sleep 5'). -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
     "Running a traced program (<ember/trace.h>) and keeping its trace, which\n"
     "'ember record' did before, is 'ember trace record'.\n"
     "Examples:\n"
@@ -55,7 +56,7 @@ static void ask_stop(int sig)
     stop_asked = 1;
 }
 
-/* SIGINT and SIGTERM end the recording, not the program; no SA_RESTART, so
+/* SIGINT, SIGTERM and SIGHUP end the recording, not the program; no SA_RESTART, so
  * that poll returns at once. */
 static void catch_stop_signals(void)
 {
@@ -65,6 +66,7 @@ static void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal closed: stop CMD, keep what was recorded */
 }
 
 enum { LEAF_STACK_DEFAULT = 128 };
@@ -245,7 +247,7 @@ static void summary(const struct ember_record_stats *st, const char *out)
 /* The title of a flame graph: the command's name. */
 static const char *title(const struct ember_record_opts *ro)
 {
-    if (!ro->argv)
+    if (ro->system_wide || ro->npids)
         return ro->system_wide ? "system" : "processes";
     const char *slash = strrchr(ro->argv[0], '/');
     return slash && slash[1] ? slash + 1 : ro->argv[0];
@@ -339,14 +341,16 @@ static unsigned leaf_stack(const struct record_args *a)
     return is_data(a->out) ? 0 : LEAF_STACK_DEFAULT;
 }
 
-/* What to record: exactly one of a command, -p, -a. */
+/* What to record: a command, -p or -a (with a command: while it runs). */
 static int check_target(int nargs, const struct record_args *a)
 {
-    int targets = (nargs > 0) + (a->pids != NULL) + a->all;
-    if (targets == 1)
+    if (a->pids && a->all) {
+        cli_error("-p and -a: one or the other");
+        return EXIT_USAGE;
+    }
+    if (nargs > 0 || a->pids || a->all)
         return 0;
-    cli_error(targets ? "record a command, -p PID,... or -a: one of them"
-                      : "what to record? ember record [options] -- CMD [ARGS...] (or -p PID, -a)");
+    cli_error("what to record? ember record [options] -- CMD [ARGS...] (or -p PID, -a)");
     return EXIT_USAGE;
 }
 

@@ -37,7 +37,8 @@ struct ember_record_opts {
     const pid_t *pids;   /* -p: running processes, every thread of each */
     size_t npids;
     bool system_wide;         /* -a */
-    char *const *argv;        /* the command (NULL-terminated), or NULL */
+    char *const *argv;        /* the command (NULL-terminated), or NULL; with pids or
+                                 system_wide, recording lasts as long as it runs */
     char *const *cmdline;     /* what the file says recorded it (HEADER_CMDLINE) */
     const char *tool_version; /* HEADER_VERSION, e.g. "ember 0.1.0" */
 };

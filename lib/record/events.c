@@ -79,6 +79,14 @@ static bool has_command(const struct ember_recorder *r)
     return r->o.argv != NULL;
 }
 
+/* The command alone is sampled: its events enable at its exec. With -p or
+ * -a, the command only says how long: those events are enabled before it
+ * runs. */
+bool rec_command_only(const struct ember_recorder *r)
+{
+    return has_command(r) && !r->o.system_wide && !r->o.npids;
+}
+
 static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, bool build_id)
 {
     struct perf_event_attr *a = &r->attr;
@@ -105,7 +113,7 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
         a->sample_stack_user = o->fp_stack;
     }
     a->disabled = 1;
-    a->enable_on_exec = has_command(r);
+    a->enable_on_exec = rec_command_only(r);
     a->inherit = 1;
     a->mmap = 1;
     a->mmap2 = 1;
@@ -149,7 +157,7 @@ static int permission_error(struct ember_recorder *r, int err, pid_t pid, struct
                               "kernel.perf_event_paranoid is %d; it needs -1 or 0 (sysctl "
                               "kernel.perf_event_paranoid=0), or CAP_PERFMON or CAP_SYS_ADMIN",
                               level);
-    if (pid > 0 && !has_command(r))
+    if (pid > 0 && !rec_command_only(r))
         return ember_diag_set(d, err, "", 0,
                               "not permitted to record process %d: it needs the right to trace "
                               "it (same user, kernel.yama.ptrace_scope) and "
@@ -193,7 +201,7 @@ static int open_one(struct ember_recorder *r, pid_t pid, size_t cpu_index, struc
 {
     int cpu = r->cpus[cpu_index];
     int fd = r->nev == 0 ? open_first(r, pid, cpu, d) : perf_open(&r->attr, pid, cpu, -1);
-    if (fd == -ESRCH && !has_command(r) && r->nev > 0)
+    if (fd == -ESRCH && !rec_command_only(r) && r->nev > 0)
         return 0; /* a thread that ended while we listed them */
     if (fd == -EACCES || fd == -EPERM)
         return permission_error(r, fd, pid, d);
@@ -247,7 +255,7 @@ int rec_open_events(struct ember_recorder *r, struct ember_diag *d)
 {
     if (r->o.system_wide)
         return open_on_every_cpu(r, -1, d);
-    if (has_command(r))
+    if (rec_command_only(r))
         return open_on_every_cpu(r, r->child, d);
     for (size_t i = 0; i < r->o.npids; i++) {
         int err = open_process(r, r->o.pids[i], d);

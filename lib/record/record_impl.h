@@ -74,6 +74,7 @@ struct ember_recorder {
 };
 
 /* events.c */
+bool rec_command_only(const struct ember_recorder *r);
 int rec_online_cpus(struct ember_recorder *r, struct ember_diag *d);
 int rec_open_events(struct ember_recorder *r, struct ember_diag *d);
 int rec_map_rings(struct ember_recorder *r, struct ember_diag *d);

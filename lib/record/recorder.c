@@ -2,7 +2,8 @@
  * recorder.c - the life of a recording (see ember/record.h): a command is
  * forked and waits on a pipe until its events are open (they enable
  * themselves at its exec, as perf's do); running processes get their
- * threads and maps written first, then their events enabled. The rings are
+ * threads and maps written first, then their events enabled. With -p or
+ * -a, a command only says how long to record: its end ends the recording. The rings are
  * polled and copied until the command (or every process) ends or the
  * caller stops; stop ends a command still running with SIGTERM, as perf
  * does, copies what is left and completes the file.
@@ -86,8 +87,7 @@ static int fork_command(struct ember_recorder *r, struct ember_diag *d)
 
 static int check_opts(const struct ember_record_opts *o, struct ember_diag *d)
 {
-    int targets = (o->argv != NULL) + (o->npids > 0) + o->system_wide;
-    if (targets != 1)
+    if ((o->npids > 0) + o->system_wide + (o->argv != NULL) == 0 || (o->npids && o->system_wide))
         return ember_diag_set(d, -EINVAL, "", 0,
                               "record one of: a command, processes (-p) or the system (-a)");
     if (o->argv && !o->argv[0])
@@ -205,12 +205,10 @@ int ember_recorder_start(struct ember_recorder *r, struct ember_diag *d)
 {
     r->t0 = now_ns();
     r->started = true;
-    if (r->o.argv)
-        return release_child(r, d);
-    int err = watch_processes(r);
-    if (!err && rec_enable(r, true) < 0)
+    int err = r->o.argv ? 0 : watch_processes(r);
+    if (!err && !rec_command_only(r) && rec_enable(r, true) < 0)
         err = ember_diag_set(d, -errno, "", 0, "cannot enable the events: %s", strerror(errno));
-    return err;
+    return !err && r->o.argv ? release_child(r, d) : err;
 }
 
 static bool child_ended(struct ember_recorder *r)

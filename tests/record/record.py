@@ -326,7 +326,7 @@ def test_threads(work, forks):
 
 
 def test_pid(work, forks):
-    p = subprocess.Popen([forks, "4"])
+    p = subprocess.Popen([forks, "10"])
     try:
         time.sleep(0.5)
         data = os.path.join(work, "pid.data")
@@ -335,6 +335,9 @@ def test_pid(work, forks):
             golden.fail("-p: exit %d, %r" % (rc, err))
         check_readable(data, said)
         check_build_id(data, forks)
+        rc, err, said = record(work, ["-o", data, "-p", str(p.pid), "--", "sleep", "0.3"])
+        if rc != 0 or {pid for pid, _ in pids_tids(data)} != {p.pid}:
+            golden.fail("-p PID -- sleep: exit %d, %r, pids %r" % (rc, err, pids_tids(data)))
         tids = {t for pid, t in pids_tids(data) if pid == p.pid}
         others = {pid for pid, _ in pids_tids(data)} - {p.pid}
         if len(tids) != 3 or others:
@@ -381,6 +384,11 @@ def test_system_wide(work):
     rc, err, said = record(work, ["-a", "--duration", "0.5", "-o", data])
     if rc != 0 or said == 0:
         golden.fail("-a: exit %d, %r" % (rc, err))
+    check_readable(data, said)
+    # with a command, -a records as long as it runs, and its status is ours
+    rc, err, said = record(work, ["-a", "-o", data, "--", "sh", "-c", "sleep 0.3; exit 4"])
+    if rc != 4:
+        golden.fail("-a -- sh -c 'exit 4': exit %d, %r" % (rc, err))
     check_readable(data, said)
     # someone without the privilege is told which sysctl and capabilities
     if os.geteuid() != 0 or not shutil.which("setpriv"):

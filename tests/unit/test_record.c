@@ -59,7 +59,7 @@ static void bad_options(void **state)
     pid_t pid = getpid();
     struct ember_record_opts none = {0};
     expect_invalid(&none, "one of");
-    struct ember_record_opts two = {.argv = argv, .pids = &pid, .npids = 1};
+    struct ember_record_opts two = {.system_wide = true, .pids = &pid, .npids = 1};
     expect_invalid(&two, "one of");
     struct ember_record_opts stack = {.argv = argv, .dwarf = true, .stack_size = 9};
     expect_invalid(&stack, "multiple of 8");
