@@ -215,8 +215,6 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     ember_diag_clear(&d);
     struct ember_recorder *rec = NULL;
     memset(st, 0, sizeof(*st));
-    stop_asked = 0;
-    catch_stop_signals();
     int err = ember_recorder_new(&rec, ro, fd, &d);
     if (!err)
         err = ember_recorder_start(rec, &d);
@@ -288,6 +286,10 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
 
 static int run(const struct ember_record_opts *ro, const struct record_args *a)
 {
+    /* from here a Ctrl-C stops the recording (at once if it comes before)
+     * and what was recorded is written; cleanup.c's handlers come back
+     * when recording ends */
+    catch_stop_signals();
     const struct ember_writer_format *w = is_data(a->out) ? NULL : ember_writer_for_path(a->out);
     if (!is_data(a->out) && !w) {
         cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "

@@ -85,6 +85,9 @@ int rec_write(struct ember_recorder *r, const void *buf, size_t len, struct embe
 int rec_emit(struct ember_recorder *r, const void *rec, size_t len, struct ember_diag *d);
 int rec_drain(struct ember_recorder *r, struct ember_diag *d);
 int rec_finished_round(struct ember_recorder *r, struct ember_diag *d);
+/* A mapped file, once, for HEADER_BUILD_ID: its build-id when known. */
+int rec_note_dso(struct ember_recorder *r, const char *name, size_t len, const unsigned char *id,
+                 unsigned idsize, bool kernel);
 
 /* synth.c: what perf synthesizes for what existed before the recording */
 int rec_synth_kernel(struct ember_recorder *r, struct ember_diag *d);

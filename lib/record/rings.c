@@ -44,9 +44,8 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* A mapped file, once: its build-id when the kernel gave it. */
-static int note_dso(struct ember_recorder *r, const char *name, size_t len, const unsigned char *id,
-                    unsigned idsize, bool kernel)
+int rec_note_dso(struct ember_recorder *r, const char *name, size_t len, const unsigned char *id,
+                 unsigned idsize, bool kernel)
 {
     struct rec_dso *dso = ember_strmap_get(&r->dsos, name, len);
     if (!dso) {
@@ -75,8 +74,8 @@ static int note_mmap2(struct ember_recorder *r, const unsigned char *rec, size_t
     uint16_t misc;
     memcpy(&misc, rec + 4, sizeof(misc));
     bool has_id = misc & PERF_RECORD_MISC_MMAP_BUILD_ID;
-    return note_dso(r, name, len, has_id ? rec + UNION + 4 : NULL, has_id ? rec[UNION] : 0,
-                    (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+    return rec_note_dso(r, name, len, has_id ? rec + UNION + 4 : NULL, has_id ? rec[UNION] : 0,
+                        (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 }
 
 /* MMAP: pid, tid, start, len, pgoff, the file name. */
@@ -88,8 +87,8 @@ static int note_mmap(struct ember_recorder *r, const unsigned char *rec, size_t 
     const char *name = (const char *)rec + NAME;
     uint16_t misc;
     memcpy(&misc, rec + 4, sizeof(misc));
-    return note_dso(r, name, strnlen(name, size - NAME), NULL, 0,
-                    (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+    return rec_note_dso(r, name, strnlen(name, size - NAME), NULL, 0,
+                        (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 }
 
 /* A sample: ip, pid/tid, time (the sample_type of attr_init). */

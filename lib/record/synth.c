@@ -106,10 +106,35 @@ static uint64_t kernel_text(void)
     return addr;
 }
 
+/* The running kernel's build-id, from its ELF notes in /sys/kernel/notes
+ * (namesz, descsz, type, then name and desc padded to 4 bytes). */
+static int kernel_build_id(struct ember_recorder *r)
+{
+    unsigned char notes[4096];
+    FILE *f = fopen("/sys/kernel/notes", "re");
+    size_t n = f ? fread(notes, 1, sizeof(notes), f) : 0;
+    if (f)
+        fclose(f);
+    for (size_t off = 0; off + 12 <= n;) {
+        uint32_t h[3];
+        memcpy(h, notes + off, sizeof(h));
+        size_t name = (h[0] + 3u) & ~3u, desc = (h[1] + 3u) & ~3u;
+        if (name > n || desc > n || off + 12 + name + desc > n)
+            break;
+        if (h[2] == 3 && h[0] == 4 && memcmp(notes + off + 12, "GNU", 4) == 0) /* NT_GNU_BUILD_ID */
+            return rec_note_dso(r, "[kernel.kallsyms]", 17, notes + off + 12 + name, h[1], true);
+        off += 12 + name + desc;
+    }
+    return 0;
+}
+
 int rec_synth_kernel(struct ember_recorder *r, struct ember_diag *d)
 {
     if (r->attr.exclude_kernel)
         return 0;
+    int err = kernel_build_id(r);
+    if (err < 0)
+        return err;
     uint64_t text = kernel_text();
     if (!text)
         return 0;

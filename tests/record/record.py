@@ -141,7 +141,7 @@ def test_fp(work, known):
 def test_dwarf(work, known_omit):
     data = os.path.join(work, "dwarf.data")
     rc, err, said = record(work, ["--call-graph", "dwarf", "-o", data, "--", known_omit,
-                                  "1500"])
+                                  "5000"])
     if rc != 7:
         golden.fail("dwarf: exit %d, expected 7 (%r)" % (rc, err))
     check_readable(data, said)
@@ -215,7 +215,7 @@ def test_leaf_stack(work, known_nopie):
     that perf's walk loses have their 60/30/10 there (leaf pushes nothing,
     so its return address is the first word)."""
     data = os.path.join(work, "leaf.data")
-    rc, err, said = record(work, ["--leaf-stack", "64", "-o", data, "--", known_nopie, "1500"])
+    rc, err, said = record(work, ["--leaf-stack", "64", "-o", data, "--", known_nopie, "5000"])
     if rc != 7:
         golden.fail("--leaf-stack: exit %d (%r)" % (rc, err))
     check_readable(data, said)
@@ -263,11 +263,25 @@ def test_cannot_run(work, reader):
         golden.fail("nothing to record: exit %d, %r" % (rc, err))
 
 
+def wait_recording(directory, prefix):
+    """Until a recording in directory has records from the kernel (more
+    than its header and attr), and a second more: a loaded machine may be
+    slow to start ember and the command."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for name in os.listdir(directory):
+            if name.startswith(prefix) and os.path.getsize(os.path.join(directory, name)) > 2000:
+                time.sleep(1)
+                return
+        time.sleep(0.05)
+    golden.fail("no recording %s* in %s after 60 s" % (prefix, directory))
+
+
 def test_ctrl_c(work, known):
     data = os.path.join(work, "int.data")
     p = subprocess.Popen([golden.EMBER, "record", "-o", data, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, cwd=work)
-    time.sleep(1.5)
+    wait_recording(work, ".int.data.")
     p.send_signal(signal.SIGINT)
     try:
         _, err = p.communicate(timeout=30)
@@ -438,7 +452,7 @@ def test_outputs(work, known, known_omit):
     when the reader uses the leaf stack (else perf's view, main;leaf)."""
     names = ["f60", "f30", "f10"]
     folded = os.path.join(work, "dwarf.folded")
-    rc, err, _ = record(work, ["--call-graph", "dwarf", "-o", folded, "--", known_omit, "1500"])
+    rc, err, _ = record(work, ["--call-graph", "dwarf", "-o", folded, "--", known_omit, "5000"])
     got, reach = folded_shares(folded, names)
     if rc != 7 or not got:
         golden.fail("dwarf .folded: exit %d, %r, shares %r" % (rc, err, got))
@@ -449,7 +463,7 @@ def test_outputs(work, known, known_omit):
     if reach < 99:
         golden.fail("dwarf .folded: main reached in %.1f%% of leaf's weight" % reach)
     folded = os.path.join(work, "fp.folded")
-    rc, err, _ = record(work, ["-o", folded, "--", known, "1500"])
+    rc, err, _ = record(work, ["-o", folded, "--", known, "5000"])
     fp, _ = folded_shares(folded, names)
     if rc != 7:
         golden.fail("fp .folded: exit %d, %r" % (rc, err))
@@ -462,7 +476,7 @@ def test_outputs(work, known, known_omit):
     interrupted = os.path.join(work, "int.folded")
     p = subprocess.Popen([golden.EMBER, "record", "-o", interrupted, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(1.5)
+    wait_recording(tmp, "ember-record-")
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     if p.returncode != 128 + signal.SIGTERM or not os.path.getsize(interrupted) or os.listdir(tmp):
