@@ -164,7 +164,10 @@ int ember_recorder_new(struct ember_recorder **out, const struct ember_record_op
 static int release_child(struct ember_recorder *r, struct ember_diag *d)
 {
     char go = 1;
-    ssize_t n = write(r->go_fd, &go, 1);
+    ssize_t n;
+    do
+        n = write(r->go_fd, &go, 1);
+    while (n < 0 && errno == EINTR);
     close(r->go_fd);
     r->go_fd = -1;
     int err = 0;
