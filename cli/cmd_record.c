@@ -305,11 +305,8 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     struct ember_record_stats st;
     if (!w) {
         struct cli_output o;
-        if (strcmp(a->out, "-") == 0 || cli_output_open_mode(&o, a->out, 0600) < 0) {
-            if (strcmp(a->out, "-") == 0)
-                cli_error("-o -: a perf.data file is not written to standard output");
+        if (cli_output_open_mode(&o, a->out, 0600) < 0)
             return 1;
-        }
         int ret = record_into(ro, a, o.fd, a->out, &st);
         if (ret) {
             cli_output_abort(&o);
