@@ -72,7 +72,7 @@ static void catch_stop_signals(void)
 enum { LEAF_STACK_DEFAULT = 128 };
 
 struct record_args {
-    int leaf_stack; /* -1: LEAF_STACK_DEFAULT for outputs ember reads back, 0 for .data */
+    int leaf_stack; /* fp: bytes of user stack per sample */
     unsigned freq;
     const char *call_graph, *out, *pids;
     bool all;
@@ -331,13 +331,10 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     return command_status(&st);
 }
 
-/* --leaf-stack, or its default: on for what ember reads back, off for a
- * perf.data that perf's tools read as they read their own. */
+/* --leaf-stack in whole words. */
 static unsigned leaf_stack(const struct record_args *a)
 {
-    if (a->leaf_stack >= 0)
-        return ((unsigned)a->leaf_stack + 7) & ~7u;
-    return is_data(a->out) ? 0 : LEAF_STACK_DEFAULT;
+    return ((unsigned)a->leaf_stack + 7) & ~7u;
 }
 
 /* What to record: a command, -p or -a (with a command: while it runs). */
@@ -355,8 +352,10 @@ static int check_target(int nargs, const struct record_args *a)
 
 int cmd_record(int argc, char **argv)
 {
-    struct record_args a = {
-        .freq = EMBER_RECORD_FREQ_DEFAULT, .call_graph = "fp", .out = "ember.svg"};
+    struct record_args a = {.freq = EMBER_RECORD_FREQ_DEFAULT,
+                            .call_graph = "fp",
+                            .out = "ember.svg",
+                            .leaf_stack = LEAF_STACK_DEFAULT};
     const struct option opts[] = {
         {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
          NULL, false},
@@ -371,9 +370,8 @@ int cmd_record(int argc, char **argv)
         {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
         {OPT_INT, "leaf-stack", 0, &a.leaf_stack, "BYTES",
-         "fp: BYTES of stack (and IP, SP, BP) per sample, to find a frameless leaf's caller "
-         "(perf's tools add a frame of their own unwinding from it)",
-         "128, but 0 for .data", NULL, false},
+         "fp: BYTES of stack per sample, where a frameless leaf's caller is (0: none)", "128", NULL,
+         false},
         OPT_END_(),
     };
     /* the command line as given, for the file's header (parsing reorders argv) */
@@ -397,7 +395,7 @@ int cmd_record(int argc, char **argv)
         free(cmdline);
         return EXIT_USAGE;
     }
-    if (a.leaf_stack > 65528 || a.leaf_stack < -1) {
+    if (a.leaf_stack > 65528 || a.leaf_stack < 0) {
         cli_error("--leaf-stack %d: 0 to 65528 bytes", a.leaf_stack);
         free(cmdline);
         return EXIT_USAGE;

@@ -25,11 +25,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* perf's user registers for DWARF unwinding (arch__user_reg_mask), and the
- * few a frame-pointer walk needs to find a frameless leaf's caller. */
+/* perf's user registers for DWARF unwinding (arch__user_reg_mask), and
+ * those a frameless leaf's caller needs beside the stack: none on x86-64
+ * (its return address is on the stack, SP is where the copy starts), the
+ * link register and its friends on arm64. Without registers, perf's tools
+ * keep reading the callchain as frame pointers (with them they would
+ * unwind the copy as DWARF and append what they find). */
 #if defined(__x86_64__)
 #define REC_REGS_USER 0xff0fffULL /* AX..R15 and IP, SP; not DS, ES, FS, GS */
-#define REC_REGS_FP   ((1ULL << 6) | (1ULL << 7) | (1ULL << 8)) /* BP, SP, IP */
+#define REC_REGS_FP   0ULL
 #elif defined(__aarch64__)
 #define REC_REGS_USER ((1ULL << 33) - 1)                           /* x0..x30, sp, pc */
 #define REC_REGS_FP   ((1ULL << 29) | (1ULL << 30) | (3ULL << 31)) /* fp, lr, sp, pc */
@@ -105,10 +109,10 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
         a->sample_stack_user = o->stack_size;
         a->exclude_callchain_user = 1; /* the unwinder makes the user part */
         a->mmap_data = 1;              /* unwinders read .eh_frame_hdr in read-only maps */
-    } else if (o->fp_stack && REC_REGS_FP) {
-        /* the kernel's walk stays; these let a reader put back the caller
-         * a frameless leaf hides from it (its return address is on top) */
-        a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    } else if (o->fp_stack) {
+        /* the kernel's walk stays; the top of the stack lets a reader put
+         * back the caller a frameless leaf hides from it */
+        a->sample_type |= PERF_SAMPLE_STACK_USER | (REC_REGS_FP ? PERF_SAMPLE_REGS_USER : 0);
         a->sample_regs_user = REC_REGS_FP;
         a->sample_stack_user = o->fp_stack;
     }
