@@ -4,8 +4,9 @@
  * latency, gc-stats, export - on a file, on a live process or file
  * (--follow), or on a command run for the purpose (-- CMD ARGS, then the
  * result is printed or written when it exits); and record, which keeps the
- * recording (`ember record` is its old name). Running and following are in
- * trace_run.c; this file parses, opens and prints.
+ * recording (`ember record` was its name until the sampler took it).
+ * Running and following are in trace_run.c; this file parses, opens and
+ * prints.
  */
 #include "cli.h"
 #include "commands.h"
@@ -45,8 +46,8 @@ static const char description[] =
     "            rings as they fill (OCaml's writer never waits: words overwritten\n"
     "            unread are counted); all that was read goes to OUT (-o, default\n"
     "            ember.trace; a program traced both ways also gets OUT.events, its\n"
-    "            OCaml events). 'ember record' does the same for now, but is to\n"
-    "            become the sampling profiler (issue 10): use 'ember trace record'";
+    "            OCaml events). It was 'ember record', which now samples\n"
+    "            (perf_event_open)";
 
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;

@@ -1,9 +1,9 @@
-"""`ember trace record -- CMD`: a command that cannot run is one clear error
-and the shell's exit status (127: not found, 126: found but not
-executable), with no output file left; a command that runs but does not
-trace says so once and exits with the command's status; a traced one is
-recorded. Its help says that it drains the program's rings, and that
-`ember record`, its alias for now, is to become the sampling profiler.
+"""`ember trace record -- CMD` (`ember record` until the sampler took the
+name): a command that cannot run is one clear error and the shell's exit
+status (127: not found, 126: found but not executable), with no output
+file left; a command that runs but does not trace says so once and exits
+with the command's status; a traced one is recorded. Its help says that it
+drains the program's rings.
 
 usage: record.py TRACED WORKDIR
 """
@@ -29,7 +29,7 @@ def check_help():
     p = subprocess.run([golden.EMBER, "trace", "record", "--help"], capture_output=True, text=True)
     text = " ".join(p.stdout.split())
     for want in ("drains its rings", "drain mode", "runtime_events rings as they fill",
-                 "'ember record' does the same for now, but is to become the sampling profiler"):
+                 "It was 'ember record', which now samples"):
         if p.returncode != 0 or want not in text:
             golden.fail("ember trace record --help does not say %r:\n%s" % (want, p.stdout))
 
