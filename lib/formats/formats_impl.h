@@ -8,6 +8,7 @@
 #include "ember/formats.h"
 
 extern const struct ember_format ember_format_perf;
+extern const struct ember_format ember_format_perf_data;
 extern const struct ember_format ember_format_folded;
 extern const struct ember_format ember_format_dtrace;
 extern const struct ember_format ember_format_sample;

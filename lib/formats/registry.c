@@ -26,6 +26,7 @@
 enum { PROBE_WINDOW = 64 << 10 };
 
 static const struct ember_format *const table[] = {
+    &ember_format_perf_data,   /* binary: "PERFILE2" */
     &ember_format_sample,      /* distinctive headers: tried before perf */
     &ember_format_pprof_raw,   /* "Samples:" after pprof's header lines */
     &ember_format_xctrace,     /* "<?xml" and <trace-query-result> */

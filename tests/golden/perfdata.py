@@ -1,0 +1,198 @@
+"""Golden test: perf.data read directly equals `perf script -i perf.data |
+ember collapse`, with the same options, on recordings made here with `perf
+record -g` of a C program (threads, a forked child that execs a shell), a
+JIT writing /tmp/perf-PID.map, the OCaml fixture of the corpus, python3 and
+`xz -T2`; then what perf.data must give that text cannot (pprof mappings and
+addresses), and bad input: truncated and corrupt files, a binary rebuilt
+after recording, a stripped one, a deleted one.
+
+The text side runs `perf script --no-inline` (and `-F+pid` for --pid and
+--tid: perf script prints no pid by default, and the script's rule then
+names "comm-?"): ember's --inline resolves inlined calls itself, on both
+sides, through the same symbolizer.
+
+perf's build-id cache lives in $HOME/.debug: HOME is a directory of the test
+so that what perf record puts there is this test's alone.
+
+usage: perfdata.py CC SOURCE_DIR WORKDIR
+
+Skips (exit 77) when perf cannot record here; cases whose program is
+missing (the OCaml fixture, python3, xz) are skipped alone.
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import golden
+
+SKIP = 77
+OPTIONS = [[], ["--pid"], ["--tid"], ["--kernel"], ["--jit"], ["--all"], ["--addrs"],
+           ["--inline"], ["--inline", "--context"]]
+
+case, run_cases = golden.cases()
+CC = SRC = None
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, check=True, **kw)
+
+
+def build(name, out, *flags):
+    sh([CC, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out,
+        os.path.join(SRC, name)] + list(flags))
+    return out
+
+
+def record(work, name, argv, extra=("-g",)):
+    data = os.path.join(work, name + ".data")
+    p = subprocess.run(["perf", "record", "-q", "-o", data] + list(extra) + ["--"] + argv,
+                       capture_output=True, cwd=work)
+    if p.returncode != 0 or not os.path.exists(data):
+        golden.fail("perf record %s failed: %s" % (" ".join(argv), p.stderr.decode()[-400:]))
+    return data
+
+
+def perf_script(data, opts):
+    fields = ["-F+pid"] if "--pid" in opts or "--tid" in opts else []
+    return sh(["perf", "script", "--no-inline", "-i", data] + fields).stdout
+
+
+def compare(data, opts, what):
+    """ember collapse DATA equals perf script | ember collapse, with opts."""
+    want, _, _ = golden.run(["collapse"] + opts, stdin=perf_script(data, opts))
+    got, err, _ = golden.run(["collapse"] + opts + [data])
+    golden.first_difference(got, want, "%s %s" % (what, " ".join(opts) or "(no options)"))
+    if not got:
+        golden.fail("%s: no stacks at all" % what)
+    return got, err
+
+
+def compare_all(data, what, options=OPTIONS):
+    for opts in options:
+        compare(data, opts, what)
+    print("ok: %s: %d option sets equal perf script | ember collapse" % (what, len(options)))
+
+
+@case
+def c_program(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "exec", "4"])
+    compare_all(data, "C program")
+    got, _ = compare(data, ["--tid"], "C program")
+    roots = {line.split(b";")[0] for line in got.splitlines()}
+    pids = {re.sub(rb"/\d+$", b"", r) for r in roots if r.startswith(b"prog-")}
+    if len(pids) < 2 or not any(r.startswith(b"sh-") for r in roots):
+        golden.fail("threads, the forked child and its exec'd shell should all show: %s" % roots)
+    # the same file through a pipe, gzip and standard input
+    gz = data + ".gz"
+    with open(gz, "wb") as f:
+        f.write(sh(["gzip", "-c", data]).stdout)
+    plain, _, _ = golden.run(["collapse", data])
+    for args, stdin, what in (([gz], None, "gzip"), (["-"], open(data, "rb").read(), "stdin")):
+        got, _, _ = golden.run(["collapse"] + args, stdin=stdin)
+        golden.first_difference(got, plain, what)
+
+
+@case
+def pipe_mode(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = os.path.join(work, "pipe.data")
+    with open(data, "wb") as f:
+        subprocess.run(["perf", "record", "-q", "-g", "-o", "-", prog, "2"], stdout=f,
+                       stderr=subprocess.DEVNULL, check=True)
+    compare_all(data, "pipe mode", [[], ["--tid"], ["--inline"]])
+
+
+@case
+def jit(work):
+    prog = build("perfdata_jit.c", os.path.join(work, "jit"))
+    data = record(work, "jit", [prog, "100000000"])
+    try:
+        compare_all(data, "JIT", [[], ["--jit"], ["--all"], ["--addrs"], ["--pid"]])
+        got, _ = compare(data, ["--jit"], "JIT")
+        if b"jit_sum_hot_[j]" not in got or b"Lcom/example/Foo:.bar _[j]" not in got:
+            golden.fail("the JIT's functions should be named from its map file: %r" % got[:300])
+    finally:
+        for f in os.listdir("/tmp"):
+            if re.match(r"perf-\d+\.map$", f) and open("/tmp/" + f).read().count("jit_sum_hot"):
+                os.unlink("/tmp/" + f)
+
+
+@case
+def ocaml(work):
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if not os.access(fixture, os.X_OK):
+        print("skip: no OCaml fixture at " + fixture)
+        return
+    data = record(work, "ocaml", [fixture, "-iters", "200", "-domains", "1"])
+    compare_all(data, "OCaml fixture")
+    got, _ = compare(data, [], "OCaml fixture")
+    if b"Fixture.descend" not in got:
+        golden.fail("OCaml names should be demangled as perf does (Fixture.descend_NNN)")
+
+
+@case
+def python(work):
+    if not os.access("/usr/bin/python3", os.X_OK):
+        print("skip: no /usr/bin/python3")
+        return
+    code = "import json\ns=0\nfor i in range(150000): s+=len(json.dumps({'a':i,'b':[i]}))\n"
+    data = record(work, "python", ["/usr/bin/python3", "-c", code])
+    compare_all(data, "python3")
+
+
+@case
+def xz(work):
+    if not shutil.which("xz"):
+        print("skip: no xz")
+        return
+    text = os.path.join(work, "input.txt")
+    with open(text, "w") as f:
+        x = 1
+        for i in range(400000):
+            x = (x * 1103515245 + 12345) % 2 ** 31
+            f.write("%d %x %s\n" % (i, x, "abcdefgh"[x % 8] * (x % 13)))
+    data = record(work, "xz", ["xz", "-T2", "-k", "-f", "-6", text])
+    compare_all(data, "xz -T2")
+
+
+@case
+def events(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "events", [prog, "2"],
+                  ["-g", "-e", "cpu-clock", "-e", "page-faults", "-e", "task-clock"])
+    compare_all(data, "three events", [[], ["--event-filter=page-faults"],
+                                      ["--event-filter=task-clock", "--tid"]])
+    _, err = compare(data, [], "three events")
+    if "kept the" not in err or "of event 'cpu-clock" not in err:
+        golden.fail("ember should say which event it kept and what it skipped: %s" % err)
+    _, err, code = golden.run(["collapse", "--event-filter=nope", data], check=False)
+    if code == 0 or "no samples of event 'nope'" not in err:
+        golden.fail("an event the file does not have: %d %s" % (code, err))
+
+
+def run_main():
+    global CC, SRC
+    CC, SRC, work = sys.argv[1:4]
+    if not shutil.which("perf"):
+        print("SKIP: no perf")
+        sys.exit(SKIP)
+    home = os.path.join(work + ".home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    os.environ["HOME"] = home
+    os.environ.pop("PERF_BUILDID_DIR", None)
+    probe = subprocess.run(["perf", "record", "-q", "-o", os.path.join(home, "probe.data"),
+                            "true"], capture_output=True)
+    if probe.returncode != 0:
+        print("SKIP: perf cannot record here: " + probe.stderr.decode().strip()[:300])
+        sys.exit(SKIP)
+    sys.argv = [sys.argv[0], work]
+    run_cases()
+
+
+if __name__ == "__main__":
+    run_main()
