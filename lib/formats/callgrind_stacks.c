@@ -274,7 +274,15 @@ static int frame_of(struct expansion *x, uint32_t func, uint32_t *frame)
                 copy[i] = name[i] == ';' ? ':' : name[i];
             name = copy;
         }
-        int err = ember_profile_intern(x->out->p, name, len, &s->frame);
+        /* the function's source file, when callgrind knows it ("???" if not) */
+        size_t flen;
+        const char *file = ember_profile_frame_name(x->out->names, x->g->funcs[func].file, &flen);
+        struct ember_frame fr = {.name = name,
+                                 .name_len = len,
+                                 .file = flen && strcmp(file, "???") != 0 ? file : NULL,
+                                 .file_len = flen,
+                                 .module = EMBER_NO_MODULE};
+        int err = ember_profile_intern_frame(x->out->p, &fr, &s->frame);
         free(copy);
         if (err)
             return err;

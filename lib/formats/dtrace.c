@@ -198,7 +198,7 @@ static int dtrace_read(struct ember_profile *p, struct ember_input *in,
                        struct ember_diag *d)
 {
     struct dtrace_reader r = {.p = p,
-                              .include_offset = o->include_offset,
+                              .include_offset = ember_read_opts_flag(o, "include-offset"),
                               .st = st,
                               .file = ember_input_name(in),
                               .d = d};
@@ -240,9 +240,17 @@ static enum ember_probe dtrace_probe(const char *data, size_t len)
     return frames ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
 }
 
+static const struct ember_format_option dtrace_options[] = {
+    {"include-offset", EMBER_OPTION_FLAG, NULL, NULL,
+     "DTrace: callers keep their +0x... offsets (stackcollapse.pl --includeoffset)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
 const struct ember_format ember_format_dtrace = {
     .name = "dtrace",
     .description = "DTrace stack()/ustack() aggregations (stackcollapse.pl's input)",
     .probe = dtrace_probe,
     .read = dtrace_read,
+    .options = dtrace_options,
+    .options_heading = "DTrace options:",
 };

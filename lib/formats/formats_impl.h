@@ -7,19 +7,6 @@
 
 #include "ember/formats.h"
 
-extern const struct ember_format ember_format_perf;
-extern const struct ember_format ember_format_perf_data;
-extern const struct ember_format ember_format_folded;
-extern const struct ember_format ember_format_dtrace;
-extern const struct ember_format ember_format_sample;
-extern const struct ember_format ember_format_pprof_raw;
-extern const struct ember_format ember_format_xctrace;
-extern const struct ember_format ember_format_instruments;
-extern const struct ember_format ember_format_pprof;
-extern const struct ember_format ember_format_callgrind;
-extern const struct ember_format ember_format_chrome;
-extern const struct ember_format ember_format_speedscope;
-
 /* Parses "12", "2.5" or "3." (FlameGraph's \d+(?:\.\d*)?) exactly spanning
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);

@@ -327,15 +327,17 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     dst->keep_seq = false;
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
-        const char *name = src->frames.str[sn->frame];
-        size_t len = src->frames.len[sn->frame];
+        struct ember_frame fr;
+        ember_profile_frame(src, sn->frame, &fr);
         uint32_t frame;
         if (rename)
-            err = rename(ctx, &name, &len);
+            err = rename(ctx, &fr);
         map[n] = map[sn->parent]; /* a frame renamed to nothing is left out */
-        if (!err && name)
-            err = ember_profile_copy_frame(dst, src, sn->frame, name, len, mods, &frame);
-        if (!err && name)
+        if (!err && fr.name && fr.module != EMBER_NO_MODULE)
+            fr.module = mods[fr.module];
+        if (!err && fr.name)
+            err = ember_profile_intern_frame(dst, &fr, &frame);
+        if (!err && fr.name)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
         for (unsigned m = 0; m < src->nvalues && !err && map[n] != EMBER_ROOT; m++)
             if (src->self[m][n])

@@ -10,8 +10,9 @@
  * address. Naming waits for the end of the file, where perf writes the
  * build-ids and event names that naming needs: raw stacks are kept in a
  * trie of their own (memory grows with distinct stacks, never with
- * samples), each raw frame is named once (perf_data_names.c), and the trie
- * is replayed into the profile. The root frame is "comm", "comm-PID" or
+ * samples), each raw frame is named once (perf_data_names.c), and each
+ * weighed raw stack is added to the profile with ember_profile_add_stack
+ * (the model's public API). The root frame is "comm", "comm-PID" or
  * "comm-PID/TID" as for perf script text, and the event kept is the one
  * asked for or the first sampled.
  * Invariants: a raw node's parent has a smaller index; a raw frame is
@@ -87,6 +88,7 @@ enum { ENTRY_MEMO = 4096 };
 struct reader {
     struct ember_profile *p;
     const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* the options, read once */
     struct ember_read_stats *st;
     struct ember_diag *d;
     struct ember_input *in;
@@ -461,6 +463,20 @@ static int on_record(struct reader *r, const struct pd_record *rec)
 
 /* ---- the profile -------------------------------------------------------- */
 
+/* A growing array of frame ids. */
+struct id_vec {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+static int push_id(struct id_vec *v, uint32_t id)
+{
+    if (EMBER_VEC_RESERVE(v->v, v->cap, v->n + 1) < 0)
+        return -ENOMEM;
+    v->v[v->n++] = id;
+    return 0;
+}
+
 /* An event's name without perf's modifiers ("cycles:u" is cycles), as the
  * perf script reader compares them; tracepoints keep "sys:name". */
 static size_t event_base_len(const char *name, size_t n)
@@ -486,8 +502,8 @@ static bool same_event(const char *a, const char *b)
 /* The event kept: the one asked for, else the first sampled. */
 static const char *kept_event(const struct reader *r)
 {
-    if (r->o->perf.event_filter)
-        return r->o->perf.event_filter;
+    if (r->po.event_filter)
+        return r->po.event_filter;
     for (size_t a = 0; a < r->f.nattrs; a++)
         if (r->seen[a].first == 1)
             return r->f.attrs[a].name;
@@ -537,7 +553,7 @@ static int set_values(struct reader *r, const char *kept, unsigned *vs, unsigned
  * "-PID" or "-PID/TID". */
 static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
 {
-    const struct ember_perf_opts *po = &r->o->perf;
+    const struct ember_perf_opts *po = &r->po;
     char name[300];
     size_t n = 0;
     for (size_t i = 0; i < rt->comm_len && n < 256; i++)
@@ -609,35 +625,70 @@ static void memo_release(struct memo *m)
     free(m->pool);
 }
 
-/* Every raw node's profile node (NO_NODE: an event not kept), parents
- * first; jvm[i]: the node's process is a JVM. */
-static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, uint32_t *pnode,
-                       bool *jvm)
+/* The roots' frames, interned once each (NO_NODE: an event not kept). */
+static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool *jvm)
 {
-    struct memo m = {0};
-    int err = 0;
-    pnode[0] = EMBER_ROOT;
-    for (size_t i = 1; i < r->nnodes && !err; i++) {
-        uint32_t up = r->parent[i];
-        if (up == 0) {
-            const struct root *rt = &r->roots[r->key[i]];
-            uint32_t frame;
-            pnode[i] = NO_NODE;
-            if (keep[rt->attr] && (err = root_frame(r, rt, &frame, &jvm[i])) == 0)
-                err = ember_profile_child(r->p, EMBER_ROOT, frame, &pnode[i]);
-            continue;
-        }
-        pnode[i] = pnode[up];
-        jvm[i] = jvm[up];
-        if (pnode[i] == NO_NODE)
-            continue;
+    for (size_t i = 0; i < r->nroots; i++) {
+        frame[i] = NO_NODE;
+        int err = keep[r->roots[i].attr] ? root_frame(r, &r->roots[i], &frame[i], &jvm[i]) : 0;
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* The stack of raw node i, root first, as profile frames (its raw frames
+ * named, each perhaps several with inlined calls): *n 0 when its event is
+ * not kept. */
+static int stack_of(struct reader *r, struct pd_names *nm, struct memo *m, size_t i,
+                    const uint32_t *rframe, const bool *rjvm, struct id_vec *raw,
+                    struct id_vec *out)
+{
+    raw->n = out->n = 0;
+    for (; r->parent[i] != 0; i = r->parent[i])
+        if (push_id(raw, r->key[i]) < 0)
+            return -ENOMEM;
+    uint32_t root = r->key[i];
+    if (rframe[root] == NO_NODE)
+        return 0;
+    if (push_id(out, rframe[root]) < 0)
+        return -ENOMEM;
+    while (raw->n) {
         const uint32_t *f;
         size_t k;
-        err = named(r, nm, &m, r->key[i], jvm[i], &f, &k);
-        for (size_t j = 0; j < k && !err; j++)
-            err = ember_profile_child(r->p, pnode[i], f[j], &pnode[i]);
+        int err = named(r, nm, m, raw->v[--raw->n], rjvm[root], &f, &k);
+        if (!err)
+            err = EMBER_VEC_RESERVE(out->v, out->cap, out->n + k);
+        if (err)
+            return err;
+        memcpy(out->v + out->n, f, k * sizeof(*f));
+        out->n += k;
+    }
+    return 0;
+}
+
+/* Every weighed raw node's profile node (NO_NODE: an event not kept),
+ * added as a stack through the model's public API. */
+static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, uint32_t *pnode)
+{
+    struct memo m = {0};
+    struct id_vec raw = {0}, out = {0};
+    uint32_t *rframe = malloc((r->nroots ? r->nroots : 1) * sizeof(*rframe));
+    bool *rjvm = calloc(r->nroots ? r->nroots : 1, sizeof(*rjvm));
+    int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    for (size_t i = 1; i < r->nnodes && !err; i++) {
+        pnode[i] = NO_NODE;
+        if (!r->samples[i])
+            continue;
+        err = stack_of(r, nm, &m, i, rframe, rjvm, &raw, &out);
+        if (!err && out.n)
+            err = ember_profile_add_stack(r->p, out.v, out.n, EMBER_ROOT_FIRST, NULL, &pnode[i]);
     }
     memo_release(&m);
+    free(raw.v);
+    free(out.v);
+    free(rframe);
+    free(rjvm);
     return err;
 }
 
@@ -672,10 +723,10 @@ static int add_weights(struct reader *r, const uint32_t *pnode, unsigned vs, uns
 static int build_profile(struct reader *r)
 {
     size_t na = r->f.nattrs ? r->f.nattrs : 1;
-    bool *keep = calloc(na, sizeof(*keep)), *jvm = calloc(r->nnodes, sizeof(*jvm));
+    bool *keep = calloc(na, sizeof(*keep));
     uint32_t *pnode = malloc(r->nnodes * sizeof(*pnode));
     struct pd_names *nm = NULL;
-    int err = keep && jvm && pnode ? 0 : -ENOMEM;
+    int err = keep && pnode ? 0 : -ENOMEM;
     const char *kept = kept_event(r);
     unsigned vs, vp;
     if (!err) {
@@ -685,14 +736,13 @@ static int build_profile(struct reader *r)
     if (!err)
         err = pd_names_new(&nm, r->p, &r->f, r->t, r->o);
     if (!err)
-        err = place_nodes(r, nm, keep, pnode, jvm);
+        err = place_nodes(r, nm, keep, pnode);
     if (!err)
         err = add_weights(r, pnode, vs, vp);
     if (err == -ERANGE)
         err = ember_diag_set(r->d, err, r->f.name, 0, "sample weights overflow a 64-bit count");
     pd_names_free(nm);
     free(keep);
-    free(jvm);
     free(pnode);
     return err;
 }
@@ -706,6 +756,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     memset(r, 0, sizeof(*r));
     r->p = p;
     r->o = o;
+    r->po = ember_perf_opts_of(o);
     r->st = st;
     r->d = d;
     r->in = in;
@@ -819,7 +870,7 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
 
 static enum ember_probe perf_data_probe(const char *data, size_t len)
 {
-    return len >= 8 && memcmp(data, "PERFILE2", 8) == 0 ? EMBER_PROBE_YES : EMBER_PROBE_NO;
+    return len >= 8 && memcmp(data, PD_MAGIC, PD_MAGIC_LEN) == 0 ? EMBER_PROBE_YES : EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_perf_data = {
@@ -827,4 +878,6 @@ const struct ember_format ember_format_perf_data = {
     .description = "perf.data, as perf record writes it (fp and DWARF call graphs)",
     .probe = perf_data_probe,
     .read = perf_data_read,
+    .options = ember_perf_options,
+    .options_heading = EMBER_PERF_OPTIONS_HEADING,
 };

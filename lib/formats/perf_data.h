@@ -19,6 +19,8 @@
 #define EMBER_FORMATS_PERF_DATA_H
 
 #include "ember/formats.h"
+#include "perf_data_format.h"
+#include "perf_opts.h"
 #include "io/chunk.h"
 #include "u64map.h"
 #include "util/arena.h"
@@ -27,24 +29,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-
-/* perf's own record types, beyond the kernel's (tools/lib/perf/include/perf/event.h) */
-enum {
-    PD_RECORD_HEADER_ATTR = 64,
-    PD_RECORD_HEADER_EVENT_TYPE = 65,
-    PD_RECORD_HEADER_TRACING_DATA = 66,
-    PD_RECORD_HEADER_BUILD_ID = 67,
-    PD_RECORD_FINISHED_ROUND = 68,
-    PD_RECORD_AUXTRACE = 71,
-    PD_RECORD_EVENT_UPDATE = 78,
-    PD_RECORD_HEADER_FEATURE = 80,
-    PD_RECORD_COMPRESSED = 81,
-};
-
-/* Feature sections (perf's util/header.h). */
-enum { PD_FEAT_BUILD_ID = 2, PD_FEAT_ARCH = 6, PD_FEAT_EVENT_DESC = 12, PD_FEAT_BITS = 256 };
-
-enum { PD_HEADER_SIZE = 104, PD_PIPE_HEADER_SIZE = 16, PD_BUILD_ID_MAX = 20 };
 
 static inline uint64_t pd_u64(const uint8_t *p)
 {

@@ -169,29 +169,52 @@ int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct e
 static const char *record_name(uint32_t type)
 {
     static const char *const kernel[] = {
-        [PERF_RECORD_MMAP] = "MMAP",         [PERF_RECORD_LOST] = "LOST",
-        [PERF_RECORD_COMM] = "COMM",         [PERF_RECORD_EXIT] = "EXIT",
-        [PERF_RECORD_THROTTLE] = "THROTTLE", [PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
-        [PERF_RECORD_FORK] = "FORK",         [PERF_RECORD_READ] = "READ",
-        [PERF_RECORD_SAMPLE] = "SAMPLE",     [PERF_RECORD_MMAP2] = "MMAP2",
+        [PERF_RECORD_MMAP] = "MMAP",
+        [PERF_RECORD_LOST] = "LOST",
+        [PERF_RECORD_COMM] = "COMM",
+        [PERF_RECORD_EXIT] = "EXIT",
+        [PERF_RECORD_THROTTLE] = "THROTTLE",
+        [PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
+        [PERF_RECORD_FORK] = "FORK",
+        [PERF_RECORD_READ] = "READ",
+        [PERF_RECORD_SAMPLE] = "SAMPLE",
+        [PERF_RECORD_MMAP2] = "MMAP2",
+        [PERF_RECORD_AUX] = "AUX",
+        [PERF_RECORD_ITRACE_START] = "ITRACE_START",
+        [PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
+        [PERF_RECORD_SWITCH] = "SWITCH",
+        [PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
+        [PERF_RECORD_NAMESPACES] = "NAMESPACES",
         [PERF_RECORD_KSYMBOL] = "KSYMBOL",
+        [PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
+        [PERF_RECORD_CGROUP] = "CGROUP",
+    };
+    static const char *const perf[] = {
+        [PD_RECORD_HEADER_ATTR - 64] = "HEADER_ATTR",
+        [PD_RECORD_HEADER_EVENT_TYPE - 64] = "HEADER_EVENT_TYPE",
+        [PD_RECORD_HEADER_TRACING_DATA - 64] = "HEADER_TRACING_DATA",
+        [PD_RECORD_HEADER_BUILD_ID - 64] = "HEADER_BUILD_ID",
+        [PD_RECORD_FINISHED_ROUND - 64] = "FINISHED_ROUND",
+        [PD_RECORD_ID_INDEX - 64] = "ID_INDEX",
+        [PD_RECORD_AUXTRACE_INFO - 64] = "AUXTRACE_INFO",
+        [PD_RECORD_AUXTRACE - 64] = "AUXTRACE",
+        [PD_RECORD_AUXTRACE_ERROR - 64] = "AUXTRACE_ERROR",
+        [PD_RECORD_THREAD_MAP - 64] = "THREAD_MAP",
+        [PD_RECORD_CPU_MAP - 64] = "CPU_MAP",
+        [PD_RECORD_STAT_CONFIG - 64] = "STAT_CONFIG",
+        [PD_RECORD_STAT - 64] = "STAT",
+        [PD_RECORD_STAT_ROUND - 64] = "STAT_ROUND",
+        [PD_RECORD_EVENT_UPDATE - 64] = "EVENT_UPDATE",
+        [PD_RECORD_TIME_CONV - 64] = "TIME_CONV",
+        [PD_RECORD_HEADER_FEATURE - 64] = "HEADER_FEATURE",
+        [PD_RECORD_COMPRESSED - 64] = "COMPRESSED",
+        [PD_RECORD_FINISHED_INIT - 64] = "FINISHED_INIT",
     };
     if (type < sizeof(kernel) / sizeof(kernel[0]) && kernel[type])
         return kernel[type];
-    switch (type) {
-    case PD_RECORD_HEADER_ATTR:
-        return "HEADER_ATTR";
-    case PD_RECORD_HEADER_BUILD_ID:
-        return "HEADER_BUILD_ID";
-    case PD_RECORD_FINISHED_ROUND:
-        return "FINISHED_ROUND";
-    case PD_RECORD_EVENT_UPDATE:
-        return "EVENT_UPDATE";
-    case PD_RECORD_HEADER_FEATURE:
-        return "HEADER_FEATURE";
-    default:
-        return "a";
-    }
+    if (type >= 64 && type - 64 < sizeof(perf) / sizeof(perf[0]) && perf[type - 64])
+        return perf[type - 64];
+    return "unknown";
 }
 
 int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r, const char *fmt,
@@ -202,9 +225,10 @@ int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return ember_diag_set(
-        d, -EINVAL, file, 0, "corrupt perf.data: %s record (type %u, %u bytes) at offset %llu: %s",
-        record_name(r->type), r->type, r->size, (unsigned long long)r->offset, what);
+    return ember_diag_set(d, -EINVAL, file, 0,
+                          "corrupt perf.data: the %s record (type %u, %u bytes) at offset %llu: %s",
+                          record_name(r->type), r->type, r->size, (unsigned long long)r->offset,
+                          what);
 }
 
 static int bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
@@ -407,7 +431,7 @@ int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_dia
     int err = pd_stream_read(s, PD_PIPE_HEADER_SIZE, &h, "the perf.data header", d);
     if (err)
         return err;
-    if (memcmp(h, "PERFILE2", 8) != 0) {
+    if (memcmp(h, PD_MAGIC, PD_MAGIC_LEN) != 0) {
         if (memcmp(h, "2ELIFREP", 8) == 0)
             return ember_diag_set(d, -EINVAL, f->name, 0,
                                   "a big-endian perf.data (recorded on another architecture): "
@@ -468,7 +492,7 @@ static int add_build_id(struct pd_file *f, const uint8_t *bits, size_t n, bool k
  * 21st byte when misc says so), the path. */
 static int parse_build_id(struct pd_file *f, const uint8_t *p, size_t len, size_t *used)
 {
-    enum { FIXED = 8 + 4 + 24, MISC_BUILD_ID_SIZE = 1 << 15 };
+    enum { FIXED = PD_BUILD_ID_ENTRY_NAME, MISC_BUILD_ID_SIZE = 1 << 15 };
     if (len < FIXED)
         return -EINVAL;
     uint16_t misc = pd_u16(p + 4), size = pd_u16(p + 6);
@@ -600,6 +624,9 @@ int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_d
     }
     qsort(refs, n, sizeof(refs[0]), by_offset);
     for (unsigned i = 0; i < n; i++) {
+        if (refs[i].size > UINT64_MAX - refs[i].offset)
+            return bad_file(d, f->name, "feature section %u's size (%llu bytes) runs past 2^64",
+                            refs[i].bit, (unsigned long long)refs[i].size);
         if (!wanted(refs[i].bit))
             continue;
         if (refs[i].offset < s->offset || refs[i].size > MAX_FEATURE)
@@ -646,7 +673,7 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
         return pd_corrupt(d, f->name, r, "it runs past the data section's end at offset %llu",
                           (unsigned long long)(f->data_offset + f->data_size));
     char inside[64];
-    snprintf(inside, sizeof(inside), "a %s record", record_name(r->type));
+    snprintf(inside, sizeof(inside), "the %s record", record_name(r->type));
     err = pd_stream_read(s, r->size, &r->data, inside, d);
     if (err)
         return err;

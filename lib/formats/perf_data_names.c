@@ -49,6 +49,7 @@ struct pd_names {
     const struct pd_file *f;
     const struct pd_tasks *t;
     const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* the options, read once */
     struct ember_symbolizer *sym;
     struct dso_syms *dsos;
     size_t ndsos;
@@ -72,6 +73,7 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
     n->f = f;
     n->t = t;
     n->o = o;
+    n->po = ember_perf_opts_of(o);
     n->vdso_fd = -1;
     ember_arena_init(&n->arena);
     pd_kernel_init(&n->kernel);
@@ -693,7 +695,7 @@ static enum ember_frame_kind kind_of(const struct pd_dso *dso)
 static int name_piece(struct pd_names *n, const struct pd_frame_src *src, const char *piece,
                       size_t plen, bool inlined, bool java, uint32_t module)
 {
-    const struct ember_perf_opts *po = &n->o->perf;
+    const struct ember_perf_opts *po = &n->po;
     const struct pd_dso *dso = src->dso == PD_NO_DSO ? NULL : pd_tasks_dso(n->t, src->dso);
     const char *mod = dso ? dso->name : "[unknown]";
     size_t ml = dso ? dso->name_len : 9;
@@ -806,7 +808,7 @@ static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint
         return err;
     if (!chain->from_dwarf)
         return -ENOENT;
-    bool context = n->o->perf.context;
+    bool context = n->po.context;
     for (uint32_t k = 0; k < chain->count; k++) {
         const struct ember_symbol_frame *sf = &chain->frames[k];
         struct ember_frame rec = {
@@ -858,7 +860,7 @@ static int module_of(struct pd_names *n, const struct pd_frame_src *src, uint32_
         .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO ? src->pgoff : 0,
         .flags = EMBER_MODULE_FUNCTIONS,
     };
-    if (n->o->perf.inline_frames && dso->kind == PD_DSO_FILE)
+    if (n->po.inline_frames && dso->kind == PD_DSO_FILE)
         m.flags |= EMBER_MODULE_FILES | EMBER_MODULE_LINES | EMBER_MODULE_INLINES;
     return ember_profile_module(n->p, &m, module);
 }
@@ -869,7 +871,7 @@ int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool ja
     uint32_t module;
     n->nout = 0;
     int err = module_of(n, src, &module);
-    if (!err && n->o->perf.inline_frames && src->dso != PD_NO_DSO) {
+    if (!err && n->po.inline_frames && src->dso != PD_NO_DSO) {
         err = dwarf_frames(n, src, module);
         if (err == -ENOENT) {
             n->nout = 0;

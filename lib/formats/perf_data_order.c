@@ -95,7 +95,7 @@ static int sort_queue(struct pd_queue *q)
     size_t a = 0, b = q->sorted, k = 0;
     while (a < q->sorted || b < q->n)
         m[k++] = b == q->n || (a < q->sorted && by_time(&q->ev[a], &q->ev[b]) <= 0) ? q->ev[a++]
-                                                                                  : q->ev[b++];
+                                                                                    : q->ev[b++];
     memcpy(q->ev, m, q->n * sizeof(*m));
     free(m);
     return 0;

@@ -18,6 +18,7 @@
  * lines and distinct stacks, not with the input.
  */
 #include "formats_impl.h"
+#include "perf_opts.h"
 #include "perf_tidy.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
@@ -83,6 +84,7 @@ struct pending_frame { /* --srcline: frames waiting for their source line */
 
 struct perf_parser {
     const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* o's perf options */
     struct ember_profile *p;
     struct ember_read_stats *st;
     const char *file;
@@ -109,6 +111,9 @@ struct perf_parser {
     struct pending_frame pend;
     struct ember_symbolizer *sym;
 
+    char placed_mod[256]; /* --addresses: the last module interned, and its id */
+    size_t placed_mod_len;
+    uint32_t placed_mod_id;
     char last_mod[256]; /* the last module hashed, and its hash */
     size_t last_mod_len;
     uint64_t last_mod_hash;
@@ -364,7 +369,7 @@ static int buf_reserve(struct perf_parser *ps, size_t n)
 static int name_piece(struct perf_parser *ps, const struct frame_line *f, const char *piece,
                       size_t plen, bool inlined, bool *unknown, size_t *out_len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
         return -ENOMEM;
     char *b = ps->buf;
@@ -651,7 +656,7 @@ static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
 static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
                         size_t len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     const char *name;
     size_t nlen;
     int64_t period = 1;
@@ -753,8 +758,9 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
             continue;
         /* "file:line": a frame that knows its place, spelled as the script
          * does ("func:file:line") where names are shown */
-        struct ember_frame fr = {
-            .name = nm, .name_len = len, .module = EMBER_NO_MODULE, .place_in_name = true};
+        struct ember_frame fr; /* with its address and module, when kept */
+        ember_profile_frame(ps->p, pf->ids[k], &fr);
+        fr.place_in_name = true;
         if (split_place(loc + a, ll - a, &fr)) {
             int err = ember_profile_intern_frame(ps->p, &fr, &ps->fr[k]);
             if (err)
@@ -807,9 +813,9 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
             .column = sf->column,
             .module = EMBER_NO_MODULE,
             .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
-            .place_in_name = ps->o->perf.context,
+            .place_in_name = ps->po.context,
         };
-        if (!sf->file && ps->o->perf.context) {
+        if (!sf->file && ps->po.context) {
             rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
             if (buf_reserve(ps, rec.name_len + 1) < 0)
                 return -ENOMEM;
@@ -827,7 +833,7 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
 static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr, size_t *n,
                       size_t *cap, bool *unknown)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
         !ember_module_is_jit(f->mod, f->mod_len) && !memmem(f->mod, f->mod_len, "kernel.", 7)) {
         const struct ember_symbol_chain *chain;
@@ -844,9 +850,12 @@ static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32
 }
 
 /* A frame line; [i, j) is its first word (the address). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n);
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f);
+
 static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (!ps->keep)
         return 0;
     struct frame_line f;
@@ -860,11 +869,15 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     bool unknown = false;
     if (po->inline_frames) { /* results depend on the address: the symbolizer caches */
         int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+        if (!err && ps->o->addresses)
+            err = place_frames(ps, &f, ps->fr, nf);
         if (err)
             return err;
         return po->srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
                                        : push_frames(ps, ps->fr, nf);
     }
+    if (ps->o->addresses)
+        return on_frame_placed(ps, &f);
     struct line_key k = {f.func, f.mod, "", f.func_len, f.mod_len, 0, ps->java};
     if (offset_suffix(f.func, f.func_len, &cut))
         k.sym_len = cut;
@@ -892,6 +905,68 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     if (po->srcline && !l->unknown)
         return defer_for_srcline(ps, frames, l->count);
     return push_frames(ps, frames, l->count);
+}
+
+/* --addresses: the frames of a line at its address, in its module (the
+ * last one kept: lines of one module come in runs), of the module's kind;
+ * a line's frames after the first are inlined into it (perf's "a->b"). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n)
+{
+    uint32_t module = EMBER_NO_MODULE;
+    bool unknown = f->mod_len == 9 && memcmp(f->mod, "[unknown]", 9) == 0;
+    if (!unknown &&
+        (f->mod_len != ps->placed_mod_len || memcmp(f->mod, ps->placed_mod, f->mod_len) != 0)) {
+        char path[4096];
+        size_t len = f->mod_len < sizeof(path) ? f->mod_len : sizeof(path) - 1;
+        memcpy(path, f->mod, len);
+        path[len] = '\0';
+        /* perf named the functions: pprof must not symbolize them again */
+        struct ember_module m = {.path = path, .flags = EMBER_MODULE_FUNCTIONS};
+        int err = ember_profile_module(ps->p, &m, &ps->placed_mod_id);
+        if (err)
+            return err;
+        ps->placed_mod_len = len < sizeof(ps->placed_mod) ? len : SIZE_MAX;
+        if (ps->placed_mod_len != SIZE_MAX)
+            memcpy(ps->placed_mod, f->mod, len);
+    }
+    if (!unknown)
+        module = ps->placed_mod_id;
+    uint64_t addr = 0;
+    for (size_t i = 0; i < f->pc_len && i < 16; i++) {
+        char c = f->pc[i];
+        addr = addr << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    enum ember_frame_kind kind = ember_module_is_kernel(f->mod, f->mod_len) ? EMBER_FRAME_KERNEL
+                                 : ember_module_is_jit(f->mod, f->mod_len)  ? EMBER_FRAME_JIT
+                                                                            : EMBER_FRAME_USER;
+    for (size_t i = 0; i < n; i++) {
+        struct ember_frame rec;
+        ember_profile_frame(ps->p, fr[i], &rec);
+        rec.address = addr;
+        rec.has_address = true;
+        rec.module = module;
+        if (rec.kind != EMBER_FRAME_INLINED)
+            rec.kind = i == 0 ? kind : EMBER_FRAME_INLINED;
+        int err = ember_profile_intern_frame(ps->p, &rec, &fr[i]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* --addresses, without --inline: the line's frames as cached by its text,
+ * then placed at its address. */
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f)
+{
+    size_t nf = 0;
+    bool unknown = false;
+    int err = frame_slow(ps, f, &ps->fr, &nf, &ps->frcap, &unknown);
+    if (!err)
+        err = place_frames(ps, f, ps->fr, nf);
+    if (err)
+        return err;
+    return ps->po.srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
+                                      : push_frames(ps, ps->fr, nf);
 }
 
 /* perf right-aligns short comms when it prints no call chains: an indented
@@ -1056,9 +1131,9 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
     ps->st = st;
     ps->file = file;
     ps->d = d;
-    if (o->perf.event_filter) {
-        copy_name(ps->filter, sizeof(ps->filter), o->perf.event_filter,
-                  strlen(o->perf.event_filter));
+    ps->po = ember_perf_opts_of(o);
+    if (ps->po.event_filter) {
+        copy_name(ps->filter, sizeof(ps->filter), ps->po.event_filter, strlen(ps->po.event_filter));
         ps->filter_len = strlen(ps->filter);
         ps->have_filter = true;
         copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
@@ -1071,7 +1146,7 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
         err = cache_init(&ps->cache);
     if (!err)
         err = ember_stack_cache_init(&ps->stacks);
-    if (!err && o->perf.inline_frames)
+    if (!err && ps->po.inline_frames)
         err = ember_symbolizer_new(&ps->sym);
     return err;
 }
@@ -1121,7 +1196,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct pool *pl = w->pool;
     struct ember_read_opts o = *pl->o;
-    o.perf.event_filter = pl->filter;
+    ember_read_opts_set(&o, "event-filter", pl->filter); /* every worker the same one */
     struct perf_parser ps;
     struct ember_chunk c = {0};
     struct ember_diag d;
@@ -1261,9 +1336,10 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
                      struct ember_diag *d)
 {
     char filter[128];
-    if (o->threads > 1 && !o->perf.srcline && !ember_profile_has_sequence(p)) {
-        if (o->perf.event_filter)
-            return read_threaded(p, in, o, st, d, o->perf.event_filter);
+    struct ember_perf_opts po = ember_perf_opts_of(o);
+    if (o->threads > 1 && !po.srcline && !ember_profile_has_sequence(p)) {
+        if (po.event_filter)
+            return read_threaded(p, in, o, st, d, po.event_filter);
         if (first_event(in, filter, sizeof(filter), d))
             return read_threaded(p, in, o, st, d, filter);
     }
@@ -1340,6 +1416,8 @@ static enum ember_probe perf_probe(const char *data, size_t len)
 const struct ember_format ember_format_perf = {
     .name = "perf",
     .description = "`perf script` text (stackcollapse-perf.pl's input)",
+    .options = ember_perf_options,
+    .options_heading = EMBER_PERF_OPTIONS_HEADING,
     .probe = perf_probe,
     .read = perf_read,
 };

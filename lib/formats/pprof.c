@@ -229,7 +229,7 @@ static int declare_values(struct pprof_reader *r)
 static int pick_sample_type(struct pprof_reader *r)
 {
     size_t n = r->pb->n_sample_type;
-    const char *want = r->o->sample_type;
+    const char *want = r->o->value;
     char types[300];
     if (n == 0)
         return r->pb->n_sample ? bad(r, "it has samples but no sample_type (expected at least one "

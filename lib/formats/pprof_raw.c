@@ -179,18 +179,18 @@ static int types_line(struct raw_reader *r, const char *s, size_t n, uint64_t li
             break;
         if (memmem(s + w, i - w, "[dflt]", 6))
             dflt = r->ntypes;
-        if (r->o->sample_type && type_matches(r->o->sample_type, s + w, i - w, r->ntypes))
+        if (r->o->value && type_matches(r->o->value, s + w, i - w, r->ntypes))
             want = r->ntypes;
         r->ntypes++;
     }
     if (r->ntypes == 0)
         return bad(r, line, "expected the sample types after \"Samples:\"", s, n);
-    if (r->o->sample_type && want == SIZE_MAX) {
+    if (r->o->value && want == SIZE_MAX) {
         char q[200];
         ember_quote(q, sizeof(q), s, n, 120);
         return ember_diag_set(r->d, -EINVAL, r->file, line,
-                              "no sample type \"%s\" (by name or index) among \"%s\"",
-                              r->o->sample_type, q);
+                              "no sample type \"%s\" (by name or index) among \"%s\"", r->o->value,
+                              q);
     }
     r->type = want != SIZE_MAX ? want : dflt != SIZE_MAX ? dflt : r->ntypes - 1;
     r->section = SAMPLES;

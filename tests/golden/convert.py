@@ -501,6 +501,46 @@ def report_lines(d):
 
 
 @case
+def json_places(d):
+    """speedscope's frames (file, line, col) and a .cpuprofile's call
+    frames (url, lineNumber from 0) keep where functions are: the pprof
+    export has them (go tool pprof -raw), and so do the flame graph's
+    tooltips."""
+    ss = os.path.join(d, "places.speedscope.json")
+    with open(ss, "w") as f:
+        json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json",
+                   "shared": {"frames": [{"name": "main", "file": "/src/main.c", "line": 10},
+                                         {"name": "work", "file": "/src/work.c", "line": 42,
+                                          "col": 7}]},
+                   "profiles": [{"type": "sampled", "name": "p", "unit": "none", "startValue": 0,
+                                 "endValue": 3, "samples": [[0, 1], [0]], "weights": [2, 1]}]},
+                  f)
+    cpu = os.path.join(d, "places.cpuprofile")
+    with open(cpu, "w") as f:
+        json.dump({"nodes": [
+            {"id": 1, "callFrame": {"functionName": "(root)", "url": "", "lineNumber": -1}},
+            {"id": 2, "parent": 1, "callFrame": {"functionName": "handler",
+                                                 "url": "file:///app/server.js",
+                                                 "lineNumber": 4, "columnNumber": 2}}],
+                   "startTime": 0, "endTime": 3000, "samples": [2, 2, 2],
+                   "timeDeltas": [1000, 1000, 1000]}, f)
+    for path, want in ((ss, ["work /src/work.c:42", "main /src/main.c:10"]),
+                       (cpu, ["handler file:///app/server.js:5"])):
+        pb = path + ".pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", pb])
+        raw = go(["tool", "pprof", "-raw", pb], d)
+        for w in want:
+            fn, place = w.split(" ", 1)
+            if not re.search(re.escape(fn) + r" " + re.escape(place) + r" s=", raw):
+                golden.fail("%s: pprof should place %s at %s:\n%s" % (path, fn, place, raw))
+        svg, _, _ = golden.run(["flamegraph", path])
+        fn, place = want[0].split(" ", 1)
+        if not re.search(rb"<title>" + re.escape(fn.encode()) + rb" \([^)]*" +
+                         re.escape(place.encode()) + rb"\)</title>", svg):
+            golden.fail("%s: the flame graph's tooltip should say %s" % (path, place))
+
+
+@case
 def units_carry(d):
     """A CPU profile's unit goes through: speedscope nanoseconds, Chrome
     microseconds, pprof cpu/nanoseconds again."""
@@ -526,10 +566,16 @@ def command_line(d):
     every reader option works (a differential input gives two columns)."""
     path = corpus("inferno", "tests", "data", "flamegraph", "fractional-samples", "fractional.txt")
     for args, needle in ((["convert", path], "--to FORMAT is required"),
-                         (["convert", "--to", "svg", path], "unknown --to 'svg'")):
+                         (["convert", "--to", "png", path], "unknown --to 'png'")):
         _, err, rc = golden.run(args, check=False)
         if rc != 2 or needle not in err:
             golden.fail("ember %s: expected exit 2 and %r, got %d %s" % (args, needle, rc, err))
+    # the writers' table: --to svg is the flame graph, byte for byte
+    svg, _, _ = golden.run(["convert", "--to", "svg", "--name", "x", path])
+    flame, _, _ = golden.run(["flamegraph", "--subtitle", "x", path])
+    strip = lambda b: re.sub(rb"<!--.*?-->", b"", b)
+    if strip(svg) != strip(flame):
+        golden.fail("convert --to svg should be the flame graph with its defaults")
     master, slave = pty.openpty()
     p = subprocess.run([golden.EMBER, "convert", "--to", "pprof", path], stdout=slave,
                        stderr=subprocess.PIPE, timeout=60)

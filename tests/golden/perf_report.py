@@ -80,6 +80,30 @@ def total(script, extra=()):
     return sum(int(line.rpartition(b",")[2]) for line in out.splitlines()[1:])
 
 
+def addresses_kept(script, prog, work):
+    """convert --to pprof of perf script keeps each frame's address and
+    module: the pprof's locations are perf's addresses, in mappings named by
+    perf's modules, and go tool pprof keeps ember's names (not its own)."""
+    pb = os.path.join(work, "addr.pb.gz")
+    golden.run(["convert", "--to", "pprof", script, "-o", pb])
+    env = dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache"))
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", pb], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    got = set(int(a, 16) for a in re.findall(r"^\s*\d+: (0x[0-9a-f]+) M=", raw, re.M))
+    want = set(int(a, 16) for a in re.findall(r"^\s+([0-9a-f]+) \S", open(script).read(), re.M))
+    if not want or not want <= got | {0}:
+        golden.fail("pprof locations should be perf's addresses: %d of %d missing" %
+                    (len(want - got), len(want)))
+    maps = raw.split("Mappings\n", 1)[1]
+    if prog not in maps or "[kernel.kallsyms]" not in maps:
+        golden.fail("pprof mappings should name perf's modules:\n" + maps)
+    top = subprocess.run(["go", "tool", "pprof", "-top", pb], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    if "(anonymous namespace)::sum_squares" not in top:
+        golden.fail("go tool pprof should keep ember's names:\n" + top[:800])
+    print("ok: %d addresses of perf script are pprof locations" % len(want))
+
+
 def lines_match(script, opts, work):
     pb = os.path.join(work, "lines.pb.gz")
     golden.run(["convert", "--to", "pprof"] + opts + [script, "-o", pb])
@@ -146,6 +170,7 @@ def main():
             subprocess.run(["perf", "script", "-F+srcline", "-i", data], stdout=f,
                            stderr=subprocess.DEVNULL, check=True)
         lines_match(srcline, ["--srcline"], work)
+        addresses_kept(script, prog, work)
         # --inline: ember's own DWARF reading gives the lines (and chains)
         lines_match(script, ["--inline"], work)
     # two events without -g: only the first is kept, as with call chains
