@@ -603,6 +603,14 @@ static int by_offset(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* Skips to offset end, the end of feature section bit. */
+static int skip_to(struct pd_stream *s, uint64_t end, unsigned bit, struct ember_diag *d)
+{
+    char what[64];
+    snprintf(what, sizeof(what), "feature section %u", bit);
+    return pd_stream_skip(s, end - s->offset, what, d);
+}
+
 int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_diag *d)
 {
     if (f->pipe)
@@ -627,8 +635,12 @@ int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_d
         if (refs[i].size > UINT64_MAX - refs[i].offset)
             return bad_file(d, f->name, "feature section %u's size (%llu bytes) runs past 2^64",
                             refs[i].bit, (unsigned long long)refs[i].size);
-        if (!wanted(refs[i].bit))
+        if (!wanted(refs[i].bit)) { /* skipped, but it must be there: a cut file is an error */
+            if (refs[i].offset + refs[i].size > s->offset &&
+                (err = skip_to(s, refs[i].offset + refs[i].size, refs[i].bit, d)))
+                return err;
             continue;
+        }
         if (refs[i].offset < s->offset || refs[i].size > MAX_FEATURE)
             return bad_file(d, f->name,
                             "feature section %u at offset %llu (%llu bytes) overlaps what "

@@ -178,6 +178,104 @@ def events(work):
         golden.fail("an event the file does not have: %d %s" % (code, err))
 
 
+def records(data):
+    """(offset, type, size) of each record of a perf.data file's data section."""
+    blob = open(data, "rb").read()
+    start, size = struct.unpack_from("<QQ", blob, 40)
+    at, out = start, []
+    while at < start + size:
+        typ, _, rsize = struct.unpack_from("<IHH", blob, at)
+        out.append((at, typ, rsize))
+        at += rsize
+    return blob, out
+
+
+def must_fail(path, what, *needles):
+    """ember collapse PATH fails, prints nothing, and says each needle."""
+    out, err, code = golden.run(["collapse", path], check=False)
+    if code == 0 or out or not all(n in err for n in (path,) + needles):
+        golden.fail("%s: expected a clear error naming the file and %s; got exit %d, %d bytes "
+                    "out, %r" % (what, needles, code, len(out), err))
+    return err
+
+
+@case
+def bad_input(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"])
+    blob, recs = records(data)
+    cut = os.path.join(work, "cut.data")
+    sample = next(r for r in recs if r[1] == 9)  # PERF_RECORD_SAMPLE
+    # cut in the header, the attributes, a record, the feature sections, the last byte
+    for at, inside in ((50, "the perf.data header"), (110, "the attributes"),
+                       (sample[0] + 20, "the SAMPLE record"),
+                       (len(blob) - 200, "feature section"), (len(blob) - 1, "feature section")):
+        with open(cut, "wb") as f:
+            f.write(blob[:at])
+        must_fail(cut, "cut at %d" % at, "truncated input", "(the input ends at offset %d)" % at,
+                  inside)
+    # a record whose size is less than its header, one running past the data
+    bad = os.path.join(work, "corrupt.data")
+    for size, why in ((4, "its size is less than its 8-byte header"),
+                      (65535, "it runs past the data section's end")):
+        b = bytearray(blob)
+        struct.pack_into("<H", b, sample[0] + 6, size)
+        if size == 65535 and sample[0] + 65535 < 40 + sum(struct.unpack_from("<QQ", blob, 40)):
+            continue  # the data section is too long for this record to run past it
+        with open(bad, "wb") as f:
+            f.write(b)
+        must_fail(bad, "size %d" % size,
+                  "corrupt perf.data: the SAMPLE record (type 9, %d bytes) at offset %d" %
+                  (size, sample[0]), why)
+    # a data section that runs past the file, and not a perf.data at all
+    b = bytearray(blob)
+    struct.pack_into("<Q", b, 48, len(blob) * 2)
+    with open(bad, "wb") as f:
+        f.write(b)
+    out, err, code = golden.run(["collapse", bad], check=False)
+    if code == 0 or out or bad not in err:
+        golden.fail("a data section longer than the file: exit %d, %r" % (code, err))
+    with open(bad, "wb") as f:
+        f.write(b"PERFFILE" + blob[8:])
+    out, err, code = golden.run(["collapse", "--format", "perf.data", bad], check=False)
+    if code == 0 or out or "not a perf.data file" not in err:
+        golden.fail("a bad magic: exit %d, %r" % (code, err))
+    print("ok: cut and corrupt perf.data files are clear errors")
+
+
+@case
+def rebuilt_binary(work):
+    """A binary rebuilt after recording (perf record -N: no build-id cache)
+    is not the one recorded: ember says so once and names its frames
+    [unknown] in its module, as perf script does; a stripped binary has
+    its .dynsym only, a deleted one nothing: the same as perf script."""
+    home = os.environ["HOME"]
+    os.environ["HOME"] = os.path.join(work, "home")  # no cached copy from other cases
+    try:
+        rebuilt(work)
+    finally:
+        os.environ["HOME"] = home
+
+
+def rebuilt(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"], ["-g", "-N"])
+    build("perfdata_prog.c", prog, "-O1")
+    got, err = compare(data, [], "rebuilt binary")
+    if err.count("build-id mismatch") != 1 or prog not in err:
+        golden.fail("the rebuilt binary should be said once, by name: %r" % err)
+    if b"prog;[unknown]" not in got:
+        golden.fail("the rebuilt binary's frames should be [unknown]: %r" % got[:300])
+    compare(data, ["--addrs"], "rebuilt binary")
+    sh(["strip", prog])
+    compare(data, [], "stripped binary")
+    os.unlink(prog)
+    _, err = compare(data, [], "deleted binary")
+    if prog not in err:
+        golden.fail("the missing binary should be said: %r" % err)
+    print("ok: rebuilt, stripped and deleted binaries as perf script names them")
+
+
 def run_main():
     global CC, SRC
     CC, SRC, work = sys.argv[1:4]
