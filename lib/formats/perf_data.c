@@ -96,6 +96,8 @@ struct reader {
     struct pd_file f;
     struct pd_queue q;
     struct pd_tasks *t;
+    struct pd_unwind *uw; /* DWARF call graphs */
+    uint64_t unwound[MAX_STACK];
 
     /* raw stacks: node 0 is the root; level 1 keys are roots, deeper ones
      * raw frames */
@@ -319,6 +321,19 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
     return 0;
 }
 
+/* perf's DWARF call graphs: after the kernel's chain, the user stack
+ * unwound from the sample's registers and stack copy. */
+static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
+{
+    if (!s->regs || !s->stack)
+        return 0;
+    size_t n;
+    int err = pd_unwind_sample(r->uw, process, s, r->unwound, MAX_STACK, &n);
+    for (size_t i = 0; i < n && !err; i++)
+        err = push_entry(r, r->unwound[i], PERF_RECORD_MISC_USER);
+    return err;
+}
+
 /* The raw frame of an entry: the map that holds its address then (the
  * process's maps are the same while its generation is). */
 static int entry_frame(struct reader *r, uint32_t process, uint64_t generation,
@@ -410,7 +425,7 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
     if ((err = pd_tasks_thread(r->t, s.pid, s.tid, &process, &comm, &comm_len)) < 0 ||
         (err = root_of(r, (uint32_t)ai, s.pid, s.tid, comm, comm_len, &root)) < 0)
         return err;
-    if ((err = chain_entries(r, &s)) < 0 ||
+    if ((err = chain_entries(r, &s)) < 0 || (err = unwound_entries(r, process, &s)) < 0 ||
         (err = stack_node(r, &r->roots[root], process, &node)) < 0)
         return err;
     uint64_t period = 1;
@@ -773,6 +788,8 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     if (!err)
         err = pd_tasks_new(&r->t);
     if (!err)
+        err = pd_unwind_new(&r->uw, r->t);
+    if (!err)
         err = ember_u64map_init(&r->children);
     if (!err)
         err = ember_strmap_init(&r->mapref_ids);
@@ -788,6 +805,7 @@ static void reader_release(struct reader *r)
     pd_stream_release(&r->s);
     pd_file_release(&r->f);
     pd_queue_release(&r->q);
+    pd_unwind_free(r->uw);
     pd_tasks_free(r->t);
     free(r->parent);
     free(r->key);

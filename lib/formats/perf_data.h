@@ -231,6 +231,18 @@ uint32_t pd_tasks_pid(const struct pd_tasks *t, uint32_t process);
 /* Whether the kernel's map was recorded, and where the kernel's _text was. */
 bool pd_tasks_kernel_text(const struct pd_tasks *t, uint64_t *text);
 
+/* ---- DWARF call graphs (perf_data_unwind.c) ----------------------------- */
+
+struct pd_unwind;
+
+int pd_unwind_new(struct pd_unwind **u, struct pd_tasks *t);
+void pd_unwind_free(struct pd_unwind *u);
+/* The user frames of a sample with user registers and stack, unwound in
+ * its process's maps: ips[0, *n), leaf first, *n <= max; none without
+ * registers. 0 or -ENOMEM. */
+int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *s,
+                     uint64_t *ips, size_t max, size_t *n);
+
 /* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
 
 struct pd_kernel {

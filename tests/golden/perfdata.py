@@ -178,6 +178,100 @@ def events(work):
         golden.fail("an event the file does not have: %d %s" % (code, err))
 
 
+DWARF = ["--call-graph", "dwarf"]
+
+
+def weights(folded):
+    """stack -> weight, without perf's outermost "[unknown]" (see dwarf_far)."""
+    out = {}
+    for line in folded.splitlines():
+        stack, _, n = line.rpartition(b" ")
+        frames = stack.split(b";")
+        if len(frames) > 2 and frames[1] == b"[unknown]":
+            del frames[1]
+        key = b";".join(frames)
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def compare_near(data, what, most):
+    """ember against perf script where their unwinders differ: the share of
+    the weight on other stacks, at most `most` percent."""
+    want, _, _ = golden.run(["collapse"], stdin=perf_script(data, []))
+    got, _, _ = golden.run(["collapse", data])
+    w, g = weights(want), weights(got)
+    total = sum(w.values())
+    off = sum(abs(w.get(k, 0) - g.get(k, 0)) for k in set(w) | set(g)) / 2
+    share = 100.0 * off / total if total else 100.0
+    print("%s: %.2f%% of the weight on other stacks than perf script's" % (what, share))
+    if share > most:
+        golden.fail("%s: %.2f%% of the weight differs from perf script (at most %g%%)" %
+                    (what, share, most))
+
+
+@case
+def dwarf(work):
+    """--call-graph dwarf: the copied user stacks unwound by libdwfl equal
+    perf script's (libunwind) on a C program (threads, a fork) and on xz
+    -T2, for each option."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"], DWARF)
+    compare_all(data, "DWARF C program", [[], ["--tid"], ["--kernel"], ["--addrs"], ["--inline"]])
+    got, _ = compare(data, [], "DWARF C program")
+    if b";main;worker;" not in got or b"start_thread;worker;" not in got:
+        golden.fail("the DWARF stacks should reach main and the threads' start: %r" % got[:300])
+    if not shutil.which("xz"):
+        print("skip: no xz")
+        return
+    text = os.path.join(work, "input.txt")
+    with open(text, "w") as f:
+        f.write("".join("%d %x\n" % (i, i * 2654435761 % 2 ** 32) for i in range(200000)))
+    data = record(work, "xz", ["xz", "-T2", "-k", "-f", "-6", text], DWARF)
+    compare_all(data, "DWARF xz -T2", [[], ["--tid"]])
+
+
+@case
+def dwarf_far(work):
+    """Where the unwinders part: perf script's libunwind, when the CFI cannot
+    go on (a deep Python stack cut at the 8 KB copy, OCaml 5's switch from
+    its fiber stacks to the C stack), falls back to frame pointers and ends
+    in a made-up frame (address 0 - 1, "[unknown]", or one in an anonymous
+    map); libdwfl stops at the last frame the CFI proves, and follows
+    OCaml's CFI through caml_start_program. ember is right there: its
+    stacks are perf's without the guess (perf's outermost "[unknown]" is
+    left out of the comparison), and deeper for OCaml. perf also never
+    reads the copy's last 8 bytes (its access_mem tests addr + 8 >= end):
+    where a return address is there, ember's stack has one frame more. In Debian's stripped
+    dash (exec'd by the C program: .eh_frame, no symbols), libunwind mostly
+    stops after the first frame or guesses "[[stack]]" frames; ember's
+    stacks reach __libc_start_main."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "exec", "1"], DWARF)
+    got, _, _ = golden.run(["collapse", data])
+    sh_all = sh_main = 0
+    for line in got.splitlines():
+        if line.startswith(b"sh;"):
+            n = int(line.rpartition(b" ")[2])
+            sh_all += n
+            sh_main += n if b";__libc_start_call_main;" in line else 0
+    print("DWARF exec'd dash: %.1f%% of its weight unwound to __libc_start_main" %
+          (100.0 * sh_main / max(sh_all, 1)))
+    if sh_all and sh_main < 0.8 * sh_all:
+        golden.fail("the shell's stacks should unwind to __libc_start_main: %d of %d" %
+                    (sh_main, sh_all))
+    if os.access("/usr/bin/python3", os.X_OK):
+        code = "import json\ns=0\nfor i in range(60000): s+=len(json.dumps({'a':i,'b':[i]}))\n"
+        data = record(work, "python", ["/usr/bin/python3", "-c", code], DWARF)
+        compare_near(data, "DWARF python3", 3)
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if os.access(fixture, os.X_OK):
+        data = record(work, "ocaml", [fixture, "-iters", "200", "-domains", "1"], DWARF)
+        compare_near(data, "DWARF OCaml fixture", 5)
+        got, _, _ = golden.run(["collapse", data])
+        if b"caml_start_program;Stdlib.Domain.body" not in got:
+            golden.fail("OCaml's stacks should unwind to caml_start_program")
+
+
 def records(data):
     """(offset, type, size) of each record of a perf.data file's data section."""
     blob = open(data, "rb").read()
