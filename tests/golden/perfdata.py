@@ -2,9 +2,11 @@
 ember collapse`, with the same options, on recordings made here with `perf
 record -g` of a C program (threads, a forked child that execs a shell), a
 JIT writing /tmp/perf-PID.map, the OCaml fixture of the corpus, python3 and
-`xz -T2`; then what perf.data must give that text cannot (pprof mappings and
-addresses), and bad input: truncated and corrupt files, a binary rebuilt
-after recording, a stripped one, a deleted one.
+`xz -T2`; DWARF call graphs (`--call-graph dwarf`: equal on the C program
+and xz, measured and documented where perf's unwinder guesses); then what
+perf.data must give that text cannot (pprof mappings and addresses), and
+bad input: truncated and corrupt files, a binary rebuilt after recording,
+a stripped one, a deleted one.
 
 The text side runs `perf script --no-inline` (and `-F+pid` for --pid and
 --tid: perf script prints no pid by default, and the script's rule then
@@ -270,6 +272,33 @@ def dwarf_far(work):
         got, _, _ = golden.run(["collapse", data])
         if b"caml_start_program;Stdlib.Domain.body" not in got:
             golden.fail("OCaml's stacks should unwind to caml_start_program")
+
+
+@case
+def pprof(work):
+    """What perf.data gives that perf script's text cannot: the pprof
+    export's mappings (path, range, offset, build-id) and addresses, as go
+    tool pprof -raw reads them."""
+    if not shutil.which("go"):
+        print("skip: no go")
+        return
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"])
+    out = os.path.join(work, "prog.pb.gz")
+    golden.run(["convert", "--to", "pprof", data, "-o", out])
+    raw = sh(["go", "tool", "pprof", "-raw", out], env=dict(os.environ, GOTOOLCHAIN="local"),
+             cwd=work).stdout.decode()
+    bid = sh(["perf", "buildid-list", "-i", data]).stdout.decode()
+    prog_bid = next(line.split()[0] for line in bid.splitlines() if line.endswith(prog))
+    maps = raw[raw.index("Mappings"):].splitlines()[1:]
+    mine = [m for m in maps if prog in m]
+    if not mine or prog_bid not in mine[0] or "[FN]" not in mine[0]:
+        golden.fail("the program's mapping, with its build-id, should be in the pprof: %s" % maps)
+    mid = mine[0].split(":")[0]
+    locs = [line for line in raw.splitlines() if re.match(r"\s+\d+: 0x[0-9a-f]+ M=%s " % mid, line)]
+    if not locs or any(" 0x0 " in line for line in locs) or not any("worker" in l for l in locs):
+        golden.fail("the program's locations should carry their addresses: %s" % locs[:5])
+    print("ok: pprof mappings and addresses (%d locations in the program)" % len(locs))
 
 
 def records(data):
