@@ -102,9 +102,20 @@ def c_program(work):
 def pipe_mode(work):
     prog = build("perfdata_prog.c", os.path.join(work, "prog"))
     data = os.path.join(work, "pipe.data")
-    with open(data, "wb") as f:
-        subprocess.run(["perf", "record", "-q", "-g", "-o", "-", prog, "2"], stdout=f,
-                       stderr=subprocess.DEVNULL, check=True)
+    # perf script itself sometimes aborts on a pipe-mode file (Debian's perf:
+    # "assertion failed at util/build-id.c:1010" after an EVENT_UPDATE
+    # record, then a smashed stack): the reference is recorded again then
+    for _ in range(3):
+        with open(data, "wb") as f:
+            subprocess.run(["perf", "record", "-q", "-g", "-o", "-", prog, "2"], stdout=f,
+                           stderr=subprocess.DEVNULL, check=True)
+        if subprocess.run(["perf", "script", "-i", data], capture_output=True).returncode == 0:
+            break
+        golden.run(["collapse", data])  # ember reads the file perf script cannot
+        print("perf script failed on a pipe-mode recording: recording again")
+    else:
+        print("skip: perf script fails on every pipe-mode recording here")
+        return
     compare_all(data, "pipe mode", [[], ["--tid"], ["--inline"]])
 
 
