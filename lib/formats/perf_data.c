@@ -322,10 +322,13 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
 }
 
 /* perf's DWARF call graphs: after the kernel's chain, the user stack
- * unwound from the sample's registers and stack copy. */
+ * unwound from the sample's registers and stack copy. A sample whose
+ * stack the kernel could not copy (0 bytes: a fault in a fresh fork) has
+ * no user frame at all in perf script, not even its address (libunwind
+ * cannot start): the same here. */
 static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
 {
-    if (!s->regs || !s->stack)
+    if (!s->regs || !s->stack || s->stack_size == 0)
         return 0;
     size_t n;
     int err = pd_unwind_sample(r->uw, process, s, r->unwound, MAX_STACK, &n);

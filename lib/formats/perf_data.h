@@ -296,4 +296,8 @@ void pd_names_free(struct pd_names *n);
 int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool java,
                      const uint32_t **frames, size_t *count);
 
+/* This process's vDSO as a file (a memfd; the recorded one on the same
+ * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */
+int pd_vdso_open(int *fd, char *path, size_t cap);
+
 #endif

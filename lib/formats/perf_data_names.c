@@ -482,6 +482,11 @@ static int vdso_file(struct pd_names *n)
 {
     if (n->vdso_fd >= 0)
         return 0;
+    return pd_vdso_open(&n->vdso_fd, n->vdso_path, sizeof(n->vdso_path));
+}
+
+int pd_vdso_open(int *fd_out, char *path, size_t cap)
+{
     FILE *maps = fopen("/proc/self/maps", "r");
     if (!maps)
         return -ENOENT;
@@ -500,8 +505,8 @@ static int vdso_file(struct pd_names *n)
         close(fd);
         return -ENOENT;
     }
-    n->vdso_fd = fd;
-    snprintf(n->vdso_path, sizeof(n->vdso_path), "/proc/self/fd/%d", fd);
+    *fd_out = fd;
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
     return 0;
 }
 

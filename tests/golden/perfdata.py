@@ -225,14 +225,29 @@ def compare_near(data, what, most):
 @case
 def dwarf(work):
     """--call-graph dwarf: the copied user stacks unwound by libdwfl equal
-    perf script's (libunwind) on a C program (threads, a fork) and on xz
-    -T2, for each option."""
+    perf script's (libunwind) on a C program (threads, a fork), one in the
+    vDSO (clock_gettime) and on xz -T2, for each option."""
     prog = build("perfdata_prog.c", os.path.join(work, "prog"))
     data = record(work, "prog", [prog, "1"], DWARF)
     compare_all(data, "DWARF C program", [[], ["--tid"], ["--kernel"], ["--addrs"], ["--inline"]])
     got, _ = compare(data, [], "DWARF C program")
     if b";main;worker;" not in got or b"start_thread;worker;" not in got:
         golden.fail("the DWARF stacks should reach main and the threads' start: %r" % got[:300])
+    # every third sample's stack copy emptied (its dynamic size set to 0), as
+    # the kernel leaves it when it cannot copy the stack (a fault in a fresh
+    # fork): perf prints no user frame at all for those, not even the address
+    blob, recs = records(data)
+    b = bytearray(blob)
+    for i, (at, typ, size) in enumerate(r for r in recs if r[1] == 9):
+        if i % 3 == 0:
+            struct.pack_into("<Q", b, dyn_size_at(blob, at), 0)
+    empty = os.path.join(work, "empty-stacks.data")
+    with open(empty, "wb") as f:
+        f.write(b)
+    compare_all(empty, "DWARF, empty stack copies", [[]])
+    vdso = build("perfdata_vdso.c", os.path.join(work, "vdso"))
+    data = record(work, "vdso", [vdso, "3000000"], DWARF)
+    compare_all(data, "DWARF through the vDSO", [[], ["--addrs"]])
     if not shutil.which("xz"):
         print("skip: no xz")
         return
@@ -322,6 +337,26 @@ def records(data):
         out.append((at, typ, rsize))
         at += rsize
     return blob, out
+
+
+def dyn_size_at(blob, at):
+    """The offset of the dynamic size of the user stack copy in the SAMPLE
+    record at `at` (one event, perf record --call-graph dwarf's fields)."""
+    attrs = struct.unpack_from("<Q", blob, 24)[0]
+    sample_type, = struct.unpack_from("<Q", blob, attrs + 24)
+    regs_mask, = struct.unpack_from("<Q", blob, attrs + 80)
+    known = {0x1: 8, 0x2: 8, 0x4: 8, 0x8: 8, 0x40: 8, 0x80: 8, 0x100: 8, 0x10000: 8}
+    p = at + 8
+    for bit in (0x10000, 0x1, 0x2, 0x4, 0x8, 0x40, 0x80, 0x100):  # IDENTIFIER..PERIOD
+        p += known[bit] if sample_type & bit else 0
+    if sample_type & ~(0x10000 | 0x1ef | 0x1000 | 0x2000 | 0x4000 | 0x8000):  # + WEIGHT, DATA_SRC
+        golden.fail("unexpected sample fields %#x" % sample_type)
+    nr, = struct.unpack_from("<Q", blob, p)  # CALLCHAIN (0x20)
+    p += 8 + 8 * nr
+    abi, = struct.unpack_from("<Q", blob, p)  # REGS_USER (0x1000)
+    p += 8 + (8 * bin(regs_mask).count("1") if abi else 0)
+    size, = struct.unpack_from("<Q", blob, p)  # STACK_USER (0x2000)
+    return p + 8 + size
 
 
 def must_fail(path, what, *needles):
