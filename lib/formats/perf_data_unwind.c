@@ -29,8 +29,10 @@
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { MAX_SESSIONS = 64, DWARF_NREGS = 17 };
@@ -180,6 +182,19 @@ static const char *file_of(struct pd_unwind *u, const struct pd_dso *dso)
     return u->vdso_fd >= 0 ? u->vdso_path : NULL;
 }
 
+/* A file the file names, opened if it is a regular file: a FIFO or a
+ * device named by a corrupt file must not block the reader. */
+static int open_regular(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 /* Reports the file mapped at pc, if the session has no module there; a
  * module there that is another file makes the session stale. */
 static void report_module(struct session *s, uint64_t pc)
@@ -196,8 +211,12 @@ static void report_module(struct session *s, uint64_t pc)
     const char *path = dso ? file_of(s->u, dso) : NULL;
     if (!path)
         return;
+    int fd = open_regular(path);
+    if (fd < 0)
+        return;
     dwfl_report_begin_add(s->dwfl);
-    dwfl_report_elf(s->dwfl, dso->name, path, -1, m->start - m->pgoff, false);
+    if (!dwfl_report_elf(s->dwfl, dso->name, path, fd, m->start - m->pgoff, false))
+        close(fd); /* consumed only on success */
     dwfl_report_end(s->dwfl, NULL, NULL);
 }
 
