@@ -97,6 +97,7 @@ struct reader {
     struct pd_queue q;
     struct pd_tasks *t;
     struct pd_unwind *uw; /* DWARF call graphs */
+    struct pd_leaf *leaf; /* fp call graphs' skipped callers */
     uint64_t unwound[MAX_STACK];
 
     /* raw stacks: node 0 is the root; level 1 keys are roots, deeper ones
@@ -337,6 +338,32 @@ static int unwound_entries(struct reader *r, uint32_t process, const struct pd_s
     return err;
 }
 
+/* An fp sample that carries the top of its user stack (ember record): the
+ * caller the kernel's walk skipped, when the user pc's frame is not on the
+ * frame pointer, goes in after the pc (issue 10, item 2). */
+static int leaf_caller(struct reader *r, uint32_t process, const struct pd_sample *s)
+{
+    if (!s->chain || !s->stack || s->stack_size == 0 || s->regs)
+        return 0;
+    size_t u = 0;
+    while (u < r->nchain && r->chain[u].cpumode != PERF_RECORD_MISC_USER)
+        u++;
+    if (u == r->nchain)
+        return 0;
+    struct pd_map *m = pd_tasks_find_map(r->t, process, PERF_RECORD_MISC_USER, r->chain[u].ip);
+    uint64_t ret;
+    int got =
+        m ? pd_leaf_caller(r->leaf, r->t, m, r->chain[u].ip, s->stack, s->stack_size, &ret) : 0;
+    if (got <= 0 || (u + 1 < r->nchain && r->chain[u + 1].ip == ret))
+        return got;
+    int err = push_entry(r, 0, 0); /* room for one more, then the rest moves up */
+    if (!err) {
+        memmove(r->chain + u + 2, r->chain + u + 1, (r->nchain - u - 2) * sizeof(*r->chain));
+        r->chain[u + 1] = (struct entry){ret, PERF_RECORD_MISC_USER};
+    }
+    return err;
+}
+
 /* The raw frame of an entry: the map that holds its address then (the
  * process's maps are the same while its generation is). */
 static int entry_frame(struct reader *r, uint32_t process, uint64_t generation,
@@ -428,7 +455,8 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
     if ((err = pd_tasks_thread(r->t, s.pid, s.tid, &process, &comm, &comm_len)) < 0 ||
         (err = root_of(r, (uint32_t)ai, s.pid, s.tid, comm, comm_len, &root)) < 0)
         return err;
-    if ((err = chain_entries(r, &s)) < 0 || (err = unwound_entries(r, process, &s)) < 0 ||
+    if ((err = chain_entries(r, &s)) < 0 || (err = leaf_caller(r, process, &s)) < 0 ||
+        (err = unwound_entries(r, process, &s)) < 0 ||
         (err = stack_node(r, &r->roots[root], process, &node)) < 0)
         return err;
     uint64_t period = 1;
@@ -793,6 +821,8 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     if (!err)
         err = pd_unwind_new(&r->uw, r->t);
     if (!err)
+        err = pd_leaf_new(&r->leaf);
+    if (!err)
         err = ember_u64map_init(&r->children);
     if (!err)
         err = ember_strmap_init(&r->mapref_ids);
@@ -809,6 +839,7 @@ static void reader_release(struct reader *r)
     pd_file_release(&r->f);
     pd_queue_release(&r->q);
     pd_unwind_free(r->uw);
+    pd_leaf_free(r->leaf);
     pd_tasks_free(r->t);
     free(r->parent);
     free(r->key);

@@ -243,6 +243,17 @@ void pd_unwind_free(struct pd_unwind *u);
 int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *s,
                      uint64_t *ips, size_t max, size_t *n);
 
+/* ---- the caller fp walks skip (perf_data_leaf.c) -------------------------- */
+
+struct pd_leaf;
+int pd_leaf_new(struct pd_leaf **out);
+void pd_leaf_free(struct pd_leaf *l);
+/* For a user pc ip in map m and the stack copied from SP: 1 with *ret the
+ * return address of a frame not set up on the frame pointer, 0 when there
+ * is none (or the file cannot tell), -ENOMEM. */
+int pd_leaf_caller(struct pd_leaf *l, const struct pd_tasks *t, const struct pd_map *m, uint64_t ip,
+                   const uint8_t *stack, size_t len, uint64_t *ret);
+
 /* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
 
 struct pd_kernel {

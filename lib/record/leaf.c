@@ -15,6 +15,7 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -39,9 +40,13 @@ int ember_leaf_cfi_open(const char *path, struct ember_leaf_cfi **out)
     struct ember_leaf_cfi *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    c->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (c->fd < 0) {
-        int err = -errno;
+    /* O_NONBLOCK: a path naming a FIFO (a damaged recording) never blocks */
+    c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (c->fd < 0 || fstat(c->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int err = c->fd < 0 ? -errno : -EINVAL;
+        if (c->fd >= 0)
+            close(c->fd);
         free(c);
         return err;
     }
