@@ -76,11 +76,6 @@ static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember
     return true;
 }
 
-struct prev_frame {
-    size_t end; /* where the frame ends in the previous stack's bytes */
-    uint32_t node;
-};
-
 struct folded_reader {
     struct ember_profile *p;
     struct ember_stack_cache stacks;
@@ -89,11 +84,13 @@ struct folded_reader {
     const char *file;
     uint64_t line;
     struct ember_diag *d;
-    /* the previous line's stack and frames, for prefix reuse */
+    /* the previous line's stack and, per frame, where it ends in those
+     * bytes, its name and its node: for prefix reuse */
     char *prev;
     size_t prev_len, prev_cap;
-    struct prev_frame *frames;
-    size_t nframes, fcap;
+    size_t *ends;
+    uint32_t *ids, *nodes;
+    size_t nframes, ecap, icap, ncap;
 };
 
 /* The frames of a stack not seen before, reusing the previous line's
@@ -105,30 +102,35 @@ static int insert_frames(struct folded_reader *r, const char *s, size_t n, uint3
     size_t same = 0, lim = n < r->prev_len ? n : r->prev_len, k = 0;
     while (same < lim && s[same] == r->prev[same])
         same++;
-    while (k < r->nframes && r->frames[k].end <= same &&
-           (r->frames[k].end == n || s[r->frames[k].end] == ';'))
+    while (k < r->nframes && r->ends[k] <= same && (r->ends[k] == n || s[r->ends[k]] == ';'))
         k++;
     r->nframes = k;
-    uint32_t node = k ? r->frames[k - 1].node : EMBER_ROOT;
-    for (size_t pos = k ? r->frames[k - 1].end + 1 : 0; n > 0 && pos <= n;) {
+    /* the names of the others first, then their nodes in one pass down */
+    for (size_t pos = k ? r->ends[k - 1] + 1 : 0; n > 0 && pos <= n;) {
         const char *semi = memchr(s + pos, ';', n - pos);
         size_t end = semi ? (size_t)(semi - s) : n;
         uint32_t frame;
         int err = ember_frames_intern(&r->p->frames, s + pos, end - pos, &frame);
-        if (!err)
-            err = ember_profile_child_fast(r->p, node, frame, &node);
-        if (!err)
-            err = EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1);
+        if (!err && (EMBER_VEC_RESERVE(r->ends, r->ecap, r->nframes + 1) < 0 ||
+                     EMBER_VEC_RESERVE(r->ids, r->icap, r->nframes + 1) < 0 ||
+                     EMBER_VEC_RESERVE(r->nodes, r->ncap, r->nframes + 1) < 0))
+            err = -ENOMEM;
         if (err)
             return err;
-        r->frames[r->nframes++] = (struct prev_frame){end, node};
+        r->ends[r->nframes] = end;
+        r->ids[r->nframes++] = frame;
         pos = end + 1;
+    }
+    int err = ember_profile_child_path(r->p, k ? r->nodes[k - 1] : EMBER_ROOT, r->ids + k,
+                                       r->nframes - k, 1, r->nodes + k, leaf);
+    if (err) {
+        r->nframes = k; /* the nodes of the others are not known */
+        return err;
     }
     if (EMBER_VEC_RESERVE(r->prev, r->prev_cap, n + 1) < 0)
         return -ENOMEM;
     memcpy(r->prev, s, n);
     r->prev_len = n;
-    *leaf = node;
     return 0;
 }
 
@@ -238,7 +240,9 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
     ember_chunk_release(&c);
     ember_stack_cache_release(&r.stacks);
     free(r.prev);
-    free(r.frames);
+    free(r.ends);
+    free(r.ids);
+    free(r.nodes);
     return err;
 }
 

@@ -8,8 +8,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
-enum { CHILD_INITIAL_SLOTS = 1024 };
+enum {
+    CHILD_INITIAL_BUCKETS = 256,
+    ROOT_PATH_HASH = 0x2545F491,
+    PATH_AHEAD = 8, /* slots fetched ahead of the lookup that needs them */
+};
 
 static const int64_t pow10_table[] = {
     1,
@@ -51,6 +56,22 @@ static int node_reserve(struct ember_profile *p, size_t need)
     return 0;
 }
 
+/* A zeroed table. Lookups land anywhere in it, so a large one asks for huge
+ * pages: with 4 KiB pages nearly every lookup would also miss the TLB. */
+static struct ember_child_bucket *child_alloc(size_t nbuckets)
+{
+    enum { HUGE_PAGE = 2 << 20 };
+    size_t bytes = nbuckets * sizeof(struct ember_child_bucket);
+    void *b = NULL;
+    if (posix_memalign(&b, bytes >= HUGE_PAGE ? HUGE_PAGE : sizeof(struct ember_child_bucket),
+                       bytes) != 0)
+        return NULL;
+    if (bytes >= HUGE_PAGE)
+        madvise(b, bytes, MADV_HUGEPAGE); /* only a hint */
+    memset(b, 0, bytes);
+    return b;
+}
+
 struct ember_profile *ember_profile_new(void)
 {
     struct ember_profile *p = calloc(1, sizeof(*p));
@@ -58,16 +79,16 @@ struct ember_profile *ember_profile_new(void)
         return NULL;
     p->nmetrics = 1;
     ember_profile_set_unit(p, "samples", "count");
-    p->child_keys = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_keys));
-    p->child_vals = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_vals));
-    p->child_mask = CHILD_INITIAL_SLOTS - 1;
-    if (!p->child_keys || !p->child_vals || ember_frames_init(&p->frames) < 0 ||
-        node_reserve(p, 1024) < 0) {
+    p->child_buckets = child_alloc(CHILD_INITIAL_BUCKETS);
+    p->child_mask = CHILD_INITIAL_BUCKETS - 1;
+    if (!p->child_buckets || EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, 1024) < 0 ||
+        ember_frames_init(&p->frames) < 0 || node_reserve(p, 1024) < 0) {
         ember_profile_free(p);
         return NULL;
     }
     p->nodes[0].frame = UINT32_MAX;
     p->nodes[0].parent = UINT32_MAX;
+    p->child_hash[0] = ROOT_PATH_HASH;
     p->nnodes = 1;
     return p;
 }
@@ -78,8 +99,8 @@ void ember_profile_free(struct ember_profile *p)
         return;
     ember_frames_release(&p->frames);
     free(p->nodes);
-    free(p->child_keys);
-    free(p->child_vals);
+    free(p->child_buckets);
+    free(p->child_hash);
     free(p->seq_node);
     for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
         free(p->self[m]);
@@ -153,53 +174,66 @@ uint32_t ember_profile_frame_count(const struct ember_profile *p)
     return p->frames.count;
 }
 
-static int child_rehash(struct ember_profile *p)
+/* Puts node n, whose path hash is h, in the first free slot from its home
+ * bucket, marking the full buckets it passes. */
+static void child_place(struct ember_child_bucket *b, uint32_t mask, uint32_t h, uint32_t parent,
+                        uint32_t frame, uint32_t n)
 {
-    uint32_t nslots = (p->child_mask + 1) * 2;
-    uint64_t *keys = calloc(nslots, sizeof(*keys));
-    uint32_t *vals = calloc(nslots, sizeof(*vals));
-    if (!keys || !vals || nslots == 0) {
-        free(keys);
-        free(vals);
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++)
+            if (b[i].slot[j].node == 0) {
+                b[i].slot[j] = (struct ember_child_slot){parent, frame, n};
+                return;
+            }
+        b[i].over = 1;
+    }
+}
+
+/* Doubles the child table. The old buckets are read in order, so the
+ * children land in the new one in order too (at home or home + old size):
+ * only the path hashes are read out of order, fetched ahead. */
+static int child_grow(struct ember_profile *p)
+{
+    enum { AHEAD = 4 };
+    uint32_t old = p->child_mask + 1, nb = old * 2;
+    struct ember_child_bucket *b = nb ? child_alloc(nb) : NULL;
+    if (!b)
         return -ENOMEM;
+    const struct ember_child_bucket *ob = p->child_buckets;
+    for (uint32_t i = 0; i < old; i++) {
+        if (i + AHEAD < old)
+            for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++)
+                __builtin_prefetch(&p->child_hash[ob[i + AHEAD].slot[j].node]);
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET && ob[i].slot[j].node; j++) {
+            const struct ember_child_slot *s = &ob[i].slot[j];
+            child_place(b, nb - 1, p->child_hash[s->node], s->parent, s->frame, s->node);
+        }
     }
-    for (uint32_t n = 1; n < p->nnodes; n++) {
-        uint64_t key = (uint64_t)p->nodes[n].parent << 32 | p->nodes[n].frame;
-        uint32_t i = ember_child_hash(key, nslots - 1);
-        while (vals[i])
-            i = (i + 1) & (nslots - 1);
-        keys[i] = key;
-        vals[i] = n;
-    }
-    free(p->child_keys);
-    free(p->child_vals);
-    p->child_keys = keys;
-    p->child_vals = vals;
-    p->child_mask = nslots - 1;
+    free(p->child_buckets);
+    p->child_buckets = b;
+    p->child_mask = nb - 1;
     return 0;
 }
 
-int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t frame,
-                             uint32_t *node)
+int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
+                               uint32_t *node)
 {
     if (parent >= p->nnodes || frame >= p->frames.count)
         return -EINVAL;
     if (p->nnodes == UINT32_MAX)
         return -ERANGE;
-    int err = node_reserve(p, (size_t)p->nnodes + 1);
-    if (err < 0)
-        return err;
-    uint32_t n = p->nnodes++;
+    uint32_t n = p->nnodes;
+    /* at most 3/4 full: a lookup mostly reads its home bucket alone */
+    if (node_reserve(p, (size_t)n + 1) < 0 ||
+        EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, (size_t)n + 1) < 0 ||
+        ((uint64_t)n * 4 > (uint64_t)(p->child_mask + 1) * EMBER_CHILD_BUCKET * 3 &&
+         child_grow(p) < 0))
+        return -ENOMEM;
     p->nodes[n].frame = frame;
     p->nodes[n].parent = parent;
-    if ((uint64_t)p->nnodes * 2 > (uint64_t)p->child_mask + 1)
-        return child_rehash(p) < 0 ? -ENOMEM : (*node = n, 0);
-    uint64_t key = (uint64_t)parent << 32 | frame;
-    uint32_t i = ember_child_hash(key, p->child_mask);
-    while (p->child_vals[i])
-        i = (i + 1) & p->child_mask;
-    p->child_keys[i] = key;
-    p->child_vals[i] = n;
+    p->child_hash[n] = h;
+    p->nnodes++;
+    child_place(p->child_buckets, p->child_mask, h, parent, frame, n);
     *node = n;
     return 0;
 }
@@ -207,6 +241,37 @@ int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t 
 int ember_profile_child(struct ember_profile *p, uint32_t parent, uint32_t frame, uint32_t *node)
 {
     return ember_profile_child_fast(p, parent, frame, node);
+}
+
+int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uint32_t *frames,
+                             size_t n, int step, uint32_t *nodes, uint32_t *leaf)
+{
+    if (parent >= p->nnodes)
+        return -EINVAL;
+    /* The path hashes of the next PATH_AHEAD frames are computed, and their
+     * slots fetched, while the current one is looked up: the misses overlap. */
+    uint32_t ring[PATH_AHEAD];
+    uint32_t h = p->child_hash[parent];
+    size_t ahead = 0;
+    bool fresh = false; /* a node just made has no children yet */
+    for (size_t i = 0; i < n; i++) {
+        for (; ahead < n && ahead < i + PATH_AHEAD; ahead++) {
+            h = ember_child_step(h, frames[step > 0 ? ahead : n - 1 - ahead]);
+            ring[ahead % PATH_AHEAD] = h;
+            __builtin_prefetch(&p->child_buckets[h & p->child_mask]);
+        }
+        uint32_t frame = frames[step > 0 ? i : n - 1 - i], hi = ring[i % PATH_AHEAD];
+        uint32_t before = p->nnodes;
+        int err = fresh ? ember_profile_child_insert(p, hi, parent, frame, &parent)
+                        : ember_profile_child_at(p, hi, parent, frame, &parent);
+        if (err)
+            return err;
+        fresh = p->nnodes != before;
+        if (nodes)
+            nodes[i] = parent;
+    }
+    *leaf = parent;
+    return 0;
 }
 
 uint32_t ember_profile_node_count(const struct ember_profile *p)

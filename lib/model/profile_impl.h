@@ -5,8 +5,17 @@
  * Invariants:
  * - nodes[0] is the root; a node's parent always has a smaller index, so a
  *   scan in index order visits parents before children;
- * - the child table maps (parent << 32 | frame) to the node, 0 = empty slot
- *   (the root is nobody's child);
+ * - the child table maps (parent, frame) to the node; a slot holds all three,
+ *   node 0 = empty (the root is nobody's child). Slots come in buckets of one
+ *   cache line, filled in order; a child goes to the first bucket with room
+ *   from its home bucket on, and the full buckets it passed are marked
+ *   'over', so a lookup ends at a free slot or at a bucket not marked;
+ * - a node's slot is found from its path hash, child_hash[n], a hash of the
+ *   frames from the root down to it: child_hash[child] =
+ *   ember_child_step(child_hash[parent], frame). The hash of a whole stack's
+ *   nodes is known from its frames alone, before any node is found, so a
+ *   reader can fetch every slot of a stack at once instead of one cache
+ *   miss after another (ember_profile_child_path);
  * - the frame table maps names to ids; slots hold id + 1, 0 = empty;
  * - self[m][n] is node n's weight in metric m, scaled by 10^decimals.
  */
@@ -17,6 +26,7 @@
 #include "util/arena.h"
 #include "util/hash.h"
 
+#include <errno.h>
 #include <string.h>
 
 struct ember_frames {
@@ -35,6 +45,18 @@ struct ember_node {
     uint32_t parent;
 };
 
+struct ember_child_slot {
+    uint32_t parent, frame;
+    uint32_t node; /* 0: empty */
+};
+
+enum { EMBER_CHILD_BUCKET = 5 };
+
+struct ember_child_bucket {
+    struct ember_child_slot slot[EMBER_CHILD_BUCKET];
+    uint32_t over; /* a child whose home is here or before went further */
+};
+
 struct ember_profile {
     struct ember_frames frames;
 
@@ -43,9 +65,10 @@ struct ember_profile {
     uint32_t nnodes;
     size_t ncap;
 
-    uint64_t *child_keys;
-    uint32_t *child_vals;
-    uint32_t child_mask;
+    struct ember_child_bucket *child_buckets;
+    uint32_t *child_hash; /* per node, child_hash_cap of them */
+    size_t child_hash_cap;
+    uint32_t child_mask; /* buckets - 1 */
 
     unsigned nmetrics;
     unsigned decimals;
@@ -72,8 +95,15 @@ int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned me
 /* Exchanges the contents of two profiles (a transform's result replaces
  * its input in place). */
 void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
-int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t frame,
-                             uint32_t *node);
+/* Adds the child (parent, frame), whose path hash is h, and sets *node. */
+int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
+                               uint32_t *node);
+/* The nodes of the path from parent down through n frames, creating them
+ * as needed: frames[0] is parent's child when step is 1, frames[n - 1] when
+ * step is -1 (leaf-first stacks). Fills nodes[0 .. n) (in path order) when
+ * nodes is not NULL, else only *leaf; *leaf is parent when n is 0. */
+int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uint32_t *frames,
+                             size_t n, int step, uint32_t *nodes, uint32_t *leaf);
 
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
 static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
@@ -93,25 +123,39 @@ static inline int ember_frames_intern(struct ember_frames *f, const char *s, siz
     return ember_frames_intern_slow(f, s, n, h, id);
 }
 
-static inline uint32_t ember_child_hash(uint64_t key, uint32_t mask)
+/* The path hash of a child from its parent's. */
+static inline uint32_t ember_child_step(uint32_t parent_hash, uint32_t frame)
 {
-    return (uint32_t)ember_hash_u64(key) & mask;
+    return (uint32_t)ember_hash_u64((uint64_t)parent_hash << 32 | frame);
+}
+
+/* The child (parent, frame) whose path hash is h, created if new. */
+static inline int ember_profile_child_at(struct ember_profile *p, uint32_t h, uint32_t parent,
+                                         uint32_t frame, uint32_t *node)
+{
+    for (uint32_t b = h & p->child_mask;; b = (b + 1) & p->child_mask) {
+        const struct ember_child_bucket *k = &p->child_buckets[b];
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++) {
+            const struct ember_child_slot *s = &k->slot[j];
+            if (s->node == 0)
+                return ember_profile_child_insert(p, h, parent, frame, node);
+            if (s->parent == parent && s->frame == frame) {
+                *node = s->node;
+                return 0;
+            }
+        }
+        if (!k->over)
+            return ember_profile_child_insert(p, h, parent, frame, node);
+    }
 }
 
 static inline int ember_profile_child_fast(struct ember_profile *p, uint32_t parent, uint32_t frame,
                                            uint32_t *node)
 {
-    uint64_t key = (uint64_t)parent << 32 | frame;
-    for (uint32_t i = ember_child_hash(key, p->child_mask);; i = (i + 1) & p->child_mask) {
-        uint32_t v = p->child_vals[i];
-        if (v == 0)
-            break;
-        if (p->child_keys[i] == key) {
-            *node = v;
-            return 0;
-        }
-    }
-    return ember_profile_child_slow(p, parent, frame, node);
+    if (parent >= p->nnodes)
+        return -EINVAL;
+    return ember_profile_child_at(p, ember_child_step(p->child_hash[parent], frame), parent, frame,
+                                  node);
 }
 
 #endif

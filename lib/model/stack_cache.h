@@ -10,6 +10,11 @@
  * odds of a memory error), which keeps the cache small: 24 bytes a stack.
  * It only speeds things up, and stops growing at a fixed size, so memory
  * stays bounded whatever the input.
+ *
+ * A stack the cache does not know often shares its outer frames with the
+ * previous one (the same thread, the same caller): those frames' nodes are
+ * taken from the previous stack's path, and the trie is only asked for the
+ * rest, all of it at once (ember_profile_child_path).
  */
 #ifndef EMBER_MODEL_STACK_CACHE_H
 #define EMBER_MODEL_STACK_CACHE_H
@@ -21,6 +26,9 @@ struct stack_slot;
 struct ember_stack_cache {
     struct stack_slot *slots;
     uint32_t mask, count;
+    /* the previous stack's frames, root first, and their nodes */
+    uint32_t *path, *nodes;
+    size_t plen, pcap, ncap;
 };
 
 int ember_stack_cache_init(struct ember_stack_cache *c);
