@@ -76,14 +76,10 @@ static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember
     return true;
 }
 
-struct folded_reader {
+/* Reading a profile: the stack tree, and what speeds up its insertions. */
+struct folded_tree {
     struct ember_profile *p;
     struct ember_stack_cache stacks;
-    const struct ember_read_opts *o;
-    struct ember_read_stats *st;
-    const char *file;
-    uint64_t line;
-    struct ember_diag *d;
     /* the previous line's stack and, per frame, where it ends in those
      * bytes, its name and its node: for prefix reuse */
     char *prev;
@@ -95,7 +91,7 @@ struct folded_reader {
 
 /* The frames of a stack not seen before, reusing the previous line's
  * nodes where the text matches. */
-static int insert_frames(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
+static int insert_frames(struct folded_tree *r, const char *s, size_t n, uint32_t *leaf)
 {
     /* Frames shared with the previous stack: the same bytes, ending at the
      * same place in both. */
@@ -134,14 +130,24 @@ static int insert_frames(struct folded_reader *r, const char *s, size_t n, uint3
     return 0;
 }
 
-/* Inserts the stack [s, s+n) and returns its last node. */
-static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
+/* A line to come: its stack's hash, and its slot in the stack cache
+ * fetched. */
+static void tree_hint(void *ctx, struct ember_folded_line *l)
 {
-    /* Perl's split drops trailing empty fields */
-    while (n > 0 && s[n - 1] == ';')
-        n--;
+    struct folded_tree *r = ctx;
+    XXH128_hash_t h = XXH3_128bits(l->stack, l->len);
+    l->hash[0] = h.low64;
+    l->hash[1] = h.high64;
+    ember_stack_cache_prefetch(&r->stacks, h.low64);
+}
+
+/* Inserts the line's stack and returns its last node. */
+static int insert_stack(struct folded_tree *r, const struct ember_folded_line *l, uint32_t *leaf)
+{
     /* a stack seen before: one hash of its text */
-    XXH128_hash_t h = XXH3_128bits(s, n);
+    const char *s = l->stack;
+    size_t n = l->len;
+    XXH128_hash_t h = {l->hash[0], l->hash[1]};
     if (ember_stack_cache_get(&r->stacks, h.low64, h.high64, leaf))
         return 0;
     int err = insert_frames(r, s, n, leaf);
@@ -150,73 +156,147 @@ static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32
     return err;
 }
 
-static void warn_line(struct folded_reader *r, const char *s, size_t n)
+/* A line into the profile: its stack, and its counts. */
+static int tree_line(void *ctx, const struct ember_folded_line *l)
+{
+    struct folded_tree *r = ctx;
+    struct ember_profile *p = r->p;
+    int err = 0;
+    if (l->diff && p->nmetrics < 2)
+        err = ember_profile_set_metrics(p, 2);
+    uint32_t leaf = EMBER_ROOT;
+    if (!err)
+        err = insert_stack(r, l, &leaf);
+    if (!err && l->diff) {
+        err = ember_profile_add_decimal(p, leaf, 0, l->before);
+        if (!err)
+            err = ember_profile_add_decimal(p, leaf, 1, l->count);
+    } else if (!err) {
+        /* in a differential profile a one-count line is unchanged */
+        for (unsigned m = 0; m < p->nmetrics && !err; m++)
+            err = ember_profile_add_decimal(p, leaf, m, l->count);
+    }
+    return err;
+}
+
+static const struct ember_folded_calls tree_calls = {tree_hint, tree_line};
+
+/* Reading lines, whatever is done with them. Each line is parsed one line
+ * ahead of the callback, and shown to the hint first, so that what the
+ * callback will look up is already on its way from memory. */
+struct folded_scan {
+    const struct ember_read_opts *o;
+    struct ember_read_stats *st;
+    const char *file;
+    uint64_t line;
+    struct ember_diag *d;
+    const struct ember_folded_calls *fn;
+    void *ctx;
+};
+
+/* A parsed line: COUNTED has a count, SKIPPED not, CUT is an input's last
+ * line without a count or a line end, BLANK is empty. */
+enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT };
+
+struct parsed {
+    enum line_kind kind;
+    uint64_t line;
+    const char *s; /* the line, for messages */
+    size_t n;
+    struct ember_folded_line l;
+};
+
+static void warn_line(struct folded_scan *r, const struct parsed *p)
 {
     r->st->skipped++;
     if (!r->o->warn)
         return;
     struct ember_diag d;
     char q[200];
-    ember_quote(q, sizeof(q), s, n, 120);
-    ember_diag_set(&d, 0, r->file, r->line,
+    ember_quote(q, sizeof(q), p->s, p->n, 120);
+    ember_diag_set(&d, 0, r->file, p->line,
                    "skipped line without a count (expected \"frame;frame COUNT\"): \"%s\"", q);
     r->o->warn(r->o->warn_ctx, &d);
 }
 
 /* The last line of the input, without its newline nor a count. */
-static int cut_line(struct folded_reader *r, const char *s, size_t n)
+static int cut_line(struct folded_scan *r, const struct parsed *p)
 {
     char q[200], inside[240];
-    ember_quote(q, sizeof(q), s, n, 120);
+    ember_quote(q, sizeof(q), p->s, p->n, 120);
     snprintf(inside, sizeof(inside), "the line \"%s\"", q);
-    return ember_format_truncated(r->d, r->file, r->line, inside,
+    return ember_format_truncated(r->d, r->file, p->line, inside,
                                   "a count at the end of the line (\"frame;frame COUNT\")");
 }
 
 /* A line, without its '\n'; unterminated: it had none (the input's last). */
-static int on_line(struct folded_reader *r, const char *s, size_t n, bool unterminated)
+static void parse_line(const char *s, size_t n, bool unterminated, struct parsed *p)
 {
     if (n > 0 && s[n - 1] == '\r')
         n--;
     size_t slen, slen2;
-    struct ember_decimal c1, c2;
-    if (!split_count(s, n, &slen, &c2)) {
-        if (n > 0 && unterminated)
-            return cut_line(r, s, n);
-        if (n > 0)
-            warn_line(r, s, n);
+    p->s = s;
+    p->n = n;
+    p->l = (struct ember_folded_line){.stack = s};
+    if (!split_count(s, n, &slen, &p->l.count)) {
+        p->kind = n == 0 ? LINE_BLANK : unterminated ? LINE_CUT : LINE_SKIPPED;
+        return;
+    }
+    p->kind = LINE_COUNTED;
+    p->l.diff = split_count(s, slen, &slen2, &p->l.before);
+    p->l.len = p->l.diff ? slen2 : slen;
+    /* Perl's split drops trailing empty fields */
+    while (p->l.len > 0 && s[p->l.len - 1] == ';')
+        p->l.len--;
+}
+
+static int deliver(struct folded_scan *r, struct parsed *p)
+{
+    if (p->kind == LINE_CUT)
+        return cut_line(r, p);
+    if (p->kind == LINE_SKIPPED)
+        warn_line(r, p);
+    if (p->kind != LINE_COUNTED)
         return 0;
-    }
-    bool diff = split_count(s, slen, &slen2, &c1);
-    int err = 0;
-    if (diff && r->p->nmetrics < 2)
-        err = ember_profile_set_metrics(r->p, 2);
-    uint32_t leaf = EMBER_ROOT;
-    if (!err)
-        err = insert_stack(r, s, diff ? slen2 : slen, &leaf);
-    if (!err && diff) {
-        err = ember_profile_add_decimal(r->p, leaf, 0, c1);
-        if (!err)
-            err = ember_profile_add_decimal(r->p, leaf, 1, c2);
-    } else if (!err) {
-        /* in a differential profile a one-count line is unchanged */
-        for (unsigned m = 0; m < r->p->nmetrics && !err; m++)
-            err = ember_profile_add_decimal(r->p, leaf, m, c2);
-    }
+    int err = r->fn->line(r->ctx, &p->l);
     if (err == -ERANGE)
-        return ember_diag_set(r->d, err, r->file, r->line, "counts overflow a 64-bit total");
+        return ember_diag_set(r->d, err, r->file, p->line, "counts overflow a 64-bit total");
     if (!err)
         r->st->samples++;
     return err;
 }
 
-static int folded_read(struct ember_profile *p, struct ember_input *in,
-                       const struct ember_read_opts *o, struct ember_read_stats *st,
-                       struct ember_diag *d)
+/* The lines of a chunk, each delivered after the next one is parsed. */
+static int scan_chunk(struct folded_scan *r, const char *s, const char *end)
 {
-    struct folded_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
+    struct parsed ring[2];
+    unsigned cur = 0;
+    bool pending = false;
+    int err = 0;
+    while (s < end && !err) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        struct parsed *p = &ring[cur ^ 1];
+        parse_line(s, n, !nl, p);
+        p->line = r->line++;
+        if (p->kind == LINE_COUNTED && r->fn->hint)
+            r->fn->hint(r->ctx, &p->l);
+        if (pending)
+            err = deliver(r, &ring[cur]);
+        cur ^= 1;
+        pending = true;
+        s += n + 1;
+    }
+    return !err && pending ? deliver(r, &ring[cur]) : err;
+}
+
+int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
+                      struct ember_read_stats *st, struct ember_diag *d,
+                      const struct ember_folded_calls *fn, void *ctx)
+{
+    struct folded_scan r = {o, st, ember_input_name(in), 0, d, fn, ctx};
     struct ember_chunk c = {0};
-    int err = ember_stack_cache_init(&r.stacks);
+    int err = 0;
     while (!err) {
         int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
         if (got <= 0) {
@@ -224,20 +304,22 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
             break;
         }
         r.line = c.first_line;
-        const char *s = c.data, *end = c.data + c.len;
-        while (s < end && !err) {
-            const char *nl = memchr(s, '\n', (size_t)(end - s));
-            size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            err = on_line(&r, s, n, !nl);
-            r.line++;
-            s += n + 1;
-        }
-        if (err)
-            break;
-        if (o->progress)
+        err = scan_chunk(&r, c.data, c.data + c.len);
+        if (!err && o->progress)
             o->progress(o->progress_ctx, in);
     }
     ember_chunk_release(&c);
+    return err;
+}
+
+static int folded_read(struct ember_profile *p, struct ember_input *in,
+                       const struct ember_read_opts *o, struct ember_read_stats *st,
+                       struct ember_diag *d)
+{
+    struct folded_tree r = {.p = p};
+    int err = ember_stack_cache_init(&r.stacks);
+    if (!err)
+        err = ember_folded_scan(in, o, st, d, &tree_calls, &r);
     ember_stack_cache_release(&r.stacks);
     free(r.prev);
     free(r.ends);

@@ -3,12 +3,12 @@
  * invariants).
  */
 #include "profile_impl.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 enum {
     CHILD_INITIAL_BUCKETS = 256,
@@ -56,22 +56,6 @@ static int node_reserve(struct ember_profile *p, size_t need)
     return 0;
 }
 
-/* A zeroed table. Lookups land anywhere in it, so a large one asks for huge
- * pages: with 4 KiB pages nearly every lookup would also miss the TLB. */
-static struct ember_child_bucket *child_alloc(size_t nbuckets)
-{
-    enum { HUGE_PAGE = 2 << 20 };
-    size_t bytes = nbuckets * sizeof(struct ember_child_bucket);
-    void *b = NULL;
-    if (posix_memalign(&b, bytes >= HUGE_PAGE ? HUGE_PAGE : sizeof(struct ember_child_bucket),
-                       bytes) != 0)
-        return NULL;
-    if (bytes >= HUGE_PAGE)
-        madvise(b, bytes, MADV_HUGEPAGE); /* only a hint */
-    memset(b, 0, bytes);
-    return b;
-}
-
 struct ember_profile *ember_profile_new(void)
 {
     struct ember_profile *p = calloc(1, sizeof(*p));
@@ -79,7 +63,7 @@ struct ember_profile *ember_profile_new(void)
         return NULL;
     p->nmetrics = 1;
     ember_profile_set_unit(p, "samples", "count");
-    p->child_buckets = child_alloc(CHILD_INITIAL_BUCKETS);
+    p->child_buckets = ember_table_calloc(CHILD_INITIAL_BUCKETS, sizeof(struct ember_child_bucket));
     p->child_mask = CHILD_INITIAL_BUCKETS - 1;
     if (!p->child_buckets || EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, 1024) < 0 ||
         ember_frames_init(&p->frames) < 0 || node_reserve(p, 1024) < 0) {
@@ -196,7 +180,7 @@ static int child_grow(struct ember_profile *p)
 {
     enum { AHEAD = 4 };
     uint32_t old = p->child_mask + 1, nb = old * 2;
-    struct ember_child_bucket *b = nb ? child_alloc(nb) : NULL;
+    struct ember_child_bucket *b = nb ? ember_table_calloc(nb, sizeof(*b)) : NULL;
     if (!b)
         return -ENOMEM;
     const struct ember_child_bucket *ob = p->child_buckets;

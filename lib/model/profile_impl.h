@@ -92,6 +92,21 @@ int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metri
 /* Records (node, value) in the arrival sequence only. */
 int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
                              int64_t value);
+/* rank[2 * frame + kind]: from 1, the byte order of every frame's name
+ * (kind 0) and name followed by ';' (kind 1), which is the order of
+ * folded lines ending at a frame and going on below it. */
+int ember_piece_ranks(const struct ember_frames *f, uint32_t **rank);
+
+/* Pruning a walk: below a node whose bit is set in skip, the walk calls
+ * below(ctx, path, depth), path[depth - 1] the node, instead of visiting
+ * the lines below it (the line ending at it is still visited). */
+struct ember_walk_prune {
+    const uint64_t *skip;
+    int (*below)(void *ctx, const uint32_t *path, size_t depth);
+};
+int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
+                              const struct ember_walk_prune *prune, void *ctx);
+
 /* Exchanges the contents of two profiles (a transform's result replaces
  * its input in place). */
 void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
@@ -129,24 +144,41 @@ static inline uint32_t ember_child_step(uint32_t parent_hash, uint32_t frame)
     return (uint32_t)ember_hash_u64((uint64_t)parent_hash << 32 | frame);
 }
 
-/* The child (parent, frame) whose path hash is h, created if new. */
-static inline int ember_profile_child_at(struct ember_profile *p, uint32_t h, uint32_t parent,
-                                         uint32_t frame, uint32_t *node)
+/* The child (parent, frame) whose path hash is h, 0 if there is none. */
+static inline uint32_t ember_profile_child_find_at(const struct ember_profile *p, uint32_t h,
+                                                   uint32_t parent, uint32_t frame)
 {
     for (uint32_t b = h & p->child_mask;; b = (b + 1) & p->child_mask) {
         const struct ember_child_bucket *k = &p->child_buckets[b];
         for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++) {
             const struct ember_child_slot *s = &k->slot[j];
             if (s->node == 0)
-                return ember_profile_child_insert(p, h, parent, frame, node);
-            if (s->parent == parent && s->frame == frame) {
-                *node = s->node;
                 return 0;
-            }
+            if (s->parent == parent && s->frame == frame)
+                return s->node;
         }
         if (!k->over)
-            return ember_profile_child_insert(p, h, parent, frame, node);
+            return 0;
     }
+}
+
+/* The child (parent, frame) whose path hash is h, created if new. */
+static inline int ember_profile_child_at(struct ember_profile *p, uint32_t h, uint32_t parent,
+                                         uint32_t frame, uint32_t *node)
+{
+    uint32_t n = ember_profile_child_find_at(p, h, parent, frame);
+    if (!n)
+        return ember_profile_child_insert(p, h, parent, frame, node);
+    *node = n;
+    return 0;
+}
+
+/* The child (parent, frame), 0 if there is none (parent must exist). */
+static inline uint32_t ember_profile_child_find(const struct ember_profile *p, uint32_t parent,
+                                                uint32_t frame)
+{
+    return ember_profile_child_find_at(p, ember_child_step(p->child_hash[parent], frame), parent,
+                                       frame);
 }
 
 static inline int ember_profile_child_fast(struct ember_profile *p, uint32_t parent, uint32_t frame,

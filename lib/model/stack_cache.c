@@ -8,11 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-struct stack_slot {
-    uint64_t lo, hi;
-    uint32_t node; /* 0: empty slot (the root is never a stack's node) */
-};
-
 /* At most 2^21 stacks cached (48 MiB of slots at half load). */
 enum { STACK_CACHE_MAX = 1 << 21 };
 

@@ -21,7 +21,10 @@
 
 #include "profile_impl.h"
 
-struct stack_slot;
+struct stack_slot {
+    uint64_t lo, hi;
+    uint32_t node; /* 0: empty slot (the root is never a stack's node) */
+};
 
 struct ember_stack_cache {
     struct stack_slot *slots;
@@ -38,6 +41,11 @@ void ember_stack_cache_release(struct ember_stack_cache *c);
  * stack's text (folded lines). get returns false when the stack is unknown. */
 bool ember_stack_cache_get(const struct ember_stack_cache *c, uint64_t lo, uint64_t hi,
                            uint32_t *node);
+/* Starts fetching the slot a get or put of the hash lo will read. */
+static inline void ember_stack_cache_prefetch(const struct ember_stack_cache *c, uint64_t lo)
+{
+    __builtin_prefetch(&c->slots[(uint32_t)lo & c->mask]);
+}
 void ember_stack_cache_put(struct ember_stack_cache *c, uint64_t lo, uint64_t hi, uint32_t node);
 
 /* The node of the stack whose outermost frame is root and whose other frames

@@ -6,7 +6,9 @@
  * stacks share it and is closed, as one rectangle, when a stack diverges.
  * That gives exactly its frames, including its quirks (see walk.c). Frames
  * narrower than --minwidth are dropped as they close, so memory follows the
- * frames drawn. Coordinates, number formats, colours and label truncation
+ * frames drawn, and whole subtrees narrower than --minwidth are not walked
+ * at all (what they would add is summed beforehand, see struct below).
+ * Coordinates, number formats, colours and label truncation
  * follow flamegraph.pl byte for byte; frames are written by depth then x,
  * so the same input gives the same bytes (flamegraph.pl's order is Perl's
  * random hash order). Unlike flamegraph.pl, every text is escaped and
@@ -59,8 +61,26 @@ struct open_frame {
     int64_t hidden; /* width of the children too narrow to draw */
 };
 
+/* For pruning: per node, what the lines below it add to the layout. A
+ * subtree narrower than --minwidth draws nothing: its frames are all
+ * hidden, so walking it only counts them, adds its width to the time and
+ * (differential) its deltas to the largest delta. Frames are nodes, but a
+ * node whose line and lines below are split by a sibling's (the case
+ * walk.c describes: a sibling whose name extends the node's by a byte
+ * below ';') makes two frames: those are found by looking the siblings
+ * up. A node with too many possible such siblings to look up keeps its
+ * ancestors walked as before. */
+struct below {
+    int64_t *total;   /* of the drawn metric, over the subtree, the node included */
+    uint32_t *frames; /* the frames of the nodes strictly below */
+    int64_t *maxd;    /* differential: largest |after - before| strictly below */
+    uint64_t *skip;   /* bit per node: walk nothing below it */
+};
+
 struct layout {
     const struct ember_profile *p;
+    const struct below *below;
+    unsigned wm; /* the drawn metric: AFTER's in a differential profile */
     bool diff;
     int64_t time;
     double min_time;        /* frames narrower are dropped ... */
@@ -92,9 +112,9 @@ static int close_frame(struct layout *l, size_t depth, const struct open_frame *
     return 0;
 }
 
-static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+/* Makes path the open frames, closing those it leaves. */
+static int open_path(struct layout *l, const uint32_t *path, size_t depth)
 {
-    struct layout *l = ctx;
     size_t same = 0;
     while (same < l->nopen && same < depth && l->open[same].node == path[same])
         same++;
@@ -108,6 +128,15 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
     for (size_t k = same; k < depth; k++)
         l->open[k] = (struct open_frame){path[k], l->time, 0, 0};
     l->nopen = depth;
+    return 0;
+}
+
+static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct layout *l = ctx;
+    int err = open_path(l, path, depth);
+    if (err)
+        return err;
     if (l->diff) {
         int64_t d = self[1] - self[0];
         if (depth)
@@ -119,6 +148,157 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
         l->time += self[0];
     }
     return 0;
+}
+
+/* The lines below a pruned node, all hidden: what flow would make of them. */
+static int flow_below(void *ctx, const uint32_t *path, size_t depth)
+{
+    struct layout *l = ctx;
+    const struct below *b = l->below;
+    uint32_t x = path[depth - 1];
+    int err = open_path(l, path, depth);
+    if (err)
+        return err;
+    l->time += b->total[x] - l->p->self[l->wm][x];
+    l->hidden_frames += b->frames[x];
+    if (l->diff && b->maxd[x] > l->maxdelta)
+        l->maxdelta = b->maxd[x];
+    return 0;
+}
+
+static bool bit(const uint64_t *b, uint32_t n)
+{
+    return b[n >> 6] >> (n & 63) & 1;
+}
+
+static void set_bit(uint64_t *b, uint32_t n)
+{
+    b[n >> 6] |= (uint64_t)1 << (n & 63);
+}
+
+static int name_cmp(const void *va, const void *vb, void *ctx)
+{
+    const struct ember_frames *f = ctx;
+    uint32_t a = *(const uint32_t *)va, b = *(const uint32_t *)vb;
+    int c = memcmp(f->str[a], f->str[b], f->len[a] < f->len[b] ? f->len[a] : f->len[b]);
+    return c ? c : (f->len[a] > f->len[b]) - (f->len[a] < f->len[b]);
+}
+
+enum { MAX_EXTENSIONS = 32 };
+
+/* For each frame, the frames whose names extend its name by a byte below
+ * ';' (they sort right after it): ext[f] .. ext[f] + next[f] in sorted,
+ * next[f] > MAX_EXTENSIONS: too many to look up. */
+static int name_extensions(const struct ember_frames *f, uint32_t **sorted, uint32_t **ext,
+                           uint32_t **next)
+{
+    size_t n = f->count ? f->count : 1;
+    *sorted = malloc(n * sizeof(**sorted));
+    *ext = malloc(n * sizeof(**ext));
+    *next = calloc(n, sizeof(**next));
+    if (!*sorted || !*ext || !*next)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < f->count; i++)
+        (*sorted)[i] = i;
+    qsort_r(*sorted, f->count, sizeof(**sorted), name_cmp, (void *)f);
+    for (uint32_t i = 0; i < f->count; i++) {
+        uint32_t a = (*sorted)[i], j = i + 1;
+        for (; j < f->count && j - i <= MAX_EXTENSIONS; j++) {
+            uint32_t b = (*sorted)[j];
+            if (f->len[b] <= f->len[a] || memcmp(f->str[a], f->str[b], f->len[a]) != 0 ||
+                (unsigned char)f->str[b][f->len[a]] >= ';')
+                break;
+        }
+        (*ext)[a] = i + 1;
+        (*next)[a] = j - i - 1;
+    }
+    return 0;
+}
+
+static bool has_self(const struct ember_profile *p, uint32_t n)
+{
+    for (unsigned m = 0; m < p->nmetrics; m++)
+        if (p->self[m][n])
+            return true;
+    return false;
+}
+
+/* The frames node n makes: none without lines, two when split. bad: the
+ * siblings that could split it were too many to look up. */
+static uint32_t node_frames(const struct ember_profile *p, uint32_t n, const uint64_t *kids,
+                            const uint32_t *sorted, const uint32_t *ext, const uint32_t *next,
+                            bool *bad)
+{
+    bool self = has_self(p, n), below = bit(kids, n);
+    uint32_t f = p->nodes[n].frame, up = p->nodes[n].parent;
+    if (!self || !below || next[f] == 0)
+        return self || below;
+    if (next[f] > MAX_EXTENSIONS) {
+        *bad = true;
+        return 2;
+    }
+    for (uint32_t i = ext[f]; i < ext[f] + next[f]; i++) {
+        uint32_t sib = ember_profile_child_find(p, up, sorted[i]);
+        if (sib && (has_self(p, sib) || bit(kids, sib)))
+            return 2;
+    }
+    return 1;
+}
+
+static void below_free(struct below *b)
+{
+    free(b->total);
+    free(b->frames);
+    free(b->maxd);
+    free(b->skip);
+}
+
+/* Sums each subtree (children have larger indices than their parents)
+ * and marks the nodes narrower than min_time, with children, for pruning.
+ * Weights below 0 would make a subtree's frames wider than it: then
+ * nothing is pruned. */
+static int below_build(const struct ember_profile *p, unsigned wm, bool diff, double min_time,
+                       struct below *b)
+{
+    size_t nn = p->nnodes, words = (nn + 63) / 64;
+    uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
+    uint64_t *kids = calloc(words, sizeof(*kids)), *bad = calloc(words, sizeof(*bad));
+    b->total = calloc(nn, sizeof(*b->total));
+    b->frames = calloc(nn, sizeof(*b->frames));
+    b->maxd = diff ? calloc(nn, sizeof(*b->maxd)) : NULL;
+    b->skip = calloc(words, sizeof(*b->skip));
+    int err = !kids || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
+                  ? -ENOMEM
+                  : name_extensions(&p->frames, &sorted, &ext, &next);
+    bool negative = false;
+    for (uint32_t n = 1; n < nn && !err; n++) {
+        set_bit(kids, p->nodes[n].parent);
+        negative |= p->self[wm][n] < 0;
+    }
+    for (uint32_t n = (uint32_t)nn; !err && !negative && n-- > 1;) {
+        uint32_t up = p->nodes[n].parent;
+        bool nb = false;
+        uint64_t fr = (uint64_t)b->frames[up] + b->frames[n] +
+                      node_frames(p, n, kids, sorted, ext, next, &nb);
+        if (nb || bit(bad, n) || fr > UINT32_MAX)
+            set_bit(bad, up);
+        b->frames[up] = fr > UINT32_MAX ? UINT32_MAX : (uint32_t)fr;
+        b->total[n] += p->self[wm][n];
+        b->total[up] += b->total[n];
+        if (diff) {
+            int64_t d = llabs(p->self[1][n] - p->self[0][n]);
+            d = d > b->maxd[n] ? d : b->maxd[n];
+            b->maxd[up] = d > b->maxd[up] ? d : b->maxd[up];
+        }
+        if (bit(kids, n) && !bit(bad, n) && (double)b->total[n] < min_time)
+            set_bit(b->skip, n);
+    }
+    free(kids);
+    free(bad);
+    free(sorted);
+    free(ext);
+    free(next);
+    return err;
 }
 
 static int frame_cmp(const void *va, const void *vb)
@@ -614,10 +794,21 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     }
 
     double wpt = (o->width - 2.0 * XPAD) / timemax;
-    struct layout l = {.p = p, .diff = p->nmetrics > 1, .root = {EMBER_ROOT, 0, 0, 0}};
+    struct below below = {0};
+    struct layout l = {
+        .p = p, .below = &below, .wm = wm, .diff = p->nmetrics > 1, .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
-    int err =
-        o->flamechart ? ember_profile_walk_sequence(p, flow, &l) : ember_profile_walk(p, flow, &l);
+    struct ember_walk_prune prune = {NULL, flow_below};
+    int err = 0;
+    if (o->flamechart) {
+        err = ember_profile_walk_sequence(p, flow, &l);
+    } else {
+        err = l.min_time > 0 ? below_build(p, wm, l.diff, l.min_time, &below) : 0;
+        prune.skip = below.skip;
+        if (!err)
+            err = ember_profile_walk_pruned(p, flow, below.skip ? &prune : NULL, &l);
+    }
+    below_free(&below);
     for (size_t k = l.nopen; k-- > 0 && !err;)
         err = close_frame(&l, k + 1, &l.open[k], k ? &l.open[k - 1] : &l.root);
     if (!err)
