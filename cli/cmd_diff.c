@@ -194,7 +194,17 @@ int cmd_diff(int argc, char **argv)
     if (!ret)
         cli_check_units(ember_profile_sample_type(before), ember_profile_unit(before), argv[0],
                         after, argv[1]);
-    int err = ret ? 0 : ember_profile_diff(before, after, &a.d, &d);
+    int err = 0;
+    if (!ret && !a.d.strip_hex && !a.vanished) {
+        /* BEFORE becomes the differential profile: one tree less */
+        err = ember_profile_diff_into(before, after, &a.d);
+        d = before;
+        before = NULL;
+        ember_profile_free(after);
+        after = NULL;
+    } else if (!ret) {
+        err = ember_profile_diff(before, after, &a.d, &d);
+    }
     if (err) {
         cli_error("cannot compare the profiles: %s", strerror(-err));
         ret = 1;

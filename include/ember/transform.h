@@ -29,6 +29,12 @@ EMBER_API int ember_profile_diff(const struct ember_profile *before,
                                  const struct ember_profile *after, const struct ember_diff_opts *o,
                                  struct ember_profile **out);
 
+/* ember_profile_diff's result made of before itself (without
+ * --strip-hex, -EINVAL): a tree less. before is changed even on error. */
+EMBER_API int ember_profile_diff_into(struct ember_profile *before,
+                                      const struct ember_profile *after,
+                                      const struct ember_diff_opts *o);
+
 /* The same lines for two folded inputs, without building a profile: read
  * BEFORE (side 0) and AFTER (side 1), prepare, then write the "stack
  * before after" lines ember_write_folded would write of

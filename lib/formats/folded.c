@@ -21,6 +21,7 @@
 #include "io/chunk.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
+#include "model/name_cache.h"
 #include "model/stack_cache.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -80,6 +81,9 @@ static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember
 struct folded_tree {
     struct ember_profile *p;
     struct ember_stack_cache stacks;
+    struct ember_name_cache names;
+    uint64_t *hashes; /* of the new frames' names */
+    size_t hcap;
     /* the previous line's stack and, per frame, where it ends in those
      * bytes, its name and its node: for prefix reuse */
     char *prev;
@@ -101,21 +105,31 @@ static int insert_frames(struct folded_tree *r, const char *s, size_t n, uint32_
     while (k < r->nframes && r->ends[k] <= same && (r->ends[k] == n || s[r->ends[k]] == ';'))
         k++;
     r->nframes = k;
-    /* the names of the others first, then their nodes in one pass down */
+    /* the others' names: split and hashed, their memo slots fetched all at
+     * once, then interned; then their nodes in one pass down */
     for (size_t pos = k ? r->ends[k - 1] + 1 : 0; n > 0 && pos <= n;) {
         const char *semi = memchr(s + pos, ';', n - pos);
         size_t end = semi ? (size_t)(semi - s) : n;
-        uint32_t frame;
-        int err = ember_frames_intern(&r->p->frames, s + pos, end - pos, &frame);
-        if (!err && (EMBER_VEC_RESERVE(r->ends, r->ecap, r->nframes + 1) < 0 ||
-                     EMBER_VEC_RESERVE(r->ids, r->icap, r->nframes + 1) < 0 ||
-                     EMBER_VEC_RESERVE(r->nodes, r->ncap, r->nframes + 1) < 0))
-            err = -ENOMEM;
-        if (err)
-            return err;
-        r->ends[r->nframes] = end;
-        r->ids[r->nframes++] = frame;
+        if (EMBER_VEC_RESERVE(r->ends, r->ecap, r->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(r->ids, r->icap, r->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(r->nodes, r->ncap, r->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(r->hashes, r->hcap, r->nframes + 1) < 0) {
+            r->nframes = k;
+            return -ENOMEM;
+        }
+        r->hashes[r->nframes] = ember_name_hash(s + pos, end - pos);
+        ember_name_cache_prefetch(&r->names, r->hashes[r->nframes]);
+        r->ends[r->nframes++] = end;
         pos = end + 1;
+    }
+    for (size_t i = k; i < r->nframes; i++) {
+        size_t pos = i ? r->ends[i - 1] + 1 : 0;
+        int err = ember_name_cache_intern(&r->names, &r->p->frames, s + pos, r->ends[i] - pos,
+                                          r->hashes[i], &r->ids[i]);
+        if (err) {
+            r->nframes = k;
+            return err;
+        }
     }
     int err = ember_profile_child_path(r->p, k ? r->nodes[k - 1] : EMBER_ROOT, r->ids + k,
                                        r->nframes - k, 1, r->nodes + k, leaf);
@@ -319,8 +333,12 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
     struct folded_tree r = {.p = p};
     int err = ember_stack_cache_init(&r.stacks);
     if (!err)
+        err = ember_name_cache_init(&r.names);
+    if (!err)
         err = ember_folded_scan(in, o, st, d, &tree_calls, &r);
     ember_stack_cache_release(&r.stacks);
+    ember_name_cache_release(&r.names);
+    free(r.hashes);
     free(r.prev);
     free(r.ends);
     free(r.ids);

@@ -242,7 +242,9 @@ int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uin
         for (; ahead < n && ahead < i + PATH_AHEAD; ahead++) {
             h = ember_child_step(h, frames[step > 0 ? ahead : n - 1 - ahead]);
             ring[ahead % PATH_AHEAD] = h;
+            /* and the next bucket, where a child goes when its own is full */
             __builtin_prefetch(&p->child_buckets[h & p->child_mask]);
+            __builtin_prefetch(&p->child_buckets[(h + 1) & p->child_mask]);
         }
         uint32_t frame = frames[step > 0 ? i : n - 1 - i], hi = ring[i % PATH_AHEAD];
         uint32_t before = p->nnodes;

@@ -24,6 +24,7 @@
 #include "ember/transform.h"
 #include "formats/formats_impl.h"
 #include "io/writer.h"
+#include "model/name_cache.h"
 #include "model/profile_impl.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -62,33 +63,47 @@ struct side {
     __int128 num, den; /* normalize: times num / den (den 0: no) */
 };
 
+/* dst's frame for src's frame f (its name, hex stripped if asked), interned
+ * at its first use and remembered in fmap (+ 1; 0: not yet). */
+static int map_frame(struct ember_profile *dst, const struct ember_profile *src, uint32_t f,
+                     bool hex, uint32_t *fmap, char **buf, size_t *bcap, uint32_t *out)
+{
+    if (fmap[f]) {
+        *out = fmap[f] - 1;
+        return 0;
+    }
+    const char *name = src->frames.str[f];
+    size_t len = src->frames.len[f];
+    if (hex && memmem(name, len, "0x", 2)) {
+        if (*bcap < len * 3 + 1) { /* "0x1" grows to "0x..." */
+            free(*buf);
+            *bcap = len * 3 + 1;
+            if (!(*buf = malloc(*bcap)))
+                return *bcap = 0, -ENOMEM;
+        }
+        len = strip_hex(name, len, *buf);
+        name = *buf;
+    }
+    int err = ember_frames_intern(&dst->frames, name, len, out);
+    if (!err)
+        fmap[f] = *out + 1;
+    return err;
+}
+
 static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
 {
     const struct ember_profile *src = s->src;
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
+    uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
     char *buf = NULL;
     size_t bcap = 0;
-    int err = map ? 0 : -ENOMEM;
+    int err = map && fmap ? 0 : -ENOMEM;
     if (map)
         map[0] = EMBER_ROOT;
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
-        const char *name = src->frames.str[sn->frame];
-        size_t len = src->frames.len[sn->frame];
-        if (hex && memmem(name, len, "0x", 2)) {
-            if (bcap < len * 3 + 1) { /* "0x1" grows to "0x..." */
-                free(buf);
-                bcap = len * 3 + 1;
-                if (!(buf = malloc(bcap))) {
-                    err = -ENOMEM;
-                    break;
-                }
-            }
-            len = strip_hex(name, len, buf);
-            name = buf;
-        }
         uint32_t frame;
-        err = ember_frames_intern(&dst->frames, name, len, &frame);
+        err = map_frame(dst, src, sn->frame, hex, fmap, &buf, &bcap, &frame);
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
         int64_t v = src->self[0][n];
@@ -103,6 +118,7 @@ static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
     }
     free(buf);
     free(map);
+    free(fmap);
     return err;
 }
 
@@ -142,6 +158,51 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     return 0;
 }
 
+/* before becomes the differential profile in place: its own weights
+ * scaled (and normalized) as metric 0, its nodes keeping their indices as
+ * add_side would give them, then after's added as metric 1. One tree less
+ * than ember_profile_diff; names stay as they are (no strip_hex). */
+int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
+                            const struct ember_diff_opts *o)
+{
+    if (o->strip_hex)
+        return -EINVAL;
+    struct ember_profile *d = before;
+    unsigned dec = d->decimals > after->decimals ? d->decimals : after->decimals;
+    int64_t scale = pow10i(dec - d->decimals);
+    __int128 num = 0, den = 0;
+    if (o->normalize && d->total[0] && after->total[0]) {
+        num = (__int128)after->total[0] * pow10i(dec - after->decimals);
+        den = (__int128)d->total[0] * scale;
+    }
+    int err = ember_profile_set_metrics(d, 2);
+    int64_t total = 0;
+    d->self[0][EMBER_ROOT] = 0; /* the empty stack's weight is no line */
+    for (uint32_t n = 0; n < d->nnodes && !err; n++) {
+        int64_t v = d->self[0][n];
+        d->self[1][n] = 0;
+        if (!v)
+            continue;
+        if (__builtin_mul_overflow(v, scale, &v))
+            err = -ERANGE;
+        else if (den)
+            v = (int64_t)(v * num / den);
+        if (!err && __builtin_add_overflow(total, v, &total))
+            err = -ERANGE;
+        d->self[0][n] = v;
+    }
+    if (err)
+        return err;
+    d->total[0] = total;
+    d->total[1] = 0;
+    d->decimals = dec;
+    d->keep_seq = false;
+    d->seq_len = 0;
+    ember_profile_set_unit(d, after->sample_type, after->unit);
+    struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
+    return add_side(d, &a, false);
+}
+
 /* ---- two folded inputs, no tree ----------------------------------------- */
 
 struct sd_entry {
@@ -173,6 +234,10 @@ struct sd_side {
 struct ember_stack_diff {
     struct ember_diff_opts o;
     struct ember_frames names;
+    struct ember_name_cache memo;
+    uint64_t *hashes; /* of a new stack's names */
+    size_t *ends;
+    size_t hcap, ecap2;
     struct sd_slot *slots;
     uint32_t mask;
     struct sd_entry *entries;
@@ -200,7 +265,7 @@ int ember_stack_diff_new(struct ember_stack_diff **out, const struct ember_diff_
     sd->slots = calloc(sd->mask + 1, sizeof(*sd->slots));
     for (int i = 0; i < 2; i++)
         sd->side[i].nmetrics = 1;
-    if (!sd->slots || ember_frames_init(&sd->names) < 0) {
+    if (!sd->slots || ember_frames_init(&sd->names) < 0 || ember_name_cache_init(&sd->memo) < 0) {
         ember_stack_diff_free(sd);
         return -ENOMEM;
     }
@@ -213,6 +278,9 @@ void ember_stack_diff_free(struct ember_stack_diff *sd)
     if (!sd)
         return;
     ember_frames_release(&sd->names);
+    ember_name_cache_release(&sd->memo);
+    free(sd->hashes);
+    free(sd->ends);
     free(sd->slots);
     free(sd->entries);
     free(sd->ids);
@@ -257,20 +325,30 @@ static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struc
         n = strip_hex(s, n, sd->buf);
         s = sd->buf;
     }
-    e->off = sd->nids;
-    e->n = 0;
-    for (size_t pos = 0; pos <= n; e->n++) {
+    /* split and hashed, their memo slots fetched at once, then interned */
+    size_t k = 0;
+    for (size_t pos = 0; pos <= n; k++) {
         const char *semi = memchr(s + pos, ';', n - pos);
         size_t end = semi ? (size_t)(semi - s) : n;
-        uint32_t id;
-        int err = ember_frames_intern(&sd->names, s + pos, end - pos, &id);
-        if (!err && EMBER_VEC_RESERVE(sd->ids, sd->icap, sd->nids + 1) < 0)
-            err = -ENOMEM;
-        if (err)
-            return err;
-        sd->ids[sd->nids++] = id;
+        if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k + 1) < 0 ||
+            EMBER_VEC_RESERVE(sd->ends, sd->ecap2, k + 1) < 0)
+            return -ENOMEM;
+        sd->hashes[k] = ember_name_hash(s + pos, end - pos);
+        ember_name_cache_prefetch(&sd->memo, sd->hashes[k]);
+        sd->ends[k] = end;
         pos = end + 1;
     }
+    if (k > UINT32_MAX || EMBER_VEC_RESERVE(sd->ids, sd->icap, sd->nids + k) < 0)
+        return -ENOMEM;
+    for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1) {
+        int err = ember_name_cache_intern(&sd->memo, &sd->names, s + pos, sd->ends[i] - pos,
+                                          sd->hashes[i], &sd->ids[sd->nids + i]);
+        if (err)
+            return err;
+    }
+    e->off = sd->nids;
+    e->n = (uint32_t)k;
+    sd->nids += k;
     return 0;
 }
 

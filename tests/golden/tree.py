@@ -224,5 +224,27 @@ def diff_folded_merge(d):
             golden.fail("diff %s should fail without output: %r" % (name, out))
 
 
+@case
+def diff_svg_one_tree(d):
+    """The differential graph is drawn from BEFORE's tree made the
+    differential profile, except with --vanished (which needs both inputs
+    after): the graph must be the same either way."""
+    rng = random.Random(7)
+    b, a = os.path.join(d, "b.folded"), os.path.join(d, "a.folded")
+    write_folded(b, random_stacks(rng, 3000))
+    with open(a, "w") as f:
+        f.write("a;b 2.5\n")
+        for s, n in random_stacks(rng, 3000).items():
+            f.write("%s %d\n" % (s, n))
+    for opts in ([], ["--normalize"]):
+        one = os.path.join(d, "one.svg")
+        two, gone = os.path.join(d, "two.svg"), os.path.join(d, "gone.svg")
+        golden.run(["diff"] + opts + [b, a, "-o", one])
+        golden.run(["diff"] + opts + ["--vanished", gone, b, a, "-o", two])
+        if open(one, "rb").read() != open(two, "rb").read():
+            golden.fail("diff %s: the graph from one tree differs from the graph from three" %
+                        " ".join(opts))
+
+
 if __name__ == "__main__":
     main()
