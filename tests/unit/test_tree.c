@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "model/name_cache.h"
 #include "model/profile_impl.h"
 #include "model/stack_cache.h"
 
@@ -176,6 +177,35 @@ static void test_stack_cache_roots(void **state)
     ember_profile_free(p);
 }
 
+/* The name memo keeps a name's first bytes: names alike there, or
+ * differing only in length, are still told apart, and every name gets
+ * the id the frame table gives it, even when all hashes collide (every
+ * other round gives one hash for all). */
+static void test_name_cache(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    struct ember_name_cache c;
+    assert_int_equal(ember_name_cache_init(&c), 0);
+    char name[200];
+    memset(name, 'x', sizeof(name));
+    for (int round = 0; round < 4; round++)
+        for (size_t n = 0; n < sizeof(name); n += 1 + n / 20)
+            for (char last = 'a'; last <= 'c'; last++) {
+                if (n)
+                    name[n - 1] = last;
+                uint32_t id, want;
+                uint64_t h = round % 2 ? 42 : ember_name_hash(name, n);
+                assert_int_equal(ember_name_cache_intern(&c, &p->frames, name, n, h, &id), 0);
+                assert_int_equal(ember_profile_intern(p, name, n, &want), 0);
+                assert_int_equal(id, want);
+                if (n)
+                    name[n - 1] = 'x';
+            }
+    ember_name_cache_release(&c);
+    ember_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_bad_ids_are_errors),
         cmocka_unit_test(test_stack_cache_prefix),
         cmocka_unit_test(test_stack_cache_roots),
+        cmocka_unit_test(test_name_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
