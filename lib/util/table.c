@@ -15,11 +15,12 @@ void *ember_table_calloc(size_t n, size_t size)
     size_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes))
         return NULL;
+    if (bytes < HUGE_PAGE)
+        return calloc(n ? n : 1, size); /* small: the cache holds it anyway */
     void *p = NULL;
-    if (posix_memalign(&p, bytes < HUGE_PAGE ? 64 : HUGE_PAGE, bytes ? bytes : 1) != 0)
+    if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
         return NULL;
-    if (bytes >= HUGE_PAGE)
-        madvise(p, bytes, MADV_HUGEPAGE); /* only a hint */
+    madvise(p, bytes, MADV_HUGEPAGE); /* only a hint */
     memset(p, 0, bytes);
     return p;
 }

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A zeroed table of n slots, aligned to a cache line (free() it). Lookups land anywhere in a table,
- * so a large one asks for huge pages: with 4 KiB pages nearly every lookup
+/* A zeroed table of n slots (free() it); a large one is aligned to a huge page. Lookups land
+ * anywhere in a table, so a large one asks for huge pages: with 4 KiB pages nearly every lookup
  * would also miss the TLB, which costs most under virtualization. */
 void *ember_table_calloc(size_t n, size_t size);
 
