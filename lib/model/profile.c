@@ -379,16 +379,24 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
     /* a profile that has not said what it measures takes src's word */
     if (strcmp(dst->sample_type, "samples") == 0 && strcmp(dst->unit, "count") == 0)
         ember_profile_set_unit(dst, src->sample_type, src->unit);
+    /* src's nodes and frames in dst (frames + 1, 0: not interned yet) */
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
-    if (!map)
+    uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
+    if (!map || !fmap) {
+        free(map);
+        free(fmap);
         return -ENOMEM;
+    }
     map[0] = EMBER_ROOT;
     int64_t f = pow10_table[dst->decimals - src->decimals];
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
-        uint32_t frame;
-        err = ember_frames_intern(&dst->frames, src->frames.str[sn->frame],
-                                  src->frames.len[sn->frame], &frame);
+        uint32_t frame = fmap[sn->frame] - 1;
+        if (!fmap[sn->frame]) {
+            err = ember_frames_intern(&dst->frames, src->frames.str[sn->frame],
+                                      src->frames.len[sn->frame], &frame);
+            fmap[sn->frame] = frame + 1;
+        }
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
         for (unsigned m = 0; m < src->nmetrics && !err; m++) {
@@ -401,6 +409,7 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
         }
     }
     free(map);
+    free(fmap);
     return err;
 }
 
