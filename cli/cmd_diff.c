@@ -8,9 +8,10 @@
  * FILE draws the second pass FlameGraph's author recommends: sized by
  * BEFORE, hues negated, so the vanished stacks are there in blue.
  *
- * --folded on two folded inputs with no transform needs no profile: the
- * lines are merged by stack (ember_stack_diff), the same bytes in a
- * fraction of the time and memory.
+ * Two folded inputs with no transform need no profile each: their lines
+ * are merged by stack (ember_stack_diff), the same bytes in a fraction of
+ * the time and memory; the graph is drawn from the one profile built of
+ * them (but --vanished, which needs both inputs as profiles).
  */
 #include "cli.h"
 #include "commands.h"
@@ -83,38 +84,6 @@ static int read_folded(struct cli_reader *r, struct ember_stack_diff *sd, unsign
     return err ? 1 : 0;
 }
 
-/* --folded of two folded inputs: no profile at all. */
-static int folded_diff(struct cli_reader *r, const struct diff_args *a, char **files)
-{
-    struct ember_stack_diff *sd;
-    if (ember_stack_diff_new(&sd, &a->d) < 0) {
-        cli_error("out of memory");
-        return 1;
-    }
-    r->ro.warn = cli_warn_cb;
-    r->ro.warn_ctx = &r->warnings;
-    cli_progress_init(&r->progress);
-    r->ro.progress = cli_progress_cb;
-    r->ro.progress_ctx = &r->progress;
-    int ret = read_folded(r, sd, 0, files[0]);
-    if (!ret)
-        ret = read_folded(r, sd, 1, files[1]);
-    int err = ret ? 0 : ember_stack_diff_prepare(sd);
-    if (err) {
-        cli_error("cannot compare the profiles: %s", strerror(-err));
-        ret = 1;
-    }
-    struct cli_output o;
-    if (!ret && cli_output_open(&o, a->out) < 0)
-        ret = 1;
-    if (!ret) {
-        struct ember_sink sink = cli_output_sink(&o);
-        ret = cli_output_finish(&o, ember_stack_diff_write(sd, &sink), NULL);
-    }
-    ember_stack_diff_free(sd);
-    return ret;
-}
-
 /* Says how much of BEFORE is in stacks AFTER does not have. */
 static void report_vanished(const struct ember_profile *d, bool drawn)
 {
@@ -153,6 +122,46 @@ static int draw(const struct diff_args *a, const struct ember_profile *before,
     return ret;
 }
 
+/* Two folded inputs: their lines merged by stack, no profile read. The
+ * lines are written as they are; the graph is drawn from one profile built
+ * of them. */
+static int merged_diff(struct cli_reader *r, const struct diff_args *a, char **files)
+{
+    struct ember_stack_diff *sd;
+    struct ember_profile *d = NULL;
+    if (ember_stack_diff_new(&sd, &a->d) < 0) {
+        cli_error("out of memory");
+        return 1;
+    }
+    r->ro.warn = cli_warn_cb;
+    r->ro.warn_ctx = &r->warnings;
+    cli_progress_init(&r->progress);
+    r->ro.progress = cli_progress_cb;
+    r->ro.progress_ctx = &r->progress;
+    int ret = read_folded(r, sd, 0, files[0]);
+    if (!ret)
+        ret = read_folded(r, sd, 1, files[1]);
+    int err = ret ? 0 : a->folded ? ember_stack_diff_prepare(sd) : ember_stack_diff_profile(sd, &d);
+    if (err) {
+        cli_error("cannot compare the profiles: %s", strerror(-err));
+        ret = 1;
+    }
+    struct cli_output o;
+    if (!ret && a->folded && cli_output_open(&o, a->out) < 0)
+        ret = 1;
+    if (!ret && a->folded) {
+        struct ember_sink sink = cli_output_sink(&o);
+        ret = cli_output_finish(&o, ember_stack_diff_write(sd, &sink), NULL);
+    }
+    ember_stack_diff_free(sd);
+    if (!ret && d) {
+        report_vanished(d, false);
+        ret = draw(a, NULL, NULL, d);
+    }
+    ember_profile_free(d);
+    return ret;
+}
+
 int cmd_diff(int argc, char **argv)
 {
     struct cli_reader r;
@@ -181,8 +190,9 @@ int cmd_diff(int argc, char **argv)
         cli_reader_release(&r);
         return nfiles == -2 ? 0 : EXIT_USAGE;
     }
-    if (a.folded && !r.transform && is_folded(&r, argv[0]) && is_folded(&r, argv[1])) {
-        int ret = folded_diff(&r, &a, argv);
+    if ((a.folded || !a.vanished) && !r.transform && is_folded(&r, argv[0]) &&
+        is_folded(&r, argv[1])) {
+        int ret = merged_diff(&r, &a, argv);
         cli_reader_release(&r);
         return ret;
     }

@@ -52,6 +52,10 @@ EMBER_API int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side,
                                     struct ember_input *in, const struct ember_read_opts *ro,
                                     struct ember_read_stats *st, struct ember_diag *d);
 EMBER_API int ember_stack_diff_prepare(struct ember_stack_diff *sd);
+/* The differential profile ember_profile_diff would make of the two
+ * profiles read, built once from the merged stacks (-ERANGE where it
+ * would fail). */
+EMBER_API int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out);
 EMBER_API int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink *out);
 EMBER_API void ember_stack_diff_free(struct ember_stack_diff *sd);
 

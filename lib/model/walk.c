@@ -19,6 +19,7 @@
  * The walk is iterative: stacks can be tens of thousands of frames deep.
  */
 #include "profile_impl.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -124,7 +125,7 @@ static int children_build(struct walk *w)
     size_t words = ((size_t)p->nnodes + 63) / 64;
     uint64_t *visit = calloc(words, sizeof(*visit));
     w->has_kids = calloc(words, sizeof(*w->has_kids));
-    w->first = calloc((size_t)p->nnodes + 1, sizeof(*w->first));
+    w->first = ember_table_calloc((size_t)p->nnodes + 1, sizeof(*w->first));
     if (!visit || !w->has_kids || !w->first) {
         free(visit);
         return -ENOMEM;

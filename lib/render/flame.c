@@ -20,6 +20,7 @@
 #include "io/writer.h"
 #include "model/profile_impl.h"
 #include "util/diag.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -263,9 +264,10 @@ static int below_build(const struct ember_profile *p, unsigned wm, bool diff, do
     size_t nn = p->nnodes, words = (nn + 63) / 64;
     uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
     uint64_t *kids = calloc(words, sizeof(*kids)), *bad = calloc(words, sizeof(*bad));
-    b->total = calloc(nn, sizeof(*b->total));
-    b->frames = calloc(nn, sizeof(*b->frames));
-    b->maxd = diff ? calloc(nn, sizeof(*b->maxd)) : NULL;
+    /* read at each node's parent, anywhere: huge pages spare the TLB */
+    b->total = ember_table_calloc(nn, sizeof(*b->total));
+    b->frames = ember_table_calloc(nn, sizeof(*b->frames));
+    b->maxd = diff ? ember_table_calloc(nn, sizeof(*b->maxd)) : NULL;
     b->skip = calloc(words, sizeof(*b->skip));
     int err = !kids || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
                   ? -ENOMEM

@@ -740,3 +740,47 @@ int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink 
     free(wr);
     return err;
 }
+
+/* ---- the same differential profile, built once ---------------------- */
+
+int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out)
+{
+    size_t n = sd->nentries ? sd->nentries : 1;
+    if (!sd->w && !(sd->w = malloc(n * sizeof(*sd->w))))
+        return -ENOMEM;
+    int err = sd_weights(sd, sd->w, &sd->dec);
+    struct ember_profile *p = err ? NULL : ember_profile_new();
+    uint32_t *fmap = err ? NULL : malloc(((size_t)sd->names.count + 1) * sizeof(*fmap));
+    uint32_t *path = NULL;
+    size_t pcap = 0;
+    if (!err && (!p || !fmap))
+        err = -ENOMEM;
+    if (!err)
+        err = ember_profile_set_metrics(p, 2);
+    if (!err) /* what a folded input measures, as the reader leaves it */
+        p->decimals = sd->dec;
+    for (uint32_t f = 0; f < sd->names.count && !err; f++)
+        err = ember_frames_intern(&p->frames, sd->names.str[f], sd->names.len[f], &fmap[f]);
+    for (size_t i = 0; i < sd->nentries && !err; i++) {
+        const struct sd_entry *e = &sd->entries[i];
+        uint32_t leaf;
+        if (EMBER_VEC_RESERVE(path, pcap, e->n) < 0) {
+            err = -ENOMEM;
+            break;
+        }
+        for (uint32_t k = 0; k < e->n; k++)
+            path[k] = fmap[sd->ids[e->off + k]];
+        err = ember_profile_child_path(p, EMBER_ROOT, path, e->n, 1, NULL, &leaf);
+        for (unsigned s = 0; s < 2 && !err; s++)
+            if (sd->w[i][s])
+                err = ember_profile_add_raw(p, leaf, s, sd->w[i][s]);
+    }
+    free(fmap);
+    free(path);
+    if (err) {
+        ember_profile_free(p);
+        return err;
+    }
+    *out = p;
+    return 0;
+}

@@ -226,24 +226,31 @@ def diff_folded_merge(d):
 
 @case
 def diff_svg_one_tree(d):
-    """The differential graph is drawn from BEFORE's tree made the
-    differential profile, except with --vanished (which needs both inputs
-    after): the graph must be the same either way."""
+    """The differential graph of two folded files is drawn from one profile
+    built of their merged lines; with a transform, from BEFORE's profile
+    made the differential one; with --vanished, from a third profile as
+    before. The graph must be the same every way."""
     rng = random.Random(7)
     b, a = os.path.join(d, "b.folded"), os.path.join(d, "a.folded")
-    write_folded(b, random_stacks(rng, 3000))
+    stacks = random_stacks(rng, 3000)
+    stacks["f;0x1f;g"] = stacks["f;0x2e;g"] = 3
+    write_folded(b, stacks)
     with open(a, "w") as f:
-        f.write("a;b 2.5\n")
+        f.write("a;b 2.5\nf;0x3d;g 4\n")
         for s, n in random_stacks(rng, 3000).items():
             f.write("%s %d\n" % (s, n))
-    for opts in ([], ["--normalize"]):
-        one = os.path.join(d, "one.svg")
-        two, gone = os.path.join(d, "two.svg"), os.path.join(d, "gone.svg")
-        golden.run(["diff"] + opts + [b, a, "-o", one])
-        golden.run(["diff"] + opts + ["--vanished", gone, b, a, "-o", two])
-        if open(one, "rb").read() != open(two, "rb").read():
-            golden.fail("diff %s: the graph from one tree differs from the graph from three" %
+    for opts in ([], ["--normalize"], ["--strip-hex"], ["-n", "-s"]):
+        graphs = []
+        for way in ([], ["--hide", "(?!)"], ["--vanished", os.path.join(d, "gone.svg")]):
+            out = os.path.join(d, "g%d.svg" % len(graphs))
+            _, err, _ = golden.run(["diff"] + opts + way + [b, a, "-o", out])
+            graphs.append((open(out, "rb").read(), err))
+        if graphs[1][0] != graphs[0][0] or graphs[2][0] != graphs[0][0]:
+            golden.fail("diff %s: the graphs from one, two and three profiles differ" %
                         " ".join(opts))
+        if graphs[0][1] != graphs[1][1] or "gone from AFTER" not in graphs[0][1]:
+            golden.fail("diff %s: what vanished is said differently: %r, %r" %
+                        (" ".join(opts), graphs[0][1], graphs[1][1]))
 
 
 if __name__ == "__main__":
