@@ -14,8 +14,14 @@
  * its newline and without a count ("a;b;c", "a;b;c ") can only be a cut
  * one: that is an error, not a skipped line.
  *
- * Speed: sorted input repeats long prefixes, so each line reuses the nodes
- * of the previous line's frames that match byte for byte.
+ * Speed: the lines are scanned apart from what is done with them
+ * (ember_folded_scan: a profile here, merged diffs in diff.c), each shown
+ * to a hint one line ahead so that its stack's cache slot is on its way.
+ * A stack seen before is one hash of its text (the stack cache); sorted
+ * input repeats long prefixes, so a new line reuses the nodes of the
+ * previous line's frames that match byte for byte; the rest of its names
+ * are hashed and looked up together (the name memo), then its nodes
+ * (ember_profile_child_path).
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
