@@ -3,7 +3,8 @@
 # `diff --folded` and the differential SVG on generated folded stacks with
 # 43k, 301k, 1M and 3M distinct stacks (gen_perf --deep; AFTER is BEFORE
 # with 5% of the stacks gone, 10% changed and 5% new). Each run is timed
-# REPEAT times and its fastest kept; peak RSS is that run's.
+# REPEAT times and its fastest kept (wall time; its CPU time and peak RSS
+# are that run's). On a shared machine the CPU times compare better.
 #
 # usage: bench/run_tree.sh [BUILD_DIR]   (default: build-rel, built in Release)
 #   INFERNO_DIR  directory with inferno-flamegraph and inferno-diff-folded
@@ -30,29 +31,32 @@ if [ -n "$I" ] && [ ! -x "$I/inferno-flamegraph" ]; then
 fi
 mkdir -p "$D"
 
-# best LABEL CMD...: "seconds MB" of the fastest of REPEAT runs
+# best LABEL CMD...: "seconds MB cpu-seconds" of the fastest of REPEAT runs
 best() {
     label=$1
     shift
     for _ in $(seq "$REPEAT"); do
-        "$M" "$label" 0 "$@" 2>/dev/null | awk '{print $(NF-7), $(NF-3)}'
+        "$M" "$label" 0 "$@" 2>/dev/null | awk '{print $(NF-10), $(NF-6), $(NF-2)}'
     done | sort -n | head -1
 }
 
 # row SIZE WHAT EMBER_RESULT INFERNO_RESULT
 row() {
     echo "$3 $4" | awk -v n="$1" -v what="$2" '{
-        line = sprintf("%-8s %-20s %8.3f s %7.0f ns/stack %8.1f MB", n, what, $1, $1 * 1e9 / n, $2)
-        if (NF == 4)
-            line = line sprintf(" | %8.3f s %8.1f MB | %5.2fx faster, %5.2fx the memory",
-                                $3, $4, $3 / $1, $2 / $4)
+        line = sprintf("%-8s %-14s %7.3f s %7.3f s %7.0f ns %8.1f MB", n, what, $1, $3,
+                       $1 * 1e9 / n, $2)
+        if (NF == 6)
+            line = line sprintf(" | %7.3f s %7.3f s %8.1f MB | %5.2fx %5.2fx %5.2fx",
+                                $4, $6, $5, $4 / $1, $6 / $3, $2 / $5)
         print line
     }'
 }
 
 echo "ember $($E --version | cut -d' ' -f2), $(nproc) CPUs, $(uname -m); fastest of $REPEAT runs"
-printf '%-8s %-20s %34s' stacks run "ember: time, per stack, peak RSS"
-[ -n "$I" ] && printf ' | %22s | %s' "inferno: time, peak RSS" "ember against inferno"
+echo "ember: wall, CPU, wall per stack, peak RSS | inferno: wall, CPU, peak RSS |" \
+    "inferno/ember: wall, CPU, ember/inferno: memory"
+printf '%-8s %-14s %9s %9s %10s %11s' stacks run wall CPU "per stack" RSS
+[ -n "$I" ] && printf ' | %9s %9s %11s | %5s %5s %5s' wall CPU RSS wall CPU mem
 echo
 for n in $SIZES; do
     b=$D/deep$n.folded a=$D/deep$n.after.folded
