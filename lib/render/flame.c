@@ -370,10 +370,25 @@ static void put_js_string(struct ember_writer *w, const char *s)
     ember_writer_put(w, "\"", 1);
 }
 
-/* Perl's default number formatting. */
+/* Perl's default number formatting (buf: 64 bytes). */
 static void num(char *buf, size_t cap, double v)
 {
-    snprintf(buf, cap, "%.15g", v);
+    (void)cap;
+    ember_svg_g15(buf, v);
+}
+
+/* "rgb(r,g,b)" */
+static void put_rgb(char *fill, struct ember_rgb c)
+{
+    size_t o = 0;
+    int v[3] = {c.r, c.g, c.b};
+    memcpy(fill, "rgb(", 4);
+    o = 4;
+    for (int i = 0; i < 3; i++) {
+        o += ember_svg_fixed(fill + o, v[i], 0, NULL);
+        fill[o++] = i < 2 ? ',' : ')';
+    }
+    fill[o] = '\0';
 }
 
 /* "1234567" -> "1,234,567" */
@@ -598,12 +613,12 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
                                      : o->random ? EMBER_COLOR_RANDOM
                                                  : EMBER_COLOR_NAME;
         c = ember_color(o->colors, mode, name, len, &s->rng);
-        snprintf(fill, cap, "rgb(%d,%d,%d)", c.r, c.g, c.b);
+        put_rgb(fill, c);
         if (o->palette)
             ember_palette_put(o->palette, name, len, fill);
         return c;
     }
-    snprintf(fill, cap, "rgb(%d,%d,%d)", c.r, c.g, c.b);
+    put_rgb(fill, c);
     return c;
 }
 
@@ -633,7 +648,8 @@ static void write_frame(struct svg *s, const struct frame *f)
     /* the title: "name (N samples, P%)" */
     double width = (double)(f->end - f->start) / s->scale;
     char sam[64], pct[64];
-    snprintf(sam, sizeof(sam), "%.0f", width * o->factor);
+    double samv; /* sam read back, as atof would */
+    ember_svg_fixed(sam, width * o->factor, 0, &samv);
     const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
@@ -656,7 +672,9 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_printf(w, " %s", at->g_extra);
     char exact[40];
     ember_weight_format(exact, f->end - f->start, p->decimals);
-    ember_writer_printf(w, " ember:w=\"%s\">\n<title>", exact);
+    ember_writer_puts(w, " ember:w=\"");
+    ember_writer_puts(w, exact);
+    ember_writer_puts(w, "\">\n<title>");
     if (at && at->title && at->title[0]) {
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
@@ -666,15 +684,17 @@ static void write_frame(struct svg *s, const struct frame *f)
     } else {
         size_t tl = len;
         strip_annotation(name, &tl);
-        snprintf(pct, sizeof(pct), "%.2f", 100 * atof(sam) / (s->timemax / s->scale * o->factor));
+        ember_svg_fixed(pct, 100 * samv / (s->timemax / s->scale * o->factor), 2, NULL);
         ember_svg_escape(w, name, tl, true);
         ember_writer_puts(w, " (");
         put_amount(s, width * o->factor, sam);
-        ember_writer_printf(w, ", %s%%", pct);
+        ember_writer_puts(w, ", ");
+        ember_writer_puts(w, pct);
+        ember_writer_puts(w, "%");
         if (p->nmetrics > 1) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
             char dp[64];
-            snprintf(dp, sizeof(dp), "%.2f", 100 * d / (s->timemax / s->scale * o->factor));
+            ember_svg_fixed(dp, 100 * d / (s->timemax / s->scale * o->factor), 2, NULL);
             ember_writer_printf(w, "; %s%s%%", d > 0 ? "+" : "", f->delta == 0 ? "0.00" : dp);
         }
         ember_writer_puts(w, ")");
@@ -682,21 +702,36 @@ static void write_frame(struct svg *s, const struct frame *f)
     ember_writer_puts(w, "</title>");
 
     /* the rectangle: width from the rounded x's, as flamegraph.pl does */
-    char fill[64], x1s[64], x2s[64], ys[64];
+    char fill[64], x1s[64], x2s[64], ys[64], ws[64], hs[64];
+    double x1v, x2v; /* x1s and x2s read back, as atof would */
     frame_color(s, f, name, len, fill, sizeof(fill));
-    snprintf(x1s, sizeof(x1s), "%0.1f", x1);
-    snprintf(x2s, sizeof(x2s), "%0.1f", x2);
+    ember_svg_fixed(x1s, x1, 1, &x1v);
+    ember_svg_fixed(x2s, x2, 1, &x2v);
     num(ys, sizeof(ys), y1);
-    ember_writer_printf(w,
-                        "<rect x=\"%s\" y=\"%s\" width=\"%0.1f\" height=\"%0.1f\" fill=\"%s\" "
-                        "rx=\"2\" ry=\"2\" />\n",
-                        x1s, ys, atof(x2s) - atof(x1s), y2 - y1, fill);
+    ember_svg_fixed(ws, x2v - x1v, 1, NULL);
+    ember_svg_fixed(hs, y2 - y1, 1, NULL);
+    const char *rect[] = {"<rect x=\"",
+                          x1s,
+                          "\" y=\"",
+                          ys,
+                          "\" width=\"",
+                          ws,
+                          "\" height=\"",
+                          hs,
+                          "\" fill=\"",
+                          fill,
+                          "\" rx=\"2\" ry=\"2\" />\n"};
+    for (size_t i = 0; i < sizeof(rect) / sizeof(rect[0]); i++)
+        ember_writer_puts(w, rect[i]);
 
     /* the label: as many characters as fit, the last two as ".." */
     int chars = (int)((x2 - x1) / (o->font_size * o->font_width));
-    char ty[64];
+    char ty[64], tx[64];
     num(ty, sizeof(ty), 3 + (y1 + y2) / 2);
-    ember_writer_printf(w, "<text  x=\"%.2f\" y=\"%s\" >", x1 + 3, ty);
+    ember_svg_fixed(tx, x1 + 3, 2, NULL);
+    const char *text[] = {"<text  x=\"", tx, "\" y=\"", ty, "\" >"};
+    for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+        ember_writer_puts(w, text[i]);
     if (chars >= 3) {
         size_t tl = len, cut = 0, ncp = 0;
         strip_annotation(name, &tl);
