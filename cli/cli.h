@@ -110,9 +110,9 @@ void cli_progress_done(struct cli_progress *pr);
 
 /* ---- reading profiles with the options every reading command takes ---- */
 struct cli_reader {
-    const char *format;    /* "auto" or a format name */
-    char format_help[512]; /* "input format: auto, perf, ...", from the registry */
-    bool all;              /* --kernel --jit */
+    const char *format;            /* "auto" or a format name */
+    char format_help[512];         /* "input format: auto, perf, ...", from the registry */
+    struct option *format_options; /* the formats' own options, from their rows */
     struct ember_read_opts ro;
     struct cli_progress progress;
     struct cli_warnings warnings;
@@ -130,100 +130,50 @@ int cli_transform_option(const struct option *opt, const char *arg);
         OPT_CALLBACK, (name), 0, &(r), (argh), (help), NULL, cli_transform_option, (argh) != NULL  \
     }
 
-/* The rows of the option table for reading (r must outlive parsing). */
-#define CLI_READ_OPTIONS(r)                                                                          \
-    OPT_GROUP_("Input options:"),                                                                    \
-        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},        \
-        {OPT_UINT, "threads",                                                                        \
-         'j',      &(r).ro.threads,                                                                  \
-         "N",      "parser threads for large perf inputs (0: one per CPU)",                          \
-         "0",      NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "no-modules",                                                                     \
-         0,        &(r).ro.no_modules,                                                               \
-         NULL,     "macOS sample: function names without their module",                              \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "include-offset",                                                                 \
-         0,        &(r).ro.include_offset,                                                           \
-         NULL,     "DTrace: callers keep their +0x... offsets (stackcollapse.pl --includeoffset)",   \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_STRING,                                                                                 \
-         "sample-type",                                                                              \
-         0,                                                                                          \
-         &(r).ro.sample_type,                                                                        \
-         "NAME",                                                                                     \
-         "pprof: the sample type to read (cpu, alloc_space, or an index)",                           \
-         "default_sample_type, else the last",                                                       \
-         NULL,                                                                                       \
-         false},                                                                                     \
-        {OPT_STRING,    "event", 0,                                                                  \
-         &(r).ro.event, "NAME",  "callgrind: the event (cost) to read, such as Ir or D1mr",          \
-         "the first",   NULL,    false},                                                             \
-        OPT_GROUP_("perf script options (as stackcollapse-perf.pl):"),                               \
-        {OPT_FLAG, "pid", 0,    &(r).ro.perf.include_pid, NULL, "include PID with process names",    \
-         NULL,     NULL,  false},                                                                    \
-        {OPT_FLAG, "tid",                                                                            \
-         0,        &(r).ro.perf.include_tid,                                                         \
-         NULL,     "include TID and PID with process names",                                         \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "kernel",                                                                         \
-         0,        &(r).ro.perf.annotate_kernel,                                                     \
-         NULL,     "annotate kernel functions with _[k]",                                            \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "jit", 0,    &(r).ro.perf.annotate_jit, NULL, "annotate JIT functions with _[j]", \
-         NULL,     NULL,  false},                                                                    \
-        {OPT_FLAG, "all", 0, &(r).all, NULL, "all annotations (--kernel --jit)", NULL, NULL, false}, \
-        {OPT_FLAG, "addrs",                                                                          \
-         0,        &(r).ro.perf.include_addrs,                                                       \
-         NULL,     "include raw addresses where symbols can't be found",                             \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_STRING,                                                                                 \
-         "event-filter",                                                                             \
-         0,                                                                                          \
-         &(r).ro.perf.event_filter,                                                                  \
-         "EVENT",                                                                                    \
-         "keep only samples of EVENT",                                                               \
-         "the first event seen",                                                                     \
-         NULL,                                                                                       \
-         false},                                                                                     \
-        {OPT_FLAG, "inline",                                                                         \
-         0,        &(r).ro.perf.inline_frames,                                                       \
-         NULL,     "expand inlined functions from DWARF (elfutils)",                                 \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "context",                                                                        \
-         0,        &(r).ro.perf.context,                                                             \
-         NULL,     "with --inline: add source file:line",                                            \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_FLAG, "srcline",                                                                        \
-         0,        &(r).ro.perf.srcline,                                                             \
-         NULL,     "input is from 'perf script -F+srcline': add source lines",                       \
-         NULL,     NULL,                                                                             \
-         false},                                                                                     \
-        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),                 \
-        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),       \
-        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),        \
-        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),     \
-        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),              \
-        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                  \
-        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),              \
-        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                   \
-                       "fold the first frame matching RE and its callees into one (NAME)"),          \
-        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),    \
-        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),    \
-        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
-                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),          \
+/* The rows of the option table for reading (r must outlive parsing): the
+ * input options, each format's own (from its row in the registry, built
+ * by cli_reader_init), and the transforms. */
+#define CLI_READ_OPTIONS(r)                                                                        \
+    OPT_GROUP_("Input options:"),                                                                  \
+        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},      \
+        {OPT_UINT, "threads",                                                                      \
+         'j',      &(r).ro.threads,                                                                \
+         "N",      "parser threads for large perf inputs (0: one per CPU)",                        \
+         "0",      NULL,                                                                           \
+         false},                                                                                   \
+        {OPT_STRING,                                                                               \
+         "event",                                                                                  \
+         0,                                                                                        \
+         &(r).ro.value,                                                                            \
+         "NAME",                                                                                   \
+         "the value to show (Ir, D1mr for callgrind; cpu, alloc_space for pprof; samples), or "    \
+         "its index",                                                                              \
+         "the input's: pprof's default_sample_type, perf's periods, callgrind's first event",      \
+         NULL,                                                                                     \
+         false},                                                                                   \
+        {OPT_STRING,    "sample-type", 0,                                                          \
+         &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                       \
+         NULL,          NULL,          false},                                                     \
+        {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                 \
+        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),               \
+        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),     \
+        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),      \
+        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),   \
+        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),            \
+        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                \
+        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),            \
+        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                 \
+                       "fold the first frame matching RE and its callees into one (NAME)"),        \
+        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),  \
+        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),  \
+        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                               \
+                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),        \
         CLI_TRANSFORM_(r, "reverse", NULL, "stacks read from the leaf: a bottom-up view")
 /* Warns when a profile's values measure something else than (type, unit)
  * of another input: their sum or difference would mean nothing. */
 void cli_check_units(const char *type, const char *unit, const char *name,
-                     const struct ember_profile *other, const char *other_name);
+                     const struct ember_profile *other, const char *other_name,
+                     const char *consequence);
 
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */

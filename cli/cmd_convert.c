@@ -1,7 +1,8 @@
 /*
  * cmd_convert.c - `ember convert --to FORMAT`: any profile ember reads (with
  * every transform) written for another tool: speedscope, pprof, Chrome's
- * trace JSON, folded stacks, CSV or TSV.
+ * trace JSON, folded stacks, CSV, TSV or a flame graph: the writers' table
+ * (ember_writer_formats) lists them.
  *
  * The output format is checked before reading, so that a mistake costs
  * nothing; pprof, being binary, is never written to a terminal.
@@ -16,66 +17,59 @@
 #include <unistd.h>
 
 static const char usage[] = "ember convert --to FORMAT [options] [FILE...] [-o OUT]";
-static const char description[] =
+static const char description_head[] =
     "Reads profiles like every ember command (perf script, folded stacks, pprof, ... plain\n"
     "or gzipped, merged; standard input when no FILE is given; every transform applies)\n"
-    "and writes them as FORMAT:\n"
-    "  speedscope  speedscope's JSON (https://www.speedscope.app, or `npx speedscope F`):\n"
-    "              a sampled profile; an evented one (time order) with --time-order\n"
-    "  pprof       pprof's gzipped protobuf (`go tool pprof -top F`, -http=:8080)\n"
-    "  chrome      Chrome's trace JSON, a flame chart for Perfetto's UI or speedscope (name it\n"
-    "              F.trace.json: speedscope reads *.chrome.json as a DevTools timeline)\n"
-    "  folded      folded stacks, as 'ember collapse' writes them\n"
-    "  csv, tsv    one row per stack: stack,weight (RFC 4180 quoting), for pandas\n"
-    "Weights stay exact (fractions too); names are written as they are.\n"
+    "and writes them as FORMAT:\n";
+static const char description_tail[] =
+    "Chrome: name the file F.trace.json (speedscope takes *.chrome.json for a DevTools\n"
+    "timeline). Weights stay exact (fractions too); names are written as they are.\n"
     "Examples:\n"
     "  perf script | ember convert --to speedscope -o prog.speedscope.json\n"
     "  ember convert --to pprof prog.folded -o prog.pb.gz && go tool pprof -top prog.pb.gz\n"
     "  ember convert --to folded --sample-type alloc_space heap.pb.gz";
 
-enum target { TO_SPEEDSCOPE, TO_PPROF, TO_CHROME, TO_FOLDED, TO_CSV, TO_TSV };
-
-static const char *const target_names[] = {"speedscope", "pprof", "chrome", "folded", "csv", "tsv"};
-
-static int find_target(const char *to, bool tsv, enum target *t)
+/* "speedscope, pprof, ... or svg", from the writers' table. */
+static void writer_names(char *buf, size_t cap)
 {
+    const struct ember_writer_format *const *w = ember_writer_formats();
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; w[i] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s",
+                              i == 0     ? ""
+                              : w[i + 1] ? ", "
+                                         : " or ",
+                              w[i]->name);
+}
+
+/* The description, with a line per writer from the table. */
+static void describe(char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "%s", description_head);
+    for (const struct ember_writer_format *const *w = ember_writer_formats(); *w && n < cap; w++)
+        n += (size_t)snprintf(buf + n, cap - n, "  %-11s %s\n", (*w)->name, (*w)->description);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "%s", description_tail);
+}
+
+static const struct ember_writer_format *find_target(const char *to, bool tsv)
+{
+    char names[256];
+    writer_names(names, sizeof(names));
     if (!to) {
-        cli_error("--to FORMAT is required (speedscope, pprof, chrome, folded, csv or tsv)");
-        return -1;
+        cli_error("--to FORMAT is required (%s)", names);
+        return NULL;
     }
-    for (size_t i = 0; i < sizeof(target_names) / sizeof(target_names[0]); i++)
-        if (strcmp(to, target_names[i]) == 0) {
-            *t = (enum target)i;
-            if (tsv && *t == TO_CSV)
-                *t = TO_TSV;
-            return 0;
-        }
-    cli_error("unknown --to '%s' (expected speedscope, pprof, chrome, folded, csv or tsv)", to);
-    return -1;
+    const struct ember_writer_format *w =
+        ember_writer_find(tsv && strcmp(to, "csv") == 0 ? "tsv" : to);
+    if (!w)
+        cli_error("unknown --to '%s' (expected %s)", to, names);
+    return w;
 }
 
-static int write_profile(enum target t, const struct ember_profile *p,
-                         const struct ember_convert_opts *co, const struct ember_sink *sink,
-                         struct ember_diag *d)
-{
-    switch (t) {
-    case TO_SPEEDSCOPE:
-        return ember_write_speedscope(p, co, sink, d);
-    case TO_PPROF:
-        return ember_write_pprof(p, co, sink, d);
-    case TO_CHROME:
-        return ember_write_chrome(p, co, sink, d);
-    case TO_FOLDED:
-        return ember_write_folded(p, sink);
-    case TO_CSV:
-    case TO_TSV:
-        return ember_write_csv(p, co, sink, d);
-    }
-    return -EINVAL;
-}
-
-static int output(enum target t, const struct ember_profile *p, const struct ember_convert_opts *co,
-                  const char *out)
+static int output(const struct ember_writer_format *w, const struct ember_profile *p,
+                  const struct ember_convert_opts *co, const char *out)
 {
     struct cli_output o;
     struct ember_diag d;
@@ -83,9 +77,9 @@ static int output(enum target t, const struct ember_profile *p, const struct emb
     if (cli_output_open(&o, out) < 0)
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = write_profile(t, p, co, &sink, &d);
+    int err = w->write(p, co, &sink, &d);
     if (err && d.msg[0]) {
-        cli_error("cannot convert to %s: %s", target_names[t], d.msg);
+        cli_error("cannot convert to %s: %s", w->name, d.msg);
         cli_output_abort(&o);
         return 1;
     }
@@ -107,13 +101,14 @@ int cmd_convert(int argc, char **argv)
     struct ember_convert_opts co;
     const char *out = NULL, *to = NULL, *name = NULL;
     bool tsv = false;
+    char to_help[256];
+    writer_names(to_help, sizeof(to_help));
     cli_reader_init(&r);
     r.verb = "convert";
     ember_convert_opts_default(&co);
     co.exporter = "ember@" EMBER_VERSION;
     const struct option opts[] = {
-        {OPT_STRING, "to", 't', &to, "FORMAT", "speedscope, pprof, chrome, folded, csv or tsv",
-         NULL, NULL, false},
+        {OPT_STRING, "to", 't', &to, "FORMAT", to_help, NULL, NULL, false},
         {OPT_STRING, "output", 'o', &out, "FILE", "write to FILE (atomically)", "stdout", NULL,
          false},
         {OPT_STRING, "name", 0, &name, "TEXT", "the profile's title (speedscope, chrome)",
@@ -126,19 +121,23 @@ int cmd_convert(int argc, char **argv)
         CLI_READ_OPTIONS(r),
         OPT_END_(),
     };
-    enum target t = TO_FOLDED;
-    int nfiles = parse_options(argc, argv, opts, usage, description);
+    char desc[4096];
+    describe(desc, sizeof(desc));
+    const struct ember_writer_format *w = NULL;
+    int nfiles = parse_options(argc, argv, opts, usage, desc);
     int ret = nfiles < 0 ? (nfiles == -2 ? 0 : EXIT_USAGE) : 0;
-    if (nfiles >= 0 && find_target(to, tsv, &t) < 0)
+    if (nfiles >= 0 && !(w = find_target(to, tsv)))
         ret = EXIT_USAGE;
-    if (nfiles >= 0 && !ret && t == TO_PPROF && (!out || strcmp(out, "-") == 0) &&
+    if (nfiles >= 0 && !ret && w->binary && (!out || strcmp(out, "-") == 0) &&
         isatty(STDOUT_FILENO)) {
-        cli_error("pprof output is binary (gzipped protobuf): not writing it to a terminal; "
-                  "give -o FILE.pb.gz or redirect standard output");
+        cli_error("%s output is binary: not writing it to a terminal; give -o FILE or redirect "
+                  "standard output",
+                  w->name);
         ret = EXIT_USAGE;
     }
     co.name = name ? name : default_name(argv, nfiles);
-    co.separator = t == TO_TSV ? '\t' : ',';
+    /* pprof carries addresses and mappings: readers keep them for it */
+    r.ro.addresses = w && strcmp(w->name, "pprof") == 0;
     struct ember_profile *p = nfiles >= 0 && !ret ? ember_profile_new() : NULL;
     if (nfiles >= 0 && !ret && !p) {
         cli_error("out of memory");
@@ -147,7 +146,7 @@ int cmd_convert(int argc, char **argv)
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
     if (p && !ret)
-        ret = output(t, p, &co, out);
+        ret = output(w, p, &co, out);
     ember_profile_free(p);
     cli_reader_release(&r);
     return ret;

@@ -19,6 +19,7 @@
 #include "ember/input.h"
 #include "ember/transform.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -203,17 +204,19 @@ int cmd_diff(int argc, char **argv)
         ret = read_side(&r, argv[1], &after);
     if (!ret)
         cli_check_units(ember_profile_sample_type(before), ember_profile_unit(before), argv[0],
-                        after, argv[1]);
+                        after, argv[1], "comparing them is meaningless");
     int err = 0;
-    if (!ret && !a.d.strip_hex && !a.vanished) {
-        /* BEFORE becomes the differential profile: one tree less */
-        err = ember_profile_diff_into(before, after, &a.d);
-        d = before;
-        before = NULL;
-        ember_profile_free(after);
-        after = NULL;
-    } else if (!ret) {
-        err = ember_profile_diff(before, after, &a.d, &d);
+    if (!ret) {
+        /* BEFORE becomes the differential profile where it can: one tree less */
+        err = a.vanished ? -EINVAL : ember_profile_diff_into(before, after, &a.d);
+        if (!err) {
+            d = before;
+            before = NULL;
+            ember_profile_free(after);
+            after = NULL;
+        } else if (err == -EINVAL) {
+            err = ember_profile_diff(before, after, &a.d, &d);
+        }
     }
     if (err) {
         cli_error("cannot compare the profiles: %s", strerror(-err));

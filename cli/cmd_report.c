@@ -23,7 +23,7 @@ enum { UNSET = -1 }; /* --percent-limit or --top not given */
 
 struct report_args {
     unsigned top;
-    bool tree, cum, csv, tsv;
+    bool tree, cum, csv, tsv, lines;
     const char *callers, *callees, *out;
     double limit;
 };
@@ -76,6 +76,9 @@ int cmd_report(int argc, char **argv)
         {OPT_UINT, "top", 0, &a.top, "N", "the N heaviest functions (0: all)",
          "10; all for --csv and --tsv", NULL, false},
         {OPT_FLAG, "cum", 0, &a.cum, NULL, "top: by total weight, not self", NULL, NULL, false},
+        {OPT_FLAG, "lines", 0, &a.lines, NULL,
+         "by source line: \"function file:line\" (as pprof -lines), where the input has lines",
+         NULL, NULL, false},
         {OPT_FLAG, "tree", 0, &a.tree, NULL, "the call tree with percentages", NULL, NULL, false},
         {OPT_STRING, "callers", 0, &a.callers, "NAME", "the callers of function NAME", NULL, NULL,
          false},
@@ -113,10 +116,23 @@ int cmd_report(int argc, char **argv)
     if (!ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
     struct cli_output o;
+    struct ember_profile *by_line = NULL;
+    if (!ret && a.lines) {
+        int err = ember_profile_lines(p, &by_line);
+        if (err) {
+            cli_error("cannot group the profile by line: %s", strerror(-err));
+            ret = 1;
+        } else {
+            ember_profile_free(p);
+            p = by_line;
+            by_line = NULL;
+        }
+    }
     if (!ret && cli_output_open(&o, a.out) < 0)
         ret = 1;
     if (!ret)
         ret = write_report(p, &a, &ro, &o);
+    ember_profile_free(by_line);
     ember_profile_free(p);
     cli_reader_release(&r);
     return ret;

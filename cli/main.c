@@ -17,8 +17,10 @@ static const struct command {
     {"diff", cmd_diff, "draw a differential flame graph of two profiles (or difffolded lines)"},
     {"report", cmd_report, "print the top functions, the call tree, callers and callees"},
     {"convert", cmd_convert, "write a profile as speedscope, pprof, Chrome trace JSON, CSV"},
-    {"record", cmd_record, "run a program traced with <ember/trace.h>, draining its events"},
-    {"trace", cmd_trace, "read traces: dump, stats, latency, export to chrome/perfetto/ctf"},
+    {"record", cmd_record,
+     "an alias of 'ember trace record' (run a traced program, keep its trace)"},
+    {"trace", cmd_trace,
+     "traces (<ember/trace.h>, OCaml 5): record, dump, stats, latency, gc-stats, export"},
 };
 
 static void usage(FILE *f)

@@ -89,8 +89,49 @@ static const struct option *find_long(const struct option *opts, const char *nam
     return NULL;
 }
 
+/* opts with its OPT_INCLUDE rows replaced by the tables they name (one
+ * level); free() it. NULL when memory is short. */
+static struct option *flatten(const struct option *opts)
+{
+    size_t n = 1;
+    for (const struct option *o = opts; o->type != OPT_END; o++)
+        if (o->type == OPT_INCLUDE)
+            for (const struct option *i = o->value; i && i->type != OPT_END; i++)
+                n++;
+        else
+            n++;
+    struct option *flat = malloc(n * sizeof(*flat)), *at = flat;
+    if (!flat)
+        return NULL;
+    for (const struct option *o = opts; o->type != OPT_END; o++)
+        if (o->type == OPT_INCLUDE)
+            for (const struct option *i = o->value; i && i->type != OPT_END; i++)
+                *at++ = *i;
+        else
+            *at++ = *o;
+    *at = (struct option)OPT_END_();
+    return flat;
+}
+
+static int parse_flat(int argc, char **argv, const struct option *opts, const char *usage,
+                      const char *description);
+static void usage_flat(const char *usage, const char *description, const struct option *opts);
+
 int parse_options(int argc, char **argv, const struct option *opts, const char *usage,
                   const char *description)
+{
+    struct option *flat = flatten(opts);
+    if (!flat) {
+        cli_error("out of memory");
+        return -1;
+    }
+    int ret = parse_flat(argc, argv, flat, usage, description);
+    free(flat);
+    return ret;
+}
+
+static int parse_flat(int argc, char **argv, const struct option *opts, const char *usage,
+                      const char *description)
 {
     int nargs = 0;
     bool only_args = false;
@@ -105,7 +146,7 @@ int parse_options(int argc, char **argv, const struct option *opts, const char *
             continue;
         }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage_with_options(usage, description, opts);
+            usage_flat(usage, description, opts);
             return -2;
         }
         const struct option *o = NULL;
@@ -161,6 +202,14 @@ bad:
 }
 
 void usage_with_options(const char *usage, const char *description, const struct option *opts)
+{
+    struct option *flat = flatten(opts);
+    if (flat)
+        usage_flat(usage, description, flat);
+    free(flat);
+}
+
+static void usage_flat(const char *usage, const char *description, const struct option *opts)
 {
     printf("usage: %s\n", usage);
     if (description)

@@ -22,6 +22,7 @@ enum opt_type {
     OPT_UINT,     /* unsigned */
     OPT_DOUBLE,   /* double */
     OPT_CALLBACK, /* cb(opt, arg); arg NULL for flags */
+    OPT_INCLUDE,  /* value: another table (ending with OPT_END), read in place */
 };
 
 struct option {

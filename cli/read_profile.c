@@ -7,8 +7,63 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A format's option on the command line: its value is set by name in the
+ * read options, for the formats that know it. */
+static int format_option(const struct option *opt, const char *arg)
+{
+    struct cli_reader *r = opt->value;
+    if (ember_read_opts_set(&r->ro, opt->long_name, arg ? arg : "1") < 0) {
+        cli_error("too many format options");
+        return -1;
+    }
+    return 0;
+}
+
+static bool option_listed(const struct option *opts, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (opts[i].long_name && strcmp(opts[i].long_name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The formats' own options, a heading per format, each name once (formats
+ * may share one: the first row's help is shown). */
+static struct option *format_options(struct cli_reader *r)
+{
+    size_t n = 1;
+    for (const struct ember_format *const *f = ember_formats(); *f; f++)
+        for (const struct ember_format_option *o = (*f)->options; o && o->name; o++)
+            n += 2;
+    struct option *opts = calloc(n, sizeof(*opts));
+    size_t k = 0;
+    for (const struct ember_format *const *f = ember_formats(); opts && *f; f++) {
+        bool heading = false;
+        for (const struct ember_format_option *o = (*f)->options; o && o->name; o++) {
+            if (option_listed(opts, k, o->name))
+                continue;
+            if (!heading && (*f)->options_heading)
+                opts[k++] = (struct option)OPT_GROUP_((*f)->options_heading);
+            heading = true;
+            opts[k++] = (struct option){OPT_CALLBACK,
+                                        o->name,
+                                        0,
+                                        r,
+                                        o->arg,
+                                        o->help,
+                                        o->def,
+                                        format_option,
+                                        o->type == EMBER_OPTION_STRING};
+        }
+    }
+    if (opts)
+        opts[k] = (struct option)OPT_END_();
+    return opts;
+}
 
 void cli_reader_init(struct cli_reader *r)
 {
@@ -18,10 +73,13 @@ void cli_reader_init(struct cli_reader *r)
     for (const struct ember_format *const *f = ember_formats(); *f && n < sizeof(r->format_help);
          f++)
         n += (size_t)snprintf(r->format_help + n, sizeof(r->format_help) - n, ", %s", (*f)->name);
+    r->format_options = format_options(r); /* NULL if memory is short: none offered */
 }
 
 void cli_reader_release(struct cli_reader *r)
 {
+    free(r->format_options);
+    r->format_options = NULL;
     ember_transform_free(r->transform);
     r->transform = NULL;
 }
@@ -104,7 +162,9 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
                     "such as '%s'%s",
                     ember_input_name(in), (unsigned long long)st.samples, st.kept_event,
                     (unsigned long long)st.filtered, st.other_event,
-                    ro.perf.event_filter ? "" : " (use --event-filter=EVENT to choose)");
+                    ember_read_opts_string(&ro, "event-filter")
+                        ? ""
+                        : " (use --event-filter=EVENT to choose)");
     if (err)
         cli_diag_error(&d, err);
     ember_input_close(in);
@@ -112,23 +172,37 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
 }
 
 void cli_check_units(const char *type, const char *unit, const char *name,
-                     const struct ember_profile *other, const char *other_name)
+                     const struct ember_profile *other, const char *other_name,
+                     const char *consequence)
 {
     if (strcmp(type, ember_profile_sample_type(other)) == 0 &&
         strcmp(unit, ember_profile_unit(other)) == 0)
         return;
-    cli_warning("%s measures %s (%s) and %s measures %s (%s): adding or comparing them is "
-                "meaningless",
-                name ? name : "<stdin>", type, unit, other_name ? other_name : "<stdin>",
-                ember_profile_sample_type(other), ember_profile_unit(other));
+    cli_warning("%s measures %s (%s) and %s measures %s (%s): %s", name ? name : "<stdin>", type,
+                unit, other_name ? other_name : "<stdin>", ember_profile_sample_type(other),
+                ember_profile_unit(other), consequence);
+}
+
+/* --event (or --sample-type): the value views show, by name or index. */
+static int select_value(const struct cli_reader *r, struct ember_profile *p)
+{
+    const char *want = r->ro.value;
+    if (!want || ember_profile_select(p, want) == 0)
+        return 0;
+    /* a reader that computes one value for the event asked for (callgrind)
+     * has already said what it has */
+    if (ember_profile_values(p) == 1)
+        return 0;
+    char names[EMBER_MAX_VALUES * (EMBER_UNIT_MAX + 2)] = "";
+    for (unsigned v = 0; v < ember_profile_values(p); v++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", v ? ", " : "",
+                 ember_profile_value_type(p, v));
+    cli_error("no value '%s' in the profile (it has %s)", want, names);
+    return 1;
 }
 
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles)
 {
-    if (r->all)
-        r->ro.perf.annotate_kernel = r->ro.perf.annotate_jit = true;
-    if (r->ro.perf.context)
-        r->ro.perf.inline_frames = true;
     r->ro.warn = cli_warn_cb;
     r->ro.warn_ctx = &r->warnings;
     cli_progress_init(&r->progress);
@@ -136,22 +210,34 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     r->ro.progress_ctx = &r->progress;
     if (r->flamechart)
         ember_profile_keep_sequence(p, true);
-    /* each input has samples, or is an error (ember_format_read) */
-    char type[EMBER_UNIT_MAX] = "", unit[EMBER_UNIT_MAX] = "";
-    for (int i = 0; i < (nfiles ? nfiles : 1); i++) {
-        /* each input says what its values measure; a reader that does not
-         * counts samples */
-        ember_profile_set_unit(p, "samples", "count");
-        int ret = read_one(r, p, nfiles ? files[i] : NULL);
-        if (ret)
-            return ret;
-        if (i == 0) {
-            snprintf(type, sizeof(type), "%s", ember_profile_sample_type(p));
-            snprintf(unit, sizeof(unit), "%s", ember_profile_unit(p));
-        } else {
-            cli_check_units(type, unit, files[0], p, files[i]);
+    /* each input has samples, or is an error (ember_format_read); each is
+     * read into a profile of its own and added to p by the names of its
+     * values (cpu time to cpu time, samples to samples) */
+    int ret = read_one(r, p, nfiles ? files[0] : NULL);
+    for (int i = 1; i < nfiles && !ret; i++) {
+        struct ember_profile *q = ember_profile_new();
+        if (!q) {
+            cli_error("out of memory");
+            return 1;
         }
+        ember_profile_keep_sequence(q, r->flamechart);
+        ret = read_one(r, q, files[i]);
+        if (!ret)
+            cli_check_units(ember_profile_sample_type(p), ember_profile_unit(p), files[0], q,
+                            files[i],
+                            "adding them is meaningless; they are kept as separate values "
+                            "and the first is shown (--event chooses)");
+        int err = ret ? 0 : ember_profile_merge(p, q);
+        if (err) {
+            cli_error("cannot add %s to %s: %s", files[i], files[0], strerror(-err));
+            ret = 1;
+        }
+        ember_profile_free(q);
     }
+    if (!ret)
+        ret = select_value(r, p);
+    if (ret)
+        return ret;
     int err = r->transform ? ember_transform_apply(r->transform, p) : 0;
     if (err) {
         cli_error("cannot transform the profile: %s", strerror(-err));

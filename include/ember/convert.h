@@ -58,4 +58,25 @@ EMBER_API int ember_write_chrome(const struct ember_profile *p, const struct emb
 EMBER_API int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
                               const struct ember_sink *out, struct ember_diag *d);
 
+/*
+ * Writers are table rows too: a name, the file name endings that choose it
+ * (`ember record -o prof.svg`), a description, whether it is binary (not for
+ * a terminal), and the function. Adding a writer is one file with its row,
+ * and the row in lib/convert/writers.c.
+ */
+struct ember_writer_format {
+    const char *name;
+    const char *extensions; /* space-separated, the longest first: ".pb.gz .pb" */
+    const char *description;
+    bool binary;
+    int (*write)(const struct ember_profile *p, const struct ember_convert_opts *o,
+                 const struct ember_sink *out, struct ember_diag *d);
+};
+
+/* The writers, ending with NULL. */
+EMBER_API const struct ember_writer_format *const *ember_writer_formats(void);
+EMBER_API const struct ember_writer_format *ember_writer_find(const char *name);
+/* The writer whose extension ends path (NULL: none). */
+EMBER_API const struct ember_writer_format *ember_writer_for_path(const char *path);
+
 #endif

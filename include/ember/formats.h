@@ -3,7 +3,11 @@
  * writing folded stacks.
  *
  * Formats are table entries: a name, a probe that looks at the first bytes
- * of an input, and a reader that streams the input into a profile.
+ * of an input, a reader that streams the input into a profile, and the
+ * reader's own options (name, kind, default, help), which a program offers
+ * on its command line and passes back by name (ember_read_opts_set). Adding
+ * a format is adding one file with its row, and the row to the registry
+ * (docs/adding-a-format.md).
  */
 #ifndef EMBER_FORMATS_H
 #define EMBER_FORMATS_H
@@ -15,29 +19,36 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Options of stackcollapse-perf.pl, with the same meaning. */
-struct ember_perf_opts {
-    bool include_pid;         /* root frame "comm-PID" */
-    bool include_tid;         /* root frame "comm-PID/TID" */
-    bool annotate_kernel;     /* "_[k]" on kernel frames */
-    bool annotate_jit;        /* "_[j]" on JIT frames */
-    bool include_addrs;       /* "[module <ADDR>]" for unresolved frames */
-    const char *event_filter; /* NULL: the first event seen */
-    bool srcline;             /* input from `perf script -F+srcline` */
-    bool inline_frames;       /* expand inlined calls from DWARF */
-    bool context;             /* with inline_frames: "func:file:line" */
+/* A format's own option, as its row declares it. */
+enum ember_option_type {
+    EMBER_OPTION_FLAG,   /* set or not ("1") */
+    EMBER_OPTION_STRING, /* a value */
+};
+struct ember_format_option {
+    const char *name; /* the command line's "--name"; formats may share one */
+    enum ember_option_type type;
+    const char *arg;  /* the value's name in help ("EVENT"); NULL for flags */
+    const char *def;  /* the default, as help shows it; NULL: none */
+    const char *help; /* one line */
 };
 
+enum { EMBER_READ_SETTINGS = 32 };
+
 struct ember_read_opts {
-    struct ember_perf_opts perf;
     unsigned threads; /* parser threads for formats that support them; 0 = 1 */
-    /* pprof: the sample type to read ("cpu", "alloc_space", or its index);
-     * NULL: default_sample_type, else the last one, as pprof does */
-    const char *sample_type;
-    bool no_modules;     /* macOS sample: "func", not "module`func" */
-    bool include_offset; /* DTrace: callers keep their "+0x..." offsets */
-    const char *event;   /* callgrind: the event (cost column) to read; NULL: the first */
-    ember_warn_fn warn;  /* skipped lines and other non-fatal problems */
+    /* keep each frame's address and module (pprof's locations and
+     * mappings): more distinct frames, for writers that carry them */
+    bool addresses;
+    /* the value to show, by name or index (--event, --sample-type): pprof
+     * picks its default with it, callgrind computes that event; NULL:
+     * the format's default */
+    const char *value;
+    /* formats' options, by name (ember_read_opts_set) */
+    struct {
+        const char *name, *value;
+    } settings[EMBER_READ_SETTINGS];
+    unsigned nsettings;
+    ember_warn_fn warn; /* skipped lines and other non-fatal problems */
     void *warn_ctx;
     /* Called now and then with the bytes consumed of the current input. */
     void (*progress)(void *ctx, const struct ember_input *in);
@@ -70,7 +81,18 @@ struct ember_format {
     enum ember_probe (*probe)(const char *data, size_t len);
     int (*read)(struct ember_profile *p, struct ember_input *in, const struct ember_read_opts *o,
                 struct ember_read_stats *st, struct ember_diag *d);
+    /* Its own options, ending with a NULL name (NULL: none), and their
+     * heading in help ("perf script options (as stackcollapse-perf.pl)"). */
+    const struct ember_format_option *options;
+    const char *options_heading;
 };
+
+/* Sets option name (a flag: "1") for the formats that know it; -ENOSPC when
+ * too many are set. Getting an option no row declares is a reader's bug:
+ * the getters then act as if it were not set. */
+EMBER_API int ember_read_opts_set(struct ember_read_opts *o, const char *name, const char *value);
+EMBER_API bool ember_read_opts_flag(const struct ember_read_opts *o, const char *name);
+EMBER_API const char *ember_read_opts_string(const struct ember_read_opts *o, const char *name);
 
 /* The registry, in probing order, ending with NULL. */
 EMBER_API const struct ember_format *const *ember_formats(void);

@@ -4,8 +4,15 @@
  *
  * A profile is a table of interned frame names and a stack tree (a trie):
  * node 0 is the root, every other node is one frame under its parent and
- * carries a self weight per metric. Memory grows with the number of distinct
+ * carries a self weight per value. Memory grows with the number of distinct
  * stacks, never with the number of samples read.
+ *
+ * Values are pprof's sample types: each sample carries one number per value,
+ * named with its unit ("samples"/"count", "cpu"/"nanoseconds",
+ * "alloc_space"/"bytes", callgrind's "Ir"/"count"). Views that show one
+ * number (flame graphs, reports, folded stacks) show the selected value;
+ * writers that can carry them all (pprof) write them all. A differential
+ * profile is its own kind: two values, "before" and "after".
  *
  * Weights are exact decimals: integers scaled by 10^decimals, where decimals
  * grows (and existing weights are rescaled) when a reader adds a value with
@@ -24,7 +31,7 @@
 #include <stdint.h>
 
 #define EMBER_ROOT         0u
-#define EMBER_MAX_METRICS  2
+#define EMBER_MAX_VALUES   16
 #define EMBER_MAX_DECIMALS 9
 
 struct ember_profile;
@@ -38,20 +45,37 @@ struct ember_decimal {
 EMBER_API struct ember_profile *ember_profile_new(void);
 EMBER_API void ember_profile_free(struct ember_profile *p);
 
-/* Metrics: 1 by default; 2 for differential profiles (before, after). */
-EMBER_API int ember_profile_set_metrics(struct ember_profile *p, unsigned n);
-EMBER_API unsigned ember_profile_metrics(const struct ember_profile *p);
-EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
-
-/* What the weights measure, in pprof's words: a sample type ("samples",
- * "cpu", "alloc_space") and its unit ("count", "nanoseconds", "bytes").
- * "samples" and "count" until a reader says otherwise; writers pass them on
- * (pprof's sample_type, speedscope's unit). NULL keeps a part; names are cut
- * to EMBER_UNIT_MAX - 1 bytes. */
+/* Values. A new profile has one, "samples"/"count". Names are cut to
+ * EMBER_UNIT_MAX - 1 bytes. */
 #define EMBER_UNIT_MAX 64
+EMBER_API unsigned ember_profile_values(const struct ember_profile *p);
+/* The index of the value (type, unit), added when it is new; -ENOSPC past
+ * EMBER_MAX_VALUES. */
+EMBER_API int ember_profile_value(struct ember_profile *p, const char *type, const char *unit,
+                                  unsigned *index);
+EMBER_API const char *ember_profile_value_type(const struct ember_profile *p, unsigned index);
+EMBER_API const char *ember_profile_value_unit(const struct ember_profile *p, unsigned index);
+/* The value views show: a reader's default (pprof's default_sample_type,
+ * perf's period), or the user's choice by type name or index ("1"); -ENOENT
+ * when no value has that name. */
+EMBER_API unsigned ember_profile_selected(const struct ember_profile *p);
+EMBER_API int ember_profile_select(struct ember_profile *p, const char *name);
+EMBER_API void ember_profile_select_index(struct ember_profile *p, unsigned index);
+/* Renames value 0, for readers of one value: what the weights measure, in
+ * pprof's words ("cpu"/"nanoseconds"). NULL keeps a part. */
 EMBER_API void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit);
+/* The selected value's type and unit. */
 EMBER_API const char *ember_profile_sample_type(const struct ember_profile *p);
 EMBER_API const char *ember_profile_unit(const struct ember_profile *p);
+
+/* A differential profile: two values, "before" (0) and "after" (1), of the
+ * type and unit of the profiles compared (which ember_profile_sample_type
+ * then gives). Set before any stack is added, or on a profile of one value,
+ * whose weights so far become both before and after (unchanged). */
+EMBER_API int ember_profile_set_differential(struct ember_profile *p, const char *type,
+                                             const char *unit);
+EMBER_API bool ember_profile_is_differential(const struct ember_profile *p);
+EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
 /* What a count counts, for labels ("samples", "cycles", "Ir"): the sample
  * type when the unit is a count; NULL when values are times or sizes, which
  * ember_unit_format writes with their unit. */
@@ -63,9 +87,66 @@ EMBER_API bool ember_unit_scales(const char *unit);
  * the length written, or 0 (buf unspecified) when unit is a count. */
 EMBER_API size_t ember_unit_format(char *buf, size_t cap, double value, const char *unit);
 
-/* Frames: each distinct name is stored once and named by a small integer. */
+/* Frames: each distinct frame is stored once and named by a small integer.
+ * A frame is a record: the function's name, and what the input knows of
+ * where it comes from. ember_profile_intern makes a frame of a name alone
+ * (folded stacks, FlameGraph's spelling); ember_profile_intern_frame one
+ * with whatever else is known. Two frames are one when every field is. */
+enum ember_frame_kind {
+    EMBER_FRAME_USER = 0,
+    EMBER_FRAME_KERNEL,
+    EMBER_FRAME_JIT,
+    EMBER_FRAME_INLINED, /* a call inlined into the frame below it (same address) */
+    EMBER_FRAME_PROCESS,
+    EMBER_FRAME_THREAD,
+};
+#define EMBER_NO_MODULE UINT32_MAX
+
+struct ember_frame {
+    const char *name;
+    size_t name_len;
+    const char *file; /* NULL: unknown */
+    size_t file_len;
+    uint32_t line, column; /* 0: unknown */
+    uint32_t start_line;   /* where the function begins (pprof's start_line); 0: unknown */
+    uint64_t address;      /* valid when has_address */
+    bool has_address;
+    uint32_t module; /* an ember_profile_module id, or EMBER_NO_MODULE */
+    enum ember_frame_kind kind;
+    /* views of names spell it "name:file:line", as stackcollapse-perf.pl
+     * --srcline and --context do */
+    bool place_in_name;
+};
+
+/* A mapping of a binary (pprof's Mapping): what addresses belong to. */
+enum {
+    EMBER_MODULE_FUNCTIONS = 1, /* symbolized: has_functions ... */
+    EMBER_MODULE_FILES = 2,
+    EMBER_MODULE_LINES = 4,
+    EMBER_MODULE_INLINES = 8,
+};
+struct ember_module {
+    const char *path;     /* NULL: none */
+    const char *build_id; /* NULL: none */
+    uint64_t start, limit, offset;
+    unsigned flags; /* EMBER_MODULE_* */
+};
+
 EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, size_t len,
                                    uint32_t *frame);
+EMBER_API int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame *f,
+                                         uint32_t *frame);
+/* The record of a frame (pointers valid while p lives). */
+EMBER_API void ember_profile_frame(const struct ember_profile *p, uint32_t frame,
+                                   struct ember_frame *out);
+/* Whether some frame carries more than its name. */
+EMBER_API bool ember_profile_detailed(const struct ember_profile *p);
+/* Modules, interned by every field. */
+EMBER_API int ember_profile_module(struct ember_profile *p, const struct ember_module *m,
+                                   uint32_t *id);
+EMBER_API uint32_t ember_profile_module_count(const struct ember_profile *p);
+EMBER_API const struct ember_module *ember_profile_module_info(const struct ember_profile *p,
+                                                               uint32_t id);
 EMBER_API const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame,
                                                size_t *len);
 EMBER_API uint32_t ember_profile_frame_count(const struct ember_profile *p);
@@ -76,15 +157,27 @@ EMBER_API int ember_profile_child(struct ember_profile *p, uint32_t parent, uint
 EMBER_API uint32_t ember_profile_node_count(const struct ember_profile *p);
 EMBER_API uint32_t ember_profile_node_frame(const struct ember_profile *p, uint32_t node);
 EMBER_API uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node);
-EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned metric);
-/* Sum of all self weights of a metric. */
-EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned metric);
+EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned value);
+/* Sum of all self weights of a value. */
+EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned value);
+
+/*
+ * How every reader adds a sample: the stack's frames (ids from
+ * ember_profile_intern*), leaf first or root first, and a weight per value
+ * (scaled to the profile's decimals; NULL: none yet). *node, when not NULL,
+ * is the stack's node, for adding decimals or more weights to it. A stack of
+ * no frames is -EINVAL.
+ */
+enum ember_stack_order { EMBER_LEAF_FIRST, EMBER_ROOT_FIRST };
+EMBER_API int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
+                                      enum ember_stack_order order, const int64_t *weights,
+                                      uint32_t *node);
 
 /* Adds a weight already scaled to the profile's current decimals. */
-EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric,
-                                int64_t value);
+EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value,
+                                int64_t weight);
 /* Adds a decimal, rescaling the profile when it has more digits. */
-EMBER_API int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned metric,
+EMBER_API int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned value,
                                         struct ember_decimal v);
 
 /* Adds every stack of src to dst (used to combine per-thread profiles). */
@@ -97,11 +190,11 @@ EMBER_API void ember_profile_keep_sequence(struct ember_profile *p, bool keep);
 EMBER_API bool ember_profile_has_sequence(const struct ember_profile *p);
 
 /*
- * Walks every stack that has a non-zero self weight in some metric, in the
+ * Walks every stack that has a non-zero self weight in some value, in the
  * byte order of the folded line "frame;frame;...;frame" (what `sort` gives
  * FlameGraph), calling fn with the path of nodes from the root's child to
- * the stack's last node. A non-zero return from fn stops the walk and is
- * returned.
+ * the stack's last node and the node's self weights, by value. A non-zero
+ * return from fn stops the walk and is returned.
  */
 typedef int (*ember_walk_fn)(void *ctx, const uint32_t *path, size_t depth, const int64_t *self);
 EMBER_API int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx);

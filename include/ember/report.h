@@ -19,7 +19,7 @@
 enum ember_table { EMBER_TABLE_TEXT, EMBER_TABLE_CSV, EMBER_TABLE_TSV };
 
 struct ember_report_opts {
-    unsigned metric;      /* 0, or 1: the second weight of a differential profile */
+    unsigned metric;      /* differential profiles: 0 before, 1 after; else the selected value */
     size_t top;           /* rows of the top table (0: all) */
     bool by_total;        /* top: sorted by total weight rather than self */
     double percent_limit; /* rows (tree nodes) below this % of the total left out */

@@ -17,6 +17,10 @@
  * ember_trace_escape, string values quoted. */
 EMBER_API int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool ticks);
 
+/* An OCaml runtime_events file as OCaml's own consumer reads it (the text
+ * of the corpus's *.expected.txt): -EINVAL for another format. */
+EMBER_API int ember_trace_dump_ocaml(struct ember_trace *t, const struct ember_sink *out);
+
 /* One event as dump prints it, with its thread's name, into buf (a line
  * ending in '\n', cut to cap). Returns the length. */
 EMBER_API size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread,
@@ -36,6 +40,19 @@ EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *
  * percentile table in HdrHistogram's classic format, then a bar chart. */
 EMBER_API int ember_trace_latency(struct ember_trace *t, const char *span,
                                   const struct ember_sink *out, struct ember_diag *d);
+
+/* OCaml 5 programs: olly's gc-stats (wall, CPU and GC time per domain, GC
+ * pause percentiles, allocations, collections) as text or JSON; a program
+ * that died without a stop event, open pauses and lost words are said. */
+struct ember_gc_options {
+    int64_t max_rss_kb; /* the program's peak RSS when ember ran it; -1 unknown */
+    bool json;
+};
+EMBER_API int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o,
+                                   const struct ember_sink *out, struct ember_diag *d);
+/* The GC pauses of an OCaml 5 program as `latency` shows spans. */
+EMBER_API int ember_trace_gc_latency(struct ember_trace *t, const struct ember_sink *out,
+                                     struct ember_diag *d);
 
 EMBER_API int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *out);
 EMBER_API int ember_trace_export_perfetto(struct ember_trace *t, const struct ember_sink *out);

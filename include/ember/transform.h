@@ -14,6 +14,14 @@
  * The arrival sequence, if kept, is reversed stack by stack. */
 EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct ember_profile **out);
 
+/* src with frames of their names alone (stacks that differ only in lines
+ * or addresses merged), as views of names draw it; *out is NULL when src's
+ * frames are names already (use src). */
+EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_profile **out);
+/* src by source line: each frame named "function file:line" as go tool
+ * pprof -lines names it (frames without a file keep their name). */
+EMBER_API int ember_profile_lines(const struct ember_profile *src, struct ember_profile **out);
+
 /* Chain graphs: frames after the first "--" frame of a stack are the
  * waker's and get "_[w]" (what flamegraph.pl --colors=chain does). */
 EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,
@@ -29,8 +37,9 @@ EMBER_API int ember_profile_diff(const struct ember_profile *before,
                                  const struct ember_profile *after, const struct ember_diff_opts *o,
                                  struct ember_profile **out);
 
-/* ember_profile_diff's result made of before itself (without
- * --strip-hex, -EINVAL): a tree less. before is changed even on error. */
+/* ember_profile_diff's result made of before itself: a tree less.
+ * -EINVAL, before unchanged, where it cannot be (--strip-hex, frames with
+ * places): use ember_profile_diff. On other errors before is changed. */
 EMBER_API int ember_profile_diff_into(struct ember_profile *before,
                                       const struct ember_profile *after,
                                       const struct ember_diff_opts *o);

@@ -157,7 +157,8 @@ static void put_metadata(struct chrome *c, const struct ember_convert_opts *o)
 {
     struct ember_writer *w = &c->w;
     char thread[2 * EMBER_UNIT_MAX + 8];
-    snprintf(thread, sizeof(thread), "%s (%s)", c->p->sample_type, c->p->unit);
+    snprintf(thread, sizeof(thread), "%s (%s)", ember_profile_sample_type(c->p),
+             ember_profile_unit(c->p));
     ember_writer_puts(w, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
                          "\"tid\":1,\"args\":{\"name\":");
     ember_json_string(w, o->name, strlen(o->name));
@@ -173,14 +174,14 @@ static void put_trailer(struct chrome *c, const struct ember_convert_opts *o)
     ember_writer_puts(w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":");
     ember_json_string(w, o->exporter, strlen(o->exporter));
     ember_writer_puts(w, ",\"sample_type\":");
-    ember_json_string(w, c->p->sample_type, strlen(c->p->sample_type));
+    ember_json_string(w, ember_profile_sample_type(c->p), strlen(ember_profile_sample_type(c->p)));
     ember_writer_puts(w, ",\"unit\":");
-    ember_json_string(w, c->p->unit, strlen(c->p->unit));
+    ember_json_string(w, ember_profile_unit(c->p), strlen(ember_profile_unit(c->p)));
     ember_writer_puts(w, "}}\n");
 }
 
-int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
-                       const struct ember_sink *out, struct ember_diag *d)
+static int write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                        const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_convert_opts o = ember_convert_opts_fill(opts);
     struct chrome *c = calloc(1, sizeof(*c));
@@ -203,4 +204,15 @@ int ember_write_chrome(const struct ember_profile *p, const struct ember_convert
     free(c->open);
     free(c);
     return err ? err : ferr;
+}
+
+int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a flame chart of names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = write_chrome(named ? named : p, opts, out, d);
+    ember_profile_free(named);
+    return err;
 }

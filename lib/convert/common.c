@@ -163,7 +163,7 @@ void ember_used_frames_release(struct ember_used_frames *u)
 
 unsigned ember_convert_metric(const struct ember_profile *p)
 {
-    return p->nmetrics - 1;
+    return p->diff ? 1 : p->selected;
 }
 
 int ember_convert_check_positive(const struct ember_profile *p, unsigned metric, const char *what,
@@ -186,7 +186,7 @@ struct ember_us ember_us_of(const struct ember_profile *p)
     } units[] = {{"nanoseconds", -3}, {"microseconds", 0}, {"milliseconds", 3}, {"seconds", 6}};
     struct ember_us u = {0, p->decimals};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (strcmp(p->unit, units[i].unit) == 0)
+        if (strcmp(ember_profile_unit(p), units[i].unit) == 0)
             u.exp10 = units[i].exp10;
     return u;
 }

@@ -7,6 +7,7 @@
 #define EMBER_CONVERT_IMPL_H
 
 #include "ember/convert.h"
+#include "ember/transform.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
 

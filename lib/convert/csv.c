@@ -1,6 +1,7 @@
 /*
- * csv.c - one row per stack: "stack,weight" (or "stack,before,after"),
- * after a header row, in folded order.
+ * csv.c - one row per stack: "stack,weight" (or "stack,before,after", or a
+ * column per value: "stack,alloc_objects,alloc_space,..."), after a header
+ * row, in folded order.
  *
  * Quoting follows RFC 4180: a field holding the separator, a quote, CR or
  * LF is quoted, with quotes doubled. The same rule with a tab separator is
@@ -42,6 +43,21 @@ static void put_quoted(struct ember_writer *w, const char *s, size_t n)
     ember_writer_put(w, s, n);
 }
 
+/* A header cell, quoted if it must be. */
+static void put_column(struct csv *c, const char *name)
+{
+    size_t n = strlen(name);
+    bool quote = needs_quotes(name, n, c->sep);
+    if (quote)
+        ember_writer_put(&c->w, "\"", 1);
+    if (quote)
+        put_quoted(&c->w, name, n);
+    else
+        ember_writer_put(&c->w, name, n);
+    if (quote)
+        ember_writer_put(&c->w, "\"", 1);
+}
+
 static int put_row(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct csv *c = ctx;
@@ -66,16 +82,16 @@ static int put_row(void *ctx, const uint32_t *path, size_t depth, const int64_t 
     }
     if (quote)
         ember_writer_put(&c->w, "\"", 1);
-    for (unsigned m = 0; m < p->nmetrics; m++) {
+    for (unsigned v = 0; v < p->nvalues; v++) {
         ember_writer_put(&c->w, &c->sep, 1);
-        ember_put_weight(&c->w, self[m], p->decimals);
+        ember_put_weight(&c->w, self[v], p->decimals);
     }
     ember_writer_puts(&c->w, c->eol);
     return c->w.err;
 }
 
-int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
-                    const struct ember_sink *out, struct ember_diag *d)
+static int write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
+                     const struct ember_sink *out, struct ember_diag *d)
 {
     (void)d;
     struct csv *c = malloc(sizeof(*c));
@@ -85,15 +101,27 @@ int ember_write_csv(const struct ember_profile *p, const struct ember_convert_op
     c->sep = ember_convert_opts_fill(o).separator;
     c->eol = c->sep == ',' ? "\r\n" : "\n";
     ember_writer_init(&c->w, out);
-    const char *cols[] = {"stack", "weight", "before", "after"};
-    ember_writer_puts(&c->w, cols[0]);
-    for (unsigned m = 0; m < p->nmetrics; m++) {
+    /* one column per value: "weight" when there is one, else their types
+     * ("before" and "after" for a difference) */
+    ember_writer_puts(&c->w, "stack");
+    for (unsigned v = 0; v < p->nvalues; v++) {
         ember_writer_put(&c->w, &c->sep, 1);
-        ember_writer_puts(&c->w, cols[p->nmetrics == 1 ? 1 : 2 + m]);
+        put_column(c, p->nvalues == 1 ? "weight" : p->vt[v].type);
     }
     ember_writer_puts(&c->w, c->eol);
     int err = ember_profile_walk(p, put_row, c);
     int ferr = ember_writer_flush(&c->w);
     free(c);
     return err ? err : ferr;
+}
+
+int ember_write_csv(const struct ember_profile *p, const struct ember_convert_opts *o,
+                    const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a row per stack of names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = write_csv(named ? named : p, o, out, d);
+    ember_profile_free(named);
+    return err;
 }

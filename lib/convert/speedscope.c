@@ -33,7 +33,7 @@ static const char *speedscope_unit(const struct ember_profile *p)
     static const char *const units[] = {"nanoseconds", "microseconds", "milliseconds", "seconds",
                                         "bytes"};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (strcmp(p->unit, units[i]) == 0)
+        if (strcmp(ember_profile_unit(p), units[i]) == 0)
             return units[i];
     return "none";
 }
@@ -47,10 +47,18 @@ static void put_header(struct speedscope *s, const struct ember_convert_opts *o)
     ember_json_string(w, o->name, strlen(o->name));
     ember_writer_puts(w, ",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[");
     for (uint32_t i = 0; i < s->used.count; i++) {
-        size_t len;
-        const char *name = ember_profile_frame_name(s->p, s->used.frames[i], &len);
+        struct ember_frame fr;
+        ember_profile_frame(s->p, s->used.frames[i], &fr);
         ember_writer_puts(w, i ? ",\n{\"name\":" : "\n{\"name\":");
-        ember_json_string(w, name, len);
+        ember_json_string(w, fr.name, fr.name_len);
+        if (fr.file) { /* where the function is, when known: speedscope shows it */
+            ember_writer_puts(w, ",\"file\":");
+            ember_json_string(w, fr.file, fr.file_len);
+        }
+        if (fr.line)
+            ember_writer_printf(w, ",\"line\":%u", (unsigned)fr.line);
+        if (fr.column)
+            ember_writer_printf(w, ",\"col\":%u", (unsigned)fr.column);
         ember_writer_puts(w, "}");
     }
     ember_writer_puts(w, "]},\n\"profiles\":[{\"type\":");
@@ -159,8 +167,8 @@ static int write_evented(struct speedscope *s, const struct ember_convert_opts *
     return 0;
 }
 
-int ember_write_speedscope(const struct ember_profile *p, const struct ember_convert_opts *opts,
-                           const struct ember_sink *out, struct ember_diag *d)
+static int write_speedscope(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                            const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_convert_opts o = ember_convert_opts_fill(opts);
     struct speedscope *s = calloc(1, sizeof(*s));
@@ -181,4 +189,15 @@ int ember_write_speedscope(const struct ember_profile *p, const struct ember_con
     free(s->weights);
     free(s);
     return err ? err : ferr;
+}
+
+int ember_write_speedscope(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                           const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* speedscope's frames are functions, with their place */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = write_speedscope(named ? named : p, opts, out, d);
+    ember_profile_free(named);
+    return err;
 }

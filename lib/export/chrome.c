@@ -22,18 +22,21 @@
 #include <string.h>
 
 /* s as a JSON string, with suffix (never escaped) before its end quote. */
-static void json_string_with(struct ember_writer *w, const char *s, const char *suffix)
+/* The len bytes at s as a JSON string, with suffix (never escaped) before
+ * its end quote. */
+static void json_bytes_with(struct ember_writer *w, const char *s, size_t len, const char *suffix)
 {
     ember_writer_put(w, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    for (; p < end; p++) {
         if (*p == '"' || *p == '\\')
             ember_writer_printf(w, "\\%c", *p);
         else if (*p < 0x20)
             ember_writer_printf(w, "\\u%04x", *p);
         else if (*p >= 0x80) {
             /* keep valid UTF-8, replace the rest: JSON must be UTF-8 */
-            size_t len = strlen((const char *)p), n = 1;
-            while (n < len && n < 4 && (p[n] & 0xc0) == 0x80)
+            size_t n = 1;
+            while (p + n < end && n < 4 && (p[n] & 0xc0) == 0x80)
                 n++;
             ember_svg_escape(w, (const char *)p, n, false);
             p += n - 1;
@@ -42,6 +45,11 @@ static void json_string_with(struct ember_writer *w, const char *s, const char *
     }
     ember_writer_puts(w, suffix);
     ember_writer_put(w, "\"", 1);
+}
+
+static void json_string_with(struct ember_writer *w, const char *s, const char *suffix)
+{
+    json_bytes_with(w, s, strlen(s), suffix);
 }
 
 static void json_string(struct ember_writer *w, const char *s)
@@ -68,6 +76,8 @@ static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
         ember_writer_puts(w, ":");
         if (e->site->field_types[i] == EMBER_FT_STR)
             json_string(w, e->v[i].s);
+        else if (e->site->field_types[i] == EMBER_FT_BYTES)
+            json_bytes_with(w, e->v[i].s, e->v[i].len, "");
         else if (e->site->field_types[i] == EMBER_FT_F64 && e->v[i].f == e->v[i].f &&
                  e->v[i].f - e->v[i].f == 0)
             ember_writer_printf(w, "%.17g", e->v[i].f);
@@ -142,12 +152,12 @@ static int chrome_event(void *ctx, const struct ember_trace_event *e)
 
 static void put_names(struct chrome *c)
 {
-    const char *exe = ember_trace_exe(c->t), *slash = strrchr(exe, '/');
+    char pname[64];
     ember_writer_printf(&c->w,
                         "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
                         "\"name\":\"process_name\",\"args\":{\"name\":",
                         c->pid);
-    json_string(&c->w, slash ? slash + 1 : exe);
+    json_string(&c->w, ember_export_process_name(c->t, pname, sizeof(pname)));
     ember_writer_puts(&c->w, "}}");
     for (unsigned i = 0; i < ember_trace_ring_count(c->t); i++) {
         const struct ember_trace_ring *r = ember_trace_ring(c->t, i);

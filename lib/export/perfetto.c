@@ -71,6 +71,27 @@ static void field_string(struct msg *m, unsigned field, const char *s)
     field_bytes(m, field, s, strlen(s));
 }
 
+/* Bytes as a protobuf string, which must be UTF-8: ASCII as it is, the
+ * rest (and control bytes) as \\xNN. */
+static void field_text(struct msg *m, unsigned field, const char *s, size_t len)
+{
+    char *text = malloc(4 * len + 1);
+    size_t n = 0;
+    if (!text) {
+        m->err = -ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            text[n++] = (char)c;
+        else
+            n += (size_t)snprintf(text + n, 5, "\\x%02x", c);
+    }
+    field_bytes(m, field, text, n);
+    free(text);
+}
+
 static void field_double(struct msg *m, unsigned field, double d)
 {
     varint(m, (uint64_t)field << 3 | 1);
@@ -146,9 +167,9 @@ static uint64_t thread_uuid(unsigned ring)
 
 static void descriptor_process(struct perfetto *p)
 {
-    const char *exe = ember_trace_exe(p->t), *slash = strrchr(exe, '/');
+    char pname[64];
     field_varint(&p->sub2, PD_PID, ember_trace_pid(p->t));
-    field_string(&p->sub2, PD_NAME, slash ? slash + 1 : exe);
+    field_string(&p->sub2, PD_NAME, ember_export_process_name(p->t, pname, sizeof(pname)));
     field_varint(&p->sub, TD_UUID, 1);
     field_msg(&p->sub, TD_PROCESS, &p->sub2);
     field_msg(&p->packet, TP_TRACK_DESCRIPTOR, &p->sub);
@@ -278,6 +299,8 @@ static int perfetto_event(void *ctx, const struct ember_trace_event *e)
             field_string(&p->sub2, DA_NAME, s->field_names[i]);
             if (s->field_types[i] == EMBER_FT_STR)
                 field_string(&p->sub2, DA_STRING, e->v[i].s);
+            else if (s->field_types[i] == EMBER_FT_BYTES)
+                field_text(&p->sub2, DA_STRING, e->v[i].s, e->v[i].len);
             else if (s->field_types[i] == EMBER_FT_F64)
                 field_double(&p->sub2, DA_DOUBLE, e->v[i].f);
             else

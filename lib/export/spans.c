@@ -5,6 +5,7 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,4 +158,15 @@ void ember_open_set_release(struct ember_open_set *set)
     free(set->cap);
     free(set->next);
     memset(set, 0, sizeof(*set));
+}
+
+const char *ember_export_process_name(const struct ember_trace *t, char *buf, size_t cap)
+{
+    const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
+    if (exe[0])
+        return slash ? slash + 1 : exe;
+    if (ember_trace_format(t) == EMBER_TRACE_OCAML)
+        return "ocaml";
+    snprintf(buf, cap, "pid %u", ember_trace_pid(t));
+    return buf;
 }

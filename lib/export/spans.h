@@ -90,4 +90,8 @@ int ember_open_set_find(struct ember_trace *t, struct ember_open_set *set);
 bool ember_open_set_has(struct ember_open_set *set, unsigned ring, uint64_t seq);
 void ember_open_set_release(struct ember_open_set *set);
 
+/* The name exports give the traced process: its program's file name, or
+ * "ocaml" (an OCaml file read after its program ended), or "pid N". */
+const char *ember_export_process_name(const struct ember_trace *t, char *buf, size_t cap);
+
 #endif

@@ -5,6 +5,7 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
+#include "latency.h"
 #include "spans.h"
 #include "util/diag.h"
 #include "util/hdr.h"
@@ -181,24 +182,44 @@ size_t ember_trace_escape(const char *s, char *buf, size_t cap)
     return need;
 }
 
-/* A field value as text: integers and doubles as printf does, strings
- * quoted, with '"' escaped too. The caller leaves room: values are at
- * most EMBER_MAX_STR bytes, ESCAPE_MAX each escaped. */
+/* A quoted value: string (up to its NUL) or bytes (len of them), with '"'
+ * escaped too. */
+static char *put_quoted(char *p, const char *s, size_t len)
+{
+    *p++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (escaped(c) || c == '"')
+            p = put_escape(p, c);
+        else
+            *p++ = (char)c;
+    }
+    *p++ = '"';
+    return p;
+}
+
+/* A field value as text: integers and doubles as printf does, strings and
+ * bytes quoted. The caller leaves room: strings are at most EMBER_MAX_STR
+ * bytes, bytes need value_room, ESCAPE_MAX each escaped. */
 static char *put_value(char *p, int type, const struct ember_trace_value *v)
 {
     if (type == EMBER_FT_I64)
         return put_i64(p, v->i);
     if (type == EMBER_FT_F64)
         return p + snprintf(p, 32, "%.17g", v->f);
-    *p++ = '"';
-    for (const unsigned char *s = (const unsigned char *)v->s; *s; s++) {
-        if (escaped(*s) || *s == '"')
-            p = put_escape(p, *s);
-        else
-            *p++ = (char)*s;
-    }
-    *p++ = '"';
-    return p;
+    if (type == EMBER_FT_BYTES)
+        return put_quoted(p, v->s, v->len);
+    return put_quoted(p, v->s, strlen(v->s));
+}
+
+/* Room beyond LINE_MAX that an event's bytes fields need. */
+static size_t value_room(const struct ember_trace_event *e)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < e->site->nfields; i++)
+        if (e->site->field_types[i] == EMBER_FT_BYTES)
+            n += ESCAPE_MAX * e->v[i].len + 2;
+    return n;
 }
 
 /* The fixed parts of a site's lines, made once: "kind name", then
@@ -207,6 +228,7 @@ static char *put_value(char *p, int type, const struct ember_trace_value *v)
 struct site_text {
     char *text;
     uint16_t len;
+    bool bytes; /* a field is bytes: lines need more room */
     uint16_t field_off[EMBER_TRACE_MAX_FIELDS], field_len[EMBER_TRACE_MAX_FIELDS];
 };
 
@@ -222,12 +244,14 @@ static size_t site_text_size(const struct ember_trace_site *site)
 static void site_text_make(struct site_text *st, const struct ember_trace_site *site, char *buf)
 {
     memset(buf, 0, site_text_size(site));
+    st->bytes = false;
     char *p = put_name(buf, kind_name(site->kind));
     *p++ = ' ';
     p = put_name(p, site->name);
     st->text = buf;
     st->len = (uint16_t)(p - buf);
     for (unsigned i = 0; i < site->nfields; i++) {
+        st->bytes |= site->field_types[i] == EMBER_FT_BYTES;
         st->field_off[i] = (uint16_t)(p - buf);
         *p++ = ' ';
         p = put_name(p, site->field_names[i]);
@@ -284,10 +308,11 @@ enum { LINE_MAX = 16 * 1024 };
 size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thread, bool ticks,
                               char *buf, size_t cap)
 {
-    char line[LINE_MAX], ring[RING_TEXT];
-    char *text = malloc(site_text_size(e->site));
-    if (cap == 0 || !text) {
+    char ring[RING_TEXT];
+    char *text = malloc(site_text_size(e->site)), *line = malloc(LINE_MAX + value_room(e));
+    if (cap == 0 || !text || !line) {
         free(text);
+        free(line);
         return 0;
     }
     struct site_text st;
@@ -298,6 +323,7 @@ size_t ember_trace_event_line(const struct ember_trace_event *e, const char *thr
     size_t n = (size_t)(p - line) < cap ? (size_t)(p - line) : cap - 1;
     memcpy(buf, line, n);
     buf[n] = '\0';
+    free(line);
     return n;
 }
 
@@ -358,9 +384,9 @@ static int dump_event(void *ctx, const struct ember_trace_event *e)
     const struct site_text *st = site_text(c, e->site);
     if (!st)
         return -ENOMEM;
-    char *start = ember_writer_reserve(&c->w, LINE_MAX);
+    char *start = ember_writer_reserve(&c->w, LINE_MAX + (st->bytes ? value_room(e) : 0));
     if (!start)
-        return c->w.err;
+        return c->w.err ? c->w.err : -ENOMEM;
     char *p = dump_time(c, start, e);
     p = line_body(p, e, c->ring_text[e->ring], c->ring_len[e->ring], st);
     ember_writer_commit(&c->w, (size_t)(p - start));
@@ -565,7 +591,7 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
 /* ---- latency ---------------------------------------------------------- */
 
 /* Counts per power-of-two range of durations, as bars. */
-static void bar_chart(struct ember_writer *w, const struct ember_hdr *h)
+void ember_latency_chart(struct ember_writer *w, const struct ember_hdr *h)
 {
     uint64_t bins[64] = {0}, most = 0;
     int lo = 63, hi = 0;
@@ -649,7 +675,7 @@ int ember_trace_latency(struct ember_trace *t, const char *span, const struct em
                                 (unsigned long long)open);
         ember_writer_puts(w, ", durations in microseconds\n");
         ember_hdr_print_classic(&ns->h, w, 5, 1000.0);
-        bar_chart(w, &ns->h);
+        ember_latency_chart(w, &ns->h);
         err = ember_writer_flush(w);
     }
     free(w);

@@ -39,12 +39,12 @@
 #include "callgrind_impl.h"
 #include "formats_impl.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,7 +175,8 @@ static int func_get(struct cg_reader *r, uint32_t file, uint32_t name, uint32_t 
     if (g->nfuncs >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->funcs, g->fcap, g->nfuncs + 1) < 0)
         return -ENOMEM;
     *f = (uint32_t)g->nfuncs++;
-    g->funcs[*f] = (struct cg_func){.name = name, .first_edge = CG_NONE, .last_edge = CG_NONE};
+    g->funcs[*f] =
+        (struct cg_func){.name = name, .file = file, .first_edge = CG_NONE, .last_edge = CG_NONE};
     return ember_u64map_put(&r->func_ids, key, *f);
 }
 
@@ -469,8 +470,8 @@ static int events_line(struct cg_reader *r, const char *s, size_t n)
     if (!r->events_line) {
         r->events_line = r->line;
         snprintf(r->first_events, sizeof(r->first_events), "%.*s", (int)(n > 200 ? 200 : n), s);
-        if (r->o->event)
-            snprintf(kept, sizeof(r->st->kept_event), "%s", r->o->event);
+        if (r->o->value)
+            snprintf(kept, sizeof(r->st->kept_event), "%s", r->o->value);
         else if ((len = next_word(s, n, &i, &start)) > 0)
             snprintf(kept, sizeof(r->st->kept_event), "%.*s", (int)len, s + start);
         i = 0;
@@ -678,7 +679,7 @@ static int check_end(struct cg_reader *r)
     if (!r->event_found)
         return ember_diag_set(r->d, -EINVAL, r->file, r->events_line,
                               "no event \"%s\" in this profile (its events: %s)",
-                              r->o->event ? r->o->event : r->st->kept_event, r->first_events);
+                              r->o->value ? r->o->value : r->st->kept_event, r->first_events);
     return 0;
 }
 

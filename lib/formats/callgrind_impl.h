@@ -20,6 +20,7 @@
 
 struct cg_func {
     uint32_t name; /* in the reader's name table, with callgrind's 'N suffix */
+    uint32_t file; /* its source file there (fl=) */
     int64_t self, total, incoming;
     uint32_t first_edge, last_edge; /* calls made, in the file's order; CG_NONE: none */
     bool called;

@@ -46,7 +46,6 @@
  * has a self cost.
  */
 #include "callgrind_impl.h"
-#include "model/profile_impl.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -275,7 +274,15 @@ static int frame_of(struct expansion *x, uint32_t func, uint32_t *frame)
                 copy[i] = name[i] == ';' ? ':' : name[i];
             name = copy;
         }
-        int err = ember_frames_intern(&x->out->p->frames, name, len, &s->frame);
+        /* the function's source file, when callgrind knows it ("???" if not) */
+        size_t flen;
+        const char *file = ember_profile_frame_name(x->out->names, x->g->funcs[func].file, &flen);
+        struct ember_frame fr = {.name = name,
+                                 .name_len = len,
+                                 .file = flen && strcmp(file, "???") != 0 ? file : NULL,
+                                 .file_len = flen,
+                                 .module = EMBER_NO_MODULE};
+        int err = ember_profile_intern_frame(x->out->p, &fr, &s->frame);
         free(copy);
         if (err)
             return err;
@@ -416,7 +423,7 @@ static int draw(struct expansion *x, uint32_t func, double phi, uint32_t parent,
     uint32_t frame;
     int err = frame_of(x, func, &frame);
     if (!err)
-        err = ember_profile_child_fast(x->out->p, parent, frame, node);
+        err = ember_profile_child(x->out->p, parent, frame, node);
     if (!err && self > 0)
         err = add_share(x, func, *node, phi * (double)self);
     return err;

@@ -23,10 +23,10 @@
  */
 #include "chrome_impl.h"
 #include "formats_impl.h"
-#include "model/profile_impl.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -104,6 +104,8 @@ struct cap_node {
     int64_t id, parent;
     bool has_id, has_parent;
     uint32_t name_off, name_len;
+    uint32_t url_off, url_len; /* its callFrame's url (in names too), 0 long: none */
+    uint32_t line;             /* its lineNumber + 1 (V8 counts from 0); 0: none */
     uint8_t flags;
 };
 

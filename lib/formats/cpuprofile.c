@@ -25,11 +25,11 @@
  * the capture.
  */
 #include "chrome_impl.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -118,13 +118,21 @@ static int node_name(struct capture *c, struct cap_node *n)
     } else {
         s = "(anonymous)", len = 11;
     }
-    if (EMBER_VEC_RESERVE(c->names, c->names_cap, c->names_len + len + 1) < 0)
+    size_t ulen = c->url.set && c->url.len <= UINT32_MAX ? c->url.len : 0;
+    if (EMBER_VEC_RESERVE(c->names, c->names_cap, c->names_len + len + ulen + 1) < 0)
         return -ENOMEM;
     memcpy(c->names + c->names_len, s, len);
     ember_json_frame_name(c->names + c->names_len, len);
     n->name_off = (uint32_t)c->names_len;
     n->name_len = (uint32_t)len;
     c->names_len += len;
+    /* where the function is: its script and line, as speedscope shows them */
+    if (ulen)
+        memcpy(c->names + c->names_len, c->url.s, ulen);
+    n->url_off = (uint32_t)c->names_len;
+    n->url_len = (uint32_t)ulen;
+    c->names_len += ulen;
+    n->line = c->line_set && c->line >= 0 && c->line < UINT32_MAX ? (uint32_t)c->line + 1 : 0;
     return 0;
 }
 
@@ -228,7 +236,13 @@ static int add_nodes(struct chrome_reader *r, struct cpu_profile *cp, const stru
             continue; /* defined twice: the first one holds */
         if (cp->nnodes >= INT32_MAX || EMBER_VEC_RESERVE(cp->nodes, cp->ncap, cp->nnodes + 1) < 0)
             return -ENOMEM;
-        err = ember_profile_intern(r->cpu, c->names + n->name_off, n->name_len, &frame);
+        struct ember_frame fr = {.name = c->names + n->name_off,
+                                 .name_len = n->name_len,
+                                 .file = n->url_len ? c->names + n->url_off : NULL,
+                                 .file_len = n->url_len,
+                                 .line = n->line,
+                                 .module = EMBER_NO_MODULE};
+        err = ember_profile_intern_frame(r->cpu, &fr, &frame);
         if (!err)
             err = ember_u64map_put(&cp->ids, (uint64_t)n->id, (uint32_t)cp->nnodes);
         cp->nodes[cp->nnodes++] =
@@ -451,19 +465,21 @@ size_t ember_cpuprofile_weighed(const struct chrome_reader *r)
 
 /* A CPU profile's placeholder becomes its thread's root frame when there
  * are several, and goes otherwise. */
-static int rename_profile(void *ctx, const char **name, size_t *len)
+static int rename_profile(void *ctx, struct ember_frame *fr)
 {
     struct chrome_reader *r = ctx;
-    long k = ember_chrome_read_placeholder(*name, *len);
+    long k = ember_chrome_read_placeholder(fr->name, fr->name_len);
     if (k < 0 || (size_t)k >= r->nprofiles)
         return 0;
     if (ember_cpuprofile_weighed(r) < 2) {
-        *name = NULL;
+        fr->name = NULL;
         return 0;
     }
     const struct cpu_profile *cp = &r->profiles[k];
-    *len = (size_t)ember_trace_events_label(r, cp->pid, cp->tid, r->label, sizeof(r->label));
-    *name = r->label;
+    fr->name_len =
+        (size_t)ember_trace_events_label(r, cp->pid, cp->tid, r->label, sizeof(r->label));
+    fr->name = r->label;
+    fr->kind = EMBER_FRAME_THREAD;
     return 0;
 }
 

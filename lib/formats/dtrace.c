@@ -26,12 +26,12 @@
  */
 #include "formats_impl.h"
 #include "lines.h"
-#include "model/profile_impl.h"
 #include "perf_tidy.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdlib.h>
 
 enum { DTRACE_HEADER_LINES = 3 };
@@ -108,7 +108,7 @@ static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inli
     }
     if (EMBER_VEC_RESERVE(r->frames, r->cap, r->n + 1) < 0)
         return -ENOMEM;
-    return ember_frames_intern(&r->p->frames, b, len, &r->frames[r->n++]);
+    return ember_profile_intern(r->p, b, len, &r->frames[r->n++]);
 }
 
 static int frame_line(struct dtrace_reader *r, const char *s, size_t n)
@@ -154,10 +154,15 @@ static int frame_line(struct dtrace_reader *r, const char *s, size_t n)
 
 static int end_stack(struct dtrace_reader *r, int64_t count, uint64_t line)
 {
-    uint32_t node = EMBER_ROOT;
+    uint32_t node, none;
     int err = 0;
-    for (size_t i = r->n; i-- > 0 && !err;)
-        err = ember_profile_child_fast(r->p, node, r->frames[i], &node);
+    if (r->n == 0) { /* a count with no frames above it: kept, and visible */
+        err = ember_profile_intern(r->p, "[no stack]", 10, &none);
+        if (!err)
+            err = ember_profile_add_stack(r->p, &none, 1, EMBER_LEAF_FIRST, NULL, &node);
+    } else {
+        err = ember_profile_add_stack(r->p, r->frames, r->n, EMBER_LEAF_FIRST, NULL, &node);
+    }
     if (!err)
         err = ember_profile_add(r->p, node, 0, count);
     if (err == -ERANGE)
@@ -193,7 +198,7 @@ static int dtrace_read(struct ember_profile *p, struct ember_input *in,
                        struct ember_diag *d)
 {
     struct dtrace_reader r = {.p = p,
-                              .include_offset = o->include_offset,
+                              .include_offset = ember_read_opts_flag(o, "include-offset"),
                               .st = st,
                               .file = ember_input_name(in),
                               .d = d};
@@ -235,9 +240,17 @@ static enum ember_probe dtrace_probe(const char *data, size_t len)
     return frames ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
 }
 
+static const struct ember_format_option dtrace_options[] = {
+    {"include-offset", EMBER_OPTION_FLAG, NULL, NULL,
+     "DTrace: callers keep their +0x... offsets (stackcollapse.pl --includeoffset)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
 const struct ember_format ember_format_dtrace = {
     .name = "dtrace",
     .description = "DTrace stack()/ustack() aggregations (stackcollapse.pl's input)",
     .probe = dtrace_probe,
     .read = dtrace_read,
+    .options = dtrace_options,
+    .options_heading = "DTrace options:",
 };

@@ -24,6 +24,7 @@
  * (ember_profile_child_path).
  */
 #include "formats_impl.h"
+#include "ember/transform.h"
 #include "io/chunk.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
@@ -182,8 +183,8 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
     struct folded_tree *r = ctx;
     struct ember_profile *p = r->p;
     int err = 0;
-    if (l->diff && p->nmetrics < 2)
-        err = ember_profile_set_metrics(p, 2);
+    if (l->diff && !p->diff)
+        err = ember_profile_set_differential(p, "samples", "count");
     uint32_t leaf = EMBER_ROOT;
     if (!err)
         err = insert_stack(r, l, &leaf);
@@ -193,8 +194,9 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
             err = ember_profile_add_decimal(p, leaf, 1, l->count);
     } else if (!err) {
         /* in a differential profile a one-count line is unchanged */
-        for (unsigned m = 0; m < p->nmetrics && !err; m++)
-            err = ember_profile_add_decimal(p, leaf, m, l->count);
+        err = ember_profile_add_decimal(p, leaf, 0, l->count);
+        if (!err && p->diff)
+            err = ember_profile_add_decimal(p, leaf, 1, l->count);
     }
     return err;
 }
@@ -405,6 +407,8 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
 {
     struct fold_out *o = ctx;
     const struct ember_profile *p = o->p;
+    if (!p->diff && self[p->selected] == 0)
+        return 0; /* a stack with weight in other values only */
     for (size_t i = 0; i < depth; i++) {
         size_t len;
         const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
@@ -412,10 +416,12 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
             ember_writer_put(&o->w, ";", 1);
         ember_writer_put(&o->w, name, len);
     }
-    for (unsigned m = 0; m < p->nmetrics; m++) {
+    /* the selected value, or before and after */
+    unsigned first = p->diff ? 0 : p->selected, last = p->diff ? 1 : p->selected;
+    for (unsigned v = first; v <= last; v++) {
         char num[40];
         num[0] = ' ';
-        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[m], p->decimals));
+        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], p->decimals));
     }
     ember_writer_put(&o->w, "\n", 1);
     return o->w.err;
@@ -423,13 +429,18 @@ static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64
 
 int ember_write_folded(const struct ember_profile *p, const struct ember_sink *out)
 {
-    struct fold_out *o = malloc(sizeof(*o));
-    if (!o)
-        return -ENOMEM;
+    struct ember_profile *named; /* folded stacks are names */
+    int err = ember_profile_names(p, &named);
+    struct fold_out *o = err ? NULL : malloc(sizeof(*o));
+    if (!o) {
+        ember_profile_free(named);
+        return err ? err : -ENOMEM;
+    }
     ember_writer_init(&o->w, out);
-    o->p = p;
-    int err = ember_profile_walk(p, write_line, o);
+    o->p = named ? named : p;
+    err = ember_profile_walk(o->p, write_line, o);
     int ferr = ember_writer_flush(&o->w);
     free(o);
+    ember_profile_free(named);
     return err ? err : ferr;
 }

@@ -7,18 +7,6 @@
 
 #include "ember/formats.h"
 
-extern const struct ember_format ember_format_perf;
-extern const struct ember_format ember_format_folded;
-extern const struct ember_format ember_format_dtrace;
-extern const struct ember_format ember_format_sample;
-extern const struct ember_format ember_format_pprof_raw;
-extern const struct ember_format ember_format_xctrace;
-extern const struct ember_format ember_format_instruments;
-extern const struct ember_format ember_format_pprof;
-extern const struct ember_format ember_format_callgrind;
-extern const struct ember_format ember_format_chrome;
-extern const struct ember_format ember_format_speedscope;
-
 /* Parses "12", "2.5" or "3." (FlameGraph's \d+(?:\.\d*)?) exactly spanning
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
@@ -48,6 +36,8 @@ struct ember_folded_calls {
 int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
                       struct ember_read_stats *st, struct ember_diag *d,
                       const struct ember_folded_calls *fn, void *ctx);
+
+extern const struct ember_format ember_format_folded;
 
 /* ember_format_read's rule once fmt has read file: no sample, or samples
  * that all weigh nothing (weightless), is an error (-ENODATA). */

@@ -49,11 +49,11 @@
  */
 #include "formats_impl.h"
 #include "lines.h"
-#include "model/profile_impl.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdlib.h>
 
 enum unit_kind { KIND_NONE, KIND_TIME, KIND_CYCLES, KIND_BYTES, KIND_COUNT };
@@ -317,9 +317,9 @@ static int push_row(struct inst_reader *r, const char *sym, size_t len, struct e
         r->buf[i] = sym[i] == ';' ? ':' : sym[i];
     uint32_t frame, node;
     uint32_t parent = r->depth ? r->path[r->depth - 1].node : EMBER_ROOT;
-    int err = ember_frames_intern(&r->p->frames, r->buf, len, &frame);
+    int err = ember_profile_intern(r->p, r->buf, len, &frame);
     if (!err)
-        err = ember_profile_child_fast(r->p, parent, frame, &node);
+        err = ember_profile_child(r->p, parent, frame, &node);
     if (err)
         return err;
     r->path[r->depth++] = (struct open_row){node, w, {0, 0}};

@@ -289,20 +289,20 @@ void ember_json_frame_name(char *s, size_t n)
 /* ---- grafting ------------------------------------------------------------------ */
 
 static int graft_sequence(struct ember_profile *dst, const struct ember_profile *src,
-                          const uint32_t *map)
+                          const uint32_t *map, const unsigned *vmap)
 {
     int64_t f = 1;
     for (unsigned k = src->decimals; k < dst->decimals; k++)
         f *= 10;
     for (size_t i = 0; i < src->seq_len; i++)
-        for (unsigned m = 0; m < src->nmetrics; m++) {
+        for (unsigned m = 0; m < src->nvalues; m++) {
             int64_t v;
             if (!src->seq_w[m][i])
                 continue;
             if (__builtin_mul_overflow(src->seq_w[m][i], f, &v))
                 return -ERANGE;
             uint32_t node = map[src->seq_node[i]];
-            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, m, v) : 0;
+            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, vmap[m], v) : 0;
             if (err)
                 return err;
         }
@@ -315,7 +315,11 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     if (!map)
         return -ENOMEM;
-    int err = 0;
+    unsigned vmap[EMBER_MAX_VALUES];
+    uint32_t *mods = NULL;
+    int err = ember_profile_values_like(dst, src, vmap);
+    if (!err)
+        err = ember_profile_modules_like(dst, src, &mods);
     map[0] = EMBER_ROOT;
     /* the weights without their order (add_decimal would record one), then
      * src's order; parents come before their children in node order */
@@ -323,29 +327,27 @@ int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
     dst->keep_seq = false;
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
-        const char *name = src->frames.str[sn->frame];
-        size_t len = src->frames.len[sn->frame];
+        struct ember_frame fr;
+        ember_profile_frame(src, sn->frame, &fr);
         uint32_t frame;
         if (rename)
-            err = rename(ctx, &name, &len);
+            err = rename(ctx, &fr);
         map[n] = map[sn->parent]; /* a frame renamed to nothing is left out */
-        if (!err && name)
-            err = ember_frames_intern(&dst->frames, name, len, &frame);
-        if (!err && name)
+        if (!err && fr.name && fr.module != EMBER_NO_MODULE)
+            fr.module = mods[fr.module];
+        if (!err && fr.name)
+            err = ember_profile_intern_frame(dst, &fr, &frame);
+        if (!err && fr.name)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nmetrics && !err && map[n] != EMBER_ROOT; m++) {
-            if (!src->self[m][n])
-                continue;
-            if (m >= dst->nmetrics)
-                err = ember_profile_set_metrics(dst, m + 1);
-            if (!err)
+        for (unsigned m = 0; m < src->nvalues && !err && map[n] != EMBER_ROOT; m++)
+            if (src->self[m][n])
                 err = ember_profile_add_decimal(
-                    dst, map[n], m, (struct ember_decimal){src->self[m][n], src->decimals});
-        }
+                    dst, map[n], vmap[m], (struct ember_decimal){src->self[m][n], src->decimals});
     }
     dst->keep_seq = keep;
     if (!err && dst->keep_seq && src->keep_seq)
-        err = graft_sequence(dst, src, map);
+        err = graft_sequence(dst, src, map, vmap);
     free(map);
+    free(mods);
     return err;
 }

@@ -93,9 +93,10 @@ void ember_json_frame_name(char *s, size_t n);
  * name read from the input starts with it (see ember_json_frame_name). */
 #define EMBER_JSON_PLACEHOLDER '\x1f'
 
-/* The name a frame of src takes in dst: *name is src's, to be replaced, or
- * set to NULL to leave the frame out (its callees take its place). */
-typedef int (*ember_json_rename_fn)(void *ctx, const char **name, size_t *len);
+/* The frame a frame of src takes in dst: *fr is src's record, to be
+ * changed (its name, and where it comes from), or its name set to NULL to
+ * leave the frame out (its callees take its place). */
+typedef int (*ember_json_rename_fn)(void *ctx, struct ember_frame *fr);
 
 /* Adds every stack of src to dst, with frames renamed by rename (if not
  * NULL), and src's arrival sequence if both keep one. */

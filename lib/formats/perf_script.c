@@ -18,11 +18,12 @@
  * lines and distinct stacks, not with the input.
  */
 #include "formats_impl.h"
+#include "perf_opts.h"
 #include "perf_tidy.h"
 #include "io/chunk.h"
 #include "model/profile_impl.h"
 #include "model/stack_cache.h"
-#include "symbol/inline.h"
+#include "symbol/symbolizer.h"
 #include "util/diag.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -78,8 +79,12 @@ struct pending_frame { /* --srcline: frames waiting for their source line */
     size_t jcap;
 };
 
+/* The periods' value while reading; named by set_unit at the end. */
+#define PERIOD_VALUE "ember-perf-period"
+
 struct perf_parser {
     const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* o's perf options */
     struct ember_profile *p;
     struct ember_read_stats *st;
     const char *file;
@@ -96,8 +101,9 @@ struct perf_parser {
     bool java;
     uint32_t root;
     int64_t period;
-    bool weighed;    /* some sample kept had a period: weights are the event's count */
-    uint32_t *stack; /* frames, leaf-first, each line's group reversed */
+    bool weighed;               /* some sample kept had a period: weights are the event's count */
+    unsigned vsamples, vperiod; /* the values: samples, and the periods' sum */
+    uint32_t *stack;            /* frames, leaf-first, each line's group reversed */
     size_t nstack, scap;
 
     struct line_cache cache;
@@ -105,6 +111,9 @@ struct perf_parser {
     struct pending_frame pend;
     struct ember_symbolizer *sym;
 
+    char placed_mod[256]; /* --addresses: the last module interned, and its id */
+    size_t placed_mod_len;
+    uint32_t placed_mod_id;
     char last_mod[256]; /* the last module hashed, and its hash */
     size_t last_mod_len;
     uint64_t last_mod_hash;
@@ -360,7 +369,7 @@ static int buf_reserve(struct perf_parser *ps, size_t n)
 static int name_piece(struct perf_parser *ps, const struct frame_line *f, const char *piece,
                       size_t plen, bool inlined, bool *unknown, size_t *out_len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
         return -ENOMEM;
     char *b = ps->buf;
@@ -596,7 +605,9 @@ static int end_sample(struct perf_parser *ps)
         uint32_t node;
         err = ember_stack_cache_node(&ps->stacks, ps->p, ps->root, ps->stack, ps->nstack, &node);
         if (!err)
-            err = ember_profile_add(ps->p, node, 0, ps->period);
+            err = ember_profile_add(ps->p, node, ps->vperiod, ps->period);
+        if (!err)
+            err = ember_profile_add(ps->p, node, ps->vsamples, 1);
         if (!err)
             ps->st->samples++;
         else if (err == -ERANGE)
@@ -645,7 +656,7 @@ static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
 static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
                         size_t len)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     const char *name;
     size_t nlen;
     int64_t period = 1;
@@ -691,6 +702,27 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
     return intern_buf(ps, o, &ps->root);
 }
 
+/* "file:line" (perf's srcline) into fr's file and line; false if it is
+ * not of that form (the text is then kept in the name, as it is). */
+static bool split_place(const char *s, size_t n, struct ember_frame *fr)
+{
+    const char *colon = memrchr(s, ':', n);
+    if (!colon || colon == s || colon + 1 == s + n || (size_t)(s + n - colon - 1) > 9)
+        return false;
+    uint32_t line = 0;
+    for (const char *p = colon + 1; p < s + n; p++) {
+        if (!is_digit((unsigned char)*p))
+            return false;
+        line = line * 10 + (uint32_t)(*p - '0');
+    }
+    if (line == 0)
+        return false;
+    fr->file = s;
+    fr->file_len = (size_t)(colon - s);
+    fr->line = line;
+    return true;
+}
+
 /* --srcline: the line after a frame is its source location. */
 static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
 {
@@ -724,6 +756,17 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
         ps->fr[k] = pf->ids[k];
         if (ll == a)
             continue;
+        /* "file:line": a frame that knows its place, spelled as the script
+         * does ("func:file:line") where names are shown */
+        struct ember_frame fr; /* with its address and module, when kept */
+        ember_profile_frame(ps->p, pf->ids[k], &fr);
+        fr.place_in_name = true;
+        if (split_place(loc + a, ll - a, &fr)) {
+            int err = ember_profile_intern_frame(ps->p, &fr, &ps->fr[k]);
+            if (err)
+                return err;
+            continue;
+        }
         if (EMBER_VEC_RESERVE(pf->join, pf->jcap, len + 1 + (ll - a)) < 0)
             return -ENOMEM;
         memcpy(pf->join, nm, len);
@@ -750,40 +793,69 @@ static int defer_for_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
     return 0;
 }
 
+/* --inline: a frame per function of the chain, root-most first, each with
+ * its file, line and column, the inner ones inlined; with --context, views
+ * of names spell them "func:file:line" as the script does. A function
+ * without a file keeps the old spelling in its name. */
+static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain *chain,
+                         uint32_t **fr, size_t *n, size_t *cap)
+{
+    if (EMBER_VEC_RESERVE(*fr, *cap, chain->count) < 0)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < chain->count; k++) {
+        const struct ember_symbol_frame *sf = &chain->frames[k];
+        struct ember_frame rec = {
+            .name = sf->function,
+            .name_len = strlen(sf->function),
+            .file = sf->file,
+            .file_len = sf->file ? strlen(sf->file) : 0,
+            .line = sf->line,
+            .column = sf->column,
+            .module = EMBER_NO_MODULE,
+            .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
+            .place_in_name = ps->po.context,
+        };
+        if (!sf->file && ps->po.context) {
+            rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
+            if (buf_reserve(ps, rec.name_len + 1) < 0)
+                return -ENOMEM;
+            ember_symbol_frame_context(sf, ps->buf, rec.name_len + 1);
+            rec.name = ps->buf;
+            rec.place_in_name = false;
+        }
+        if (ember_profile_intern_frame(ps->p, &rec, &(*fr)[k]) < 0)
+            return -ENOMEM;
+    }
+    *n = chain->count;
+    return 0;
+}
+
 static int frame_slow(struct perf_parser *ps, const struct frame_line *f, uint32_t **fr, size_t *n,
                       size_t *cap, bool *unknown)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (po->inline_frames && ps->sym && !ember_module_is_kernel(f->mod, f->mod_len) &&
         !ember_module_is_jit(f->mod, f->mod_len) && !memmem(f->mod, f->mod_len, "kernel.", 7)) {
-        const char *chain;
-        size_t clen;
-        int r = ember_symbolizer_inline(ps->sym, f->mod, f->mod_len, f->pc, f->pc_len, f->func,
-                                        f->func_len, po->context, &chain, &clen);
-        if (r > 0) {
-            *n = 0;
+        const struct ember_symbol_chain *chain;
+        int r = ember_symbolizer_resolve_perf(ps->sym, f->mod, f->mod_len, f->pc, f->pc_len,
+                                              f->func, f->func_len, &chain);
+        if (r == 0) {
             *unknown = false;
-            for (size_t a = 0; a <= clen;) {
-                const char *semi = memchr(chain + a, ';', clen - a);
-                size_t e = semi ? (size_t)(semi - chain) : clen;
-                if (EMBER_VEC_RESERVE(*fr, *cap, *n + 1) < 0 ||
-                    ember_frames_intern(&ps->p->frames, chain + a, e - a, &(*fr)[*n]) < 0)
-                    return -ENOMEM;
-                (*n)++;
-                a = e + 1;
-            }
-            return 0;
+            return inline_frames(ps, chain, fr, n, cap);
         }
-        if (r < 0 && r != -ENOENT)
+        if (r != -ENOENT)
             return r;
     }
     return name_frame_line(ps, f, fr, n, cap, unknown);
 }
 
 /* A frame line; [i, j) is its first word (the address). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n);
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f);
+
 static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i, size_t j)
 {
-    const struct ember_perf_opts *po = &ps->o->perf;
+    const struct ember_perf_opts *po = &ps->po;
     if (!ps->keep)
         return 0;
     struct frame_line f;
@@ -797,11 +869,15 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     bool unknown = false;
     if (po->inline_frames) { /* results depend on the address: the symbolizer caches */
         int err = frame_slow(ps, &f, &ps->fr, &nf, &ps->frcap, &unknown);
+        if (!err && ps->o->addresses)
+            err = place_frames(ps, &f, ps->fr, nf);
         if (err)
             return err;
         return po->srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
                                        : push_frames(ps, ps->fr, nf);
     }
+    if (ps->o->addresses)
+        return on_frame_placed(ps, &f);
     struct line_key k = {f.func, f.mod, "", f.func_len, f.mod_len, 0, ps->java};
     if (offset_suffix(f.func, f.func_len, &cut))
         k.sym_len = cut;
@@ -829,6 +905,68 @@ static int on_frame_at(struct perf_parser *ps, const char *s, size_t n, size_t i
     if (po->srcline && !l->unknown)
         return defer_for_srcline(ps, frames, l->count);
     return push_frames(ps, frames, l->count);
+}
+
+/* --addresses: the frames of a line at its address, in its module (the
+ * last one kept: lines of one module come in runs), of the module's kind;
+ * a line's frames after the first are inlined into it (perf's "a->b"). */
+static int place_frames(struct perf_parser *ps, const struct frame_line *f, uint32_t *fr, size_t n)
+{
+    uint32_t module = EMBER_NO_MODULE;
+    bool unknown = f->mod_len == 9 && memcmp(f->mod, "[unknown]", 9) == 0;
+    if (!unknown &&
+        (f->mod_len != ps->placed_mod_len || memcmp(f->mod, ps->placed_mod, f->mod_len) != 0)) {
+        char path[4096];
+        size_t len = f->mod_len < sizeof(path) ? f->mod_len : sizeof(path) - 1;
+        memcpy(path, f->mod, len);
+        path[len] = '\0';
+        /* perf named the functions: pprof must not symbolize them again */
+        struct ember_module m = {.path = path, .flags = EMBER_MODULE_FUNCTIONS};
+        int err = ember_profile_module(ps->p, &m, &ps->placed_mod_id);
+        if (err)
+            return err;
+        ps->placed_mod_len = len < sizeof(ps->placed_mod) ? len : SIZE_MAX;
+        if (ps->placed_mod_len != SIZE_MAX)
+            memcpy(ps->placed_mod, f->mod, len);
+    }
+    if (!unknown)
+        module = ps->placed_mod_id;
+    uint64_t addr = 0;
+    for (size_t i = 0; i < f->pc_len && i < 16; i++) {
+        char c = f->pc[i];
+        addr = addr << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    enum ember_frame_kind kind = ember_module_is_kernel(f->mod, f->mod_len) ? EMBER_FRAME_KERNEL
+                                 : ember_module_is_jit(f->mod, f->mod_len)  ? EMBER_FRAME_JIT
+                                                                            : EMBER_FRAME_USER;
+    for (size_t i = 0; i < n; i++) {
+        struct ember_frame rec;
+        ember_profile_frame(ps->p, fr[i], &rec);
+        rec.address = addr;
+        rec.has_address = true;
+        rec.module = module;
+        if (rec.kind != EMBER_FRAME_INLINED)
+            rec.kind = i == 0 ? kind : EMBER_FRAME_INLINED;
+        int err = ember_profile_intern_frame(ps->p, &rec, &fr[i]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* --addresses, without --inline: the line's frames as cached by its text,
+ * then placed at its address. */
+static int on_frame_placed(struct perf_parser *ps, const struct frame_line *f)
+{
+    size_t nf = 0;
+    bool unknown = false;
+    int err = frame_slow(ps, f, &ps->fr, &nf, &ps->frcap, &unknown);
+    if (!err)
+        err = place_frames(ps, f, ps->fr, nf);
+    if (err)
+        return err;
+    return ps->po.srcline && !unknown ? defer_for_srcline(ps, ps->fr, nf)
+                                      : push_frames(ps, ps->fr, nf);
 }
 
 /* perf right-aligns short comms when it prints no call chains: an indented
@@ -993,17 +1131,22 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
     ps->st = st;
     ps->file = file;
     ps->d = d;
-    if (o->perf.event_filter) {
-        copy_name(ps->filter, sizeof(ps->filter), o->perf.event_filter,
-                  strlen(o->perf.event_filter));
+    ps->po = ember_perf_opts_of(o);
+    if (ps->po.event_filter) {
+        copy_name(ps->filter, sizeof(ps->filter), ps->po.event_filter, strlen(ps->po.event_filter));
         ps->filter_len = strlen(ps->filter);
         ps->have_filter = true;
         copy_name(st->kept_event, sizeof(st->kept_event), ps->filter, ps->filter_len);
     }
-    int err = cache_init(&ps->cache);
+    /* named for what they are at the end (set_unit) */
+    int err = ember_profile_value(p, "samples", "count", &ps->vsamples);
+    if (!err)
+        err = ember_profile_value(p, PERIOD_VALUE, "count", &ps->vperiod);
+    if (!err)
+        err = cache_init(&ps->cache);
     if (!err)
         err = ember_stack_cache_init(&ps->stacks);
-    if (!err && o->perf.inline_frames)
+    if (!err && ps->po.inline_frames)
         err = ember_symbolizer_new(&ps->sym);
     return err;
 }
@@ -1053,7 +1196,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct pool *pl = w->pool;
     struct ember_read_opts o = *pl->o;
-    o.perf.event_filter = pl->filter;
+    ember_read_opts_set(&o, "event-filter", pl->filter); /* every worker the same one */
     struct perf_parser ps;
     struct ember_chunk c = {0};
     struct ember_diag d;
@@ -1119,19 +1262,28 @@ static bool first_event(struct ember_input *in, char *out, size_t cap, struct em
     return false;
 }
 
-/* What the weights measure: a sample's period is the event's count since
- * the last sample, nanoseconds for the clock events, which pprof calls
- * cpu time; without periods, each sample counts one. */
+/* The values: samples (a count), and the periods' sum, shown. A sample's
+ * period is the event's count since the last sample, nanoseconds for the
+ * clock events, which pprof calls cpu time. Without periods, each sample
+ * counts one: samples alone. */
 static void set_unit(struct ember_profile *p, const char *event, bool weighed)
 {
     char base[128];
+    unsigned vp, vs;
+    if (ember_profile_value(p, PERIOD_VALUE, "count", &vp) < 0 ||
+        ember_profile_value(p, "samples", "count", &vs) < 0)
+        return;
     copy_name(base, sizeof(base), event, event_base_len(event, strlen(event)));
-    if (!weighed || !base[0])
-        ember_profile_set_unit(p, "samples", "count");
-    else if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
-        ember_profile_set_unit(p, "cpu", "nanoseconds");
+    if (!weighed || !base[0]) {
+        ember_profile_select_index(p, vs);
+        ember_profile_value_drop(p, vp);
+        return;
+    }
+    if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
+        ember_profile_value_rename(p, vp, "cpu", "nanoseconds");
     else
-        ember_profile_set_unit(p, base, "count");
+        ember_profile_value_rename(p, vp, strcmp(base, "samples") ? base : "events", "count");
+    ember_profile_select_index(p, vp);
 }
 
 static int read_threaded(struct ember_profile *p, struct ember_input *in,
@@ -1184,9 +1336,10 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
                      struct ember_diag *d)
 {
     char filter[128];
-    if (o->threads > 1 && !o->perf.srcline && !ember_profile_has_sequence(p)) {
-        if (o->perf.event_filter)
-            return read_threaded(p, in, o, st, d, o->perf.event_filter);
+    struct ember_perf_opts po = ember_perf_opts_of(o);
+    if (o->threads > 1 && !po.srcline && !ember_profile_has_sequence(p)) {
+        if (po.event_filter)
+            return read_threaded(p, in, o, st, d, po.event_filter);
         if (first_event(in, filter, sizeof(filter), d))
             return read_threaded(p, in, o, st, d, filter);
     }
@@ -1263,6 +1416,8 @@ static enum ember_probe perf_probe(const char *data, size_t len)
 const struct ember_format ember_format_perf = {
     .name = "perf",
     .description = "`perf script` text (stackcollapse-perf.pl's input)",
+    .options = ember_perf_options,
+    .options_heading = EMBER_PERF_OPTIONS_HEADING,
     .probe = perf_probe,
     .read = perf_read,
 };

@@ -19,7 +19,6 @@
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
 #include "pprof_wire.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -35,6 +34,7 @@ typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__Location pb_location;
 typedef Perftools__Profiles__Function pb_function;
 typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Line pb_line;
 
 /* ---- ids: Location and Function ids to their index ---------------------- */
 
@@ -113,10 +113,11 @@ struct pprof_reader {
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
-    size_t value;    /* which of a sample's values is read */
-    unsigned digits; /* values are in units of 10^-digits */
-    struct id_map locs, funcs;
-    uint32_t *func_frame; /* a function's interned name, UINT32_MAX until needed */
+    size_t value;                    /* which of a sample's values is shown */
+    unsigned vmap[EMBER_MAX_VALUES]; /* each sample type's value in the profile */
+    unsigned digits;                 /* values are in units of 10^-digits */
+    struct id_map locs, funcs, maps;
+    uint32_t *modules; /* each mapping's module */
     /* location i's frames, outermost caller first: frames[first[i] .. first[i + 1]) */
     uint32_t *first, *frames;
     size_t nframes, fcap;
@@ -196,12 +197,39 @@ static void list_types(struct pprof_reader *r, char *buf, size_t size)
     }
 }
 
-/* The sample type to read: as asked (a name or an index), else
+/* Every sample type is a value of the profile, in order. */
+static int declare_values(struct pprof_reader *r)
+{
+    size_t n = r->pb->n_sample_type;
+    if (n > EMBER_MAX_VALUES)
+        return bad(r, "it has %zu sample types; ember keeps %d at most", n, EMBER_MAX_VALUES);
+    for (size_t i = 0; i < n; i++) {
+        const Perftools__Profiles__ValueType *vt = r->pb->sample_type[i];
+        const char *t, *u;
+        size_t tl, ul;
+        int err = str_at(r, vt->type, "sample_type.type", &t, &tl);
+        if (!err)
+            err = str_at(r, vt->unit, "sample_type.unit", &u, &ul);
+        if (err)
+            return err;
+        char type[EMBER_UNIT_MAX], unit[EMBER_UNIT_MAX];
+        snprintf(type, sizeof(type), "%.*s", (int)(tl < sizeof(type) ? tl : sizeof(type) - 1), t);
+        snprintf(unit, sizeof(unit), "%.*s", (int)(ul < sizeof(unit) ? ul : sizeof(unit) - 1), u);
+        err = ember_profile_value(r->p, type, unit, &r->vmap[i]);
+        if (err)
+            return err == -ENOSPC ? bad(r, "more than %d distinct sample types", EMBER_MAX_VALUES)
+                                  : err;
+    }
+    ember_profile_select_index(r->p, r->vmap[r->value]);
+    return 0;
+}
+
+/* The sample type to show: as asked (a name or an index), else
  * default_sample_type when it names one, else the last, as pprof does. */
 static int pick_sample_type(struct pprof_reader *r)
 {
     size_t n = r->pb->n_sample_type;
-    const char *want = r->o->sample_type;
+    const char *want = r->o->value;
     char types[300];
     if (n == 0)
         return r->pb->n_sample ? bad(r, "it has samples but no sample_type (expected at least one "
@@ -228,19 +256,7 @@ static int pick_sample_type(struct pprof_reader *r)
         if (i < n)
             r->value = i;
     }
-    const Perftools__Profiles__ValueType *vt = r->pb->sample_type[r->value];
-    const char *t, *u;
-    size_t tl, ul;
-    int err = str_at(r, vt->type, "sample_type.type", &t, &tl);
-    if (!err)
-        err = str_at(r, vt->unit, "sample_type.unit", &u, &ul);
-    if (err)
-        return err;
-    char type[EMBER_UNIT_MAX], unit[EMBER_UNIT_MAX];
-    snprintf(type, sizeof(type), "%.*s", (int)(tl < sizeof(type) ? tl : sizeof(type) - 1), t);
-    snprintf(unit, sizeof(unit), "%.*s", (int)(ul < sizeof(unit) ? ul : sizeof(unit) - 1), u);
-    ember_profile_set_unit(r->p, type, unit);
-    return 0;
+    return declare_values(r);
 }
 
 /* ember writes weights with decimals as integers, and says so in a
@@ -282,31 +298,50 @@ static int build_ids(struct pprof_reader *r)
     return err;
 }
 
-/* The frame of a Line: its function's name (else its mangled name). */
-static int function_frame(struct pprof_reader *r, uint64_t fid, const pb_location *loc,
-                          uint32_t *frame)
+/* A Line's frame: its function's name (else its mangled name), file and
+ * start line, the line itself, and the location's address and mapping;
+ * every line but the location's last is inlined into the one after it. */
+static int line_frame(struct pprof_reader *r, const pb_location *loc, size_t j,
+                      struct ember_frame *fr)
 {
+    const pb_line *ln = loc->line[j];
     uint32_t fi;
-    if (!id_map_find(&r->funcs, fid, &fi))
+    if (!id_map_find(&r->funcs, ln->function_id, &fi))
         return bad(r,
                    "location %" PRIu64 " refers to function id %" PRIu64
                    ", which no function has (%zu functions)",
-                   loc->id, fid, r->pb->n_function);
-    if (r->func_frame[fi] != UINT32_MAX) {
-        *frame = r->func_frame[fi];
-        return 0;
-    }
+                   loc->id, ln->function_id, r->pb->n_function);
     const pb_function *f = r->pb->function[fi];
-    const char *s;
-    size_t len;
-    int err = str_at(r, f->name, "function.name", &s, &len);
-    if (!err && len == 0) /* no name, or a name that is "": both stay "" */
-        err = str_at(r, f->system_name, "function.system_name", &s, &len);
+    int err = str_at(r, f->name, "function.name", &fr->name, &fr->name_len);
+    if (!err && fr->name_len == 0) /* no name, or a name that is "": both stay "" */
+        err = str_at(r, f->system_name, "function.system_name", &fr->name, &fr->name_len);
     if (!err)
-        err = ember_frames_intern(&r->p->frames, s, len, frame);
-    if (!err)
-        r->func_frame[fi] = *frame;
-    return err;
+        err = str_at(r, f->filename, "function.filename", &fr->file, &fr->file_len);
+    if (err)
+        return err;
+    if (fr->file_len == 0)
+        fr->file = NULL;
+    fr->line = ln->line > 0 && ln->line <= UINT32_MAX ? (uint32_t)ln->line : 0;
+    fr->column = ln->column > 0 && ln->column <= UINT32_MAX ? (uint32_t)ln->column : 0;
+    fr->start_line = f->start_line > 0 && f->start_line <= UINT32_MAX ? (uint32_t)f->start_line : 0;
+    fr->kind = j + 1 < loc->n_line ? EMBER_FRAME_INLINED : EMBER_FRAME_USER;
+    return 0;
+}
+
+/* The module of a location's mapping (EMBER_NO_MODULE for none). */
+static int location_module(struct pprof_reader *r, const pb_location *loc, uint32_t *module)
+{
+    *module = EMBER_NO_MODULE;
+    if (!loc->mapping_id)
+        return 0;
+    uint32_t mi;
+    if (!id_map_find(&r->maps, loc->mapping_id, &mi))
+        return bad(r,
+                   "location %" PRIu64 " refers to mapping id %" PRIu64
+                   ", which no mapping has (%zu mappings)",
+                   loc->id, loc->mapping_id, r->pb->n_mapping);
+    *module = r->modules[mi];
+    return 0;
 }
 
 static int push_frame(struct pprof_reader *r, uint32_t frame)
@@ -321,30 +356,80 @@ static int push_frame(struct pprof_reader *r, uint32_t frame)
  * symbolized) is its address. */
 static int location_frames(struct pprof_reader *r, const pb_location *loc)
 {
-    int err = 0;
+    struct ember_frame fr = {.kind = EMBER_FRAME_USER};
+    int err = location_module(r, loc, &fr.module);
+    fr.address = loc->address;
+    fr.has_address = loc->address != 0;
     uint32_t frame;
-    if (loc->n_line == 0) {
+    if (!err && loc->n_line == 0) {
         char addr[24];
         int n = snprintf(addr, sizeof(addr), "0x%" PRIx64, loc->address);
-        err = ember_frames_intern(&r->p->frames, addr, (size_t)n, &frame);
+        fr.name = addr;
+        fr.name_len = (size_t)n;
+        err = ember_profile_intern_frame(r->p, &fr, &frame);
         return err ? err : push_frame(r, frame);
     }
     for (size_t j = loc->n_line; j-- > 0 && !err;) {
-        err = function_frame(r, loc->line[j]->function_id, loc, &frame);
+        err = line_frame(r, loc, j, &fr);
+        if (!err)
+            err = ember_profile_intern_frame(r->p, &fr, &frame);
         if (!err)
             err = push_frame(r, frame);
     }
     return err;
 }
 
+/* Each Mapping as a module of the profile. */
+static int build_modules(struct pprof_reader *r)
+{
+    const pb_profile *pb = r->pb;
+    uint64_t *ids = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof(*ids)), badid = 0;
+    r->modules = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof(*r->modules));
+    if (!ids || !r->modules) {
+        free(ids);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < pb->n_mapping; i++)
+        ids[i] = pb->mapping[i]->id;
+    int err = id_map_build(&r->maps, ids, pb->n_mapping, &badid);
+    free(ids);
+    if (err == -EINVAL)
+        return badid ? bad(r, "two mappings have id %" PRIu64 " (expected unique ids)", badid)
+                     : bad(r, "a mapping has id 0 (expected a non-zero id)");
+    for (size_t i = 0; i < pb->n_mapping && !err; i++) {
+        const Perftools__Profiles__Mapping *m = pb->mapping[i];
+        const char *path, *bid;
+        size_t pl, bl;
+        err = str_at(r, m->filename, "mapping.filename", &path, &pl);
+        if (!err)
+            err = str_at(r, m->build_id, "mapping.build_id", &bid, &bl);
+        if (err)
+            break;
+        char *p0 = strndup(path, pl), *b0 = strndup(bid, bl);
+        struct ember_module mod = {
+            .path = p0 && pl ? p0 : NULL,
+            .build_id = b0 && bl ? b0 : NULL,
+            .start = m->memory_start,
+            .limit = m->memory_limit,
+            .offset = m->file_offset,
+            .flags = (m->has_functions ? EMBER_MODULE_FUNCTIONS : 0) |
+                     (m->has_filenames ? EMBER_MODULE_FILES : 0) |
+                     (m->has_line_numbers ? EMBER_MODULE_LINES : 0) |
+                     (m->has_inline_frames ? EMBER_MODULE_INLINES : 0),
+        };
+        err = p0 && b0 ? ember_profile_module(r->p, &mod, &r->modules[i]) : -ENOMEM;
+        free(p0);
+        free(b0);
+    }
+    return err;
+}
+
 static int build_locations(struct pprof_reader *r)
 {
-    size_t n = r->pb->n_location, nf = r->pb->n_function;
+    size_t n = r->pb->n_location;
     r->first = malloc((n + 1) * sizeof(*r->first));
-    r->func_frame = malloc((nf ? nf : 1) * sizeof(*r->func_frame));
-    if (!r->first || !r->func_frame)
+    if (!r->first)
         return -ENOMEM;
-    memset(r->func_frame, 0xff, (nf ? nf : 1) * sizeof(*r->func_frame));
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
         r->first[i] = (uint32_t)r->nframes;
@@ -362,8 +447,10 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
     if (s->n_value != want)
         return bad(r, "sample[%zu] has %zu values, expected %zu (one per sample_type)", k,
                    s->n_value, want);
-    int64_t v = s->value[r->value];
-    if (v == 0)
+    bool any = false;
+    for (size_t i = 0; i < want; i++)
+        any |= s->value[i] != 0;
+    if (!any)
         return 0;
     uint32_t node = EMBER_ROOT;
     for (size_t i = s->n_location_id; i-- > 0;) {
@@ -374,7 +461,7 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
                        ", which no location has (%zu locations)",
                        k, s->location_id[i], r->pb->n_location);
         for (uint32_t f = r->first[li]; f < r->first[li + 1]; f++) {
-            int err = ember_profile_child_fast(r->p, node, r->frames[f], &node);
+            int err = ember_profile_child(r->p, node, r->frames[f], &node);
             if (err)
                 return err;
         }
@@ -383,16 +470,17 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
         /* a sample without locations still counts in pprof's total: kept
          * visibly, not dropped */
         uint32_t none;
-        int err = ember_frames_intern(&r->p->frames, "[no stack]", 10, &none);
+        int err = ember_profile_intern(r->p, "[no stack]", 10, &none);
         if (!err)
-            err = ember_profile_child_fast(r->p, EMBER_ROOT, none, &node);
+            err = ember_profile_child(r->p, EMBER_ROOT, none, &node);
         if (err)
             return err;
     }
-    struct ember_decimal dv = {v, r->digits};
     int err = 0;
-    for (unsigned m = 0; m < r->p->nmetrics && !err; m++)
-        err = ember_profile_add_decimal(r->p, node, m, dv);
+    for (size_t i = 0; i < want && !err; i++)
+        if (s->value[i])
+            err = ember_profile_add_decimal(r->p, node, r->vmap[i],
+                                            (struct ember_decimal){s->value[i], r->digits});
     if (err == -ERANGE)
         return ember_diag_set(r->d, err, r->file, 0, "sample values overflow a 64-bit total");
     if (!err)
@@ -410,6 +498,8 @@ static int convert(struct pprof_reader *r)
     int err = pick_sample_type(r);
     if (!err)
         err = build_ids(r);
+    if (!err)
+        err = build_modules(r);
     if (!err)
         err = build_locations(r);
     find_decimals(r);
@@ -467,7 +557,8 @@ static int pprof_read(struct ember_profile *p, struct ember_input *in,
     free(buf);
     free(r.locs.sorted);
     free(r.funcs.sorted);
-    free(r.func_frame);
+    free(r.maps.sorted);
+    free(r.modules);
     free(r.first);
     free(r.frames);
     return err;

@@ -50,12 +50,12 @@
  */
 #include "formats_impl.h"
 #include "lines.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -179,18 +179,18 @@ static int types_line(struct raw_reader *r, const char *s, size_t n, uint64_t li
             break;
         if (memmem(s + w, i - w, "[dflt]", 6))
             dflt = r->ntypes;
-        if (r->o->sample_type && type_matches(r->o->sample_type, s + w, i - w, r->ntypes))
+        if (r->o->value && type_matches(r->o->value, s + w, i - w, r->ntypes))
             want = r->ntypes;
         r->ntypes++;
     }
     if (r->ntypes == 0)
         return bad(r, line, "expected the sample types after \"Samples:\"", s, n);
-    if (r->o->sample_type && want == SIZE_MAX) {
+    if (r->o->value && want == SIZE_MAX) {
         char q[200];
         ember_quote(q, sizeof(q), s, n, 120);
         return ember_diag_set(r->d, -EINVAL, r->file, line,
-                              "no sample type \"%s\" (by name or index) among \"%s\"",
-                              r->o->sample_type, q);
+                              "no sample type \"%s\" (by name or index) among \"%s\"", r->o->value,
+                              q);
     }
     r->type = want != SIZE_MAX ? want : dflt != SIZE_MAX ? dflt : r->ntypes - 1;
     r->section = SAMPLES;
@@ -208,10 +208,10 @@ static int add_sample(struct raw_reader *r, int64_t weight, uint64_t line)
     }
     uint32_t node = EMBER_ROOT, frame;
     for (size_t i = r->nids; i-- > 0;) {
-        int err = ember_frames_intern(&r->stacks->frames, (const char *)&r->ids[i],
-                                      sizeof(r->ids[i]), &frame);
+        int err =
+            ember_profile_intern(r->stacks, (const char *)&r->ids[i], sizeof(r->ids[i]), &frame);
         if (!err)
-            err = ember_profile_child_fast(r->stacks, node, frame, &node);
+            err = ember_profile_child(r->stacks, node, frame, &node);
         if (err)
             return err;
     }
@@ -298,7 +298,7 @@ static int add_function(struct raw_reader *r, const char *s, size_t n)
         return -ENOMEM;
     for (size_t i = 0; i < len; i++)
         r->name[i] = s[i] == ';' ? ':' : s[i];
-    int err = ember_frames_intern(&r->p->frames, r->name, len, &r->frames[r->nframes]);
+    int err = ember_profile_intern(r->p, r->name, len, &r->frames[r->nframes]);
     if (!err) {
         r->nframes++;
         l->n++;
@@ -416,7 +416,7 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
         size_t len;
         uint64_t id;
         const char *key =
-            ember_profile_frame_name(r->stacks, r->stacks->nodes[path[i]].frame, &len);
+            ember_profile_frame_name(r->stacks, ember_profile_node_frame(r->stacks, path[i]), &len);
         memcpy(&id, key, sizeof(id));
         if (!ember_u64map_get(&r->by_id, id, &at))
             return ember_diag_set(r->d, -EINVAL, r->file, r->last,
@@ -425,7 +425,7 @@ static int add_stack(void *ctx, const uint32_t *path, size_t depth, const int64_
                                   (unsigned long long)id);
         /* frames are innermost first: the outermost inlined caller comes first */
         for (uint32_t k = r->locs[at].n; k-- > 0;) {
-            int err = ember_profile_child_fast(r->p, node, r->frames[r->locs[at].start + k], &node);
+            int err = ember_profile_child(r->p, node, r->frames[r->locs[at].start + k], &node);
             if (err)
                 return err;
         }

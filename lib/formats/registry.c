@@ -25,6 +25,12 @@
 
 enum { PROBE_WINDOW = 64 << 10 };
 
+/* The rows, each defined in its format's file: adding a format is its file
+ * and a line here and in the table (docs/adding-a-format.md). */
+extern const struct ember_format ember_format_perf, ember_format_folded, ember_format_dtrace,
+    ember_format_sample, ember_format_pprof_raw, ember_format_xctrace, ember_format_instruments,
+    ember_format_pprof, ember_format_callgrind, ember_format_chrome, ember_format_speedscope;
+
 static const struct ember_format *const table[] = {
     &ember_format_sample,      /* distinctive headers: tried before perf */
     &ember_format_pprof_raw,   /* "Samples:" after pprof's header lines */
@@ -50,6 +56,34 @@ const struct ember_format *ember_format_find(const char *name)
         if (strcmp(table[i]->name, name) == 0)
             return table[i];
     return NULL;
+}
+
+int ember_read_opts_set(struct ember_read_opts *o, const char *name, const char *value)
+{
+    for (unsigned i = 0; i < o->nsettings; i++)
+        if (strcmp(o->settings[i].name, name) == 0) {
+            o->settings[i].value = value;
+            return 0;
+        }
+    if (o->nsettings == EMBER_READ_SETTINGS)
+        return -ENOSPC;
+    o->settings[o->nsettings].name = name;
+    o->settings[o->nsettings++].value = value;
+    return 0;
+}
+
+const char *ember_read_opts_string(const struct ember_read_opts *o, const char *name)
+{
+    for (unsigned i = 0; o && i < o->nsettings; i++)
+        if (strcmp(o->settings[i].name, name) == 0)
+            return o->settings[i].value;
+    return NULL;
+}
+
+bool ember_read_opts_flag(const struct ember_read_opts *o, const char *name)
+{
+    const char *v = ember_read_opts_string(o, name);
+    return v && strcmp(v, "0") != 0;
 }
 
 /* The format the probes choose in data: the first that says yes (*sure),
@@ -117,7 +151,7 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
 /* Does p hold no weight at all (every sample read weighed 0)? */
 static bool weighs_nothing(const struct ember_profile *p)
 {
-    for (unsigned m = 0; m < ember_profile_metrics(p); m++)
+    for (unsigned m = 0; m < ember_profile_values(p); m++)
         if (ember_profile_total(p, m) != 0)
             return false;
     return true;

@@ -52,12 +52,12 @@
  */
 #include "formats_impl.h"
 #include "lines.h"
-#include "model/profile_impl.h"
 #include "perf_tidy.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdlib.h>
 
 static const char *const idle_functions[] = {
@@ -185,7 +185,7 @@ static int push_frame(struct sample_reader *r, const char *s, size_t n)
     size_t flen = function_name(r, s, n);
     bool idle = is_idle(r->buf, flen);
     const char *mod;
-    size_t mlen = r->o->no_modules ? 0 : module_name(s, n, &mod);
+    size_t mlen = ember_read_opts_flag(r->o, "no-modules") ? 0 : module_name(s, n, &mod);
     if (mlen > 0) {
         /* "module`function": the function moves right to make room */
         memmove(r->buf + mlen + 1, r->buf, flen);
@@ -197,9 +197,9 @@ static int push_frame(struct sample_reader *r, const char *s, size_t n)
         flen += mlen + 1;
     }
     uint32_t frame, parent = r->depth ? r->path[r->depth - 1] : EMBER_ROOT;
-    int err = ember_frames_intern(&r->p->frames, r->buf, flen, &frame);
+    int err = ember_profile_intern(r->p, r->buf, flen, &frame);
     if (!err)
-        err = ember_profile_child_fast(r->p, parent, frame, &r->path[r->depth]);
+        err = ember_profile_child(r->p, parent, frame, &r->path[r->depth]);
     if (err)
         return err;
     r->idle[r->depth++] = idle;
@@ -338,9 +338,17 @@ static enum ember_probe sample_probe(const char *data, size_t len)
     return EMBER_PROBE_NO;
 }
 
+static const struct ember_format_option sample_options[] = {
+    {"no-modules", EMBER_OPTION_FLAG, NULL, NULL,
+     "macOS sample: function names without their module"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
 const struct ember_format ember_format_sample = {
     .name = "sample",
     .description = "macOS sample call graphs (inferno-collapse-sample's input)",
     .probe = sample_probe,
     .read = sample_read,
+    .options = sample_options,
+    .options_heading = "macOS sample options:",
 };

@@ -28,13 +28,13 @@
  */
 #include "formats_impl.h"
 #include "json.h"
-#include "model/profile_impl.h"
 #include "u64map.h"
 #include "util/arena.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,6 +69,9 @@ enum key {
     K_WEIGHTS,
     K_AT,
     K_FRAME,
+    K_FILE,
+    K_LINE,
+    K_COL,
     K_UNIT
 };
 
@@ -77,6 +80,9 @@ enum ptype { T_UNKNOWN, T_EVENTED, T_SAMPLED };
 struct frame_name {
     const char *s;
     size_t len;
+    const char *file; /* NULL: none */
+    size_t file_len;
+    uint32_t line, col; /* 0: none */
 };
 
 struct ss_profile {
@@ -126,6 +132,9 @@ struct ss_reader {
     size_t nframes, fcap;
     char *fname; /* the frame being read */
     size_t fnamelen;
+    char *ffile; /* its "file", "line" and "col" */
+    size_t ffilelen;
+    uint32_t fline, fcol;
     bool fname_set;
     int64_t max_index; /* the largest frame index used before frames were known */
     uint64_t max_index_line;
@@ -165,8 +174,11 @@ static int frame_end(struct ss_reader *r)
                                r->nframes);
     if (r->nframes >= MAX_FRAMES || EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1) < 0)
         return ember_json_error(&r->j, -ENOMEM);
-    r->frames[r->nframes++] = (struct frame_name){r->fname, r->fnamelen};
+    r->frames[r->nframes++] =
+        (struct frame_name){r->fname, r->fnamelen, r->ffile, r->ffilelen, r->fline, r->fcol};
     r->fname_set = false;
+    r->ffile = NULL;
+    r->fline = r->fcol = 0;
     return 1;
 }
 
@@ -463,6 +475,12 @@ static int on_number(void *ctx, const char *s, size_t n)
                                        : not_a_number(r, "a frame index in \"samples\"");
     if (c == C_WEIGHTS)
         return ember_json_fixed(s, n, &v) ? weight(r, v) : not_a_number(r, "a weight");
+    if (c == C_FRAME && (k == K_LINE || k == K_COL)) { /* a place: kept when it is one */
+        int64_t v;
+        if (index_value(s, n, &v) && v > 0 && v <= UINT32_MAX)
+            *(k == K_LINE ? &r->fline : &r->fcol) = (uint32_t)v;
+        return 1;
+    }
     if (c == C_EVENT && k == K_AT) {
         r->cur.ev_has_at = ember_json_fixed(s, n, &r->cur.ev_at);
         return r->cur.ev_has_at ? 1 : not_a_number(r, "\"at\"");
@@ -479,6 +497,11 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
     enum key k = here_key(r);
     if (c == C_FRAME && k == K_NAME)
         return frame_name(r, s, n);
+    if (c == C_FRAME && k == K_FILE) {
+        r->ffile = ember_arena_strndup(&r->arena, (const char *)s, n);
+        r->ffilelen = n;
+        return r->ffile ? 1 : ember_json_error(&r->j, -ENOMEM);
+    }
     if (c == C_PROFILE)
         return profile_string(r, k, s, n);
     if (c == C_EVENT && k == K_TYPE) {
@@ -521,7 +544,11 @@ static int on_key(void *ctx, const unsigned char *s, size_t n)
     else if (c == C_SHARED)
         k = is(s, n, "frames") ? K_FRAMES : K_OTHER;
     else if (c == C_FRAME)
-        k = is(s, n, "name") ? K_NAME : K_OTHER;
+        k = is(s, n, "name")   ? K_NAME
+            : is(s, n, "file") ? K_FILE
+            : is(s, n, "line") ? K_LINE
+            : is(s, n, "col")  ? K_COL
+                               : K_OTHER;
     else if (c == C_PROFILE)
         k = is(s, n, "type")      ? K_TYPE
             : is(s, n, "name")    ? K_NAME
@@ -668,29 +695,34 @@ static const yajl_callbacks callbacks = {
 /* Frames named by their index take their names; a profile's placeholder
  * becomes its root frame when several profiles have weights, and goes
  * otherwise. */
-static int rename_frame(void *ctx, const char **name, size_t *len)
+static int rename_frame(void *ctx, struct ember_frame *fr)
 {
     struct ss_reader *r = ctx;
-    if (*len > 0 && (*name)[0] == EMBER_JSON_PLACEHOLDER) {
-        size_t k = strtoul(*name + 1, NULL, 10), weighed = 0;
+    if (fr->name_len > 0 && fr->name[0] == EMBER_JSON_PLACEHOLDER) {
+        size_t k = strtoul(fr->name + 1, NULL, 10), weighed = 0;
         for (size_t i = 0; i < r->nprofiles; i++)
             weighed += r->profiles[i].weighed;
         if (weighed < 2 || k >= r->nprofiles) {
-            *name = NULL;
+            fr->name = NULL;
         } else if (r->profiles[k].name) {
-            *name = r->profiles[k].name;
-            *len = r->profiles[k].namelen;
+            fr->name = r->profiles[k].name;
+            fr->name_len = r->profiles[k].namelen;
         } else {
-            *len = (size_t)snprintf(r->label, sizeof(r->label), "profile %zu", k + 1);
-            *name = r->label;
+            fr->name_len = (size_t)snprintf(r->label, sizeof(r->label), "profile %zu", k + 1);
+            fr->name = r->label;
         }
         return 0;
     }
-    unsigned long idx = strtoul(*name, NULL, 10);
+    unsigned long idx = strtoul(fr->name, NULL, 10);
     if (idx >= r->nframes)
         return -EINVAL; /* checked before grafting */
-    *name = r->frames[idx].s;
-    *len = r->frames[idx].len;
+    const struct frame_name *f = &r->frames[idx];
+    fr->name = f->s;
+    fr->name_len = f->len;
+    fr->file = f->file; /* where speedscope's frame says it is */
+    fr->file_len = f->file ? f->file_len : 0;
+    fr->line = f->line;
+    fr->column = f->col;
     return 0;
 }
 

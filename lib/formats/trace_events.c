@@ -30,11 +30,11 @@
  * spans; per thread still in its window or sorted, its events.
  */
 #include "chrome_impl.h"
-#include "model/profile_impl.h"
 #include "util/arena.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,14 +429,16 @@ int ember_trace_events_finish(struct chrome_reader *r)
 }
 
 /* A thread's placeholder becomes its root frame. */
-static int rename_thread(void *ctx, const char **name, size_t *len)
+static int rename_thread(void *ctx, struct ember_frame *fr)
 {
     struct chrome_reader *r = ctx;
-    long k = ember_chrome_read_placeholder(*name, *len);
+    long k = ember_chrome_read_placeholder(fr->name, fr->name_len);
     if (k >= 0 && (size_t)k < r->nthreads) {
         const struct trace_thread *th = &r->threads[k];
-        *len = (size_t)ember_trace_events_label(r, th->pid, th->tid, r->label, sizeof(r->label));
-        *name = r->label;
+        fr->name_len =
+            (size_t)ember_trace_events_label(r, th->pid, th->tid, r->label, sizeof(r->label));
+        fr->name = r->label;
+        fr->kind = EMBER_FRAME_THREAD;
     }
     return 0;
 }

@@ -39,13 +39,13 @@
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
 #include "perf_tidy.h"
 #include "u64map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <string.h>
 #include <libxml/xmlreader.h>
 #include <stdlib.h>
 
@@ -192,7 +192,7 @@ static int on_frame(struct xc_reader *r)
             for (size_t i = 0; i <= len; i++)
                 r->buf[i] = name[i] == ';' ? ':' : (char)name[i];
             len = ember_tidy_rust(r->buf, len);
-            err = ember_frames_intern(&r->p->frames, r->buf, len, &frame);
+            err = ember_profile_intern(r->p, r->buf, len, &frame);
         }
         xmlFree(name);
         if (!err)
@@ -211,7 +211,7 @@ static int end_backtrace(struct xc_reader *r)
 {
     uint32_t node = EMBER_ROOT;
     for (size_t i = r->ndef; i-- > 0;) {
-        int err = ember_profile_child_fast(r->p, node, r->def[i], &node);
+        int err = ember_profile_child(r->p, node, r->def[i], &node);
         if (err)
             return err;
     }

@@ -1,9 +1,16 @@
 /*
- * frames.c - the frame-name table: each distinct name stored once.
+ * frames.c - the frame table: each distinct frame stored once.
  *
- * Names live in an arena and are NUL-terminated (so they can be handed to
- * C string functions), but may contain NUL bytes of their own: lengths are
- * authoritative. The open-addressing table stays at most half full.
+ * A frame is a name and, when the input knows it, where it comes from
+ * (struct ember_frame_loc: file, line, address, module, kind). Names live
+ * in an arena and are NUL-terminated (so they can be handed to C string
+ * functions), but may contain NUL bytes of their own: lengths are
+ * authoritative. File names are interned in their own map, so that a loc
+ * can be compared and hashed by its file's pointer. The open-addressing
+ * table stays at most half full; a name alone hashes as its bytes (the hot
+ * path in profile_impl.h), a frame with a loc as its bytes seeded with the
+ * loc, with tags of different parity so that neither lookup stops at the
+ * other's frames.
  */
 #include "profile_impl.h"
 #include "util/vec.h"
@@ -18,7 +25,7 @@ int ember_frames_init(struct ember_frames *f)
     memset(f, 0, sizeof(*f));
     ember_arena_init(&f->names);
     f->slots = calloc(FRAMES_INITIAL_SLOTS, sizeof(*f->slots));
-    if (!f->slots)
+    if (!f->slots || ember_strmap_init(&f->files) < 0)
         return -ENOMEM;
     f->mask = FRAMES_INITIAL_SLOTS - 1;
     return 0;
@@ -27,11 +34,28 @@ int ember_frames_init(struct ember_frames *f)
 void ember_frames_release(struct ember_frames *f)
 {
     ember_arena_release(&f->names);
+    ember_strmap_release(&f->files);
     free(f->str);
     free(f->len);
     free(f->tag);
+    free(f->loc);
     free(f->slots);
     memset(f, 0, sizeof(*f));
+}
+
+static uint64_t loc_seed(const struct ember_frame_loc *l)
+{
+    uint64_t s = ember_hash_u64((uint64_t)(uintptr_t)l->file ^ ((uint64_t)l->line << 32));
+    s = ember_hash_u64(s ^ l->column ^ ((uint64_t)l->start_line << 32));
+    s = ember_hash_u64(s ^ l->module ^ ((uint64_t)l->kind << 32) ^
+                       ((uint64_t)l->has_address << 40) ^ ((uint64_t)l->place_in_name << 41));
+    return ember_hash_u64(s ^ l->address);
+}
+
+static uint64_t frame_hash(const struct ember_frames *f, uint32_t id)
+{
+    const struct ember_frame_loc *l = &f->loc[id];
+    return ember_hash_bytes(f->str[id], f->len[id], l->detailed ? loc_seed(l) : 0);
 }
 
 static void frames_place(uint32_t *slots, uint32_t mask, uint64_t h, uint32_t id)
@@ -51,34 +75,37 @@ static int frames_rehash(struct ember_frames *f)
     if (!slots)
         return -ENOMEM;
     for (uint32_t id = 0; id < f->count; id++)
-        frames_place(slots, nslots - 1, ember_hash_bytes(f->str[id], f->len[id], 0), id);
+        frames_place(slots, nslots - 1, frame_hash(f, id), id);
     free(f->slots);
     f->slots = slots;
     f->mask = nslots - 1;
     return 0;
 }
 
-int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, uint64_t h,
-                             uint32_t *id)
+/* Appends a frame whose name is already stored at s. */
+static int frames_append(struct ember_frames *f, const char *copy, size_t n, uint64_t h,
+                         const struct ember_frame_loc *loc, uint32_t *id)
 {
-    if (n > UINT32_MAX || f->count >= UINT32_MAX - 1)
+    if (f->count >= UINT32_MAX - 1)
         return -ERANGE;
     if ((size_t)f->count + 1 > f->cap) {
         size_t cap = f->cap;
         if (EMBER_VEC_RESERVE(f->str, cap, f->count + 1) < 0)
             return -ENOMEM;
-        size_t c2 = f->cap, c3 = f->cap;
-        if (EMBER_VEC_RESERVE(f->len, c2, cap) < 0 || EMBER_VEC_RESERVE(f->tag, c3, cap) < 0)
+        size_t c2 = f->cap, c3 = f->cap, c4 = f->cap;
+        if (EMBER_VEC_RESERVE(f->len, c2, cap) < 0 || EMBER_VEC_RESERVE(f->tag, c3, cap) < 0 ||
+            EMBER_VEC_RESERVE(f->loc, c4, cap) < 0)
             return -ENOMEM;
         f->cap = cap;
     }
-    const char *copy = ember_arena_strndup(&f->names, s, n);
-    if (!copy)
-        return -ENOMEM;
     uint32_t nid = f->count;
     f->str[nid] = copy;
     f->len[nid] = (uint32_t)n;
-    f->tag[nid] = (uint32_t)(h >> 32);
+    f->tag[nid] = loc ? (uint32_t)(h >> 32) & ~1u : (uint32_t)(h >> 32) | 1u;
+    if (loc)
+        f->loc[nid] = *loc;
+    else
+        memset(&f->loc[nid], 0, sizeof(f->loc[nid]));
     f->count++;
     if ((uint64_t)f->count * 2 > (uint64_t)f->mask + 1) {
         int err = frames_rehash(f);
@@ -89,4 +116,74 @@ int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, ui
     }
     *id = nid;
     return 0;
+}
+
+int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, uint64_t h,
+                             uint32_t *id)
+{
+    if (n > UINT32_MAX)
+        return -ERANGE;
+    const char *copy = ember_arena_strndup(&f->names, s, n);
+    return copy ? frames_append(f, copy, n, h, NULL, id) : -ENOMEM;
+}
+
+static bool same_loc(const struct ember_frame_loc *a, const struct ember_frame_loc *b)
+{
+    return a->file == b->file && a->line == b->line && a->column == b->column &&
+           a->start_line == b->start_line && a->module == b->module && a->address == b->address &&
+           a->kind == b->kind && a->has_address == b->has_address &&
+           a->place_in_name == b->place_in_name;
+}
+
+static bool loc_says_nothing(const struct ember_frame_loc *l)
+{
+    return !l->file && !l->line && !l->column && !l->start_line && l->module == EMBER_NO_MODULE &&
+           !l->has_address && l->kind == EMBER_FRAME_USER;
+}
+
+int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
+                            const struct ember_frame_loc *in, uint32_t *id)
+{
+    if (loc_says_nothing(in))
+        return ember_frames_intern(f, s, n, id);
+    if (n > UINT32_MAX)
+        return -ERANGE;
+    struct ember_frame_loc loc = *in;
+    loc.detailed = true;
+    if (loc.file) { /* the file's one copy */
+        const char *kept = ember_strmap_get(&f->files, loc.file, loc.file_len);
+        if (!kept) {
+            kept = ember_arena_strndup(&f->files.arena, loc.file, loc.file_len);
+            if (!kept || ember_strmap_put(&f->files, loc.file, loc.file_len, (void *)kept) < 0)
+                return -ENOMEM;
+        }
+        loc.file = kept;
+    }
+    uint64_t h = ember_hash_bytes(s, n, loc_seed(&loc));
+    uint32_t tag = (uint32_t)(h >> 32) & ~1u;
+    for (uint32_t i = (uint32_t)h & f->mask;; i = (i + 1) & f->mask) {
+        uint32_t slot = f->slots[i];
+        if (slot == 0)
+            break;
+        uint32_t c = slot - 1;
+        if (f->tag[c] == tag && f->len[c] == n && memcmp(f->str[c], s, n) == 0 &&
+            same_loc(&f->loc[c], &loc)) {
+            *id = c;
+            return 0;
+        }
+    }
+    /* the name's bytes once, shared with its frame of a name alone */
+    uint32_t plain;
+    int err = ember_frames_intern(f, s, n, &plain);
+    if (!err)
+        err = frames_append(f, f->str[plain], n, h, &loc, id);
+    if (!err)
+        f->detailed = true;
+    return err;
+}
+
+int ember_frames_intern_name_of(struct ember_frames *dst, const struct ember_frames *f, uint32_t id,
+                                uint32_t *out)
+{
+    return ember_frames_intern(dst, f->str[id], f->len[id], out);
 }

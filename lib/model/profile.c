@@ -45,14 +45,38 @@ static int node_reserve(struct ember_profile *p, size_t need)
     size_t cap = p->ncap;
     if (EMBER_VEC_RESERVE(p->nodes, cap, need) < 0)
         return -ENOMEM;
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-        int64_t *w = realloc(p->self[m], cap * sizeof(*w));
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        int64_t *w = realloc(p->self[v], cap * sizeof(*w));
         if (!w)
             return -ENOMEM;
         memset(w + p->ncap, 0, (cap - p->ncap) * sizeof(*w));
-        p->self[m] = w;
+        p->self[v] = w;
     }
     p->ncap = cap;
+    return 0;
+}
+
+/* Adds value (type, unit): its weights, zero for the nodes there are. */
+static int value_add(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (p->nvalues == EMBER_MAX_VALUES)
+        return -ENOSPC;
+    unsigned v = p->nvalues;
+    p->self[v] = calloc(p->ncap ? p->ncap : 1, sizeof(*p->self[v]));
+    if (!p->self[v])
+        return -ENOMEM;
+    if (p->keep_seq && p->seq_cap) {
+        p->seq_w[v] = calloc(p->seq_cap, sizeof(*p->seq_w[v]));
+        if (!p->seq_w[v]) {
+            free(p->self[v]);
+            p->self[v] = NULL;
+            return -ENOMEM;
+        }
+    }
+    snprintf(p->vt[v].type, sizeof(p->vt[v].type), "%s", type);
+    snprintf(p->vt[v].unit, sizeof(p->vt[v].unit), "%s", unit);
+    p->total[v] = 0;
+    p->nvalues++;
     return 0;
 }
 
@@ -61,12 +85,11 @@ struct ember_profile *ember_profile_new(void)
     struct ember_profile *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    p->nmetrics = 1;
-    ember_profile_set_unit(p, "samples", "count");
     p->child_buckets = ember_table_calloc(CHILD_INITIAL_BUCKETS, sizeof(struct ember_child_bucket));
     p->child_mask = CHILD_INITIAL_BUCKETS - 1;
     if (!p->child_buckets || EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, 1024) < 0 ||
-        ember_frames_init(&p->frames) < 0 || node_reserve(p, 1024) < 0) {
+        ember_frames_init(&p->frames) < 0 || value_add(p, "samples", "count") < 0 ||
+        node_reserve(p, 1024) < 0) {
         ember_profile_free(p);
         return NULL;
     }
@@ -86,9 +109,10 @@ void ember_profile_free(struct ember_profile *p)
     free(p->child_buckets);
     free(p->child_hash);
     free(p->seq_node);
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-        free(p->self[m]);
-        free(p->seq_w[m]);
+    free(p->modules);
+    for (unsigned v = 0; v < EMBER_MAX_VALUES; v++) {
+        free(p->self[v]);
+        free(p->seq_w[v]);
     }
     free(p);
 }
@@ -100,17 +124,125 @@ void ember_profile_swap(struct ember_profile *a, struct ember_profile *b)
     *b = tmp;
 }
 
-int ember_profile_set_metrics(struct ember_profile *p, unsigned n)
+unsigned ember_profile_values(const struct ember_profile *p)
 {
-    if (n < 1 || n > EMBER_MAX_METRICS)
+    return p->nvalues;
+}
+
+int ember_profile_value(struct ember_profile *p, const char *type, const char *unit,
+                        unsigned *index)
+{
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (strncmp(p->vt[v].type, type, EMBER_UNIT_MAX - 1) == 0 &&
+            strncmp(p->vt[v].unit, unit, EMBER_UNIT_MAX - 1) == 0) {
+            p->named = true;
+            *index = v;
+            return 0;
+        }
+    /* the first value named takes the place of the default, still unused */
+    if (p->nvalues == 1 && !p->named && !p->weighed && !p->diff) {
+        ember_profile_set_unit(p, type, unit);
+        p->named = true;
+        *index = 0;
+        return 0;
+    }
+    int err = value_add(p, type, unit);
+    if (!err)
+        *index = p->nvalues - 1;
+    return err;
+}
+
+const char *ember_profile_value_type(const struct ember_profile *p, unsigned index)
+{
+    return index < p->nvalues ? p->vt[index].type : "";
+}
+
+const char *ember_profile_value_unit(const struct ember_profile *p, unsigned index)
+{
+    return index < p->nvalues ? p->vt[index].unit : "";
+}
+
+unsigned ember_profile_selected(const struct ember_profile *p)
+{
+    return p->selected;
+}
+
+void ember_profile_select_index(struct ember_profile *p, unsigned index)
+{
+    if (index < p->nvalues)
+        p->selected = index;
+}
+
+int ember_profile_select(struct ember_profile *p, const char *name)
+{
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (strcmp(p->vt[v].type, name) == 0) {
+            p->selected = v;
+            return 0;
+        }
+    char *end;
+    unsigned long i = strtoul(name, &end, 10);
+    if (name[0] >= '0' && name[0] <= '9' && !*end && i < p->nvalues) {
+        p->selected = (unsigned)i;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+/* Makes p's one value "before" and adds "after" (of zeros). */
+static int become_differential(struct ember_profile *p, const char *type, const char *unit)
+{
+    snprintf(p->diff_type, sizeof(p->diff_type), "%s", type);
+    ember_profile_set_unit(p, "before", unit);
+    int err = p->nvalues > 1 ? 0 : value_add(p, "after", p->vt[0].unit);
+    if (!err) {
+        p->diff = true;
+        p->selected = 1;
+    }
+    return err;
+}
+
+int ember_profile_set_differential(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (p->diff)
+        return 0;
+    if (p->nnodes > 1 && p->nvalues > 1)
         return -EINVAL;
-    p->nmetrics = n;
+    bool copy = p->nvalues == 1;
+    int err = become_differential(p, type, unit);
+    if (err || !copy)
+        return err;
+    /* what was added so far is unchanged: after as before (flamegraph.pl's
+     * one-count lines among differential ones) */
+    memcpy(p->self[1], p->self[0], p->nnodes * sizeof(*p->self[1]));
+    p->total[1] = p->total[0];
+    if (p->seq_w[1])
+        memcpy(p->seq_w[1], p->seq_w[0], p->seq_len * sizeof(*p->seq_w[1]));
     return 0;
 }
 
-unsigned ember_profile_metrics(const struct ember_profile *p)
+int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit)
 {
-    return p->nmetrics;
+    unsigned v = p->selected;
+    int64_t *self = p->self[v], total = p->total[v];
+    p->self[v] = NULL;
+    for (unsigned k = 0; k < EMBER_MAX_VALUES; k++) {
+        free(p->self[k]);
+        free(p->seq_w[k]);
+        p->self[k] = p->seq_w[k] = NULL;
+    }
+    p->self[0] = self;
+    p->total[0] = total;
+    p->nvalues = 1;
+    p->diff = false;
+    p->keep_seq = false;
+    p->seq_len = 0;
+    return become_differential(p, type, unit);
+}
+
+bool ember_profile_is_differential(const struct ember_profile *p)
+{
+    return p->diff;
 }
 
 unsigned ember_profile_decimals(const struct ember_profile *p)
@@ -118,27 +250,203 @@ unsigned ember_profile_decimals(const struct ember_profile *p)
     return p->decimals;
 }
 
+void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
+                                const char *unit)
+{
+    if (v >= p->nvalues)
+        return;
+    if (type)
+        snprintf(p->vt[v].type, sizeof(p->vt[v].type), "%s", type);
+    if (unit)
+        snprintf(p->vt[v].unit, sizeof(p->vt[v].unit), "%s", unit);
+}
+
+void ember_profile_value_drop(struct ember_profile *p, unsigned v)
+{
+    if (v >= p->nvalues || p->nvalues == 1 || p->diff)
+        return;
+    free(p->self[v]);
+    free(p->seq_w[v]);
+    for (unsigned k = v; k + 1 < p->nvalues; k++) {
+        p->self[k] = p->self[k + 1];
+        p->seq_w[k] = p->seq_w[k + 1];
+        p->vt[k] = p->vt[k + 1];
+        p->total[k] = p->total[k + 1];
+    }
+    p->nvalues--;
+    p->self[p->nvalues] = p->seq_w[p->nvalues] = NULL;
+    if (p->selected == v)
+        p->selected = 0;
+    else if (p->selected > v)
+        p->selected--;
+}
+
 void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit)
 {
-    if (type)
-        snprintf(p->sample_type, sizeof(p->sample_type), "%s", type);
-    if (unit)
-        snprintf(p->unit, sizeof(p->unit), "%s", unit);
+    ember_profile_value_rename(p, 0, type, unit);
 }
 
 const char *ember_profile_sample_type(const struct ember_profile *p)
 {
-    return p->sample_type;
+    return p->diff ? p->diff_type : p->vt[p->selected].type;
 }
 
 const char *ember_profile_unit(const struct ember_profile *p)
 {
-    return p->unit;
+    return p->vt[p->selected].unit;
+}
+
+int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
+                              unsigned map[EMBER_MAX_VALUES])
+{
+    int err = 0;
+    if (src->diff)
+        err = ember_profile_set_differential(dst, src->diff_type, src->vt[0].unit);
+    for (unsigned v = 0; v < src->nvalues && !err; v++) {
+        if (src->diff || dst->diff) {
+            map[v] = v < 2 ? v : 0;
+            continue;
+        }
+        err = ember_profile_value(dst, src->vt[v].type, src->vt[v].unit, &map[v]);
+    }
+    /* an empty profile shows what src shows */
+    if (!err && !dst->diff && !dst->weighed)
+        dst->selected = map[src->selected];
+    return err;
 }
 
 int ember_profile_intern(struct ember_profile *p, const char *name, size_t len, uint32_t *frame)
 {
     return ember_frames_intern(&p->frames, name, len, frame);
+}
+
+int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame *fr,
+                               uint32_t *frame)
+{
+    if (fr->module != EMBER_NO_MODULE && fr->module >= p->nmodules)
+        return -EINVAL;
+    if (fr->file_len > UINT32_MAX)
+        return -ERANGE;
+    struct ember_frame_loc loc = {
+        .file = fr->file,
+        .file_len = fr->file ? (uint32_t)fr->file_len : 0,
+        .line = fr->line,
+        .column = fr->column,
+        .start_line = fr->start_line,
+        .module = fr->module,
+        .address = fr->has_address ? fr->address : 0,
+        .kind = (uint8_t)fr->kind,
+        .has_address = fr->has_address,
+        .place_in_name = fr->place_in_name && fr->file,
+    };
+    return ember_frames_intern_loc(&p->frames, fr->name, fr->name_len, &loc, frame);
+}
+
+void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct ember_frame *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->module = EMBER_NO_MODULE;
+    out->name = "";
+    if (frame >= p->frames.count)
+        return;
+    const struct ember_frame_loc *l = &p->frames.loc[frame];
+    out->name = p->frames.str[frame];
+    out->name_len = p->frames.len[frame];
+    if (!l->detailed)
+        return;
+    out->file = l->file;
+    out->file_len = l->file_len;
+    out->line = l->line;
+    out->column = l->column;
+    out->start_line = l->start_line;
+    out->address = l->address;
+    out->has_address = l->has_address;
+    out->module = l->module;
+    out->kind = (enum ember_frame_kind)l->kind;
+    out->place_in_name = l->place_in_name;
+}
+
+bool ember_profile_detailed(const struct ember_profile *p)
+{
+    return p->frames.detailed;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int ember_profile_module(struct ember_profile *p, const struct ember_module *m, uint32_t *id)
+{
+    for (uint32_t i = 0; i < p->nmodules; i++) {
+        const struct ember_module *k = &p->modules[i];
+        if (same_str(k->path, m->path) && same_str(k->build_id, m->build_id) &&
+            k->start == m->start && k->limit == m->limit && k->offset == m->offset &&
+            k->flags == m->flags) {
+            *id = i;
+            return 0;
+        }
+    }
+    if (p->nmodules >= EMBER_NO_MODULE - 1)
+        return -ERANGE;
+    if (EMBER_VEC_RESERVE(p->modules, p->mcap, (size_t)p->nmodules + 1) < 0)
+        return -ENOMEM;
+    struct ember_module copy = *m;
+    copy.path = m->path ? ember_arena_strndup(&p->frames.names, m->path, strlen(m->path)) : NULL;
+    copy.build_id = m->build_id
+                        ? ember_arena_strndup(&p->frames.names, m->build_id, strlen(m->build_id))
+                        : NULL;
+    if ((m->path && !copy.path) || (m->build_id && !copy.build_id))
+        return -ENOMEM;
+    p->modules[p->nmodules] = copy;
+    *id = p->nmodules++;
+    return 0;
+}
+
+uint32_t ember_profile_module_count(const struct ember_profile *p)
+{
+    return p->nmodules;
+}
+
+const struct ember_module *ember_profile_module_info(const struct ember_profile *p, uint32_t id)
+{
+    return id < p->nmodules ? &p->modules[id] : NULL;
+}
+
+int ember_profile_modules_like(struct ember_profile *dst, const struct ember_profile *src,
+                               uint32_t **map)
+{
+    *map = NULL;
+    if (!src->nmodules)
+        return 0;
+    if (!(*map = malloc(src->nmodules * sizeof(**map))))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < src->nmodules; i++) {
+        int err = ember_profile_module(dst, &src->modules[i], &(*map)[i]);
+        if (err) {
+            free(*map);
+            *map = NULL;
+            return err;
+        }
+    }
+    return 0;
+}
+
+int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profile *src,
+                             uint32_t frame, const char *name, size_t len,
+                             const uint32_t *module_map, uint32_t *out)
+{
+    const struct ember_frame_loc *l = &src->frames.loc[frame];
+    if (!name) {
+        name = src->frames.str[frame];
+        len = src->frames.len[frame];
+    }
+    if (!l->detailed)
+        return ember_frames_intern(&dst->frames, name, len, out);
+    struct ember_frame_loc loc = *l;
+    if (loc.module != EMBER_NO_MODULE && module_map)
+        loc.module = module_map[loc.module];
+    return ember_frames_intern_loc(&dst->frames, name, len, &loc, out);
 }
 
 const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame, size_t *len)
@@ -275,59 +583,62 @@ uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node)
     return p->nodes[node].parent;
 }
 
-int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned metric)
+int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned value)
 {
-    return metric < p->nmetrics ? p->self[metric][node] : 0;
+    return value < p->nvalues && node < p->nnodes ? p->self[value][node] : 0;
 }
 
-int64_t ember_profile_total(const struct ember_profile *p, unsigned metric)
+int64_t ember_profile_total(const struct ember_profile *p, unsigned value)
 {
-    return metric < p->nmetrics ? p->total[metric] : 0;
+    return value < p->nvalues ? p->total[value] : 0;
 }
 
-int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+/* The sequence: one entry per arrival (consecutive ones to the same node
+ * merged), a weight per value. */
+int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
     if (p->seq_len && p->seq_node[p->seq_len - 1] == node) {
-        p->seq_w[metric][p->seq_len - 1] += value;
+        p->seq_w[value][p->seq_len - 1] += weight;
         return 0;
     }
     if (p->seq_len == p->seq_cap) {
         size_t cap = p->seq_cap;
         if (EMBER_VEC_RESERVE(p->seq_node, cap, p->seq_len + 1) < 0)
             return -ENOMEM;
-        for (unsigned m = 0; m < EMBER_MAX_METRICS; m++) {
-            int64_t *w = realloc(p->seq_w[m], cap * sizeof(*w));
+        for (unsigned v = 0; v < p->nvalues; v++) {
+            int64_t *w = realloc(p->seq_w[v], cap * sizeof(*w));
             if (!w)
                 return -ENOMEM;
-            p->seq_w[m] = w;
+            p->seq_w[v] = w;
         }
         p->seq_cap = cap;
     }
     size_t i = p->seq_len++;
     p->seq_node[i] = node;
-    for (unsigned m = 0; m < EMBER_MAX_METRICS; m++)
-        p->seq_w[m][i] = m == metric ? value : 0;
+    for (unsigned v = 0; v < p->nvalues; v++)
+        p->seq_w[v][i] = v == value ? weight : 0;
     return 0;
 }
 
-int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
     int64_t self, total;
-    if (metric >= p->nmetrics || node >= p->nnodes)
+    if (value >= p->nvalues || node >= p->nnodes)
         return -EINVAL;
-    if (__builtin_add_overflow(p->self[metric][node], value, &self) ||
-        __builtin_add_overflow(p->total[metric], value, &total))
+    if (__builtin_add_overflow(p->self[value][node], weight, &self) ||
+        __builtin_add_overflow(p->total[value], weight, &total))
         return -ERANGE;
-    p->self[metric][node] = self;
-    p->total[metric] = total;
+    p->self[value][node] = self;
+    p->total[value] = total;
+    p->weighed = true;
     return 0;
 }
 
-int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value)
+int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight)
 {
-    int err = ember_profile_add_raw(p, node, metric, value);
+    int err = ember_profile_add_raw(p, node, value, weight);
     if (!err && p->keep_seq)
-        err = ember_profile_seq_append(p, node, metric, value);
+        err = ember_profile_seq_append(p, node, value, weight);
     return err;
 }
 
@@ -335,21 +646,21 @@ int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned metric, i
 static int rescale(struct ember_profile *p, unsigned by)
 {
     int64_t f = pow10_table[by];
-    for (unsigned m = 0; m < p->nmetrics; m++) {
-        if (__builtin_mul_overflow(p->total[m], f, &p->total[m]))
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        if (__builtin_mul_overflow(p->total[v], f, &p->total[v]))
             return -ERANGE;
         for (uint32_t n = 0; n < p->nnodes; n++)
-            if (__builtin_mul_overflow(p->self[m][n], f, &p->self[m][n]))
+            if (__builtin_mul_overflow(p->self[v][n], f, &p->self[v][n]))
                 return -ERANGE;
         for (size_t i = 0; i < p->seq_len; i++)
-            if (__builtin_mul_overflow(p->seq_w[m][i], f, &p->seq_w[m][i]))
+            if (__builtin_mul_overflow(p->seq_w[v][i], f, &p->seq_w[v][i]))
                 return -ERANGE;
     }
     p->decimals += by;
     return 0;
 }
 
-int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned metric,
+int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned value,
                               struct ember_decimal v)
 {
     if (v.digits > EMBER_MAX_DECIMALS) {
@@ -366,25 +677,31 @@ int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned m
     int64_t scaled;
     if (__builtin_mul_overflow(v.mant, pow10_table[p->decimals - v.digits], &scaled))
         return -ERANGE;
-    return ember_profile_add(p, node, metric, scaled);
+    return ember_profile_add(p, node, value, scaled);
 }
 
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
 {
-    int err = 0;
-    if (src->nmetrics > dst->nmetrics && (err = ember_profile_set_metrics(dst, src->nmetrics)))
+    unsigned vmap[EMBER_MAX_VALUES];
+    if (src->diff && !dst->diff && dst->weighed)
+        return -EINVAL; /* a difference does not add to a profile */
+    int err = ember_profile_values_like(dst, src, vmap);
+    if (err)
         return err;
+    /* a profile added to a difference is unchanged: before and after */
+    bool both = dst->diff && !src->diff;
     if (src->decimals > dst->decimals && (err = rescale(dst, src->decimals - dst->decimals)))
         return err;
-    /* a profile that has not said what it measures takes src's word */
-    if (strcmp(dst->sample_type, "samples") == 0 && strcmp(dst->unit, "count") == 0)
-        ember_profile_set_unit(dst, src->sample_type, src->unit);
-    /* src's nodes and frames in dst (frames + 1, 0: not interned yet) */
+    uint32_t *mods;
+    if ((err = ember_profile_modules_like(dst, src, &mods)))
+        return err;
+    /* src's nodes and frames in dst (frames + 1, 0: not copied yet) */
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
     if (!map || !fmap) {
         free(map);
         free(fmap);
+        free(mods);
         return -ENOMEM;
     }
     map[0] = EMBER_ROOT;
@@ -393,23 +710,37 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
         const struct ember_node *sn = &src->nodes[n];
         uint32_t frame = fmap[sn->frame] - 1;
         if (!fmap[sn->frame]) {
-            err = ember_frames_intern(&dst->frames, src->frames.str[sn->frame],
-                                      src->frames.len[sn->frame], &frame);
+            err = ember_profile_copy_frame(dst, src, sn->frame, NULL, 0, mods, &frame);
             fmap[sn->frame] = frame + 1;
         }
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nmetrics && !err; m++) {
-            int64_t v;
-            if (!src->self[m][n])
+        for (unsigned v = 0; v < src->nvalues && !err; v++) {
+            int64_t w;
+            if (!src->self[v][n] || (both && v != src->selected))
                 continue;
-            err = __builtin_mul_overflow(src->self[m][n], f, &v)
-                      ? -ERANGE
-                      : ember_profile_add_raw(dst, map[n], m, v);
+            err = __builtin_mul_overflow(src->self[v][n], f, &w) ? -ERANGE
+                  : both ? ember_profile_add_raw(dst, map[n], 0, w)
+                         : ember_profile_add_raw(dst, map[n], vmap[v], w);
+            if (!err && both)
+                err = ember_profile_add_raw(dst, map[n], 1, w);
         }
     }
+    /* src's arrival order after dst's */
+    for (size_t i = 0; dst->keep_seq && i < src->seq_len && !err; i++)
+        for (unsigned v = 0; v < src->nvalues && !err; v++) {
+            int64_t w;
+            if (!src->seq_w[v][i] || (both && v != src->selected))
+                continue;
+            err = __builtin_mul_overflow(src->seq_w[v][i], f, &w)
+                      ? -ERANGE
+                      : ember_profile_seq_append(dst, map[src->seq_node[i]], both ? 0 : vmap[v], w);
+            if (!err && both)
+                err = ember_profile_seq_append(dst, map[src->seq_node[i]], 1, w);
+        }
     free(map);
     free(fmap);
+    free(mods);
     return err;
 }
 
@@ -450,4 +781,24 @@ size_t ember_weight_format(char *buf, int64_t value, unsigned decimals)
     }
     buf[o] = '\0';
     return o;
+}
+
+int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
+                            enum ember_stack_order order, const int64_t *weights, uint32_t *node)
+{
+    if (n == 0)
+        return -EINVAL;
+    uint32_t at;
+    int err = ember_profile_child_path(p, EMBER_ROOT, frames, n, order == EMBER_ROOT_FIRST ? 1 : -1,
+                                       NULL, &at);
+    if (err)
+        return err;
+    for (unsigned v = 0; weights && v < p->nvalues; v++) {
+        err = weights[v] ? ember_profile_add(p, at, v, weights[v]) : 0;
+        if (err)
+            return err;
+    }
+    if (node)
+        *node = at;
+    return 0;
 }

@@ -16,8 +16,13 @@
  *   nodes is known from its frames alone, before any node is found, so a
  *   reader can fetch every slot of a stack at once instead of one cache
  *   miss after another (ember_profile_child_path);
- * - the frame table maps names to ids; slots hold id + 1, 0 = empty;
- * - self[m][n] is node n's weight in metric m, scaled by 10^decimals.
+ * - the frame table maps frame records to ids; slots hold id + 1, 0 = empty;
+ *   a frame of a name alone has a zero loc and an odd tag, a frame with more
+ *   an even one, so that the name-only lookup (the hot path) never stops at
+ *   a detailed frame;
+ * - self[v][n] is node n's weight in value v, scaled by 10^decimals, for
+ *   v < nvalues (the other arrays are NULL);
+ * - selected < nvalues; a differential profile has exactly two values.
  */
 #ifndef EMBER_MODEL_PROFILE_IMPL_H
 #define EMBER_MODEL_PROFILE_IMPL_H
@@ -25,19 +30,35 @@
 #include "ember/profile.h"
 #include "util/arena.h"
 #include "util/hash.h"
+#include "util/strmap.h"
 
 #include <errno.h>
 #include <string.h>
+
+/* What a frame knows beyond its name (all zero for a name alone). */
+struct ember_frame_loc {
+    const char *file; /* interned in files: equal files, equal pointers */
+    uint32_t file_len;
+    uint32_t line, column, start_line, module;
+    uint64_t address;
+    uint8_t kind;
+    bool has_address;
+    bool place_in_name; /* views of names spell "name:file:line" */
+    bool detailed;
+};
 
 struct ember_frames {
     struct ember_arena names;
     const char **str;
     uint32_t *len;
-    uint32_t *tag; /* high half of each name's hash: cheap rejection */
+    uint32_t *tag; /* high half of each frame's hash: cheap rejection */
+    struct ember_frame_loc *loc;
     uint32_t count;
     size_t cap;
     uint32_t *slots;
     uint32_t mask;
+    bool detailed;             /* some frame has a loc */
+    struct ember_strmap files; /* file names, each stored once */
 };
 
 struct ember_node {
@@ -57,11 +78,19 @@ struct ember_child_bucket {
     uint32_t over; /* a child whose home is here or before went further */
 };
 
+struct ember_value_type {
+    char type[EMBER_UNIT_MAX]; /* what the weights measure ... */
+    char unit[EMBER_UNIT_MAX]; /* ... and in what */
+};
+
 struct ember_profile {
     struct ember_frames frames;
+    struct ember_module *modules; /* strings in frames.names */
+    uint32_t nmodules;
+    size_t mcap;
 
     struct ember_node *nodes;
-    int64_t *self[EMBER_MAX_METRICS];
+    int64_t *self[EMBER_MAX_VALUES];
     uint32_t nnodes;
     size_t ncap;
 
@@ -70,15 +99,20 @@ struct ember_profile {
     size_t child_hash_cap;
     uint32_t child_mask; /* buckets - 1 */
 
-    unsigned nmetrics;
+    unsigned nvalues;
+    unsigned selected;              /* the value views show */
+    bool weighed;                   /* a weight was added ... */
+    bool named;                     /* ... or a value named: the default value is taken */
+    bool names_view;                /* made by ember_profile_names: a frame per name */
+    bool diff;                      /* values are "before" and "after" ... */
+    char diff_type[EMBER_UNIT_MAX]; /* ... of this */
     unsigned decimals;
-    char sample_type[EMBER_UNIT_MAX]; /* what the weights measure, and in what */
-    char unit[EMBER_UNIT_MAX];
-    int64_t total[EMBER_MAX_METRICS]; /* sum of self weights, kept exact */
+    struct ember_value_type vt[EMBER_MAX_VALUES];
+    int64_t total[EMBER_MAX_VALUES]; /* sum of self weights, kept exact */
 
     bool keep_seq;
     uint32_t *seq_node;
-    int64_t *seq_w[EMBER_MAX_METRICS];
+    int64_t *seq_w[EMBER_MAX_VALUES];
     size_t seq_len, seq_cap;
 };
 
@@ -86,12 +120,40 @@ int ember_frames_init(struct ember_frames *f);
 void ember_frames_release(struct ember_frames *f);
 int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, uint64_t h,
                              uint32_t *id);
+/* A frame with a loc (interned like a name alone when loc says nothing). */
+int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
+                            const struct ember_frame_loc *loc, uint32_t *id);
+/* The frame of f's name alone, in dst (another profile's table). */
+int ember_frames_intern_name_of(struct ember_frames *dst, const struct ember_frames *f, uint32_t id,
+                                uint32_t *out);
 /* Adds to a node's weight and the total, without recording the sequence;
  * -ERANGE if either would overflow. */
-int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned metric, int64_t value);
-/* Records (node, value) in the arrival sequence only. */
-int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned metric,
-                             int64_t value);
+int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight);
+/* Records (node, weight) in the arrival sequence only. */
+int ember_profile_seq_append(struct ember_profile *p, uint32_t node, unsigned value,
+                             int64_t weight);
+/* Gives dst src's modules; map[i] is src's module i in dst (NULL when src
+ * has none; free() it). */
+int ember_profile_modules_like(struct ember_profile *dst, const struct ember_profile *src,
+                               uint32_t **map);
+/* src's frame in dst, with its record (its module mapped by module_map;
+ * NULL: the same ids, for a dst given src's modules first), under name
+ * when not NULL (a transform's new name), else its own. */
+int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profile *src,
+                             uint32_t frame, const char *name, size_t len,
+                             const uint32_t *module_map, uint32_t *out);
+/* Renames value v; removes value v (and its weights). */
+void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
+                                const char *unit);
+void ember_profile_value_drop(struct ember_profile *p, unsigned v);
+/* Gives dst the values of src (by type and unit), and sets map[v] to the
+ * index in dst of src's value v. */
+int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
+                              unsigned map[EMBER_MAX_VALUES]);
+/* p's selected value alone becomes "before" of a differential profile of
+ * (type, unit), with an "after" of zeros; its other values and its
+ * sequence are dropped. */
+int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit);
 /* rank[2 * frame + kind]: from 1, the byte order of every frame's name
  * (kind 0) and name followed by ';' (kind 1), which is the order of
  * folded lines ending at a frame and going on below it. */
@@ -124,7 +186,7 @@ int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uin
 static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
 {
     uint64_t h = ember_hash_bytes(s, n, 0);
-    uint32_t tag = (uint32_t)(h >> 32);
+    uint32_t tag = (uint32_t)(h >> 32) | 1u; /* odd: a name alone */
     for (uint32_t i = (uint32_t)h & f->mask;; i = (i + 1) & f->mask) {
         uint32_t slot = f->slots[i];
         if (slot == 0)

@@ -73,5 +73,5 @@ size_t ember_unit_format(char *buf, size_t cap, double value, const char *unit)
 
 const char *ember_profile_count_word(const struct ember_profile *p)
 {
-    return ember_unit_scales(p->unit) ? NULL : p->sample_type;
+    return ember_unit_scales(ember_profile_unit(p)) ? NULL : ember_profile_sample_type(p);
 }

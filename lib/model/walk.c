@@ -72,8 +72,12 @@ static int piece_cmp(const void *va, const void *vb)
         if (ca != cb)
             return ca < cb ? -1 : 1;
         if (ca < 0)
-            return (a->len > b->len) - (a->len < b->len);
+            break;
     }
+    if (a->len != b->len)
+        return (a->len > b->len) - (a->len < b->len);
+    /* the same text: frames of one name in different places, in id order */
+    return (a->frame > b->frame) - (a->frame < b->frame);
 }
 
 int ember_piece_ranks(const struct ember_frames *f, uint32_t **out)
@@ -106,7 +110,7 @@ static bool bit(const uint64_t *b, uint32_t n)
 
 static bool has_self(const struct ember_profile *p, uint32_t n)
 {
-    for (unsigned m = 0; m < p->nmetrics; m++)
+    for (unsigned m = 0; m < p->nvalues; m++)
         if (p->self[m][n])
             return true;
     return false;
@@ -197,7 +201,7 @@ int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
     struct walk_level *levels = NULL;
     uint32_t *path = NULL;
     size_t nitems = 0, icap = 0, lcap = 0, pcap = 0, depth = 0;
-    int64_t wt[EMBER_MAX_METRICS] = {0};
+    int64_t wt[EMBER_MAX_VALUES] = {0};
     int ret = ember_piece_ranks(&p->frames, &w.rank);
     if (!ret)
         ret = children_build(&w);
@@ -222,7 +226,7 @@ int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
         path[depth] = it.node;
         uint32_t f = p->nodes[it.node].frame;
         if (it.rank == w.rank[2 * (size_t)f + ITEM_SELF]) {
-            for (unsigned m = 0; m < p->nmetrics; m++)
+            for (unsigned m = 0; m < p->nvalues; m++)
                 wt[m] = p->self[m][it.node];
             ret = fn(ctx, path, depth + 1, wt);
             continue;
@@ -258,7 +262,7 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
 {
     uint32_t *path = NULL;
     size_t pcap = 0;
-    int64_t w[EMBER_MAX_METRICS] = {0};
+    int64_t w[EMBER_MAX_VALUES] = {0};
     int ret = 0;
     for (size_t i = 0; i < p->seq_len && !ret; i++) {
         size_t depth = 0;
@@ -269,7 +273,7 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
         size_t d = depth;
         for (uint32_t n = p->seq_node[i]; n != EMBER_ROOT; n = p->nodes[n].parent)
             path[--d] = n;
-        for (unsigned m = 0; m < p->nmetrics; m++)
+        for (unsigned m = 0; m < p->nvalues; m++)
             w[m] = p->seq_w[m][i];
         ret = fn(ctx, path, depth, w);
     }

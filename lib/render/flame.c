@@ -15,6 +15,7 @@
  * invalid UTF-8 is replaced, so the SVG is always well-formed XML.
  */
 #include "ember/flame.h"
+#include "ember/transform.h"
 #include "color.h"
 #include "flame_internal.h"
 #include "io/writer.h"
@@ -81,7 +82,7 @@ struct below {
 struct layout {
     const struct ember_profile *p;
     const struct below *below;
-    unsigned wm; /* the drawn metric: AFTER's in a differential profile */
+    unsigned wm; /* the value drawn: AFTER's in a differential profile */
     bool diff;
     int64_t time;
     double min_time;        /* frames narrower are dropped ... */
@@ -135,6 +136,8 @@ static int open_path(struct layout *l, const uint32_t *path, size_t depth)
 static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct layout *l = ctx;
+    if (!l->diff && self[l->wm] == 0)
+        return 0; /* a stack with weight in other values only */
     int err = open_path(l, path, depth);
     if (err)
         return err;
@@ -146,7 +149,7 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
             l->maxdelta = llabs(d);
         l->time += self[1];
     } else {
-        l->time += self[0];
+        l->time += self[l->wm];
     }
     return 0;
 }
@@ -216,21 +219,26 @@ static int name_extensions(const struct ember_frames *f, uint32_t **sorted, uint
     return 0;
 }
 
-static bool has_self(const struct ember_profile *p, uint32_t n)
+/* Whether node n's own line is drawn: flow skips the lines without weight
+ * in the drawn value (a differential graph draws any line with weight). */
+static bool drawn(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n)
 {
-    for (unsigned m = 0; m < p->nmetrics; m++)
-        if (p->self[m][n])
+    if (!diff)
+        return p->self[wm][n] != 0;
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (p->self[v][n])
             return true;
     return false;
 }
 
-/* The frames node n makes: none without lines, two when split. bad: the
- * siblings that could split it were too many to look up. */
-static uint32_t node_frames(const struct ember_profile *p, uint32_t n, const uint64_t *kids,
-                            const uint32_t *sorted, const uint32_t *ext, const uint32_t *next,
-                            bool *bad)
+/* The frames node n makes: none without drawn lines, two when split.
+ * lines: bit per node, drawn lines below it. bad: the siblings that could
+ * split it were too many to look up. */
+static uint32_t node_frames(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n,
+                            const uint64_t *lines, const uint32_t *sorted, const uint32_t *ext,
+                            const uint32_t *next, bool *bad)
 {
-    bool self = has_self(p, n), below = bit(kids, n);
+    bool self = drawn(p, wm, diff, n), below = bit(lines, n);
     uint32_t f = p->nodes[n].frame, up = p->nodes[n].parent;
     if (!self || !below || next[f] == 0)
         return self || below;
@@ -240,7 +248,7 @@ static uint32_t node_frames(const struct ember_profile *p, uint32_t n, const uin
     }
     for (uint32_t i = ext[f]; i < ext[f] + next[f]; i++) {
         uint32_t sib = ember_profile_child_find(p, up, sorted[i]);
-        if (sib && (has_self(p, sib) || bit(kids, sib)))
+        if (sib && (drawn(p, wm, diff, sib) || bit(lines, sib)))
             return 2;
     }
     return 1;
@@ -255,33 +263,34 @@ static void below_free(struct below *b)
 }
 
 /* Sums each subtree (children have larger indices than their parents)
- * and marks the nodes narrower than min_time, with children, for pruning.
- * Weights below 0 would make a subtree's frames wider than it: then
- * nothing is pruned. */
+ * and marks the nodes narrower than min_time, with drawn lines below, for
+ * pruning. Weights below 0 would make a subtree's frames wider than it:
+ * then nothing is pruned. */
 static int below_build(const struct ember_profile *p, unsigned wm, bool diff, double min_time,
                        struct below *b)
 {
     size_t nn = p->nnodes, words = (nn + 63) / 64;
     uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
-    uint64_t *kids = calloc(words, sizeof(*kids)), *bad = calloc(words, sizeof(*bad));
+    uint64_t *lines = calloc(words, sizeof(*lines)), *bad = calloc(words, sizeof(*bad));
     /* read at each node's parent, anywhere: huge pages spare the TLB */
     b->total = ember_table_calloc(nn, sizeof(*b->total));
     b->frames = ember_table_calloc(nn, sizeof(*b->frames));
     b->maxd = diff ? ember_table_calloc(nn, sizeof(*b->maxd)) : NULL;
     b->skip = calloc(words, sizeof(*b->skip));
-    int err = !kids || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
+    int err = !lines || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
                   ? -ENOMEM
                   : name_extensions(&p->frames, &sorted, &ext, &next);
     bool negative = false;
-    for (uint32_t n = 1; n < nn && !err; n++) {
-        set_bit(kids, p->nodes[n].parent);
+    for (uint32_t n = (uint32_t)nn; !err && n-- > 1;) {
+        if (drawn(p, wm, diff, n) || bit(lines, n))
+            set_bit(lines, p->nodes[n].parent);
         negative |= p->self[wm][n] < 0;
     }
     for (uint32_t n = (uint32_t)nn; !err && !negative && n-- > 1;) {
         uint32_t up = p->nodes[n].parent;
         bool nb = false;
         uint64_t fr = (uint64_t)b->frames[up] + b->frames[n] +
-                      node_frames(p, n, kids, sorted, ext, next, &nb);
+                      node_frames(p, wm, diff, n, lines, sorted, ext, next, &nb);
         if (nb || bit(bad, n) || fr > UINT32_MAX)
             set_bit(bad, up);
         b->frames[up] = fr > UINT32_MAX ? UINT32_MAX : (uint32_t)fr;
@@ -292,10 +301,10 @@ static int below_build(const struct ember_profile *p, unsigned wm, bool diff, do
             d = d > b->maxd[n] ? d : b->maxd[n];
             b->maxd[up] = d > b->maxd[up] ? d : b->maxd[up];
         }
-        if (bit(kids, n) && !bit(bad, n) && (double)b->total[n] < min_time)
+        if (bit(lines, n) && !bit(bad, n) && (double)b->total[n] < min_time)
             set_bit(b->skip, n);
     }
-    free(kids);
+    free(lines);
     free(bad);
     free(sorted);
     free(ext);
@@ -405,6 +414,20 @@ static void thousands(char *out, const char *in)
             out[o++] = ',';
     }
     out[o] = '\0';
+}
+
+/* Where a function is, when the input says: ", file:line" in its title,
+ * after the numbers (the name stays what precedes the last " ("). */
+static void put_place(struct ember_writer *w, const struct ember_profile *p, uint32_t frame)
+{
+    struct ember_frame fr;
+    ember_profile_frame(p, frame, &fr);
+    if (!fr.file)
+        return;
+    ember_writer_puts(w, ", ");
+    ember_svg_escape(w, fr.file, fr.file_len, true);
+    if (fr.line)
+        ember_writer_printf(w, ":%u", (unsigned)fr.line);
 }
 
 static bool strip_annotation(const char *s, size_t *len)
@@ -601,7 +624,7 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         c = (struct ember_rgb){160, 160, 160};
     else if (len == 1 && name[0] == '-')
         c = (struct ember_rgb){200, 200, 200};
-    else if (s->p->nmetrics > 1)
+    else if (s->p->diff)
         c = ember_color_scale((double)(o->negate ? -f->delta : f->delta), s->maxdelta);
     else {
         const char *mapped = o->palette ? ember_palette_get(o->palette, name, len) : NULL;
@@ -691,12 +714,13 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_puts(w, ", ");
         ember_writer_puts(w, pct);
         ember_writer_puts(w, "%");
-        if (p->nmetrics > 1) {
+        if (p->diff) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
             char dp[64];
             ember_svg_fixed(dp, 100 * d / (s->timemax / s->scale * o->factor), 2, NULL);
             ember_writer_printf(w, "; %s%s%%", d > 0 ? "+" : "", f->delta == 0 ? "0.00" : dp);
         }
+        put_place(w, p, p->nodes[f->node].frame);
         ember_writer_puts(w, ")");
     }
     ember_writer_puts(w, "</title>");
@@ -796,15 +820,15 @@ int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *
     return 0;
 }
 
-int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
-                       const struct ember_sink *out, struct ember_diag *d)
+static int render(const struct ember_profile *p, const struct ember_flame_opts *o,
+                  const struct ember_sink *out, struct ember_diag *d)
 {
     const char *bg1, *bg2;
     int bad = ember_flame_opts_check(o, d);
     if (bad)
         return bad;
     ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2);
-    unsigned wm = p->nmetrics > 1 ? 1 : 0;
+    unsigned wm = p->diff ? 1 : p->selected;
     double scale = pow(10, p->decimals);
     double time = (double)ember_profile_total(p, wm);
     if (time <= 0)
@@ -833,7 +857,7 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     double wpt = (o->width - 2.0 * XPAD) / timemax;
     struct below below = {0};
     struct layout l = {
-        .p = p, .below = &below, .wm = wm, .diff = p->nmetrics > 1, .root = {EMBER_ROOT, 0, 0, 0}};
+        .p = p, .below = &below, .wm = wm, .diff = p->diff, .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
     struct ember_walk_prune prune = {NULL, flow_below};
     int err = 0;
@@ -888,5 +912,16 @@ int ember_flame_render(const struct ember_profile *p, const struct ember_flame_o
     free(s);
     free(l.open);
     free(l.frames);
+    return err;
+}
+
+int ember_flame_render(const struct ember_profile *p, const struct ember_flame_opts *o,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a flame graph draws names */
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = render(named ? named : p, o, out, d);
+    ember_profile_free(named);
     return err;
 }

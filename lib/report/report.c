@@ -9,6 +9,7 @@
  * the function's total, so that recursion is not counted twice).
  */
 #include "ember/report.h"
+#include "ember/transform.h"
 #include "io/writer.h"
 #include "model/profile_impl.h"
 
@@ -71,7 +72,7 @@ static int tree_build(struct tree *t, const struct ember_profile *p, unsigned me
 {
     memset(t, 0, sizeof(*t));
     t->p = p;
-    t->m = metric < p->nmetrics ? metric : 0;
+    t->m = p->diff ? (metric < 2 ? metric : 0) : p->selected;
     uint32_t n = p->nnodes;
     t->incl = malloc(n * sizeof(*t->incl));
     t->first = calloc((size_t)n + 1, sizeof(*t->first));
@@ -109,7 +110,8 @@ static double percent(int64_t v, int64_t total)
 static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
 {
     char buf[64];
-    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals), p->unit))
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals),
+                           ember_profile_unit(p)))
         ember_weight_format(buf, v, p->decimals);
     ember_writer_printf(w, "%*s", width, buf);
 }
@@ -118,12 +120,14 @@ static void put_weight(struct ember_writer *w, const struct ember_profile *p, in
 static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
 {
     char num[64];
-    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals), p->unit)) {
-        snprintf(buf, cap, "%s of %s", num, p->sample_type);
+    const char *type = ember_profile_sample_type(p);
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals),
+                          ember_profile_unit(p))) {
+        snprintf(buf, cap, "%s of %s", num, type);
         return;
     }
     ember_weight_format(num, v, p->decimals);
-    snprintf(buf, cap, "%s %s", num, p->sample_type);
+    snprintf(buf, cap, "%s %s", num, type);
 }
 
 /* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
@@ -235,8 +239,8 @@ static void top_rows(struct ember_writer *w, const struct tree *t, const struct 
     }
 }
 
-int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
-                     const struct ember_sink *out)
+static int report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
 {
     struct tree t = {0};
     struct frame_stat *fs = NULL;
@@ -373,8 +377,8 @@ static int tree_walk(struct tree_walk *tw)
     return err;
 }
 
-int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
-                      const struct ember_sink *out)
+static int report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                       const struct ember_sink *out)
 {
     struct tree t = {0};
     struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0,
@@ -416,8 +420,8 @@ int ember_report_tree(const struct ember_profile *p, const struct ember_report_o
 
 /* ---- callers and callees ------------------------------------------------ */
 
-int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
-                            const char *name, bool callers, const struct ember_sink *out)
+static int report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                             const char *name, bool callers, const struct ember_sink *out)
 {
     struct tree t = {0};
     struct frame_stat *fs = NULL;
@@ -501,5 +505,40 @@ int ember_report_neighbours(const struct ember_profile *p, const struct ember_re
     free(fs);
     free(w);
     tree_release(&t);
+    return err;
+}
+
+/* ---- entry points: reports show names -------------------------------------- */
+
+int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                     const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_top(named ? named : p, o, out);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_tree(named ? named : p, o, out);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                            const char *name, bool callers, const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_neighbours(named ? named : p, o, name, callers, out);
+    ember_profile_free(named);
     return err;
 }

@@ -1,6 +1,10 @@
 /*
  * decode.h - the site table and events of a trace, decoded with every
- * length checked (library-internal; used by the reader and the follower).
+ * length checked (library-internal; used by lib/source/ember_rings.c).
+ *
+ * Sites are allocated one by one and never move while the table grows (a
+ * follower's events point at them); sites of one name share one name
+ * pointer, so that span ends find their begins by comparing pointers.
  */
 #ifndef EMBER_RING_DECODE_H
 #define EMBER_RING_DECODE_H
@@ -9,16 +13,20 @@
 #include "ember/tracefile.h"
 #include "format.h"
 
+#include "util/strmap.h"
+
 #include <stddef.h>
 #include <string.h>
 
 struct ember_sites {
-    struct ember_trace_site *sites;
+    struct ember_trace_site **sites; /* in table order */
     unsigned n;
     size_t cap;
     struct ember_trace_site **by_id; /* id -> site */
     uint32_t max_id;
-    size_t parsed; /* bytes of the table decoded so far */
+    size_t parsed;             /* bytes of the table decoded so far */
+    struct ember_strmap names; /* interned names and field names */
+    bool names_made;
 };
 
 /* Decodes the records of table[sites->parsed, used): the table only grows,
@@ -43,6 +51,8 @@ static inline size_t ember_event_decode(const struct ember_sites *st, const char
         return 0;
     e->site = st->by_id[id];
     size_t off = EMBER_EVENT_HEADER;
+    if (!e->site->nfields)
+        return size;
     for (unsigned i = 0; i < e->site->nfields; i++) {
         struct ember_trace_value *v = &e->v[i];
         memset(v, 0, sizeof(*v));

@@ -1,6 +1,6 @@
 /*
  * diff.c - two profiles as one differential profile: every stack of either
- * with its weight before (metric 0) and after (metric 1), what
+ * with its weight before (value 0) and after (value 1), what
  * FlameGraph's difffolded.pl computes and flamegraph.pl draws red and blue.
  *
  * Nodes are copied in index order, so a node's parent is always mapped
@@ -58,7 +58,7 @@ static size_t strip_hex(const char *s, size_t n, char *buf)
 
 struct side {
     const struct ember_profile *src;
-    unsigned metric;
+    unsigned value;
     int64_t scale;     /* 10^(dst decimals - src decimals) */
     __int128 num, den; /* normalize: times num / den (den 0: no) */
 };
@@ -106,7 +106,7 @@ static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
         err = map_frame(dst, src, sn->frame, hex, fmap, &buf, &bcap, &frame);
         if (!err)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        int64_t v = src->self[0][n];
+        int64_t v = src->self[src->selected][n];
         if (err || !v)
             continue;
         if (__builtin_mul_overflow(v, s->scale, &v))
@@ -114,7 +114,7 @@ static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
         else if (s->den)
             v = (int64_t)(v * s->num / s->den);
         if (!err && v)
-            err = ember_profile_add_raw(dst, map[n], s->metric, v);
+            err = ember_profile_add_raw(dst, map[n], s->value, v);
     }
     free(buf);
     free(map);
@@ -137,14 +137,16 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     if (!d)
         return -ENOMEM;
     unsigned dec = before->decimals > after->decimals ? before->decimals : after->decimals;
-    int err = ember_profile_set_metrics(d, 2);
+    /* each side's selected value; the difference is in AFTER's unit */
+    int err = ember_profile_set_differential(d, ember_profile_sample_type(after),
+                                             ember_profile_unit(after));
     d->decimals = dec;
-    ember_profile_set_unit(d, after->sample_type, after->unit);
     struct side b = {before, 0, pow10i(dec - before->decimals), 0, 0};
     struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
-    if (o->normalize && before->total[0] && after->total[0]) {
-        b.num = (__int128)after->total[0] * a.scale; /* both totals at dst precision */
-        b.den = (__int128)before->total[0] * b.scale;
+    int64_t bt = before->total[before->selected], at = after->total[after->selected];
+    if (o->normalize && bt && at) {
+        b.num = (__int128)at * a.scale; /* both totals at dst precision */
+        b.den = (__int128)bt * b.scale;
     }
     if (!err)
         err = add_side(d, &b, o->strip_hex);
@@ -158,29 +160,31 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     return 0;
 }
 
-/* before becomes the differential profile in place: its own weights
- * scaled (and normalized) as metric 0, its nodes keeping their indices as
- * add_side would give them, then after's added as metric 1. One tree less
- * than ember_profile_diff; names stay as they are (no strip_hex). */
+/* before becomes the differential profile in place: its selected value,
+ * scaled (and normalized), as value 0, its nodes keeping their indices as
+ * add_side would give them, then after's added as value 1. One tree less
+ * than ember_profile_diff. Only where the result is the same: add_side
+ * copies frames by name, renamed by --strip-hex, without their places. */
 int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
                             const struct ember_diff_opts *o)
 {
-    if (o->strip_hex)
+    if (o->strip_hex || before->frames.detailed)
         return -EINVAL;
     struct ember_profile *d = before;
     unsigned dec = d->decimals > after->decimals ? d->decimals : after->decimals;
     int64_t scale = pow10i(dec - d->decimals);
+    int64_t bt = d->total[d->selected], at = after->total[after->selected];
     __int128 num = 0, den = 0;
-    if (o->normalize && d->total[0] && after->total[0]) {
-        num = (__int128)after->total[0] * pow10i(dec - after->decimals);
-        den = (__int128)d->total[0] * scale;
+    if (o->normalize && bt && at) {
+        num = (__int128)at * pow10i(dec - after->decimals);
+        den = (__int128)bt * scale;
     }
-    int err = ember_profile_set_metrics(d, 2);
+    int err = ember_profile_to_differential(d, ember_profile_sample_type(after),
+                                            ember_profile_unit(after));
     int64_t total = 0;
     d->self[0][EMBER_ROOT] = 0; /* the empty stack's weight is no line */
     for (uint32_t n = 0; n < d->nnodes && !err; n++) {
         int64_t v = d->self[0][n];
-        d->self[1][n] = 0;
         if (!v)
             continue;
         if (__builtin_mul_overflow(v, scale, &v))
@@ -194,11 +198,8 @@ int ember_profile_diff_into(struct ember_profile *before, const struct ember_pro
     if (err)
         return err;
     d->total[0] = total;
-    d->total[1] = 0;
     d->decimals = dec;
-    d->keep_seq = false;
-    d->seq_len = 0;
-    ember_profile_set_unit(d, after->sample_type, after->unit);
+    d->nmodules = 0; /* no frame names one: they are names alone */
     struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
     return add_side(d, &a, false);
 }
@@ -224,11 +225,15 @@ struct sd_item {
     uint32_t entry;
 };
 
-/* What the tree keeps of one input beyond its stacks: metric 0 is the
- * side's weight; a differential input has a metric 1, whose total counts
- * only for the "no samples" and overflow rules. */
+/* What the profile keeps of one input beyond its stacks: a differential
+ * input has values before (0) and after (1), and after is its selected
+ * value, the side's weight; the other value's total counts only for the
+ * "no samples" and overflow rules. An input that becomes differential has
+ * had its lines so far unchanged, after as before
+ * (ember_profile_set_differential). */
 struct sd_side {
-    unsigned nmetrics, decimals;
+    bool diff;
+    unsigned decimals;
     int64_t total[2];
 };
 
@@ -264,8 +269,6 @@ int ember_stack_diff_new(struct ember_stack_diff **out, const struct ember_diff_
     sd->o = *o;
     sd->mask = 1023;
     sd->slots = calloc(sd->mask + 1, sizeof(*sd->slots));
-    for (int i = 0; i < 2; i++)
-        sd->side[i].nmetrics = 1;
     if (!sd->slots || ember_frames_init(&sd->names) < 0 || ember_name_cache_init(&sd->memo) < 0) {
         ember_stack_diff_free(sd);
         return -ENOMEM;
@@ -390,7 +393,7 @@ static int sd_rescale(struct ember_stack_diff *sd, unsigned side, unsigned by)
 {
     struct sd_side *sv = &sd->side[side];
     int64_t f = pow10i(by);
-    for (unsigned m = 0; m < sv->nmetrics; m++)
+    for (unsigned m = 0; m < 1u + sv->diff; m++)
         if (__builtin_mul_overflow(sv->total[m], f, &sv->total[m]))
             return -ERANGE;
     for (size_t i = 0; i < sd->nentries; i++)
@@ -400,8 +403,8 @@ static int sd_rescale(struct ember_stack_diff *sd, unsigned side, unsigned by)
     return 0;
 }
 
-/* ember_profile_add_decimal on one side: metric 0 goes to the entry (NULL:
- * the empty stack, the root's), metric 1 only to its total. */
+/* ember_profile_add_decimal on one side: the selected value goes to the
+ * entry (NULL: the empty stack, the root's), the other only to its total. */
 static int sd_add(struct ember_stack_diff *sd, unsigned side, struct sd_entry *e, unsigned m,
                   struct ember_decimal v)
 {
@@ -412,13 +415,13 @@ static int sd_add(struct ember_stack_diff *sd, unsigned side, struct sd_entry *e
         v.digits = EMBER_MAX_DECIMALS;
     }
     int err = v.digits > sv->decimals ? sd_rescale(sd, side, v.digits - sv->decimals) : 0;
-    int64_t x, total, self;
+    int64_t x, total, self = 0;
     if (err || __builtin_mul_overflow(v.mant, pow10i(sv->decimals - v.digits), &x) ||
         __builtin_add_overflow(sv->total[m], x, &total) ||
-        (e && m == 0 && __builtin_add_overflow(e->w[side], x, &self)))
+        (e && m == sv->diff && __builtin_add_overflow(e->w[side], x, &self)))
         return err ? err : -ERANGE;
     sv->total[m] = total;
-    if (e && m == 0)
+    if (e && m == sv->diff)
         e->w[side] = self;
     return 0;
 }
@@ -445,15 +448,17 @@ static int sd_line(void *ctx, const struct ember_folded_line *l)
     struct ember_stack_diff *sd = r->sd;
     struct sd_side *sv = &sd->side[r->side];
     struct sd_entry *e = NULL;
-    if (l->diff)
-        sv->nmetrics = 2;
+    if (l->diff && !sv->diff) {
+        sv->diff = true;
+        sv->total[1] = sv->total[0];
+    }
     int err = l->len ? sd_entry(sd, l, &e) : 0;
     if (!err && l->diff) {
         err = sd_add(sd, r->side, e, 0, l->before);
         if (!err)
             err = sd_add(sd, r->side, e, 1, l->count);
     }
-    for (unsigned m = 0; !err && !l->diff && m < sv->nmetrics; m++)
+    for (unsigned m = 0; !err && !l->diff && m < 1u + sv->diff; m++)
         err = sd_add(sd, r->side, e, m, l->count);
     return err;
 }
@@ -587,9 +592,10 @@ static int sd_weights(const struct ember_stack_diff *sd, int64_t (*w)[2], unsign
     *dec = b->decimals > a->decimals ? b->decimals : a->decimals;
     int64_t scale[2] = {pow10i(*dec - b->decimals), pow10i(*dec - a->decimals)};
     __int128 num = 0, den = 0;
-    if (sd->o.normalize && b->total[0] && a->total[0]) {
-        num = (__int128)a->total[0] * scale[1];
-        den = (__int128)b->total[0] * scale[0];
+    int64_t bt = b->total[b->diff], at = a->total[a->diff]; /* of the selected values */
+    if (sd->o.normalize && bt && at) {
+        num = (__int128)at * scale[1];
+        den = (__int128)bt * scale[0];
     }
     int64_t total[2] = {0, 0};
     for (size_t i = 0; i < sd->nentries; i++)
@@ -756,7 +762,7 @@ int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile *
     if (!err && (!p || !fmap))
         err = -ENOMEM;
     if (!err)
-        err = ember_profile_set_metrics(p, 2);
+        err = ember_profile_set_differential(p, "samples", "count");
     if (!err) /* what a folded input measures, as the reader leaves it */
         p->decimals = sd->dec;
     for (uint32_t f = 0; f < sd->names.count && !err; f++)

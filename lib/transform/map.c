@@ -20,7 +20,10 @@ int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const
 int ember_stack_out_copy(struct stack_out *out, struct ember_profile *dst,
                          const struct ember_profile *src, uint32_t f)
 {
-    return ember_stack_out_name(out, dst, src->frames.str[f], src->frames.len[f]);
+    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+        return -ENOMEM;
+    /* dst has src's modules, in src's order (ember_profile_map) */
+    return ember_profile_copy_frame(dst, src, f, NULL, 0, NULL, &out->frames[out->n++]);
 }
 
 struct mapper {
@@ -76,23 +79,26 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
     struct mapper m = {.src = src, .fn = fn, .ctx = ctx};
     m.dst = ember_profile_new();
     m.memo = calloc(src->nnodes, sizeof(*m.memo));
-    int err = m.dst && m.memo ? ember_profile_set_metrics(m.dst, src->nmetrics) : -ENOMEM;
-    if (!err) {
+    unsigned vmap[EMBER_MAX_VALUES];
+    uint32_t *mods = NULL;
+    int err = m.dst && m.memo ? ember_profile_values_like(m.dst, src, vmap) : -ENOMEM;
+    if (!err)
+        err = ember_profile_modules_like(m.dst, src, &mods); /* the same ids: a fresh dst */
+    free(mods);
+    if (!err)
         m.dst->decimals = src->decimals;
-        ember_profile_set_unit(m.dst, src->sample_type, src->unit);
-    }
     for (uint32_t n = 0; n < src->nnodes && !err; n++) {
         uint32_t r;
         bool any = false;
-        for (unsigned k = 0; k < src->nmetrics; k++)
+        for (unsigned k = 0; k < src->nvalues; k++)
             any |= src->self[k][n] != 0;
         if (!any || (err = map_node(&m, n, &r)) != 0) {
             err = err > 0 ? 0 : err;
             continue;
         }
-        for (unsigned k = 0; k < src->nmetrics && !err; k++)
+        for (unsigned k = 0; k < src->nvalues && !err; k++)
             if (src->self[k][n])
-                err = ember_profile_add_raw(m.dst, r, k, src->self[k][n]);
+                err = ember_profile_add_raw(m.dst, r, vmap[k], src->self[k][n]);
     }
     if (!err && src->keep_seq) {
         m.dst->keep_seq = true;
@@ -103,9 +109,9 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
                 err = 0;
                 continue;
             }
-            for (unsigned k = 0; k < src->nmetrics && !err; k++)
+            for (unsigned k = 0; k < src->nvalues && !err; k++)
                 if (src->seq_w[k][i])
-                    err = ember_profile_seq_append(m.dst, r, k, src->seq_w[k][i]);
+                    err = ember_profile_seq_append(m.dst, r, vmap[k], src->seq_w[k][i]);
         }
     }
     free(m.memo);

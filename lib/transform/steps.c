@@ -196,7 +196,8 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
         s = buf;
         n = dn;
     }
-    int err = ember_frames_intern(&dst->frames, s, n, &fi->name);
+    /* the frame's record goes with its new name */
+    int err = ember_profile_copy_frame(dst, src, f, s, n, NULL, &fi->name);
     fi->merged = fi->name;
     size_t pn = t->merge_threads ? process_of(s, n) : 0;
     if (!err && pn)

@@ -53,13 +53,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct ember_profile *p = ember_profile_new();
     struct ember_read_opts o = {.warn = fuzz_ignore_warning};
-    o.perf.include_addrs = size & 1;
-    o.perf.annotate_kernel = o.perf.annotate_jit = size & 2;
-    o.perf.srcline = (size & 12) == 12;
-    o.event = size & 256 ? "Dr" : NULL; /* callgrind: another event than the first */
-    o.no_modules = size & 128;
-    o.include_offset = size & 32;              /* dtrace */
-    o.sample_type = (size & 256) ? "0" : NULL; /* pprof: the first type, or the default */
+    /* the formats' options, by name, as the command line sets them */
+    ember_read_opts_set(&o, "addrs", size & 1 ? "1" : "0");
+    ember_read_opts_set(&o, "all", size & 2 ? "1" : "0");
+    ember_read_opts_set(&o, "srcline", (size & 12) == 12 ? "1" : "0");
+    ember_read_opts_set(&o, "no-modules", size & 128 ? "1" : "0");
+    ember_read_opts_set(&o, "include-offset", size & 32 ? "1" : "0"); /* dtrace */
+    /* the value: callgrind's Dr, pprof's first type; or the default */
+    o.value = size & 256 ? (strcmp(FORMAT, "callgrind") == 0 ? "Dr" : "0") : NULL;
     struct ember_read_stats st = {0};
     ember_profile_keep_sequence(p, size & 16);
     if (ember_format_read(fmt, p, in, &o, &st, &d) == 0) {

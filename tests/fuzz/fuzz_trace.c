@@ -50,15 +50,15 @@ static void read_whole(const char *path)
 
 static void follow(const char *path)
 {
-    struct ember_follow *f;
+    struct ember_trace *f;
     struct ember_diag d;
-    if (ember_follow_open(&f, path, 0, &d) < 0)
+    if (ember_trace_follow(&f, path, 0, &d) < 0)
         return;
     size_t n = 0;
     for (int i = 0; i < 2; i++)
-        if (ember_follow_poll(f, count_event, &n, discard_packet, NULL, i == 1) < 0)
+        if (ember_trace_poll(f, count_event, &n, i == 1) < 0)
             break;
-    ember_follow_close(f);
+    ember_trace_close(f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

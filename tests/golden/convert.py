@@ -103,11 +103,13 @@ def go_raw(path, cwd):
                 samples.append(([int(v) for v in m.group(1).split()],
                                 [int(v) for v in m.group(2).split()]))
         elif section == "Locations":
-            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+)?$", line)
+            # "s=LINE(SYSTEM NAME)" when the system name differs
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?)?$",
+                         line)
             if m:
                 cur = locs[int(m.group(1))] = [m.group(2)] if m.group(2) else []
                 continue
-            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+$", line)
+            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?$", line)
             if m and cur is not None:
                 cur.append(m.group(1))
     out = {t.split("/")[0]: collections.Counter() for t in types}
@@ -339,6 +341,206 @@ def round_trips(d):
 
 
 @case
+def values_round_trip(d):
+    """Samples carry every value of their input: a Go heap profile's four
+    sample types survive `convert --to pprof` (go tool pprof -raw gives the
+    same stacks and values for each, and the same default); perf input
+    carries samples/count beside cpu/nanoseconds; --event picks the value
+    shown (--sample-type is its alias), and an unknown one is an error that
+    lists them."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    for path in (cpu, heap):
+        back = path + ".ember.pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", back])
+        want, got = go_raw(path, d), go_raw(back, d)
+        if sorted(want) != sorted(got):
+            golden.fail("%s: sample types %s became %s" % (path, sorted(want), sorted(got)))
+        for t in want:
+            compare("%s %s" % (os.path.basename(path), t), dict(got[t]), dict(want[t]))
+        # the same types in the same order, and the same default (marked
+        # [dflt], else the last)
+        a = go(["tool", "pprof", "-raw", path], d).split("Samples:\n")[1].split("\n")[0].split()
+        b = go(["tool", "pprof", "-raw", back], d).split("Samples:\n")[1].split("\n")[0].split()
+        dflt = lambda ts: next((t for t in ts if t.endswith("[dflt]")), ts[-1]).replace("[dflt]", "")
+        plain = lambda ts: [t.replace("[dflt]", "") for t in ts]
+        if plain(a) != plain(b) or dflt(a) != dflt(b):
+            golden.fail("%s: sample types %r became %r" % (path, a, b))
+    # perf: two values, the periods' shown
+    perf = corpus("ocaml5", "perf", "alloc-fp.perf.txt")
+    pb = os.path.join(d, "perf.pb.gz")
+    golden.run(["convert", "--to", "pprof", perf, "-o", pb])
+    head = go(["tool", "pprof", "-raw", pb], d).split("Samples:\n")[1].split("\n")[0].split()
+    if head != ["samples/count", "cpu/nanoseconds[dflt]"]:
+        golden.fail("perf cpu-clock in pprof: sample types %r" % head)
+    events = sum(1 for line in open(perf) if re.match(r"^\S.*cpu-clock:", line))
+    top = go(["tool", "pprof", "-top", "-sample_index=samples", pb], d)
+    if "of %d total" % events not in top:
+        golden.fail("pprof samples/count should count the %d samples:\n%s" % (events, top[:500]))
+    # --event picks the shown value, --sample-type is the same option
+    by_samples = folded_lines(collapse(perf, "--event", "samples"))
+    if sum(int(v) for v in by_samples.values()) != events:
+        golden.fail("collapse --event samples should count %d samples" % events)
+    if folded_lines(collapse(heap, "--event", "alloc_space")) != \
+            folded_lines(collapse(heap, "--sample-type", "alloc_space")):
+        golden.fail("--sample-type and --event should pick the same value")
+    _, err, rc = golden.run(["collapse", "--event", "nope", perf], check=False)
+    if rc != 1 or "no value 'nope'" not in err or "samples, cpu" not in err:
+        golden.fail("an unknown --event should list the values: %d %s" % (rc, err))
+    # CSV: one column per value
+    csv_text = golden.run(["convert", "--to", "csv", heap])[0].decode().splitlines()[0]
+    if csv_text.split(",")[1:] != ["alloc_objects", "alloc_space", "inuse_objects",
+                                   "inuse_space"]:
+        golden.fail("CSV of a heap profile should have a column per value: %r" % csv_text)
+
+
+def raw_normalized(path, cwd):
+    """go tool pprof -raw with its ids replaced by what they stand for:
+    (sample types, {locations leaf first: values summed}, mappings), a
+    location being (address, mapping, ((function, file:line), ...)).
+    Samples of one stack are summed: they differ only by labels (a heap
+    profile's allocation sizes), which ember does not keep."""
+    text = go(["tool", "pprof", "-raw", path], cwd)
+    head, rest = text.split("Samples:\n", 1)
+    types_line, rest = rest.split("\n", 1)
+    samples_text, rest = rest.split("Locations\n", 1)
+    locs_text, maps_text = rest.split("Mappings\n", 1)
+    maps = {}
+    for line in maps_text.splitlines():
+        m = re.match(r"^(\d+): (\S+) (.*?)\s*(\[.*\])?$", line)
+        if m:
+            maps[m.group(1)] = (m.group(2), m.group(3).strip(), m.group(4) or "")
+    locs, cur = {}, None
+    for line in locs_text.splitlines():
+        m = re.match(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))?(?: (.*) (\S*:-?\d+) s=-?\d+(?:\(.*\))?)?$",
+                     line)
+        if m:
+            cur = locs[m.group(1)] = [m.group(2), maps.get(m.group(3)), []]
+            if m.group(4) is not None:
+                cur[2].append((m.group(4), m.group(5)))
+            continue
+        m = re.match(r"^\s+(.*) (\S*:-?\d+) s=-?\d+(?:\(.*\))?$", line)
+        if m and cur:
+            cur[2].append((m.group(1), m.group(2)))
+    samples = {}
+    for line in samples_text.splitlines():
+        m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?: \d+)*) ?$", line)
+        if m:
+            values = [int(v) for v in m.group(1).split()]
+            stack = tuple((locs[i][0], locs[i][1], tuple(locs[i][2])) for i in m.group(2).split())
+            old = samples.get(stack, [0] * len(values))
+            samples[stack] = tuple(a + b for a, b in zip(old, values))
+    types = [t.replace("[dflt]", "") for t in types_line.split()]
+    return types, samples, sorted(maps.values())
+
+
+@case
+def pprof_round_trip(d):
+    """A Go program's CPU and heap profiles through `convert --to pprof`:
+    go tool pprof -raw shows the same samples with every value, the same
+    locations (addresses, mappings, lines with their inline chains, files
+    and line numbers) and the same mappings; -top -lines the same table."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    for path in (cpu, heap):
+        back = path + ".ember.pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", back])
+        want, got = raw_normalized(path, d), raw_normalized(back, d)
+        for what, a, b in zip(("sample types", "samples", "mappings"), want, got):
+            if a != b:
+                diff = sorted(set(a.items()) ^ set(b.items())) if what == "samples" else (a, b)
+                golden.fail("%s: %s differ after the round trip: %r" %
+                            (os.path.basename(path), what, diff if what != "samples" else diff[:4]))
+        for idx in want[0]:
+            t = idx.split("/")[0]
+            a = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, path], d)
+            b = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, back], d)
+            strip = lambda s: [l for l in s.splitlines() if not l.startswith(("File:", "Time:",
+                                                                               "Duration:"))]
+            if strip(a) != strip(b):
+                golden.fail("%s: go tool pprof -top -lines (%s) differs:\n%s\n---\n%s" %
+                            (os.path.basename(path), t, a[:1500], b[:1500]))
+        print("  %s: %d distinct samples, %d mappings, identical after the round trip" %
+              (os.path.basename(path), len(want[1]), len(want[2])))
+
+
+@case
+def report_lines(d):
+    """`ember report --lines` is go tool pprof -top -lines: per "function
+    file:line", the same flat and cum, on a Go CPU profile with inlining;
+    and the flame graph's tooltips say where each function is."""
+    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
+    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
+           "GO111MODULE": "off", "GOFLAGS": ""}
+    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
+    go(["run", src, cpu, heap], d, env)
+    text = go(["tool", "pprof", "-top", "-lines", "-nodecount=1000000", "-nodefraction=0",
+               "-unit=ns", cpu], d)
+    want = {}
+    for line in text.splitlines():
+        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)( \(inline\))?$",
+                     line)
+        if r:
+            want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    rep, _, _ = golden.run(["report", "--lines", "--top", "0", "--csv", cpu])
+    got = {row[0]: (int(row[1]), int(row[3]))
+           for row in csv.reader(io.StringIO(rep.decode())) if row[0] != "function"}
+    if not want or got != want:
+        golden.fail("report --lines and go tool pprof -top -lines differ: %r" %
+                    sorted(set(got.items()) ^ set(want.items()))[:6])
+    svg, _, _ = golden.run(["flamegraph", cpu])
+    if not re.search(rb"<title>main\.beta \([^)]*, [^)]*goprof\.go:\d+\)</title>", svg):
+        golden.fail("the flame graph's tooltip should say where main.beta is")
+    print("  report --lines: %d lines as go tool pprof -top -lines" % len(want))
+
+
+@case
+def json_places(d):
+    """speedscope's frames (file, line, col) and a .cpuprofile's call
+    frames (url, lineNumber from 0) keep where functions are: the pprof
+    export has them (go tool pprof -raw), and so do the flame graph's
+    tooltips."""
+    ss = os.path.join(d, "places.speedscope.json")
+    with open(ss, "w") as f:
+        json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json",
+                   "shared": {"frames": [{"name": "main", "file": "/src/main.c", "line": 10},
+                                         {"name": "work", "file": "/src/work.c", "line": 42,
+                                          "col": 7}]},
+                   "profiles": [{"type": "sampled", "name": "p", "unit": "none", "startValue": 0,
+                                 "endValue": 3, "samples": [[0, 1], [0]], "weights": [2, 1]}]},
+                  f)
+    cpu = os.path.join(d, "places.cpuprofile")
+    with open(cpu, "w") as f:
+        json.dump({"nodes": [
+            {"id": 1, "callFrame": {"functionName": "(root)", "url": "", "lineNumber": -1}},
+            {"id": 2, "parent": 1, "callFrame": {"functionName": "handler",
+                                                 "url": "file:///app/server.js",
+                                                 "lineNumber": 4, "columnNumber": 2}}],
+                   "startTime": 0, "endTime": 3000, "samples": [2, 2, 2],
+                   "timeDeltas": [1000, 1000, 1000]}, f)
+    for path, want in ((ss, ["work /src/work.c:42", "main /src/main.c:10"]),
+                       (cpu, ["handler file:///app/server.js:5"])):
+        pb = path + ".pb.gz"
+        golden.run(["convert", "--to", "pprof", path, "-o", pb])
+        raw = go(["tool", "pprof", "-raw", pb], d)
+        for w in want:
+            fn, place = w.split(" ", 1)
+            if not re.search(re.escape(fn) + r" " + re.escape(place) + r" s=", raw):
+                golden.fail("%s: pprof should place %s at %s:\n%s" % (path, fn, place, raw))
+        svg, _, _ = golden.run(["flamegraph", path])
+        fn, place = want[0].split(" ", 1)
+        if not re.search(rb"<title>" + re.escape(fn.encode()) + rb" \([^)]*" +
+                         re.escape(place.encode()) + rb"\)</title>", svg):
+            golden.fail("%s: the flame graph's tooltip should say %s" % (path, place))
+
+
+@case
 def units_carry(d):
     """A CPU profile's unit goes through: speedscope nanoseconds, Chrome
     microseconds, pprof cpu/nanoseconds again."""
@@ -364,10 +566,16 @@ def command_line(d):
     every reader option works (a differential input gives two columns)."""
     path = corpus("inferno", "tests", "data", "flamegraph", "fractional-samples", "fractional.txt")
     for args, needle in ((["convert", path], "--to FORMAT is required"),
-                         (["convert", "--to", "svg", path], "unknown --to 'svg'")):
+                         (["convert", "--to", "png", path], "unknown --to 'png'")):
         _, err, rc = golden.run(args, check=False)
         if rc != 2 or needle not in err:
             golden.fail("ember %s: expected exit 2 and %r, got %d %s" % (args, needle, rc, err))
+    # the writers' table: --to svg is the flame graph, byte for byte
+    svg, _, _ = golden.run(["convert", "--to", "svg", "--name", "x", path])
+    flame, _, _ = golden.run(["flamegraph", "--subtitle", "x", path])
+    strip = lambda b: re.sub(rb"<!--.*?-->", b"", b)
+    if strip(svg) != strip(flame):
+        golden.fail("convert --to svg should be the flame graph with its defaults")
     master, slave = pty.openpty()
     p = subprocess.run([golden.EMBER, "convert", "--to", "pprof", path], stdout=slave,
                        stderr=subprocess.PIPE, timeout=60)

@@ -96,5 +96,20 @@ def pprof_sample_without_stack(d):
         golden.fail("a sample without a stack should be kept: %r" % out)
 
 
+
+@case
+def dtrace_count_without_frames(d):
+    """A DTrace aggregation line of a count alone (an empty stack) kept its
+    weight on the root, where no view shows it: it is a frame now."""
+    path = os.path.join(d, "empty.stacks")
+    with open(path, "w") as f:
+        f.write("CPU     ID                    FUNCTION:NAME\n  0  64091                        :tick-60s\n\n"
+                "              libc.so.1`main+0x4\n              a.out`start+0x8\n                5\n\n"
+                "                3\n")
+    out, _, _ = golden.run(["collapse", "--format=dtrace", path])
+    if out != b"[no stack] 3\na.out`start;libc.so.1`main 5\n":
+        golden.fail("a count without frames should be kept: %r" % out)
+
+
 if __name__ == "__main__":
     main()

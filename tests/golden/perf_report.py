@@ -11,6 +11,7 @@ import csv
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -79,6 +80,56 @@ def total(script, extra=()):
     return sum(int(line.rpartition(b",")[2]) for line in out.splitlines()[1:])
 
 
+def addresses_kept(script, prog, work):
+    """convert --to pprof of perf script keeps each frame's address and
+    module: the pprof's locations are perf's addresses, in mappings named by
+    perf's modules, and go tool pprof keeps ember's names (not its own)."""
+    pb = os.path.join(work, "addr.pb.gz")
+    golden.run(["convert", "--to", "pprof", script, "-o", pb])
+    env = dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache"))
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", pb], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    got = set(int(a, 16) for a in re.findall(r"^\s*\d+: (0x[0-9a-f]+) M=", raw, re.M))
+    want = set(int(a, 16) for a in re.findall(r"^\s+([0-9a-f]+) \S", open(script).read(), re.M))
+    if not want or not want <= got | {0}:
+        golden.fail("pprof locations should be perf's addresses: %d of %d missing" %
+                    (len(want - got), len(want)))
+    maps = raw.split("Mappings\n", 1)[1]
+    if prog not in maps or "[kernel.kallsyms]" not in maps:
+        golden.fail("pprof mappings should name perf's modules:\n" + maps)
+    top = subprocess.run(["go", "tool", "pprof", "-top", pb], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    if "(anonymous namespace)::sum_squares" not in top:
+        golden.fail("go tool pprof should keep ember's names:\n" + top[:800])
+    print("ok: %d addresses of perf script are pprof locations" % len(want))
+
+
+def lines_match(script, opts, work):
+    pb = os.path.join(work, "lines.pb.gz")
+    golden.run(["convert", "--to", "pprof"] + opts + [script, "-o", pb])
+    env = dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache"))
+    text = subprocess.run(["go", "tool", "pprof", "-top", "-lines", "-nodecount=1000000",
+                           "-nodefraction=0", "-unit=ns", pb], capture_output=True, text=True,
+                          env=env, check=True).stdout
+    want = {}
+    for line in text.splitlines():
+        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)"
+                     r"( \(inline\))?$", line)
+        if r:
+            want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    out, _, _ = golden.run(["report", "--lines", "--top", "0", "--csv"] + opts + [script])
+    # pprof shows a file "./elf/x.c" as "elf/x.c" (it cleans paths)
+    got = {r["function"].replace(" ./", " "): (int(r["self"]), int(r["total"]))
+           for r in csv.DictReader(io.StringIO(out.decode()))}
+    placed = [k for k in got if re.search(r" \S+:\d+$", k)]
+    if not placed or got != want:
+        golden.fail("report --lines " + " ".join(opts) + " and go tool pprof -top -lines of its pprof differ "
+                    "(%d lines with a place): %r" % (len(placed),
+                                                     sorted(set(got.items()) ^ set(want.items()))[:6]))
+    print("ok: %s: %d rows of go tool pprof -top -lines (%d with file:line) are ember report --lines"
+          % (" ".join(opts), len(want), len(placed)))
+
+
 def main():
     cxx, source, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -110,6 +161,18 @@ def main():
         if total(s_) != want_total:
             golden.fail("%s: ember's total %d is not the sum of the periods %d" %
                         (what, total(s_), want_total))
+    # perf script -F+srcline: frames know their file and line; the pprof
+    # export carries them, and go tool pprof -top -lines is ember report
+    # --lines, row for row
+    if shutil.which("go"):
+        srcline = os.path.join(work, "srcline.txt")
+        with open(srcline, "w") as f:
+            subprocess.run(["perf", "script", "-F+srcline", "-i", data], stdout=f,
+                           stderr=subprocess.DEVNULL, check=True)
+        lines_match(srcline, ["--srcline"], work)
+        addresses_kept(script, prog, work)
+        # --inline: ember's own DWARF reading gives the lines (and chains)
+        lines_match(script, ["--inline"], work)
     # two events without -g: only the first is kept, as with call chains
     two = os.path.join(work, "two.data")
     two_script = record(prog, two, ["-e", "cpu-clock", "-e", "task-clock"])

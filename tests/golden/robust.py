@@ -178,16 +178,18 @@ def record_signals_leave_no_rings(d):
     traced = os.environ.get("TRACED")
     if not traced:
         return
-    before = set(f for f in os.listdir("/tmp") if f.startswith("ember-record."))
+    tmp = os.path.join(d, "tmp")  # TMPDIR: other tests may record at the same time
+    os.makedirs(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
     out = os.path.join(d, "t.trace")
     for sig, kept in ((signal.SIGHUP, True), (signal.SIGPIPE, False)):
         p = subprocess.Popen([golden.EMBER, "record", "-o", out, "--", traced, "200000", "2"],
-                             stderr=subprocess.PIPE, start_new_session=True)
+                             stderr=subprocess.PIPE, start_new_session=True, env=env)
         time.sleep(0.5)
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
-        left = set(f for f in os.listdir("/tmp") if f.startswith("ember-record.")) - before
-        if left or leftovers(d, ["t.trace"] if kept else []):
+        left = set(os.listdir(tmp))
+        if left or leftovers(d, ["tmp", "t.trace"] if kept else ["tmp"]):
             golden.fail("ember record ended by %s left %s %s" %
                         (sig.name, sorted(left), leftovers(d, [])))
         if kept:

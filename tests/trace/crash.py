@@ -177,6 +177,13 @@ def one_run(writer, work, n, rnd):
             p.kill()
             golden.fail("run %d: no trace or progress file after 10 s" % n)
         time.sleep(0.005)
+    # ... and every thread has written: on a loaded machine the threads may
+    # not have run at all yet, and a trace without a span tests nothing
+    while min(struct.unpack("<4q", open(progress, "rb").read(32))) < 0:
+        if p.poll() is not None or time.time() > deadline:
+            p.kill()
+            golden.fail("run %d: the writer's threads wrote nothing in 10 s" % n)
+        time.sleep(0.001)
     time.sleep(rnd.uniform(0.01, 0.25))
     p.send_signal(signal.SIGKILL)
     p.wait()

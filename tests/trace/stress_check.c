@@ -59,14 +59,14 @@ int main(int argc, char **argv)
     s.gaps = calloc((size_t)s.threads, sizeof(*s.gaps));
     s.ring_of = calloc((size_t)s.threads, sizeof(*s.ring_of));
     struct ember_diag d;
-    struct ember_follow *f;
-    if (ember_follow_open(&f, argv[1], 30000, &d) < 0) {
+    struct ember_trace *f;
+    if (ember_trace_follow(&f, argv[1], 30000, &d) < 0) {
         fprintf(stderr, "%s: %s\n", d.file, d.msg);
         return 1;
     }
     for (;;) {
-        bool alive = ember_follow_writer_alive(f);
-        int n = ember_follow_poll(f, check, &s, NULL, NULL, !alive);
+        bool alive = ember_trace_writer_alive(f);
+        int n = ember_trace_poll(f, check, &s, !alive);
         if (n < 0) {
             fprintf(stderr, "poll failed: %d\n", n);
             return 1;
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < s.threads; t++) {
         /* events after the last one read were lost too */
         uint64_t tail = (uint64_t)(events - s.next[t]);
-        const struct ember_trace_ring *r = ember_follow_ring(f, s.ring_of[t]);
+        const struct ember_trace_ring *r = ember_trace_ring(f, s.ring_of[t]);
         uint64_t missing = s.gaps[t] + tail;
         if (!r || r->lost != missing) {
             fprintf(stderr, "thread %d: %llu events missing, %llu reported lost\n", t,
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
            "bad\n",
            failed ? "FAIL" : "ok", s.threads, events, (unsigned long long)s.read,
            (unsigned long long)lost, (unsigned long long)s.bad);
-    ember_follow_close(f);
+    ember_trace_close(f);
     free(s.next);
     free(s.gaps);
     free(s.ring_of);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "ember/transform.h"
 #include "model/name_cache.h"
 #include "model/profile_impl.h"
 #include "model/stack_cache.h"
@@ -206,6 +207,127 @@ static void test_name_cache(void **state)
     ember_profile_free(p);
 }
 
+/* A profile of two values, the second selected, weights on a few stacks
+ * with a decimal in one and the empty stack's weight on the root. */
+static struct ember_profile *two_values(int64_t scale)
+{
+    struct ember_profile *p = ember_profile_new();
+    unsigned v0, v1;
+    assert_int_equal(ember_profile_value(p, "cpu", "nanoseconds", &v0), 0);
+    assert_int_equal(ember_profile_value(p, "samples", "count", &v1), 0);
+    ember_profile_select_index(p, v1);
+    uint32_t *ids = intern_names(p, 5), node;
+    const uint32_t stacks[][3] = {{0, 1, 2}, {0, 1, 3}, {0, 4, 2}, {4, 4, 4}};
+    for (int i = 0; i < 4; i++) {
+        uint32_t fr[3] = {ids[stacks[i][0]], ids[stacks[i][1]], ids[stacks[i][2]]};
+        int64_t w[2] = {1000 * (i + 1), scale * (i + 2)};
+        assert_int_equal(ember_profile_add_stack(p, fr, 3 - (i == 2), EMBER_ROOT_FIRST, w, &node),
+                         0);
+    }
+    assert_int_equal(ember_profile_add_decimal(p, node, v1, (struct ember_decimal){25, 1}), 0);
+    assert_int_equal(ember_profile_add(p, EMBER_ROOT, v1, 7), 0);
+    free(ids);
+    return p;
+}
+
+/* BEFORE made the differential profile in place is the profile
+ * ember_profile_diff makes: the same nodes, weights, totals, decimals and
+ * values, from BEFORE's selected value (not its first), normalized too. */
+static void test_diff_into_is_diff(void **state)
+{
+    (void)state;
+    for (int normalize = 0; normalize < 2; normalize++) {
+        struct ember_profile *before = two_values(3), *after = two_values(5), *want;
+        struct ember_diff_opts o = {.normalize = normalize};
+        assert_int_equal(ember_profile_diff(before, after, &o, &want), 0);
+        assert_int_equal(ember_profile_diff_into(before, after, &o), 0);
+        const struct ember_profile *got = before;
+        assert_true(ember_profile_is_differential(got));
+        assert_int_equal(ember_profile_values(got), 2);
+        assert_int_equal(ember_profile_selected(got), ember_profile_selected(want));
+        assert_int_equal(ember_profile_decimals(got), ember_profile_decimals(want));
+        assert_string_equal(ember_profile_sample_type(got), ember_profile_sample_type(want));
+        assert_string_equal(ember_profile_unit(got), ember_profile_unit(want));
+        assert_int_equal(ember_profile_node_count(got), ember_profile_node_count(want));
+        for (unsigned v = 0; v < 2; v++) {
+            assert_string_equal(ember_profile_value_type(got, v),
+                                ember_profile_value_type(want, v));
+            assert_int_equal(ember_profile_total(got, v), ember_profile_total(want, v));
+            for (uint32_t n = 0; n < ember_profile_node_count(got); n++)
+                assert_int_equal(ember_profile_self(got, n, v), ember_profile_self(want, n, v));
+        }
+        for (uint32_t n = 1; n < ember_profile_node_count(got); n++) {
+            size_t la, lb;
+            const char *a = ember_profile_frame_name(got, ember_profile_node_frame(got, n), &la);
+            const char *b = ember_profile_frame_name(want, ember_profile_node_frame(want, n), &lb);
+            assert_int_equal(la, lb);
+            assert_memory_equal(a, b, la);
+            assert_int_equal(ember_profile_node_parent(got, n), ember_profile_node_parent(want, n));
+        }
+        ember_profile_free(before);
+        ember_profile_free(after);
+        ember_profile_free(want);
+    }
+}
+
+/* Frames with places are copied by name alone into a difference: BEFORE
+ * is left as it is, for ember_profile_diff to do. */
+static void test_diff_into_refuses_places(void **state)
+{
+    (void)state;
+    struct ember_profile *before = two_values(1), *after = two_values(1);
+    struct ember_frame f = {.name = "g",
+                            .name_len = 1,
+                            .file = "g.c",
+                            .file_len = 3,
+                            .line = 9,
+                            .module = EMBER_NO_MODULE};
+    uint32_t id, node;
+    assert_int_equal(ember_profile_intern_frame(before, &f, &id), 0);
+    assert_int_equal(ember_profile_child(before, EMBER_ROOT, id, &node), 0);
+    uint32_t count = ember_profile_node_count(before);
+    struct ember_diff_opts o = {0};
+    assert_int_equal(ember_profile_diff_into(before, after, &o), -EINVAL);
+    o.strip_hex = true;
+    assert_int_equal(ember_profile_diff_into(after, before, &o), -EINVAL);
+    assert_false(ember_profile_is_differential(before));
+    assert_false(ember_profile_is_differential(after));
+    assert_int_equal(ember_profile_values(before), 2);
+    assert_int_equal(ember_profile_node_count(before), count);
+    ember_profile_free(before);
+    ember_profile_free(after);
+}
+
+/* A profile of one value made differential after stacks were added (a
+ * folded file whose two-count lines follow one-count ones) keeps those
+ * unchanged, after as before, as flamegraph.pl draws them; a profile of
+ * more values cannot say which would be which. */
+static void test_differential_after_stacks(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new();
+    ember_profile_keep_sequence(p, true);
+    uint32_t *ids = intern_names(p, 2), a, b;
+    assert_int_equal(ember_profile_child(p, EMBER_ROOT, ids[0], &a), 0);
+    assert_int_equal(ember_profile_add(p, a, 0, 4), 0);
+    assert_int_equal(ember_profile_add(p, EMBER_ROOT, 0, 2), 0);
+    assert_int_equal(ember_profile_set_differential(p, "samples", "count"), 0);
+    assert_int_equal(ember_profile_child(p, a, ids[1], &b), 0);
+    assert_int_equal(ember_profile_add(p, b, 0, 1), 0);
+    assert_int_equal(ember_profile_add(p, b, 1, 9), 0);
+    assert_int_equal(ember_profile_self(p, a, 0), 4);
+    assert_int_equal(ember_profile_self(p, a, 1), 4);
+    assert_int_equal(ember_profile_self(p, EMBER_ROOT, 1), 2);
+    assert_int_equal(ember_profile_total(p, 0), 7);
+    assert_int_equal(ember_profile_total(p, 1), 15);
+    assert_int_equal(ember_profile_selected(p), 1);
+    struct ember_profile *q = two_values(1);
+    assert_int_equal(ember_profile_set_differential(q, "samples", "count"), -EINVAL);
+    free(ids);
+    ember_profile_free(p);
+    ember_profile_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +337,9 @@ int main(void)
         cmocka_unit_test(test_stack_cache_prefix),
         cmocka_unit_test(test_stack_cache_roots),
         cmocka_unit_test(test_name_cache),
+        cmocka_unit_test(test_diff_into_is_diff),
+        cmocka_unit_test(test_diff_into_refuses_places),
+        cmocka_unit_test(test_differential_after_stacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

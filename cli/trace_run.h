@@ -1,0 +1,47 @@
+/*
+ * trace_run.h - `ember trace` on a running program (trace_run.c): running
+ * a command with tracing on, or following a process's or a file's trace,
+ * recording what is read, so that the tools (cmd_trace.c) read the
+ * recordings when it ends.
+ */
+#ifndef EMBER_CLI_TRACE_RUN_H
+#define EMBER_CLI_TRACE_RUN_H
+
+#include "ember/tracefile.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { TRACE_RUN_MAX = 2 }; /* an ember ring file and an OCaml runtime_events file */
+
+struct trace_run_opts {
+    const char *out;         /* record: the recording's path; NULL: a temporary one */
+    const char *ring;        /* EMBER_TRACE_RING for the command */
+    const char *ocaml_wsize; /* OCAMLRUNPARAM's e= for the command, appended */
+};
+
+struct trace_run_stat {
+    uint64_t events, lost, lost_words, packets;
+};
+
+/* What a run recorded: its recordings, the command's status and peak RSS. */
+struct trace_run {
+    char dir[4096]; /* the temporary directory, "" when gone */
+    unsigned n;
+    char recording[TRACE_RUN_MAX][4200];
+    enum ember_trace_format format[TRACE_RUN_MAX];
+    struct trace_run_stat stat[TRACE_RUN_MAX]; /* what was read of each */
+    int status;                                /* the command's exit status, as a shell gives it */
+    int64_t max_rss_kb;                        /* the command's peak RSS, -1 when not run by us */
+    bool failed;                               /* an error was said */
+};
+
+/* Runs argv with tracing on (ember/trace.h's drain mode, OCaml's runtime
+ * events), following and recording each trace file it makes. */
+int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_opts *o);
+/* Follows what (a PID, or a trace file) until its writer ends or SIGINT. */
+int trace_run_follow(struct trace_run *r, const char *what, const struct trace_run_opts *o);
+/* Removes the temporary directory and what is in it. */
+void trace_run_done(struct trace_run *r);
+
+#endif

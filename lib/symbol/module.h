@@ -1,0 +1,73 @@
+/*
+ * module.h - one ELF file opened for symbolization (library-internal): its
+ * build-id, its identity, its address range, its symbols, its DWARF.
+ *
+ * A module is opened once with libdwfl, whose standard callbacks find the
+ * separate debug file by build-id (DIR/.build-id/xx/yyyy.debug under each
+ * absolute directory of the debuginfo path) or by .gnu_debuglink. Addresses
+ * here are file addresses: the virtual addresses the ELF file's own headers
+ * and symbols use, whatever the mapping a process gave the file.
+ */
+#ifndef EMBER_SYMBOL_MODULE_H
+#define EMBER_SYMBOL_MODULE_H
+
+#include "inlines.h"
+#include "symtab.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ember_symbol_module;
+
+/*
+ * Opens path[0, len) with libdwfl; cb must outlive the module. A file that
+ * cannot be read as ELF still gives a module, one that resolves nothing and
+ * says why (ember_symbol_module_error). Returns 0, or -ENOMEM.
+ */
+int ember_symbol_module_open(const char *path, size_t len, const Dwfl_Callbacks *cb,
+                             struct ember_symbol_module **out);
+void ember_symbol_module_free(struct ember_symbol_module *m);
+
+const char *ember_symbol_module_path(const struct ember_symbol_module *m);
+/* Why the file cannot be used ("" when it can). */
+const char *ember_symbol_module_error(const struct ember_symbol_module *m);
+/* The build-id from the file's ELF note; 0 bytes when it has none. */
+size_t ember_symbol_module_build_id(const struct ember_symbol_module *m, const uint8_t **bits);
+/* What memoized results are keyed by: the build-id when there is one,
+ * else the path with the file's modification time and size. Two paths to
+ * one build share it. */
+void ember_symbol_module_identity(const struct ember_symbol_module *m, const char **key,
+                                  size_t *len);
+
+/* A number the module's owner gives it (the symbolizer: the memo key of
+ * its identity); 0 until set. */
+void ember_symbol_module_set_key(struct ember_symbol_module *m, uint32_t key);
+uint32_t ember_symbol_module_key(const struct ember_symbol_module *m);
+
+/* Whether addr is inside the file's loaded segments. */
+bool ember_symbol_module_contains(const struct ember_symbol_module *m, uint64_t addr);
+
+/*
+ * The file address of a process address addr in a mapping of this file
+ * that starts at map_start with file offset map_pgoff (as /proc/PID/maps
+ * and perf's MMAP2 records give them): 0, or -ENOENT when no loaded
+ * segment of the file holds that offset.
+ */
+int ember_symbol_module_file_address(const struct ember_symbol_module *m, uint64_t map_start,
+                                     uint64_t map_pgoff, uint64_t addr, uint64_t *file_addr);
+
+/* The file's ELF symbols (.symtab, else .dynsym), loaded on first use:
+ * 0 with *t, -ENOENT for an unusable file, -ENOMEM. */
+int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct ember_symtab **t);
+
+/* The index of the file's DWARF functions, built on first use: 0 with *x,
+ * -ENOENT for an unusable file, -ENOMEM. */
+int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **x);
+
+/* libdwfl's view, for DWARF: the module and the bias to add to a file
+ * address to get its libdwfl address. NULL for an unusable file. */
+Dwfl_Module *ember_symbol_module_dwfl(const struct ember_symbol_module *m, uint64_t *bias);
+
+#endif

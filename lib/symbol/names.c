@@ -1,0 +1,121 @@
+/*
+ * names.c - function names as addr2line -C prints them (see names.h).
+ *
+ * Legacy Rust symbols are valid C++ manglings too ("_ZN...17h<hash>E"):
+ * libiberty's own Rust recognizer tells them apart before the C++
+ * demangler would turn them into "path::h<hash>". GCC gives no linkage name
+ * to C functions and to C++ functions of an anonymous namespace: those are
+ * named from DWARF's scopes, as perf names them ("(anonymous
+ * namespace)::f", without parameters).
+ */
+#include "names.h"
+
+#include <dwarf.h>
+#include <errno.h>
+#include <libiberty/demangle.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_rust(const char *name)
+{
+    char *rust = rust_demangle(name, 0);
+    bool found = rust != NULL;
+    free(rust);
+    return found;
+}
+
+char *ember_symbol_demangle(const char *name)
+{
+    if (is_rust(name))
+        return NULL;
+    return cplus_demangle_v3(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+Dwarf_Die *ember_dwarf_declaration(Dwarf_Die *die, Dwarf_Die *mem)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Die *cur = die;
+    for (int hops = 0; hops < 4; hops++) {
+        if ((dwarf_attr(cur, DW_AT_abstract_origin, &attr) ||
+             dwarf_attr(cur, DW_AT_specification, &attr)) &&
+            dwarf_formref_die(&attr, mem))
+            cur = mem;
+        else
+            break;
+    }
+    return cur;
+}
+
+/* Whether a scope encloses names as a demangler prints them: a namespace
+ * (the anonymous one too), or a class, structure or union with a name. A
+ * function, a block or an unnamed type does not (lambdas live there). */
+static bool qualifies(Dwarf_Die *scope)
+{
+    int tag = dwarf_tag(scope);
+    return tag == DW_TAG_namespace || ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                                        tag == DW_TAG_union_type) &&
+                                       dwarf_diename(scope));
+}
+
+/* A C CU names its functions without scopes. */
+static bool is_c(Dwarf_Die *decl)
+{
+    Dwarf_Die cu;
+    if (!dwarf_diecu(decl, &cu, NULL, NULL))
+        return false;
+    int lang = dwarf_srclang(&cu);
+    return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+}
+
+/* "ns::Class::name": the names of the namespaces and types that enclose
+ * decl, as a demangler prints them. *out NULL when one of them is not
+ * such a scope. */
+static int qualified_name(Dwarf_Die *decl, const char *name, char **out)
+{
+    *out = NULL;
+    if (is_c(decl))
+        return (*out = strdup(name)) ? 0 : -ENOMEM;
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes_die(decl, &scopes); /* a walk of the CU: cache the result */
+    size_t cap = strlen(name) + 1, len = 0;
+    for (int i = 1; i < n - 1; i++) { /* scopes[0] is decl itself, the last one its CU */
+        if (!qualifies(&scopes[i])) {
+            free(scopes);
+            return 0;
+        }
+        cap += (dwarf_diename(&scopes[i]) ? strlen(dwarf_diename(&scopes[i])) : 21) + 2;
+    }
+    char *q = malloc(cap);
+    for (int i = n - 1; q && i-- > 1;) {
+        const char *part = dwarf_diename(&scopes[i]);
+        len += (size_t)sprintf(q + len, "%s::", part ? part : "(anonymous namespace)");
+    }
+    if (q)
+        strcpy(q + len, name);
+    free(scopes);
+    *out = q;
+    return q ? 0 : -ENOMEM;
+}
+
+int ember_dwarf_function_name(Dwarf_Die *die, char **out, const char **bare)
+{
+    Dwarf_Attribute attr;
+    const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!link)
+        link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (link) {
+        *out = ember_symbol_demangle(link);
+        if (!*out)
+            *out = strdup(link);
+        return *out ? 0 : -ENOMEM;
+    }
+    Dwarf_Die mem;
+    Dwarf_Die *decl = ember_dwarf_declaration(die, &mem);
+    const char *name = dwarf_diename(decl);
+    *bare = name ? name : "??";
+    if (!name)
+        return (*out = strdup("??")) ? 0 : -ENOMEM;
+    return qualified_name(decl, name, out);
+}

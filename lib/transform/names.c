@@ -1,0 +1,174 @@
+/*
+ * names.c - a profile as its functions: what views that show function
+ * names (folded stacks, flame graphs, reports, speedscope) draw.
+ *
+ * Frames that differ only in where they come from (two lines of one
+ * function, two addresses) are one frame in these views, and their stacks
+ * one stack: a pprof profile read with its locations draws as pprof's own
+ * flame graph does. What every frame of a name agrees on is kept with it
+ * (its file, its line, its start line, its module), so that a tooltip can
+ * say where the function is; the rest is dropped. A view is built once:
+ * the result is marked as one, and profiles whose frames are names already
+ * are not copied.
+ */
+#include "ember/transform.h"
+#include "map.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* What all the frames of one name in the view agree on. */
+struct agreed {
+    bool seen;
+    struct ember_frame_loc loc; /* fields that disagree are zero */
+};
+
+struct names {
+    const struct ember_profile *scratch; /* the view's names, each once */
+    struct agreed *by_name;              /* by the view's name */
+    uint32_t *name_of;                   /* src frame -> its view name in scratch */
+};
+
+static void agree(struct agreed *a, const struct ember_frame_loc *l)
+{
+    if (!l->detailed)
+        return; /* a name alone says nothing against the others */
+    if (!a->seen) {
+        a->seen = true;
+        a->loc = *l;
+        a->loc.kind = EMBER_FRAME_USER;
+        a->loc.has_address = false;
+        a->loc.address = 0;
+        a->loc.place_in_name = false; /* the view's name spells it already */
+        return;
+    }
+    if (a->loc.file != l->file)
+        a->loc.file = NULL, a->loc.file_len = 0;
+    if (a->loc.line != l->line)
+        a->loc.line = 0;
+    if (a->loc.column != l->column)
+        a->loc.column = 0;
+    if (a->loc.start_line != l->start_line)
+        a->loc.start_line = 0;
+    if (a->loc.module != l->module)
+        a->loc.module = EMBER_NO_MODULE;
+}
+
+/* Frame f's name in the view, interned in scratch: its name, or
+ * "name:file:line" (the file without its directories) when FlameGraph's
+ * scripts spell it so (--srcline, --context). */
+static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
+                     uint32_t *id)
+{
+    const struct ember_frame_loc *l = &p->frames.loc[f];
+    if (!l->detailed || !l->place_in_name)
+        return ember_frames_intern(&scratch->frames, p->frames.str[f], p->frames.len[f], id);
+    size_t cap = p->frames.len[f] + l->file_len + 16, n = p->frames.len[f];
+    char *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    const char *base = memrchr(l->file, '/', l->file_len);
+    base = base ? base + 1 : l->file;
+    size_t blen = l->file_len - (size_t)(base - l->file);
+    memcpy(buf, p->frames.str[f], n);
+    buf[n++] = ':';
+    memcpy(buf + n, base, blen);
+    n += blen;
+    n += (size_t)snprintf(buf + n, cap - n, ":%u", (unsigned)l->line);
+    int err = ember_frames_intern(&scratch->frames, buf, n, id);
+    free(buf);
+    return err;
+}
+
+static int names_only(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
+                      const uint32_t *in, size_t n, struct stack_out *out)
+{
+    struct names *nm = ctx;
+    (void)src;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = nm->name_of[in[i]];
+        const struct agreed *a = &nm->by_name[v];
+        const char *name = nm->scratch->frames.str[v];
+        size_t len = nm->scratch->frames.len[v];
+        if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+            return -ENOMEM;
+        int err = a->seen ? ember_frames_intern_loc(&dst->frames, name, len, &a->loc,
+                                                    &out->frames[out->n])
+                          : ember_frames_intern(&dst->frames, name, len, &out->frames[out->n]);
+        if (err)
+            return err;
+        out->n++;
+    }
+    return 0;
+}
+
+int ember_profile_names(const struct ember_profile *p, struct ember_profile **out)
+{
+    *out = NULL;
+    if (!ember_profile_detailed(p) || p->names_view)
+        return 0;
+    struct ember_profile *scratch = ember_profile_new(); /* the view's names */
+    struct names nm = {scratch, calloc(p->frames.count, sizeof(*nm.by_name)),
+                       malloc(p->frames.count * sizeof(*nm.name_of))};
+    int err = scratch && nm.by_name && nm.name_of ? 0 : -ENOMEM;
+    /* scratch gets at most one name per frame of p: its ids stay < count */
+    for (uint32_t f = 0; f < p->frames.count && !err; f++)
+        err = view_name(scratch, p, f, &nm.name_of[f]);
+    for (uint32_t f = 0; f < p->frames.count && !err; f++)
+        agree(&nm.by_name[nm.name_of[f]], &p->frames.loc[f]);
+    if (!err)
+        err = ember_profile_map(p, names_only, &nm, out);
+    if (!err)
+        (*out)->names_view = true;
+    ember_profile_free(scratch);
+    free(nm.by_name);
+    free(nm.name_of);
+    return err;
+}
+
+/* A frame as go tool pprof -lines names it: "function file:line". */
+static int line_name(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
+                     const uint32_t *in, size_t n, struct stack_out *out)
+{
+    (void)ctx;
+    char *buf = NULL;
+    size_t cap = 0;
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct ember_frame_loc *l = &src->frames.loc[in[i]];
+        size_t len = src->frames.len[in[i]];
+        if (!l->detailed || !l->file) {
+            err = ember_stack_out_name(out, dst, src->frames.str[in[i]], len);
+            continue;
+        }
+        size_t need = len + l->file_len + 16;
+        if (need > cap) {
+            char *b = realloc(buf, need);
+            if (!b) {
+                err = -ENOMEM;
+                break;
+            }
+            buf = b;
+            cap = need;
+        }
+        memcpy(buf, src->frames.str[in[i]], len);
+        buf[len++] = ' ';
+        memcpy(buf + len, l->file, l->file_len);
+        len += l->file_len;
+        if (l->line)
+            len += (size_t)snprintf(buf + len, cap - len, ":%u", (unsigned)l->line);
+        err = ember_stack_out_name(out, dst, buf, len);
+    }
+    free(buf);
+    return err;
+}
+
+int ember_profile_lines(const struct ember_profile *p, struct ember_profile **out)
+{
+    int err = ember_profile_map(p, line_name, NULL, out);
+    if (!err)
+        (*out)->names_view = true;
+    return err;
+}
