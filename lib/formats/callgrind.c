@@ -18,9 +18,11 @@
  * cfi= are forgotten; jump= and jcnd= lines are ignored (the position line
  * after them has no costs). The key of a function is (file of its fl=,
  * name): static functions of the same name in two files stay apart in the
- * graph, and show the same name. One event is read: --event NAME, or the
- * first of the first "events:" line (found by name in later parts); its
- * counts are the weights, in the file's own units.
+ * graph, and show the same name. Every event is kept, a value of the
+ * profile each (events of one name in several parts are one; past
+ * EMBER_MAX_VALUES the rest are dropped with a warning, never the one
+ * shown); the one shown is --event NAME, else the first of the first
+ * "events:" line; counts are weights in the file's own units.
  *
  * Cut-off files. "totals:" gives the sum of a part's cost lines, every
  * event (the spec: "to allow for a consistency check"): it must match.
@@ -69,9 +71,13 @@ struct cg_reader {
     /* the current position */
     uint32_t fl, pos_file, fn, cfi, cfn;
     bool have_fl, have_fn, have_cfi, have_cfn;
+    /* every event, by name across parts (a value of the profile each) */
+    char evname[EMBER_MAX_VALUES][EMBER_UNIT_MAX];
+    unsigned nev, sel; /* sel: the event shown, CG_NONE until a part has it */
     /* the cost line layout of the current part */
-    unsigned npos, nevents, column; /* column: the event's index, or nevents if absent */
-    bool have_events, event_found;
+    unsigned npos, nevents;
+    unsigned colmap[MAX_COLUMNS]; /* its event columns -> events; CG_NONE: dropped */
+    bool have_events;
     char first_events[256];
     uint64_t events_line;
     int64_t prev[MAX_COLUMNS];
@@ -88,6 +94,7 @@ struct cg_reader {
 
 static int cg_error(struct cg_reader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static void warn(struct cg_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int cg_error(struct cg_reader *r, const char *fmt, ...)
 {
@@ -174,6 +181,15 @@ static int func_get(struct cg_reader *r, uint32_t file, uint32_t name, uint32_t 
     struct cg_graph *g = &r->g;
     if (g->nfuncs >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->funcs, g->fcap, g->nfuncs + 1) < 0)
         return -ENOMEM;
+    size_t need = (g->nfuncs + 1) * g->stride;
+    if (EMBER_VEC_RESERVE(g->self, g->scap, need) < 0 ||
+        EMBER_VEC_RESERVE(g->total, g->tcap, need) < 0 ||
+        EMBER_VEC_RESERVE(g->incoming, g->icap, need) < 0)
+        return -ENOMEM;
+    size_t at = g->nfuncs * g->stride;
+    memset(g->self + at, 0, g->stride * sizeof(*g->self));
+    memset(g->total + at, 0, g->stride * sizeof(*g->total));
+    memset(g->incoming + at, 0, g->stride * sizeof(*g->incoming));
     *f = (uint32_t)g->nfuncs++;
     g->funcs[*f] =
         (struct cg_func){.name = name, .file = file, .first_edge = CG_NONE, .last_edge = CG_NONE};
@@ -194,20 +210,32 @@ static int current_func(struct cg_reader *r, uint32_t *f)
     return err;
 }
 
-static int add_self(struct cg_reader *r, int64_t cost)
+/* A cost line's event columns, as (event, cost) pairs: v[c] is column c
+ * of the part's events. */
+struct costs {
+    int64_t v[MAX_COLUMNS];
+    unsigned n;
+};
+
+static int add_self(struct cg_reader *r, const struct costs *c)
 {
     uint32_t f;
     int err = current_func(r, &f);
     if (err)
         return err;
-    struct cg_func *fn = &r->g.funcs[f];
-    if (__builtin_add_overflow(fn->self, cost, &fn->self) ||
-        __builtin_add_overflow(fn->total, cost, &fn->total))
-        return cost_overflow(r);
+    struct cg_graph *g = &r->g;
+    for (unsigned k = 0; k < c->n; k++) {
+        if (r->colmap[k] == CG_NONE)
+            continue;
+        size_t at = (size_t)f * g->stride + r->colmap[k];
+        if (__builtin_add_overflow(g->self[at], c->v[k], &g->self[at]) ||
+            __builtin_add_overflow(g->total[at], c->v[k], &g->total[at]))
+            return cost_overflow(r);
+    }
     return 0;
 }
 
-static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, int64_t cost)
+static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, const struct costs *c)
 {
     struct cg_graph *g = &r->g;
     uint64_t key = (uint64_t)from << 32 | to;
@@ -215,6 +243,10 @@ static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, int64_t cos
     if (!ember_u64map_get(&r->edge_ids, key, &e)) {
         if (g->nedges >= CG_NONE - 1 || EMBER_VEC_RESERVE(g->edges, g->ecap, g->nedges + 1) < 0)
             return -ENOMEM;
+        size_t need = (g->nedges + 1) * g->stride;
+        if (EMBER_VEC_RESERVE(g->cost, g->ccap, need) < 0)
+            return -ENOMEM;
+        memset(g->cost + g->nedges * g->stride, 0, g->stride * sizeof(*g->cost));
         e = (uint32_t)g->nedges++;
         g->edges[e] = (struct cg_edge){.to = to, .next = CG_NONE};
         struct cg_func *fr = &g->funcs[from];
@@ -227,15 +259,22 @@ static int add_edge(struct cg_reader *r, uint32_t from, uint32_t to, int64_t cos
         if (err)
             return err;
     }
-    if (__builtin_add_overflow(g->edges[e].cost, cost, &g->edges[e].cost) ||
-        __builtin_add_overflow(g->funcs[from].total, cost, &g->funcs[from].total) ||
-        __builtin_add_overflow(g->funcs[to].incoming, cost, &g->funcs[to].incoming))
-        return cost_overflow(r);
+    for (unsigned k = 0; k < c->n; k++) {
+        if (r->colmap[k] == CG_NONE)
+            continue;
+        unsigned ev = r->colmap[k];
+        int64_t cost = c->v[k], *ec = &g->cost[(size_t)e * g->stride + ev],
+                *ft = &g->total[(size_t)from * g->stride + ev],
+                *ti = &g->incoming[(size_t)to * g->stride + ev];
+        if (__builtin_add_overflow(*ec, cost, ec) || __builtin_add_overflow(*ft, cost, ft) ||
+            __builtin_add_overflow(*ti, cost, ti))
+            return cost_overflow(r);
+    }
     g->funcs[to].called = true;
     return 0;
 }
 
-static int add_call(struct cg_reader *r, int64_t cost)
+static int add_call(struct cg_reader *r, const struct costs *c)
 {
     if (!r->have_cfn)
         return ember_diag_set(r->d, -EINVAL, r->file, r->call_line,
@@ -245,7 +284,7 @@ static int add_call(struct cg_reader *r, int64_t cost)
     if (!err)
         err = func_get(r, r->have_cfi ? r->cfi : r->pos_file, r->cfn, &to);
     if (!err)
-        err = add_edge(r, from, to, cost);
+        err = add_edge(r, from, to, c);
     /* as KCachegrind does: a call's cfn=/cfi= hold for that call only */
     r->have_cfi = r->have_cfn = false;
     return err;
@@ -315,10 +354,10 @@ static int sum_costs(struct cg_reader *r, const int64_t *v, unsigned k)
     return 0;
 }
 
-/* Reads a cost line's columns into v (zero past the last given); returns the
- * selected event's cost in *cost. A function's own line (self) counts in
- * the part's sums; a call's inclusive cost does not. */
-static int cost_line(struct cg_reader *r, const char *s, size_t n, bool self, int64_t *cost)
+/* Reads a cost line's columns into v (zero past the last given); its event
+ * columns into *out. A function's own line (self) counts in the part's
+ * sums; a call's inclusive cost does not. */
+static int cost_line(struct cg_reader *r, const char *s, size_t n, bool self, struct costs *out)
 {
     if (!r->have_events)
         return cg_error(r, "cost line before any \"events:\" line (expected the header first)");
@@ -347,11 +386,12 @@ static int cost_line(struct cg_reader *r, const char *s, size_t n, bool self, in
     int err = self ? sum_costs(r, v, k) : 0;
     if (err)
         return err;
-    *cost = 0;
-    if (r->column < r->nevents && r->npos + r->column < k) {
-        *cost = v[r->npos + r->column];
-        if (*cost < 0)
-            return cg_error(r, "negative cost %lld (expected counts of events)", (long long)*cost);
+    out->n = k - r->npos;
+    for (unsigned c = 0; c < out->n; c++) {
+        out->v[c] = v[r->npos + c];
+        if (out->v[c] < 0 && r->colmap[c] != CG_NONE)
+            return cg_error(r, "negative cost %lld (expected counts of events)",
+                            (long long)out->v[c]);
     }
     return 0;
 }
@@ -456,9 +496,49 @@ static int summary_line(struct cg_reader *r, const char *s, size_t n)
     return err;
 }
 
-/* "events: A B C": the columns of this part, and which one ember reads:
- * --event's, else the first event of the first part (found by name in the
- * parts after it). */
+/* Lays every cost array out with room for n events per function and edge
+ * (a later part may name events the first did not). */
+static int restride(struct cg_graph *g, unsigned n)
+{
+    int64_t **arrays[] = {&g->self, &g->total, &g->incoming, &g->cost};
+    size_t *caps[] = {&g->scap, &g->tcap, &g->icap, &g->ccap};
+    for (int a = 0; a < 4; a++) {
+        size_t rows = a < 3 ? g->nfuncs : g->nedges;
+        int64_t *dst = calloc(rows ? rows * n : 1, sizeof(*dst));
+        if (!dst)
+            return -ENOMEM;
+        for (size_t i = 0; i < rows; i++)
+            memcpy(dst + i * n, *arrays[a] + i * g->stride, g->stride * sizeof(*dst));
+        free(*arrays[a]);
+        *arrays[a] = dst;
+        *caps[a] = rows ? rows * n : 1;
+    }
+    g->stride = n;
+    return 0;
+}
+
+/* The event called name[0..len): its index, added when new; CG_NONE when
+ * EMBER_MAX_VALUES are kept already (one place stays for the event shown
+ * until a part has it). */
+static unsigned event_index(struct cg_reader *r, const char *name, size_t len, bool shown)
+{
+    for (unsigned e = 0; e < r->nev; e++)
+        if (strlen(r->evname[e]) == len && memcmp(r->evname[e], name, len) == 0)
+            return e;
+    unsigned room = EMBER_MAX_VALUES - (r->sel == CG_NONE && !shown);
+    if (r->nev >= room || len >= EMBER_UNIT_MAX) {
+        warn(r, "event %.*s not kept (ember keeps %d events of a profile)",
+             (int)(len > 60 ? 60 : len), name, EMBER_MAX_VALUES);
+        return CG_NONE;
+    }
+    memcpy(r->evname[r->nev], name, len);
+    r->evname[r->nev][len] = '\0';
+    return r->nev++;
+}
+
+/* "events: A B C": the columns of this part, each an event of the profile
+ * by its name; the one shown is --event's, else the first of the first
+ * part. */
 static int events_line(struct cg_reader *r, const char *s, size_t n)
 {
     char *kept = r->st->kept_event;
@@ -476,22 +556,27 @@ static int events_line(struct cg_reader *r, const char *s, size_t n)
             snprintf(kept, sizeof(r->st->kept_event), "%.*s", (int)len, s + start);
         i = 0;
     }
-    unsigned count = 0, column = UINT32_MAX;
+    unsigned count = 0;
     size_t klen = strlen(kept);
     while ((len = next_word(s, n, &i, &start)) > 0) {
-        if (len == klen && memcmp(s + start, kept, len) == 0 && column == UINT32_MAX)
-            column = count;
-        count++;
+        if (count >= MAX_COLUMNS - 3)
+            return cg_error(r,
+                            "\"events:\" line with more than %u names (expected 1 to %u event "
+                            "names)",
+                            MAX_COLUMNS - 3, MAX_COLUMNS - 3);
+        bool shown = len == klen && memcmp(s + start, kept, len) == 0;
+        unsigned e = event_index(r, s + start, len, shown);
+        if (shown && e != CG_NONE)
+            r->sel = e;
+        r->colmap[count++] = e;
     }
-    if (count == 0 || count > MAX_COLUMNS - 3)
-        return cg_error(r, "\"events:\" line with %u names (expected 1 to %u event names)", count,
+    if (count == 0)
+        return cg_error(r, "\"events:\" line with no names (expected 1 to %u event names)",
                         MAX_COLUMNS - 3);
     r->nevents = count;
-    r->column = column == UINT32_MAX ? count : column;
-    r->event_found |= column != UINT32_MAX;
     r->have_events = true;
     memset(r->prev, 0, sizeof(r->prev));
-    return 0;
+    return r->nev > r->g.stride ? restride(&r->g, r->nev) : 0;
 }
 
 /* "positions: instr line": how many position columns start a cost line. */
@@ -525,8 +610,6 @@ static bool key_is(const char *s, size_t klen, const char *key)
 {
     return strlen(key) == klen && memcmp(s, key, klen) == 0;
 }
-
-static void warn(struct cg_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void warn(struct cg_reader *r, const char *fmt, ...)
 {
@@ -602,7 +685,7 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
     if (n > 0 && s[n - 1] == '\r')
         n--;
     if (r->pending_call) {
-        int64_t cost;
+        struct costs cost;
         r->pending_call = false;
         if (!is_cost_line(s, n))
             return ember_diag_set(r->d, -EINVAL, r->file, r->line,
@@ -610,7 +693,7 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
                                   "and inclusive costs)",
                                   (unsigned long long)r->call_line);
         int err = cost_line(r, s, n, false, &cost);
-        return err ? err : add_call(r, cost);
+        return err ? err : add_call(r, &cost);
     }
     size_t i = 0;
     while (i < n && is_blank(s[i]))
@@ -618,9 +701,9 @@ static int on_line(struct cg_reader *r, const char *s, size_t n)
     if (i == n || s[i] == '#')
         return 0;
     if (is_cost_line(s, n)) {
-        int64_t cost;
+        struct costs cost;
         int err = cost_line(r, s, n, true, &cost);
-        return err ? err : add_self(r, cost);
+        return err ? err : add_self(r, &cost);
     }
     size_t k = key_length(s + i, n - i, '=');
     if (k)
@@ -676,11 +759,50 @@ static int check_end(struct cg_reader *r)
         return ember_diag_set(r->d, -EINVAL, r->file, r->last_line,
                               "the input ends without an \"events:\" line (expected a callgrind "
                               "profile: \"events: Ir ...\", then fn= and cost lines)");
-    if (!r->event_found)
+    if (r->sel == CG_NONE)
         return ember_diag_set(r->d, -EINVAL, r->file, r->events_line,
                               "no event \"%s\" in this profile (its events: %s)",
                               r->o->value ? r->o->value : r->st->kept_event, r->first_events);
     return 0;
+}
+
+/* Copies event e's costs into the graph's scalars, for the expansion. */
+static void use_event(struct cg_graph *g, unsigned e)
+{
+    for (size_t f = 0; f < g->nfuncs; f++) {
+        size_t at = f * g->stride + e;
+        g->funcs[f].self = g->self[at];
+        g->funcs[f].total = g->total[at];
+        g->funcs[f].incoming = g->incoming[at];
+    }
+    for (size_t k = 0; k < g->nedges; k++)
+        g->edges[k].cost = g->cost[k * g->stride + e];
+}
+
+/* Every event's stacks, each a value of the profile (named by the event,
+ * counting it), the one shown first: its warnings are the ones told. */
+static int expand(struct cg_reader *r)
+{
+    unsigned values[EMBER_MAX_VALUES];
+    int err = 0;
+    for (unsigned e = 0; e < r->nev && !err; e++)
+        err = ember_profile_value(r->p, r->evname[e], "count", &values[e]);
+    for (unsigned k = 0; k < r->nev && !err; k++) {
+        unsigned e = k == 0 ? r->sel : k <= r->sel ? k - 1 : k;
+        struct cg_out out = {.p = r->p,
+                             .names = r->names,
+                             .o = r->o,
+                             .st = r->st,
+                             .file = r->file,
+                             .d = r->d,
+                             .value = values[e],
+                             .quiet = k > 0};
+        use_event(&r->g, e);
+        err = ember_callgrind_stacks(&r->g, &out);
+    }
+    if (!err)
+        ember_profile_select_index(r->p, values[r->sel]);
+    return err;
 }
 
 static int callgrind_read(struct ember_profile *p, struct ember_input *in,
@@ -688,7 +810,7 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
                           struct ember_diag *d)
 {
     struct cg_reader r = {
-        .p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d, .npos = 1};
+        .p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d, .npos = 1, .sel = CG_NONE};
     int err = (r.names = ember_profile_new()) ? 0 : -ENOMEM;
     for (int k = 0; k < NAME_KINDS && !err; k++)
         err = ember_u64map_init(&r.ids[k]);
@@ -700,11 +822,8 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
         err = read_lines(&r, in);
     if (!err)
         err = check_end(&r);
-    struct cg_out out = {.p = p, .names = r.names, .o = o, .st = st, .file = r.file, .d = d};
     if (!err)
-        err = ember_callgrind_stacks(&r.g, &out);
-    if (!err) /* what the weights count, for the writers that say it */
-        ember_profile_set_unit(p, st->kept_event, "count");
+        err = expand(&r);
     for (int k = 0; k < NAME_KINDS; k++)
         ember_u64map_release(&r.ids[k]);
     ember_u64map_release(&r.func_ids);
@@ -712,6 +831,10 @@ static int callgrind_read(struct ember_profile *p, struct ember_input *in,
     ember_profile_free(r.names);
     free(r.g.funcs);
     free(r.g.edges);
+    free(r.g.self);
+    free(r.g.total);
+    free(r.g.incoming);
+    free(r.g.cost);
     return err;
 }
 

@@ -36,6 +36,13 @@ struct cg_graph {
     size_t nfuncs, fcap;
     struct cg_edge *edges;
     size_t nedges, ecap;
+    /* Every event's costs, `stride` per function or edge: the reader fills
+     * these, and copies one event's into the scalars above to expand it. */
+    int64_t *self, *total, *incoming; /* by function */
+    size_t scap, tcap, icap;
+    int64_t *cost; /* by edge */
+    size_t ccap;
+    unsigned stride;
 };
 
 /* Where the stacks go, and what to tell. */
@@ -46,6 +53,8 @@ struct cg_out {
     struct ember_read_stats *st;
     const char *file;
     struct ember_diag *d;
+    unsigned value; /* the profile's value the stacks weigh */
+    bool quiet;     /* not the event shown: no warnings, not counted as samples */
 };
 
 /* Adds the graph's stacks to out->p: every function's self cost exactly,

@@ -122,6 +122,8 @@ static void warn(struct expansion *x, const char *fmt, ...) __attribute__((forma
 static void warn(struct expansion *x, const char *fmt, ...)
 {
     const struct cg_out *out = x->out;
+    if (out->quiet)
+        return; /* the other events' expansions meet the same functions */
     out->st->skipped++;
     if (!out->o->warn)
         return;
@@ -594,10 +596,11 @@ static int add_weight(struct expansion *x, uint32_t node, int64_t w)
 {
     if (w <= 0)
         return 0;
-    int err = ember_profile_add(x->out->p, node, 0, w);
+    int err = ember_profile_add(x->out->p, node, x->out->value, w);
     if (err == -ERANGE)
         return ember_diag_set(x->out->d, err, x->out->file, 0, "costs overflow a 64-bit total");
-    x->out->st->samples++;
+    if (!x->out->quiet)
+        x->out->st->samples++;
     return err;
 }
 

@@ -19,7 +19,7 @@
 #ifndef EMBER_FORMATS_PERF_DATA_FORMAT_H
 #define EMBER_FORMATS_PERF_DATA_FORMAT_H
 
-#define PD_MAGIC "PERFILE2"
+#define PD_MAGIC     "PERFILE2"
 #define PD_MAGIC_LEN 8
 
 /* perf's own record types, beyond the kernel's */
@@ -82,9 +82,9 @@ enum {
 };
 
 enum {
-    PD_HEADER_SIZE = 104,     /* magic, size, attr_size, 3 sections, the feature bitmap */
-    PD_PIPE_HEADER_SIZE = 16, /* magic, size: the records follow */
-    PD_BUILD_ID_MAX = 20,     /* bytes of a build-id in a HEADER_BUILD_ID entry */
+    PD_HEADER_SIZE = 104,        /* magic, size, attr_size, 3 sections, the feature bitmap */
+    PD_PIPE_HEADER_SIZE = 16,    /* magic, size: the records follow */
+    PD_BUILD_ID_MAX = 20,        /* bytes of a build-id in a HEADER_BUILD_ID entry */
     PD_BUILD_ID_ENTRY_NAME = 36, /* offset of the file name in one: header, pid, 24 bytes of id */
 };
 

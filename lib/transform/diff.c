@@ -130,8 +130,8 @@ static int64_t pow10i(unsigned n)
     return v;
 }
 
-int ember_profile_diff(const struct ember_profile *before, const struct ember_profile *after,
-                       const struct ember_diff_opts *o, struct ember_profile **out)
+static int diff_of(const struct ember_profile *before, const struct ember_profile *after,
+                   const struct ember_diff_opts *o, struct ember_profile **out)
 {
     struct ember_profile *d = ember_profile_new();
     if (!d)
@@ -160,16 +160,27 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     return 0;
 }
 
-/* before becomes the differential profile in place: its selected value,
- * scaled (and normalized), as value 0, its nodes keeping their indices as
- * add_side would give them, then after's added as value 1. One tree less
- * than ember_profile_diff. Only where the result is the same: add_side
- * copies frames by name, renamed by --strip-hex, without their places. */
-int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
-                            const struct ember_diff_opts *o)
+/* Stacks compare by the names their views show ("leaf:file.c:12" with
+ * --srcline, "f_[k]" with --kernel): the difference is of what is drawn. */
+int ember_profile_diff(const struct ember_profile *before, const struct ember_profile *after,
+                       const struct ember_diff_opts *o, struct ember_profile **out)
 {
-    if (o->strip_hex || before->frames.detailed)
-        return -EINVAL;
+    struct ember_profile *nb = NULL, *na = NULL;
+    int err = ember_profile_names(before, &nb);
+    if (!err)
+        err = ember_profile_names(after, &na);
+    if (!err)
+        err = diff_of(nb ? nb : before, na ? na : after, o, out);
+    ember_profile_free(nb);
+    ember_profile_free(na);
+    return err;
+}
+
+/* ember_profile_diff_into of a BEFORE it can be made of, and an AFTER of
+ * names. */
+static int diff_into(struct ember_profile *before, const struct ember_profile *after,
+                     const struct ember_diff_opts *o)
+{
     struct ember_profile *d = before;
     unsigned dec = d->decimals > after->decimals ? d->decimals : after->decimals;
     int64_t scale = pow10i(dec - d->decimals);
@@ -202,6 +213,25 @@ int ember_profile_diff_into(struct ember_profile *before, const struct ember_pro
     d->nmodules = 0; /* no frame names one: they are names alone */
     struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
     return add_side(d, &a, false);
+}
+
+/* before becomes the differential profile in place: its selected value,
+ * scaled (and normalized), as value 0, its nodes keeping their indices as
+ * add_side would give them, then after's added as value 1. One tree less
+ * than ember_profile_diff. Only where the result is the same: add_side
+ * copies frames by name, renamed by --strip-hex, without their places. */
+int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
+                            const struct ember_diff_opts *o)
+{
+    if (o->strip_hex || before->frames.detailed)
+        return -EINVAL;
+    struct ember_profile *named = NULL; /* after as its view's names, if they differ */
+    int err = ember_profile_names(after, &named);
+    if (err)
+        return err;
+    err = diff_into(before, named ? named : after, o);
+    ember_profile_free(named);
+    return err;
 }
 
 /* ---- two folded inputs, no tree ----------------------------------------- */

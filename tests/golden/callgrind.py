@@ -172,6 +172,31 @@ def compare(tool, path, mine=(), reference=None):
           (os.path.basename(path), len(events), tool))
 
 
+def pprof_every_event(path, workdir):
+    """convert --to pprof keeps every event a sample type, each with the
+    self costs ember shows for it (which compare() held against
+    callgrind_annotate): go tool pprof -raw reads them back."""
+    if not shutil.which("go"):
+        print("go is not installed: the pprof export of %s is not checked" % path)
+        return
+    pb = path + ".pb.gz"
+    golden.run(["convert", "--to", "pprof", "-o", pb, path])
+    raw = golden.go_raw(pb, workdir)
+    events = events_of(path)
+    if list(raw) != events:
+        golden.fail("%s as pprof: sample types %s, expected the events %s" %
+                    (path, list(raw), events))
+    for event in events:
+        got = {}
+        for stack, v in raw[event].items():
+            leaf = stack.rpartition(";")[2]
+            got[leaf] = got.get(leaf, 0) + v
+        if got != ember_self(path, event):
+            golden.fail("%s as pprof, sample type %s: self costs differ from ember's" %
+                        (path, event))
+    print("ok %s as pprof: %d sample types, one per event" % (os.path.basename(path), len(events)))
+
+
 def valgrind(workdir, prog, name, *opts, tool="callgrind", arg="120"):
     out = os.path.join(workdir, name)
     subprocess.run(["valgrind", "--tool=" + tool, "--%s-out-file=%s" % (tool, out)] + list(opts) +
@@ -233,6 +258,7 @@ def recursive_program(cc, src, workdir):
     cache = valgrind(workdir, prog, "cache.callgrind", "--dump-instr=yes", "--collect-jumps=yes",
                      "--cache-sim=yes")
     compare("callgrind", cache, MINE)
+    pprof_every_event(cache, workdir)
     one = valgrind(workdir, prog, "separate-recs-1.callgrind", "--separate-recs=1")
     if b"'2" in open(one, "rb").read():
         golden.fail("%s: --separate-recs=1 should have no '2 names" % one)
@@ -281,6 +307,21 @@ def interpreter(workdir):
         print("note: %s did not pass the expansion's budget" % out)
 
 
+def too_many_events(workdir):
+    """Past EMBER_MAX_VALUES (16) events the rest are dropped with a warning
+    naming them, never the one asked for."""
+    path = os.path.join(workdir, "17events.callgrind")
+    counts = " ".join(str(i + 1) for i in range(17))
+    with open(path, "w") as f:
+        f.write("events: %s\nfn=main\n1 %s\ntotals: %s\n" %
+                (" ".join("E%d" % i for i in range(17)), counts, counts))
+    for event, dropped in (("E16", "E15"), ("E0", "E16"), ("E3", "E16")):
+        out, err, _ = golden.run(["collapse", "--event", event, path])
+        if out != b"main %d\n" % (int(event[1:]) + 1) or "event %s not kept" % dropped not in err:
+            golden.fail("17 events, --event %s: %r %r" % (event, out, err))
+    print("ok 17 events: 16 kept, the one asked for among them")
+
+
 def main():
     cc, workdir, rec_src, simple_src = sys.argv[1:5]
     for tool in ("valgrind", "callgrind_annotate", "cg_annotate"):
@@ -289,6 +330,7 @@ def main():
             sys.exit(77)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
+    too_many_events(workdir)
     simple_program(cc, simple_src, workdir)
     interpreter(workdir)
     for path in recursive_program(cc, rec_src, workdir):

@@ -37,16 +37,6 @@ def corpus(*parts):
     return os.path.join(golden.CORPUS, *parts)
 
 
-def go(args, cwd, env=None):
-    """Runs the go tool; returns stdout text."""
-    p = subprocess.run(["go"] + args, cwd=cwd, capture_output=True, timeout=300,
-                       env={**os.environ, **(env or {})})
-    if p.returncode != 0:
-        golden.fail("go %s exited %d:\n%s" % (" ".join(args), p.returncode,
-                                               p.stderr.decode(errors="replace")))
-    return p.stdout.decode(errors="surrogateescape")
-
-
 def folded_lines(data):
     """Folded output as {stack: weight text}, stack as bytes."""
     out = {}
@@ -85,44 +75,6 @@ def reader_speedscope_snapshot(d):
         golden.fail("an unknown --sample-type should list the profile's types: %d %s" % (rc, err))
 
 
-def go_raw(path, cwd):
-    """`go tool pprof -raw`: {sample type: {stack: value}} with stacks as
-    ';'-joined names, root first; a Location's lines are innermost first."""
-    text = go(["tool", "pprof", "-raw", path], cwd)
-    lines = text.split("\n")
-    types = lines[lines.index("Samples:") + 1].split()
-    samples, locs, cur = [], {}, None
-    section = "head"
-    for line in lines[lines.index("Samples:") + 2:]:
-        if line in ("Locations", "Mappings"):
-            section = line
-            continue
-        if section == "head":
-            m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?: \d+)*) ?$", line)
-            if m:
-                samples.append(([int(v) for v in m.group(1).split()],
-                                [int(v) for v in m.group(2).split()]))
-        elif section == "Locations":
-            # "s=LINE(SYSTEM NAME)" when the system name differs
-            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?)?$",
-                         line)
-            if m:
-                cur = locs[int(m.group(1))] = [m.group(2)] if m.group(2) else []
-                continue
-            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?$", line)
-            if m and cur is not None:
-                cur.append(m.group(1))
-    out = {t.split("/")[0]: collections.Counter() for t in types}
-    for values, ids in samples:
-        frames = []
-        for i in reversed(ids):
-            frames.extend(reversed(locs[i]))
-        for t, v in zip(types, values):
-            if v:
-                out[t.split("/")[0]][";".join(frames)] += v
-    return out
-
-
 @case
 def reader_go_profiles(d):
     """A Go program's CPU and heap profiles (runtime/pprof): ember reads
@@ -132,9 +84,9 @@ def reader_go_profiles(d):
     env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
            "GO111MODULE": "off", "GOFLAGS": ""}
     cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    go(["run", src, cpu, heap], d, env)
+    golden.go(["run", src, cpu, heap], d, env)
     for path, default, inline in ((cpu, "cpu", True), (heap, "inuse_space", False)):
-        raw = go_raw(path, d)
+        raw = golden.go_raw(path, d)
         if not any(raw.values()):
             golden.fail("%s: go tool pprof -raw shows no samples" % path)
         for t, want in raw.items():
@@ -181,7 +133,7 @@ def pprof_top(d):
               if row[0] != "function"}
     if report != {f: (flat[f], cum[f]) for f in cum}:
         golden.fail("ember report --top disagrees with the folded stacks")
-    text = go(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", out], d)
+    text = golden.go(["tool", "pprof", "-top", "-nodecount=1000000", "-nodefraction=0", out], d)
     m = re.search(r"Showing nodes accounting for (\d+), 100% of (\d+) total", text)
     if not m or int(m.group(2)) != total or int(m.group(1)) != total:
         golden.fail("go tool pprof -top: total should be %d:\n%s" % (total, text[:2000]))
@@ -352,19 +304,19 @@ def values_round_trip(d):
     env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
            "GO111MODULE": "off", "GOFLAGS": ""}
     cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    go(["run", src, cpu, heap], d, env)
+    golden.go(["run", src, cpu, heap], d, env)
     for path in (cpu, heap):
         back = path + ".ember.pb.gz"
         golden.run(["convert", "--to", "pprof", path, "-o", back])
-        want, got = go_raw(path, d), go_raw(back, d)
+        want, got = golden.go_raw(path, d), golden.go_raw(back, d)
         if sorted(want) != sorted(got):
             golden.fail("%s: sample types %s became %s" % (path, sorted(want), sorted(got)))
         for t in want:
             compare("%s %s" % (os.path.basename(path), t), dict(got[t]), dict(want[t]))
         # the same types in the same order, and the same default (marked
         # [dflt], else the last)
-        a = go(["tool", "pprof", "-raw", path], d).split("Samples:\n")[1].split("\n")[0].split()
-        b = go(["tool", "pprof", "-raw", back], d).split("Samples:\n")[1].split("\n")[0].split()
+        a = golden.go(["tool", "pprof", "-raw", path], d).split("Samples:\n")[1].split("\n")[0].split()
+        b = golden.go(["tool", "pprof", "-raw", back], d).split("Samples:\n")[1].split("\n")[0].split()
         dflt = lambda ts: next((t for t in ts if t.endswith("[dflt]")), ts[-1]).replace("[dflt]", "")
         plain = lambda ts: [t.replace("[dflt]", "") for t in ts]
         if plain(a) != plain(b) or dflt(a) != dflt(b):
@@ -373,11 +325,11 @@ def values_round_trip(d):
     perf = corpus("ocaml5", "perf", "alloc-fp.perf.txt")
     pb = os.path.join(d, "perf.pb.gz")
     golden.run(["convert", "--to", "pprof", perf, "-o", pb])
-    head = go(["tool", "pprof", "-raw", pb], d).split("Samples:\n")[1].split("\n")[0].split()
+    head = golden.go(["tool", "pprof", "-raw", pb], d).split("Samples:\n")[1].split("\n")[0].split()
     if head != ["samples/count", "cpu/nanoseconds[dflt]"]:
         golden.fail("perf cpu-clock in pprof: sample types %r" % head)
     events = sum(1 for line in open(perf) if re.match(r"^\S.*cpu-clock:", line))
-    top = go(["tool", "pprof", "-top", "-sample_index=samples", pb], d)
+    top = golden.go(["tool", "pprof", "-top", "-sample_index=samples", pb], d)
     if "of %d total" % events not in top:
         golden.fail("pprof samples/count should count the %d samples:\n%s" % (events, top[:500]))
     # --event picks the shown value, --sample-type is the same option
@@ -403,7 +355,7 @@ def raw_normalized(path, cwd):
     location being (address, mapping, ((function, file:line), ...)).
     Samples of one stack are summed: they differ only by labels (a heap
     profile's allocation sizes), which ember does not keep."""
-    text = go(["tool", "pprof", "-raw", path], cwd)
+    text = golden.go(["tool", "pprof", "-raw", path], cwd)
     head, rest = text.split("Samples:\n", 1)
     types_line, rest = rest.split("\n", 1)
     samples_text, rest = rest.split("Locations\n", 1)
@@ -447,7 +399,7 @@ def pprof_round_trip(d):
     env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
            "GO111MODULE": "off", "GOFLAGS": ""}
     cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    go(["run", src, cpu, heap], d, env)
+    golden.go(["run", src, cpu, heap], d, env)
     for path in (cpu, heap):
         back = path + ".ember.pb.gz"
         golden.run(["convert", "--to", "pprof", path, "-o", back])
@@ -459,8 +411,8 @@ def pprof_round_trip(d):
                             (os.path.basename(path), what, diff if what != "samples" else diff[:4]))
         for idx in want[0]:
             t = idx.split("/")[0]
-            a = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, path], d)
-            b = go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, back], d)
+            a = golden.go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, path], d)
+            b = golden.go(["tool", "pprof", "-top", "-lines", "-sample_index=" + t, back], d)
             strip = lambda s: [l for l in s.splitlines() if not l.startswith(("File:", "Time:",
                                                                                "Duration:"))]
             if strip(a) != strip(b):
@@ -479,8 +431,8 @@ def report_lines(d):
     env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
            "GO111MODULE": "off", "GOFLAGS": ""}
     cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    go(["run", src, cpu, heap], d, env)
-    text = go(["tool", "pprof", "-top", "-lines", "-nodecount=1000000", "-nodefraction=0",
+    golden.go(["run", src, cpu, heap], d, env)
+    text = golden.go(["tool", "pprof", "-top", "-lines", "-nodecount=1000000", "-nodefraction=0",
                "-unit=ns", cpu], d)
     want = {}
     for line in text.splitlines():
@@ -528,7 +480,7 @@ def json_places(d):
                        (cpu, ["handler file:///app/server.js:5"])):
         pb = path + ".pb.gz"
         golden.run(["convert", "--to", "pprof", path, "-o", pb])
-        raw = go(["tool", "pprof", "-raw", pb], d)
+        raw = golden.go(["tool", "pprof", "-raw", pb], d)
         for w in want:
             fn, place = w.split(" ", 1)
             if not re.search(re.escape(fn) + r" " + re.escape(place) + r" s=", raw):
@@ -555,7 +507,7 @@ def units_carry(d):
         golden.fail("chrome: the CPU profile should last 1500000 us, not %r" % end)
     pb = os.path.join(d, "simple.pb.gz")
     golden.run(["convert", "--to", "pprof", prof, "-o", pb])
-    text = go(["tool", "pprof", "-top", pb], d)
+    text = golden.go(["tool", "pprof", "-top", pb], d)
     if "Type: cpu" not in text or "1.50s total" not in text:
         golden.fail("pprof of a CPU profile should stay cpu/nanoseconds:\n" + text[:800])
 

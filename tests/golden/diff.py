@@ -36,6 +36,17 @@ def main():
         golden.fail("fractional counts should stay exact: %s" % got)
     print("ok fractional counts kept exact")
 
+    # stacks compare as their views name them: --srcline's "leaf:file:line"
+    with tempfile.TemporaryDirectory() as d:
+        perf = os.path.join(d, "srcline.perf")
+        with open(perf, "w") as f:
+            f.write("prog 1 1.0: 1000 cpu-clock:\n\t 401000 leaf+0x10 (/bin/prog)\n"
+                    "  prog.c:12\n\t 401100 main+0x10 (/bin/prog)\n  prog.c:30\n\n")
+        got, _, _ = golden.run(["diff", "--srcline", "--folded", perf, perf])
+        if got != b"prog;main:prog.c:30;leaf:prog.c:12 1000 1000\n":
+            golden.fail("diff --srcline should keep the lines in the names: %r" % got)
+    print("ok diff of names as the views show them")
+
     # the SVG: frames sized by AFTER, coloured by the change
     with tempfile.TemporaryDirectory() as out:
         check_svg(out)

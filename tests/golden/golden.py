@@ -1,6 +1,8 @@
 """Helpers shared by the golden tests: run ember, compare with expected
 files, and report the first line that differs."""
+import collections
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,3 +75,51 @@ def cases():
             print("ok", fn.__name__)
 
     return case, main
+
+
+def go(args, cwd, env=None):
+    """Runs the go tool; returns stdout text."""
+    p = subprocess.run(["go"] + args, cwd=cwd, capture_output=True, timeout=300,
+                       env={**os.environ, **(env or {})})
+    if p.returncode != 0:
+        fail("go %s exited %d:\n%s" % (" ".join(args), p.returncode,
+                                               p.stderr.decode(errors="replace")))
+    return p.stdout.decode(errors="surrogateescape")
+
+
+def go_raw(path, cwd):
+    """`go tool pprof -raw`: {sample type: {stack: value}} with stacks as
+    ';'-joined names, root first; a Location's lines are innermost first."""
+    text = go(["tool", "pprof", "-raw", path], cwd)
+    lines = text.split("\n")
+    types = lines[lines.index("Samples:") + 1].split()
+    samples, locs, cur = [], {}, None
+    section = "head"
+    for line in lines[lines.index("Samples:") + 2:]:
+        if line in ("Locations", "Mappings"):
+            section = line
+            continue
+        if section == "head":
+            m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?: \d+)*) ?$", line)
+            if m:
+                samples.append(([int(v) for v in m.group(1).split()],
+                                [int(v) for v in m.group(2).split()]))
+        elif section == "Locations":
+            # "s=LINE(SYSTEM NAME)" when the system name differs
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?)?$",
+                         line)
+            if m:
+                cur = locs[int(m.group(1))] = [m.group(2)] if m.group(2) else []
+                continue
+            m = re.match(r"^\s+(.*) \S*:-?\d+ s=-?\d+(?:\(.*\))?$", line)
+            if m and cur is not None:
+                cur.append(m.group(1))
+    out = {t.split("/")[0]: collections.Counter() for t in types}
+    for values, ids in samples:
+        frames = []
+        for i in reversed(ids):
+            frames.extend(reversed(locs[i]))
+        for t, v in zip(types, values):
+            if v:
+                out[t.split("/")[0]][";".join(frames)] += v
+    return out

@@ -239,6 +239,18 @@ static void test_diff_into_is_diff(void **state)
     for (int normalize = 0; normalize < 2; normalize++) {
         struct ember_profile *before = two_values(3), *after = two_values(5), *want;
         struct ember_diff_opts o = {.normalize = normalize};
+        /* AFTER's frame spelled with its place, as its views show it */
+        struct ember_frame f = {.name = "f1",
+                                .name_len = 2,
+                                .file = "g.c",
+                                .file_len = 3,
+                                .line = 9,
+                                .module = EMBER_NO_MODULE,
+                                .place_in_name = true};
+        uint32_t id, node;
+        assert_int_equal(ember_profile_intern_frame(after, &f, &id), 0);
+        assert_int_equal(ember_profile_child(after, EMBER_ROOT, id, &node), 0);
+        assert_int_equal(ember_profile_add(after, node, 1, 11), 0);
         assert_int_equal(ember_profile_diff(before, after, &o, &want), 0);
         assert_int_equal(ember_profile_diff_into(before, after, &o), 0);
         const struct ember_profile *got = before;
