@@ -16,26 +16,22 @@
  *
  * Speed: the lines are scanned apart from what is done with them
  * (ember_folded_scan: a profile here, merged diffs in diff.c), each shown
- * to a hint one line ahead so that its stack's cache slot is on its way.
- * A stack seen before is one hash of its text (the stack cache); sorted
- * input repeats long prefixes, so a new line reuses the nodes of the
- * previous line's frames that match byte for byte; the rest of its names
- * are hashed and looked up together (the name memo), then its nodes
- * (ember_profile_child_path).
+ * to a hint one line ahead so that what adding its stack reads is on its
+ * way. Stacks go into the profile as text (ember_stack_text_add: a stack
+ * seen before is one hash of its text, a new one reuses the previous one's
+ * nodes where the texts agree), through the public API alone.
  */
 #include "formats_impl.h"
 #include "ember/transform.h"
 #include "io/chunk.h"
 #include "io/writer.h"
-#include "model/profile_impl.h"
-#include "model/name_cache.h"
-#include "model/stack_cache.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static bool is_space(unsigned char c)
 {
@@ -84,110 +80,30 @@ static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember
     return true;
 }
 
-/* Reading a profile: the stack tree, and what speeds up its insertions. */
+/* Reading a profile: its stacks come as text. */
 struct folded_tree {
     struct ember_profile *p;
-    struct ember_stack_cache stacks;
-    struct ember_name_cache names;
-    uint64_t *hashes; /* of the new frames' names */
-    size_t hcap;
-    /* the previous line's stack and, per frame, where it ends in those
-     * bytes, its name and its node: for prefix reuse */
-    char *prev;
-    size_t prev_len, prev_cap;
-    size_t *ends;
-    uint32_t *ids, *nodes;
-    size_t nframes, ecap, icap, ncap;
+    struct ember_stack_text *t;
 };
 
-/* The frames of a stack not seen before, reusing the previous line's
- * nodes where the text matches. */
-static int insert_frames(struct folded_tree *r, const char *s, size_t n, uint32_t *leaf)
-{
-    /* Frames shared with the previous stack: the same bytes, ending at the
-     * same place in both. */
-    size_t same = 0, lim = n < r->prev_len ? n : r->prev_len, k = 0;
-    while (same < lim && s[same] == r->prev[same])
-        same++;
-    while (k < r->nframes && r->ends[k] <= same && (r->ends[k] == n || s[r->ends[k]] == ';'))
-        k++;
-    r->nframes = k;
-    /* the others' names: split and hashed, their memo slots fetched all at
-     * once, then interned; then their nodes in one pass down */
-    for (size_t pos = k ? r->ends[k - 1] + 1 : 0; n > 0 && pos <= n;) {
-        const char *semi = memchr(s + pos, ';', n - pos);
-        size_t end = semi ? (size_t)(semi - s) : n;
-        if (EMBER_VEC_RESERVE(r->ends, r->ecap, r->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(r->ids, r->icap, r->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(r->nodes, r->ncap, r->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(r->hashes, r->hcap, r->nframes + 1) < 0) {
-            r->nframes = k;
-            return -ENOMEM;
-        }
-        r->hashes[r->nframes] = ember_name_hash(s + pos, end - pos);
-        ember_name_cache_prefetch(&r->names, r->hashes[r->nframes]);
-        r->ends[r->nframes++] = end;
-        pos = end + 1;
-    }
-    for (size_t i = k; i < r->nframes; i++) {
-        size_t pos = i ? r->ends[i - 1] + 1 : 0;
-        int err = ember_name_cache_intern(&r->names, &r->p->frames, s + pos, r->ends[i] - pos,
-                                          r->hashes[i], &r->ids[i]);
-        if (err) {
-            r->nframes = k;
-            return err;
-        }
-    }
-    int err = ember_profile_child_path(r->p, k ? r->nodes[k - 1] : EMBER_ROOT, r->ids + k,
-                                       r->nframes - k, 1, r->nodes + k, leaf);
-    if (err) {
-        r->nframes = k; /* the nodes of the others are not known */
-        return err;
-    }
-    if (EMBER_VEC_RESERVE(r->prev, r->prev_cap, n + 1) < 0)
-        return -ENOMEM;
-    memcpy(r->prev, s, n);
-    r->prev_len = n;
-    return 0;
-}
-
-/* A line to come: its stack's hash, and its slot in the stack cache
- * fetched. */
+/* A line to come: its stack's hash, and what adding it will read fetched. */
 static void tree_hint(void *ctx, struct ember_folded_line *l)
 {
-    struct folded_tree *r = ctx;
-    XXH128_hash_t h = XXH3_128bits(l->stack, l->len);
-    l->hash[0] = h.low64;
-    l->hash[1] = h.high64;
-    ember_stack_cache_prefetch(&r->stacks, h.low64);
-}
-
-/* Inserts the line's stack and returns its last node. */
-static int insert_stack(struct folded_tree *r, const struct ember_folded_line *l, uint32_t *leaf)
-{
-    /* a stack seen before: one hash of its text */
-    const char *s = l->stack;
-    size_t n = l->len;
-    XXH128_hash_t h = {l->hash[0], l->hash[1]};
-    if (ember_stack_cache_get(&r->stacks, h.low64, h.high64, leaf))
-        return 0;
-    int err = insert_frames(r, s, n, leaf);
-    if (!err)
-        ember_stack_cache_put(&r->stacks, h.low64, h.high64, *leaf);
-    return err;
+    const struct folded_tree *r = ctx;
+    ember_stack_text_hint(r->t, l->stack, l->len, l->hash);
 }
 
 /* A line into the profile: its stack, and its counts. */
 static int tree_line(void *ctx, const struct ember_folded_line *l)
 {
-    struct folded_tree *r = ctx;
+    const struct folded_tree *r = ctx;
     struct ember_profile *p = r->p;
     int err = 0;
-    if (l->diff && !p->diff)
+    if (l->diff && !ember_profile_is_differential(p))
         err = ember_profile_set_differential(p, "samples", "count");
     uint32_t leaf = EMBER_ROOT;
     if (!err)
-        err = insert_stack(r, l, &leaf);
+        err = ember_stack_text_add(r->t, l->stack, l->len, l->hash, &leaf);
     if (!err && l->diff) {
         err = ember_profile_add_decimal(p, leaf, 0, l->before);
         if (!err)
@@ -195,7 +111,7 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
     } else if (!err) {
         /* in a differential profile a one-count line is unchanged */
         err = ember_profile_add_decimal(p, leaf, 0, l->count);
-        if (!err && p->diff)
+        if (!err && ember_profile_is_differential(p))
             err = ember_profile_add_decimal(p, leaf, 1, l->count);
     }
     return err;
@@ -338,19 +254,11 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
                        const struct ember_read_opts *o, struct ember_read_stats *st,
                        struct ember_diag *d)
 {
-    struct folded_tree r = {.p = p};
-    int err = ember_stack_cache_init(&r.stacks);
-    if (!err)
-        err = ember_name_cache_init(&r.names);
+    struct folded_tree r = {p, NULL};
+    int err = ember_stack_text_new(p, ';', &r.t);
     if (!err)
         err = ember_folded_scan(in, o, st, d, &tree_calls, &r);
-    ember_stack_cache_release(&r.stacks);
-    ember_name_cache_release(&r.names);
-    free(r.hashes);
-    free(r.prev);
-    free(r.ends);
-    free(r.ids);
-    free(r.nodes);
+    ember_stack_text_free(r.t);
     return err;
 }
 
@@ -401,27 +309,30 @@ const struct ember_format ember_format_folded = {
 struct fold_out {
     struct ember_writer w;
     const struct ember_profile *p;
+    bool diff;         /* before and after are written ... */
+    unsigned selected; /* ... else this value */
+    unsigned decimals;
 };
 
 static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct fold_out *o = ctx;
     const struct ember_profile *p = o->p;
-    if (!p->diff && self[p->selected] == 0)
+    if (!o->diff && self[o->selected] == 0)
         return 0; /* a stack with weight in other values only */
     for (size_t i = 0; i < depth; i++) {
         size_t len;
-        const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
+        const char *name = ember_profile_frame_name(p, ember_profile_node_frame(p, path[i]), &len);
         if (i)
             ember_writer_put(&o->w, ";", 1);
         ember_writer_put(&o->w, name, len);
     }
     /* the selected value, or before and after */
-    unsigned first = p->diff ? 0 : p->selected, last = p->diff ? 1 : p->selected;
+    unsigned first = o->diff ? 0 : o->selected, last = o->diff ? 1 : o->selected;
     for (unsigned v = first; v <= last; v++) {
         char num[40];
         num[0] = ' ';
-        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], p->decimals));
+        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], o->decimals));
     }
     ember_writer_put(&o->w, "\n", 1);
     return o->w.err;
@@ -438,6 +349,9 @@ int ember_write_folded(const struct ember_profile *p, const struct ember_sink *o
     }
     ember_writer_init(&o->w, out);
     o->p = named ? named : p;
+    o->diff = ember_profile_is_differential(o->p);
+    o->selected = ember_profile_selected(o->p);
+    o->decimals = ember_profile_decimals(o->p);
     err = ember_profile_walk(o->p, write_line, o);
     int ferr = ember_writer_flush(&o->w);
     free(o);

@@ -13,6 +13,7 @@
   the profiles' way: both must print the same bytes and say the same
   things, for counts with decimals, differential inputs, --normalize,
   --strip-hex, repeated stacks, empty stacks and bad input.
+- A stack of no frames weighs on the root, whatever the line before it.
 
 usage: tree.py WORKDIR
 """
@@ -222,6 +223,21 @@ def diff_folded_merge(d):
         out = both_ways(d, name, before, after)
         if out[2] == 0 or out[0]:
             golden.fail("diff %s should fail without output: %r" % (name, out))
+
+
+@case
+def empty_stack_is_the_root(d):
+    """A line whose stack has no frames (";; 5": Perl's split drops them
+    all) weighs on the root, whatever the stack before it: after ";a",
+    whose first frame is empty, it was put on that frame and written back
+    as a line of one empty frame."""
+    for text, want in ((b";a 1\n;; 5\n", b";a 1\n"), (b";; 5\n;a 1\n", b";a 1\n"),
+                       (b";a 1\n;; 5\n;a;b 2\n", b";a 1\n;a;b 2\n")):
+        path = os.path.join(d, "empty.folded")
+        with open(path, "wb") as f:
+            f.write(text)
+        out, _, _ = golden.run(["collapse", path])
+        golden.first_difference(out, want, "collapse of %r" % text)
 
 
 @case
