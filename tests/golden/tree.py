@@ -128,6 +128,35 @@ def flame_pruning(d):
 
 
 @case
+def flame_pruning_other_values(d):
+    """Stacks that weigh only in values not shown are not drawn, nor
+    counted as frames not drawn, also where whole subtrees of them are
+    pruned: a pprof profile's cpu beside folded stacks that have none."""
+    prof = os.path.join(golden.CORPUS, "speedscope/sample/profiles/pprof/simple.prof")
+    if not os.path.exists(prof):
+        print("skipped flame_pruning_other_values: no %s" % prof)
+        return
+    path = os.path.join(d, "count.folded")
+    write_folded(path, random_stacks(random.Random(13), 3000))
+    cpu, _, _ = golden.run(["collapse", "--event", "cpu", prof])
+    stacks = {}
+    for line in cpu.decode().splitlines():
+        s, n = line.rsplit(" ", 1)
+        stacks[s] = int(n)
+    total = sum(stacks.values())
+    want, hidden, empty = flow(stacks, 0.1 / ((1200 - 20) / total))
+    svg, _, _ = golden.run(["flamegraph", "--event", "cpu", prof, path])
+    got = svg_frames(svg)
+    if got != sorted(want):
+        golden.fail("the frames drawn differ from flow()'s: %s" % sorted(set(got) ^ set(want))[:5])
+    m = re.search(rb'<text id="details"[^>]*>([^<]*)<', svg)
+    text = "%d frames narrower than 0.1 px not drawn (%.2f%% of the total)" % (
+        hidden, 100.0 * empty / total) if hidden else " "
+    if m.group(1).decode() != text:
+        golden.fail("expected %r, got %r" % (text, m.group(1)))
+
+
+@case
 def flame_pruning_differential(d):
     rng = random.Random(11)
     for i in range(4):
