@@ -116,7 +116,26 @@ struct ember_frame {
     /* views of names spell it "name:file:line", as stackcollapse-perf.pl
      * --srcline and --context do */
     bool place_in_name;
+    /* views of names spell the kind after the name as FlameGraph annotates
+     * it ("name_[k]": --kernel, --jit, inlined pieces of a perf symbol) */
+    bool kind_in_name;
+    /* PROCESS frames (named by the command): the process; THREAD frames:
+     * the process and the thread; -1: unknown. Views spell them as
+     * stackcollapse-perf.pl does: "comm-PID", "comm-PID/TID". */
+    int64_t pid, tid;
 };
+
+/* FlameGraph's annotation of a kind: "_[k]" kernel, "_[j]" JIT, "_[i]"
+ * inlined; "" for the others. */
+EMBER_API const char *ember_frame_kind_suffix(enum ember_frame_kind kind);
+/* A frame's name as views of names show it (FlameGraph's spelling): the
+ * name, its kind's annotation when kind_in_name, ":file:line" (the file
+ * without its directories) when place_in_name; a process or thread as
+ * "comm-PID/TID", its spaces as '_'. Writes at most cap - 1 bytes and a
+ * NUL; returns the length of the whole spelling. */
+EMBER_API size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap);
+/* Whether ember_frame_spell writes more than the name. */
+EMBER_API bool ember_frame_spelled(const struct ember_frame *f);
 
 /* A mapping of a binary (pprof's Mapping): what addresses belong to. */
 enum {

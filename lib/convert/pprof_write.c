@@ -400,6 +400,33 @@ static int put_groups(struct pprof_out *o)
     return o->gz->err;
 }
 
+static bool is_task(const struct ember_profile *p, uint32_t frame)
+{
+    struct ember_frame fr;
+    ember_profile_frame(p, frame, &fr);
+    return fr.kind == EMBER_FRAME_PROCESS || fr.kind == EMBER_FRAME_THREAD;
+}
+
+/* A frame's function name: its own, a process's or thread's as
+ * "comm-PID/TID" (a copy, freed once packed), which pprof has no other
+ * place for. */
+static int frame_string(struct pprof_out *o, uint32_t frame, ProtobufCBinaryData *out)
+{
+    struct ember_frame fr;
+    ember_profile_frame(o->p, frame, &fr);
+    if (fr.kind != EMBER_FRAME_PROCESS && fr.kind != EMBER_FRAME_THREAD) {
+        *out = (ProtobufCBinaryData){fr.name_len, (uint8_t *)fr.name};
+        return 0;
+    }
+    size_t n = ember_frame_spell(&fr, NULL, 0);
+    char *buf = malloc(n + 1);
+    *out = (ProtobufCBinaryData){n, (uint8_t *)buf};
+    if (!buf)
+        return -ENOMEM;
+    ember_frame_spell(&fr, buf, n + 1);
+    return 0;
+}
+
 /* The string table: the fixed strings, then the frames' names in dense
  * order, a few thousand per message. */
 static int put_strings(struct pprof_out *o)
@@ -411,18 +438,22 @@ static int put_strings(struct pprof_out *o)
     part.n_string_table = o->nfixed;
     part.string_table = o->fixed;
     pack(o, &part);
-    for (uint32_t i = 0; i < o->used.count && !o->gz->err;) {
+    int err = 0;
+    for (uint32_t i = 0; i < o->used.count && !o->gz->err && !err;) {
         size_t n = 0;
-        for (; n < STRINGS_PER_PART && i < o->used.count; n++, i++) {
-            size_t len;
-            const char *name = ember_profile_frame_name(o->p, o->used.frames[i], &len);
-            batch[n] = (ProtobufCBinaryData){len, (uint8_t *)name};
-        }
+        for (; n < STRINGS_PER_PART && i < o->used.count && !err; n++, i++)
+            err = frame_string(o, o->used.frames[i], &batch[n]);
         part.n_string_table = n;
         part.string_table = batch;
-        pack(o, &part);
+        if (!err)
+            pack(o, &part);
+        for (size_t k = 0; k < n; k++)
+            if (batch[k].data && is_task(o->p, o->used.frames[i - n + k]))
+                free(batch[k].data);
     }
     free(batch);
+    if (err)
+        return err;
     part.n_string_table = o->nextra;
     part.string_table = o->extra;
     if (o->nextra)

@@ -102,13 +102,17 @@ static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inli
     /* after Rust's escapes, which may give a ';' ("$u3b$") */
     for (char *c = b; (c = memchr(c, ';', len - (size_t)(c - b))) != NULL;)
         *c = ':';
-    if (inlined) {
-        memcpy(b + len, "_[i]", 4);
-        len += 4;
-    }
     if (EMBER_VEC_RESERVE(r->frames, r->cap, r->n + 1) < 0)
         return -ENOMEM;
-    return ember_profile_intern(r->p, b, len, &r->frames[r->n++]);
+    if (!inlined)
+        return ember_profile_intern(r->p, b, len, &r->frames[r->n++]);
+    /* an inlined piece: views spell it "f_[i]" */
+    struct ember_frame fr = {.name = b,
+                             .name_len = len,
+                             .module = EMBER_NO_MODULE,
+                             .kind = EMBER_FRAME_INLINED,
+                             .kind_in_name = true};
+    return ember_profile_intern_frame(r->p, &fr, &r->frames[r->n++]);
 }
 
 static int frame_line(struct dtrace_reader *r, const char *s, size_t n)

@@ -365,9 +365,12 @@ static int buf_reserve(struct perf_parser *ps, size_t n)
     return EMBER_VEC_RESERVE(ps->buf, ps->bcap, n);
 }
 
-/* Names one piece of a symbol (FlameGraph's steps 4 to 7) into ps->buf. */
+/* Names one piece of a symbol (FlameGraph's steps 4 to 7) into ps->buf;
+ * *ann is the kind the script annotates it with ("_[k]": views spell it
+ * from the frame's record), USER when none. */
 static int name_piece(struct perf_parser *ps, const struct frame_line *f, const char *piece,
-                      size_t plen, bool inlined, bool *unknown, size_t *out_len)
+                      size_t plen, bool inlined, bool *unknown, size_t *out_len,
+                      enum ember_frame_kind *ann)
 {
     const struct ember_perf_opts *po = &ps->po;
     if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
@@ -410,20 +413,15 @@ static int name_piece(struct perf_parser *ps, const struct frame_line *f, const 
     len = ember_tidy_rust(b, len);
     if (ps->java)
         len = ember_tidy_java(b, len);
-    const char *ann = NULL;
+    *ann = EMBER_FRAME_USER;
     if (inlined) {
         if (!memmem(b, len, "_[i]", 4))
-            ann = "_[i]";
+            *ann = EMBER_FRAME_INLINED;
     } else if (po->annotate_kernel && ember_module_is_kernel(f->mod, f->mod_len)) {
-        ann = "_[k]";
+        *ann = EMBER_FRAME_KERNEL;
     } else if (po->annotate_jit && ember_module_is_jit(f->mod, f->mod_len)) {
         if (!memmem(b, len, "_[j]", 4))
-            ann = "_[j]";
-    }
-    if (ann) {
-        memcpy(b + len, ann, 4);
-        len += 4;
-        b[len] = '\0';
+            *ann = EMBER_FRAME_JIT;
     }
     *out_len = len;
     return 0;
@@ -441,9 +439,18 @@ static bool offset_suffix(const char *s, size_t n, size_t *cut)
     return true;
 }
 
-static int intern_buf(struct perf_parser *ps, size_t len, uint32_t *id)
+/* ps->buf's name as a frame; one the script annotates keeps its kind, which
+ * views spell ("name_[k]"). */
+static int intern_buf(struct perf_parser *ps, size_t len, enum ember_frame_kind ann, uint32_t *id)
 {
-    return ember_frames_intern(&ps->p->frames, ps->buf, len, id);
+    if (ann == EMBER_FRAME_USER)
+        return ember_profile_intern(ps->p, ps->buf, len, id);
+    struct ember_frame fr = {.name = ps->buf,
+                             .name_len = len,
+                             .module = EMBER_NO_MODULE,
+                             .kind = ann,
+                             .kind_in_name = true};
+    return ember_profile_intern_frame(ps->p, &fr, id);
 }
 
 /* The script skips a symbol that starts with '(', meant for entries that
@@ -485,11 +492,12 @@ static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, u
         const char *arrow = memmem(raw + start, rlen - start, "->", 2);
         size_t end = arrow ? (size_t)(arrow - raw) : rlen;
         size_t len;
-        int err = name_piece(ps, f, raw + start, end - start, idx > 0, unknown, &len);
+        enum ember_frame_kind ann;
+        int err = name_piece(ps, f, raw + start, end - start, idx > 0, unknown, &len, &ann);
         if (!err)
             err = EMBER_VEC_RESERVE(*out, *cap, *nout + 1);
         if (!err)
-            err = intern_buf(ps, len, &(*out)[*nout]);
+            err = intern_buf(ps, len, ann, &(*out)[*nout]);
         if (err)
             return err;
         (*nout)++;
@@ -653,6 +661,20 @@ static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
     return alen == blen && memcmp(a, b, alen) == 0;
 }
 
+/* A pid or tid as perf prints it: its number, -1 for "?" (unknown), -2 when
+ * it is too long to be one. */
+static int64_t task_id(const char *s, size_t n)
+{
+    if (n == 1 && s[0] == '?')
+        return -1;
+    if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
+        return -2; /* kept as text, as printed */
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
 static int start_sample(struct perf_parser *ps, const struct event_head *ev, const char *line,
                         size_t len)
 {
@@ -681,7 +703,19 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
     /* no period, or 0, counts as one sample, as the script does */
     ps->period = period > 0 ? period : 1;
     ps->weighed |= period > 0;
-    /* root frame: comm with spaces as '_', then "-PID" or "-PID/TID" */
+    ps->java = ev->comm_len >= 4 && memcmp(ev->comm, "java", 4) == 0;
+    /* root frame: the process or thread (views spell "comm-PID/TID") */
+    int64_t pid = task_id(ev->pid, ev->pid_len), tid = task_id(ev->tid, ev->tid_len);
+    if ((po->include_tid || po->include_pid) && pid >= -1 && tid >= -1) {
+        struct ember_frame fr = {.name = ev->comm,
+                                 .name_len = ev->comm_len,
+                                 .module = EMBER_NO_MODULE,
+                                 .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
+                                 .pid = pid,
+                                 .tid = tid};
+        return ember_profile_intern_frame(ps->p, &fr, &ps->root);
+    }
+    /* the command alone (or ids too long for a number: their text) */
     if (buf_reserve(ps, ev->comm_len + ev->pid_len + ev->tid_len + 4) < 0)
         return -ENOMEM;
     char *b = ps->buf;
@@ -698,8 +732,7 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
             o += ev->tid_len;
         }
     }
-    ps->java = o >= 4 && memcmp(b, "java", 4) == 0;
-    return intern_buf(ps, o, &ps->root);
+    return intern_buf(ps, o, EMBER_FRAME_USER, &ps->root);
 }
 
 /* "file:line" (perf's srcline) into fr's file and line; false if it is
@@ -751,8 +784,6 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
     if (EMBER_VEC_RESERVE(ps->fr, ps->frcap, nids) < 0)
         return -ENOMEM;
     for (size_t k = 0; k < nids; k++) {
-        size_t len;
-        const char *nm = ember_profile_frame_name(ps->p, pf->ids[k], &len);
         ps->fr[k] = pf->ids[k];
         if (ll == a)
             continue;
@@ -767,12 +798,15 @@ static int finish_pending(struct perf_parser *ps, const char *s, size_t n)
                 return err;
             continue;
         }
-        if (EMBER_VEC_RESERVE(pf->join, pf->jcap, len + 1 + (ll - a)) < 0)
+        /* another text: "name:text", the name as views spell it ("f_[k]") */
+        fr.place_in_name = false;
+        size_t len = ember_frame_spell(&fr, NULL, 0);
+        if (EMBER_VEC_RESERVE(pf->join, pf->jcap, len + 2 + (ll - a)) < 0)
             return -ENOMEM;
-        memcpy(pf->join, nm, len);
+        ember_frame_spell(&fr, pf->join, len + 1);
         pf->join[len] = ':';
         memcpy(pf->join + len + 1, loc + a, ll - a);
-        int err = ember_frames_intern(&ps->p->frames, pf->join, len + 1 + (ll - a), &ps->fr[k]);
+        int err = ember_profile_intern(ps->p, pf->join, len + 1 + (ll - a), &ps->fr[k]);
         if (err)
             return err;
     }

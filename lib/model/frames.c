@@ -48,7 +48,9 @@ static uint64_t loc_seed(const struct ember_frame_loc *l)
     uint64_t s = ember_hash_u64((uint64_t)(uintptr_t)l->file ^ ((uint64_t)l->line << 32));
     s = ember_hash_u64(s ^ l->column ^ ((uint64_t)l->start_line << 32));
     s = ember_hash_u64(s ^ l->module ^ ((uint64_t)l->kind << 32) ^
-                       ((uint64_t)l->has_address << 40) ^ ((uint64_t)l->place_in_name << 41));
+                       ((uint64_t)l->has_address << 40) ^ ((uint64_t)l->place_in_name << 41) ^
+                       ((uint64_t)l->kind_in_name << 42));
+    s = ember_hash_u64(s ^ (uint64_t)l->pid ^ ((uint64_t)l->tid << 32));
     return ember_hash_u64(s ^ l->address);
 }
 
@@ -132,7 +134,8 @@ static bool same_loc(const struct ember_frame_loc *a, const struct ember_frame_l
     return a->file == b->file && a->line == b->line && a->column == b->column &&
            a->start_line == b->start_line && a->module == b->module && a->address == b->address &&
            a->kind == b->kind && a->has_address == b->has_address &&
-           a->place_in_name == b->place_in_name;
+           a->place_in_name == b->place_in_name && a->kind_in_name == b->kind_in_name &&
+           a->pid == b->pid && a->tid == b->tid;
 }
 
 static bool loc_says_nothing(const struct ember_frame_loc *l)

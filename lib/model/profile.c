@@ -338,7 +338,12 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
         .kind = (uint8_t)fr->kind,
         .has_address = fr->has_address,
         .place_in_name = fr->place_in_name && fr->file,
+        .kind_in_name = fr->kind_in_name && ember_frame_kind_suffix(fr->kind)[0],
     };
+    if (fr->kind == EMBER_FRAME_PROCESS || fr->kind == EMBER_FRAME_THREAD) {
+        loc.pid = fr->pid < 0 ? -1 : fr->pid;
+        loc.tid = fr->kind == EMBER_FRAME_THREAD && fr->tid >= 0 ? fr->tid : -1;
+    }
     return ember_frames_intern_loc(&p->frames, fr->name, fr->name_len, &loc, frame);
 }
 
@@ -347,6 +352,7 @@ void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct e
     memset(out, 0, sizeof(*out));
     out->module = EMBER_NO_MODULE;
     out->name = "";
+    out->pid = out->tid = -1;
     if (frame >= p->frames.count)
         return;
     const struct ember_frame_loc *l = &p->frames.loc[frame];
@@ -364,6 +370,11 @@ void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct e
     out->module = l->module;
     out->kind = (enum ember_frame_kind)l->kind;
     out->place_in_name = l->place_in_name;
+    out->kind_in_name = l->kind_in_name;
+    if (l->kind == EMBER_FRAME_PROCESS || l->kind == EMBER_FRAME_THREAD) {
+        out->pid = l->pid;
+        out->tid = l->tid;
+    }
 }
 
 bool ember_profile_detailed(const struct ember_profile *p)

@@ -44,6 +44,8 @@ struct ember_frame_loc {
     uint8_t kind;
     bool has_address;
     bool place_in_name; /* views of names spell "name:file:line" */
+    bool kind_in_name;  /* views of names spell the kind: "name_[k]" */
+    int64_t pid, tid;   /* PROCESS and THREAD frames; -1: unknown */
     bool detailed;
 };
 

@@ -128,13 +128,20 @@ static bool contains(const char *s, size_t len, const char *lit)
     return memmem(s, len, lit, strlen(lit)) != NULL;
 }
 
-static const char *java_type(const char *s, size_t len)
+/* Whether a frame is of kind k, by its record or, for names read as text
+ * (folded stacks), by FlameGraph's annotation at its end. */
+static bool is_kind(enum ember_frame_kind kind, enum ember_frame_kind k, const char *s, size_t len)
+{
+    return kind == k || ends_with(s, len, ember_frame_kind_suffix(k));
+}
+
+static const char *java_type(const char *s, size_t len, enum ember_frame_kind kind)
 {
     static const char *const pkgs[] = {"java/", "javax/", "jdk/", "net/",
                                        "org/",  "com/",   "io/",  "sun/"};
-    if (ends_with(s, len, "_[j]"))
+    if (is_kind(kind, EMBER_FRAME_JIT, s, len))
         return "green";
-    if (ends_with(s, len, "_[i]"))
+    if (is_kind(kind, EMBER_FRAME_INLINED, s, len))
         return "aqua";
     const char *t = len > 0 && s[0] == 'L' ? s + 1 : s;
     size_t tl = len - (size_t)(t - s);
@@ -145,25 +152,25 @@ static const char *java_type(const char *s, size_t len)
         return "green";
     if (contains(s, len, "::"))
         return "yellow";
-    if (ends_with(s, len, "_[k]"))
+    if (is_kind(kind, EMBER_FRAME_KERNEL, s, len))
         return "orange";
     return "red";
 }
 
-static const char *perl_type(const char *s, size_t len)
+static const char *perl_type(const char *s, size_t len, enum ember_frame_kind kind)
 {
     if (contains(s, len, "::"))
         return "yellow";
     if (contains(s, len, "Perl") || contains(s, len, ".pl"))
         return "green";
-    if (ends_with(s, len, "_[k]"))
+    if (is_kind(kind, EMBER_FRAME_KERNEL, s, len))
         return "orange";
     return "red";
 }
 
-static const char *js_type(const char *s, size_t len)
+static const char *js_type(const char *s, size_t len, enum ember_frame_kind kind)
 {
-    if (ends_with(s, len, "_[j]"))
+    if (is_kind(kind, EMBER_FRAME_JIT, s, len))
         return memchr(s, '/', len) ? "green" : "aqua";
     if (contains(s, len, "::"))
         return "yellow";
@@ -174,7 +181,8 @@ static const char *js_type(const char *s, size_t len)
         return "aqua";
     if (len == 1 && s[0] == ' ')
         return "green";
-    if (contains(s, len, "_[k]"))
+    /* flamegraph.pl: an annotation anywhere in the name */
+    if (kind == EMBER_FRAME_KERNEL || contains(s, len, "_[k]"))
         return "orange";
     return "red";
 }
@@ -192,7 +200,7 @@ bool ember_palette_known(const char *palette)
 }
 
 struct ember_rgb ember_color(const char *type, enum ember_color_mode mode, const char *name,
-                             size_t len, unsigned long long *rng)
+                             size_t len, enum ember_frame_kind kind, unsigned long long *rng)
 {
     double v1, v2, v3;
     if (mode == EMBER_COLOR_HASH) {
@@ -214,11 +222,11 @@ struct ember_rgb ember_color(const char *type, enum ember_color_mode mode, const
         return (struct ember_rgb){r, r, 190 + (int)(55 * v2)};
     }
     if (strcmp(type, "java") == 0)
-        type = java_type(name, len);
+        type = java_type(name, len, kind);
     else if (strcmp(type, "perl") == 0)
-        type = perl_type(name, len);
+        type = perl_type(name, len, kind);
     else if (strcmp(type, "js") == 0)
-        type = js_type(name, len);
+        type = js_type(name, len, kind);
     else if (strcmp(type, "wakeup") == 0)
         type = "aqua";
     else if (strcmp(type, "chain") == 0)

@@ -15,10 +15,12 @@ struct ember_rgb {
 
 enum ember_color_mode { EMBER_COLOR_NAME, EMBER_COLOR_HASH, EMBER_COLOR_RANDOM };
 
-/* The colour of a frame named name (annotation included) in palette. For
- * EMBER_COLOR_RANDOM, *rng is the generator's state. */
+/* The colour of a frame named name (as views spell it) of kind (its
+ * record's, when the name shows it; else USER: then FlameGraph's
+ * annotations in the name decide) in palette. For EMBER_COLOR_RANDOM, *rng
+ * is the generator's state. */
 struct ember_rgb ember_color(const char *palette, enum ember_color_mode mode, const char *name,
-                             size_t len, unsigned long long *rng);
+                             size_t len, enum ember_frame_kind kind, unsigned long long *rng);
 
 /* Differential colour: red when delta > 0, blue when < 0, white at 0. */
 struct ember_rgb ember_color_scale(double delta, double maxdelta);

@@ -635,7 +635,10 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         enum ember_color_mode mode = o->hash     ? EMBER_COLOR_HASH
                                      : o->random ? EMBER_COLOR_RANDOM
                                                  : EMBER_COLOR_NAME;
-        c = ember_color(o->colors, mode, name, len, &s->rng);
+        struct ember_frame fr = {.kind = EMBER_FRAME_USER}; /* "all" has no record */
+        if (f->depth > 0)
+            ember_profile_frame(s->p, s->p->nodes[f->node].frame, &fr);
+        c = ember_color(o->colors, mode, name, len, fr.kind, &s->rng);
         put_rgb(fill, c);
         if (o->palette)
             ember_palette_put(o->palette, name, len, fill);

@@ -31,6 +31,13 @@ struct names {
     uint32_t *name_of;                   /* src frame -> its view name in scratch */
 };
 
+/* The kind a view's frame keeps, for colours: the one its name ends with
+ * ("f_[k]"; not "f_[i]:file:12", which flamegraph.pl colours by the rest). */
+static enum ember_frame_kind shown_kind(const struct ember_frame_loc *l)
+{
+    return l->kind_in_name && !l->place_in_name ? (enum ember_frame_kind)l->kind : EMBER_FRAME_USER;
+}
+
 static void agree(struct agreed *a, const struct ember_frame_loc *l)
 {
     if (!l->detailed)
@@ -38,12 +45,14 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
     if (!a->seen) {
         a->seen = true;
         a->loc = *l;
-        a->loc.kind = EMBER_FRAME_USER;
+        a->loc.kind = shown_kind(l);
         a->loc.has_address = false;
         a->loc.address = 0;
-        a->loc.place_in_name = false; /* the view's name spells it already */
+        a->loc.place_in_name = a->loc.kind_in_name = false; /* the view's name spells them */
         return;
     }
+    if (a->loc.kind != shown_kind(l))
+        a->loc.kind = EMBER_FRAME_USER;
     if (a->loc.file != l->file)
         a->loc.file = NULL, a->loc.file_len = 0;
     if (a->loc.line != l->line)
@@ -56,27 +65,20 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
         a->loc.module = EMBER_NO_MODULE;
 }
 
-/* Frame f's name in the view, interned in scratch: its name, or
- * "name:file:line" (the file without its directories) when FlameGraph's
- * scripts spell it so (--srcline, --context). */
+/* Frame f's name in the view, interned in scratch: FlameGraph's spelling
+ * of its record (ember_frame_spell: "name_[k]", "name:file:line"). */
 static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
                      uint32_t *id)
 {
-    const struct ember_frame_loc *l = &p->frames.loc[f];
-    if (!l->detailed || !l->place_in_name)
-        return ember_frames_intern(&scratch->frames, p->frames.str[f], p->frames.len[f], id);
-    size_t cap = p->frames.len[f] + l->file_len + 16, n = p->frames.len[f];
-    char *buf = malloc(cap);
+    struct ember_frame fr;
+    ember_profile_frame(p, f, &fr);
+    if (!ember_frame_spelled(&fr))
+        return ember_frames_intern(&scratch->frames, fr.name, fr.name_len, id);
+    size_t n = ember_frame_spell(&fr, NULL, 0);
+    char *buf = malloc(n + 1);
     if (!buf)
         return -ENOMEM;
-    const char *base = memrchr(l->file, '/', l->file_len);
-    base = base ? base + 1 : l->file;
-    size_t blen = l->file_len - (size_t)(base - l->file);
-    memcpy(buf, p->frames.str[f], n);
-    buf[n++] = ':';
-    memcpy(buf + n, base, blen);
-    n += blen;
-    n += (size_t)snprintf(buf + n, cap - n, ":%u", (unsigned)l->line);
+    ember_frame_spell(&fr, buf, n + 1);
     int err = ember_frames_intern(&scratch->frames, buf, n, id);
     free(buf);
     return err;

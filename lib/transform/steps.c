@@ -183,6 +183,24 @@ static size_t process_of(const char *s, size_t n)
     return (size_t)(slash - s);
 }
 
+/* --merge-threads: a thread's frame becomes its process's ("comm-PID"),
+ * by its record, or by its name when read as text ("comm-PID/TID"). */
+static int merged_process(struct ember_profile *dst, const struct ember_frame *rec, const char *s,
+                          size_t n, uint32_t *merged)
+{
+    if (rec->kind == EMBER_FRAME_THREAD && rec->pid >= 0) { /* "comm-?/TID": which process? */
+        struct ember_frame proc = {.name = s,
+                                   .name_len = n,
+                                   .module = EMBER_NO_MODULE,
+                                   .kind = EMBER_FRAME_PROCESS,
+                                   .pid = rec->pid,
+                                   .tid = -1};
+        return ember_profile_intern_frame(dst, &proc, merged);
+    }
+    size_t pn = rec->kind == EMBER_FRAME_USER ? process_of(s, n) : 0;
+    return pn ? ember_frames_intern(&dst->frames, s, pn, merged) : 0;
+}
+
 static int learn_frame(struct apply *a, struct ember_profile *dst, const struct ember_profile *src,
                        uint32_t f)
 {
@@ -199,9 +217,21 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
     /* the frame's record goes with its new name */
     int err = ember_profile_copy_frame(dst, src, f, s, n, NULL, &fi->name);
     fi->merged = fi->name;
-    size_t pn = t->merge_threads ? process_of(s, n) : 0;
-    if (!err && pn)
-        err = ember_frames_intern(&dst->frames, s, pn, &fi->merged);
+    struct ember_frame rec;
+    ember_profile_frame(src, f, &rec);
+    if (!err && t->merge_threads)
+        err = merged_process(dst, &rec, s, n, &fi->merged);
+    /* rules see the name as views show it ("f_[k]", "f:file.c:12") */
+    char *spelled = NULL;
+    if (!err && ember_frame_spelled(&rec)) {
+        rec.name = s;
+        rec.name_len = n;
+        size_t sn = ember_frame_spell(&rec, NULL, 0);
+        if (!(spelled = malloc(sn + 1)))
+            err = -ENOMEM;
+        else
+            n = ember_frame_spell(&rec, spelled, sn + 1), s = spelled;
+    }
     for (int k = 0; k < NKINDS && !err; k++)
         for (size_t i = 0; i < t->nrules[k]; i++)
             if (matches(t, &t->rules[k][i], s, n)) {
@@ -213,6 +243,7 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
             }
     fi->skip = t->skip_after && strlen(t->skip_after) == n && memcmp(t->skip_after, s, n) == 0;
     fi->known = !err;
+    free(spelled);
     return err;
 }
 

@@ -18,11 +18,12 @@ static int annotate_stack(void *ctx, struct ember_profile *dst, const struct emb
     char buf[4096];
     int err = 0;
     for (size_t i = 0; i < n && !err; i++) {
-        const char *s = src->frames.str[in[i]];
-        size_t len = src->frames.len[in[i]];
-        bool sep = len == 2 && memcmp(s, "--", 2) == 0;
+        struct ember_frame fr;
+        ember_profile_frame(src, in[i], &fr);
+        bool sep = fr.name_len == 2 && memcmp(fr.name, "--", 2) == 0;
+        /* the name as views spell it ("f_[k]"), then the waker's mark */
+        size_t len = ember_frame_spell(&fr, buf, sizeof(buf));
         if (waker && !sep && len + 4 < sizeof(buf)) {
-            memcpy(buf, s, len);
             memcpy(buf + len, "_[w]", 4);
             err = ember_stack_out_name(out, dst, buf, len + 4);
         } else {

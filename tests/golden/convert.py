@@ -152,6 +152,30 @@ def pprof_top(d):
           (len(rows), total, top[0], top[1][0], top[1][1]))
 
 
+@case
+def spellings_at_edges(d):
+    """FlameGraph's annotations are made where names are shown: perf's
+    --kernel frames are "f_[k]" in folded stacks and in what --hide matches,
+    but the pprof export names the function, its kind in its mapping."""
+    src = os.path.join(golden.CORPUS, "ocaml5", "perf", "alloc-fp.perf.txt")
+    if not os.path.exists(src):
+        print("  %s is missing: skipped" % src)
+        return
+    folded = collapse(src, "--kernel")
+    if b"entry_SYSCALL_64_after_hwframe_[k]" not in folded:
+        golden.fail("collapse --kernel should annotate kernel frames")
+    hidden = collapse(src, "--kernel", "--hide", r"_\[k\]$")
+    if b"_[k]" in hidden or b"_[k]" not in folded:
+        golden.fail("--hide should match the annotated names")
+    out = os.path.join(d, "kernel.pb.gz")
+    golden.run(["convert", "--kernel", "--to", "pprof", src, "-o", out])
+    raw = golden.go(["tool", "pprof", "-raw", out], d)
+    if "_[k]" in raw or " entry_SYSCALL_64_after_hwframe " not in raw:
+        golden.fail("pprof names should be the functions' own, without _[k]:\n%s" %
+                    "\n".join(l for l in raw.split("\n") if "_[k]" in l)[:2000])
+    print("  _[k] in folded stacks and --hide, not in pprof names")
+
+
 # ---- round trips -------------------------------------------------------------
 
 def round_trip_inputs(d):

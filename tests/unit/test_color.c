@@ -18,7 +18,7 @@
 static void rgb(const char *palette, enum ember_color_mode mode, const char *name, const char *want)
 {
     char got[32];
-    struct ember_rgb c = ember_color(palette, mode, name, strlen(name), NULL);
+    struct ember_rgb c = ember_color(palette, mode, name, strlen(name), EMBER_FRAME_USER, NULL);
     snprintf(got, sizeof(got), "rgb(%d,%d,%d)", c.r, c.g, c.b);
     assert_string_equal(got, want);
 }
@@ -75,13 +75,26 @@ static void test_scale(void **state)
     assert_int_equal(c.g, 255);
 }
 
+/* A frame's record decides its colour as its annotation would: a kernel
+ * frame is orange in the java palette whatever its name. */
+static void test_kind(void **state)
+{
+    (void)state;
+    struct ember_rgb k = ember_color("java", EMBER_COLOR_NAME, "f", 1, EMBER_FRAME_KERNEL, NULL);
+    assert_int_equal(k.b, 0); /* orange: (190.., 90.., 0) */
+    assert_true(k.r >= 190 && k.g >= 90 && k.g < 156);
+    struct ember_rgb j = ember_color("java", EMBER_COLOR_NAME, "f", 1, EMBER_FRAME_JIT, NULL);
+    assert_true(j.g >= 200 && j.r == j.b); /* green */
+    struct ember_rgb u = ember_color("java", EMBER_COLOR_NAME, "f", 1, EMBER_FRAME_USER, NULL);
+    assert_true(u.r >= 200 && u.g == u.b); /* red */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_name_rand),
-        cmocka_unit_test(test_namehash),
-        cmocka_unit_test(test_palettes),
-        cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_name_rand), cmocka_unit_test(test_namehash),
+        cmocka_unit_test(test_palettes),  cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,6 +165,34 @@ static void test_weight_format(void **state)
     assert_string_equal(buf, "-1.5");
 }
 
+/* FlameGraph's spelling, made from the record: annotation, then place. */
+static void test_spell(void **state)
+{
+    (void)state;
+    char buf[64];
+    struct ember_frame f = {.name = "leaf",
+                            .name_len = 4,
+                            .file = "/src/x.c",
+                            .file_len = 8,
+                            .line = 12,
+                            .kind = EMBER_FRAME_INLINED,
+                            .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 4);
+    assert_string_equal(buf, "leaf");
+    f.kind_in_name = true;
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 8);
+    assert_string_equal(buf, "leaf_[i]");
+    f.place_in_name = true;
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 15);
+    assert_string_equal(buf, "leaf_[i]:x.c:12");
+    /* cut to the buffer, the whole length returned */
+    assert_int_equal(ember_frame_spell(&f, buf, 6), 15);
+    assert_string_equal(buf, "leaf_");
+    f.kind = EMBER_FRAME_USER; /* no annotation for a user frame */
+    f.place_in_name = false;
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_overflow_is_an_error),
         cmocka_unit_test(test_weight_format),
+        cmocka_unit_test(test_spell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,89 @@
+/*
+ * spell.c - a frame as FlameGraph's scripts name it: the one place where a
+ * frame record becomes the text that folded stacks, flame graphs and
+ * reports show ("func_[k]", "func:file.c:12").
+ *
+ * Readers keep what they know in the record (the kind, the file and line)
+ * and say with kind_in_name and place_in_name whether FlameGraph's spelling
+ * shows it; the name itself never carries an annotation a reader added.
+ */
+#include "ember/profile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *ember_frame_kind_suffix(enum ember_frame_kind kind)
+{
+    switch (kind) {
+    case EMBER_FRAME_KERNEL:
+        return "_[k]";
+    case EMBER_FRAME_JIT:
+        return "_[j]";
+    case EMBER_FRAME_INLINED:
+        return "_[i]";
+    default:
+        return "";
+    }
+}
+
+/* Appends s[0..n) to buf at *at, as far as cap - 1 allows; counts it all. */
+static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
+{
+    if (*at < cap) {
+        size_t room = cap - 1 - *at;
+        memcpy(buf + *at, s, n < room ? n : room);
+    }
+    *at += n;
+}
+
+static bool is_task(const struct ember_frame *f)
+{
+    return f->kind == EMBER_FRAME_PROCESS || f->kind == EMBER_FRAME_THREAD;
+}
+
+bool ember_frame_spelled(const struct ember_frame *f)
+{
+    return (f->kind_in_name && ember_frame_kind_suffix(f->kind)[0]) ||
+           (f->place_in_name && f->file) || is_task(f);
+}
+
+/* "comm-PID/TID": the command's spaces as '_' (the script's tr/ /_/). */
+static void put_task(const struct ember_frame *f, char *buf, size_t cap, size_t *at)
+{
+    for (size_t i = 0; i < f->name_len; i++)
+        put(buf, cap, at, f->name[i] == ' ' ? "_" : f->name + i, 1);
+    char ids[48];
+    int n = f->pid < 0 ? snprintf(ids, sizeof(ids), "-?")
+                       : snprintf(ids, sizeof(ids), "-%lld", (long long)f->pid);
+    if (f->kind == EMBER_FRAME_THREAD && f->tid >= 0)
+        n += snprintf(ids + n, sizeof(ids) - (size_t)n, "/%lld", (long long)f->tid);
+    put(buf, cap, at, ids, (size_t)n);
+}
+
+size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap)
+{
+    size_t at = 0;
+    if (is_task(f)) {
+        put_task(f, buf, cap, &at);
+        if (cap)
+            buf[at < cap ? at : cap - 1] = '\0';
+        return at;
+    }
+    put(buf, cap, &at, f->name, f->name_len);
+    if (f->kind_in_name) {
+        const char *sfx = ember_frame_kind_suffix(f->kind);
+        put(buf, cap, &at, sfx, strlen(sfx));
+    }
+    if (f->place_in_name && f->file) {
+        const char *base = memrchr(f->file, '/', f->file_len);
+        base = base ? base + 1 : f->file;
+        char line[16];
+        int ln = snprintf(line, sizeof(line), ":%u", (unsigned)f->line);
+        put(buf, cap, &at, ":", 1);
+        put(buf, cap, &at, base, f->file_len - (size_t)(base - f->file));
+        put(buf, cap, &at, line, (size_t)ln);
+    }
+    if (cap)
+        buf[at < cap ? at : cap - 1] = '\0';
+    return at;
+}
