@@ -1,26 +1,419 @@
 /*
- * cmd_record.c - `ember record`: the old name of `ember trace record -- CMD`
- * (run CMD with tracing on and keep what it traced), kept as an alias until
- * `ember record` becomes the sampler's (issue 10).
+ * cmd_record.c - `ember record`: the sampler. Records a command (or running
+ * processes, or the whole system) with perf_event_open into a perf.data
+ * file (lib/record); `-o X.data` keeps that file, any other output is made
+ * by reading the recording back through the perf.data reader, as every
+ * ember command reads one, and writing it with the writer the extension
+ * names (ember_writer_for_path): one path from the kernel's records to
+ * every profile.
+ *
+ * Invariants: while recording, SIGINT, SIGTERM and SIGHUP only ask the loop to
+ * stop (the recording is still written); before and after, they remove
+ * the temporaries as everywhere (cleanup.c). Nothing is left behind on
+ * failure: the output is made beside its target and renamed, the
+ * recording for other outputs lives in TMPDIR until read. The exit status
+ * is the command's (a shell's 126/127 when it could not run).
  */
 #include "cli.h"
 #include "commands.h"
+#include "ember/convert.h"
+#include "ember/record.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] = "ember record [options] [-o OUT] -- CMD [ARGS...]\n"
+                            "       ember record [options] [-o OUT] -p PID[,PID...] [-- CMD...]\n"
+                            "       ember record [options] [-o OUT] -a [--duration S] [-- CMD...]";
+static const char description[] =
+    "Samples where CMD (its threads and children), running processes or the whole\n"
+    "system spend their CPU time, with perf_event_open (cycles where the hardware\n"
+    "counts them, else cpu-clock), and writes by OUT's extension: .data a perf.data\n"
+    "file (perf script, perf report and hotspot read it; so does every ember\n"
+    "command), .svg a flame graph, .pb.gz pprof, .folded, .speedscope.json,\n"
+    ".json a Chrome trace. Ctrl-C stops recording and still writes OUT; the exit\n"
+    "status is CMD's. With -p or -a, CMD only says how long to record (as perf's\n"
+    "'-a -- sleep 5'). -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
+    "Running a traced program (<ember/trace.h>) and keeping its trace, which\n"
+    "'ember record' did before, is 'ember trace record'.\n"
+    "Examples:\n"
+    "  ember record -- ./prog args              # ember.svg\n"
+    "  ember record -F 999 --call-graph dwarf -o prog.data -- ./prog\n"
+    "  ember record -p 1234 --duration 10 -o server.pb.gz";
+
+static volatile sig_atomic_t stop_asked;
+
+static void ask_stop(int sig)
+{
+    (void)sig;
+    stop_asked = 1;
+}
+
+/* SIGINT, SIGTERM and SIGHUP end the recording, not the program; no SA_RESTART, so
+ * that poll returns at once. */
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = ask_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal closed: stop CMD, keep what was recorded */
+}
+
+enum { LEAF_STACK_DEFAULT = 128 };
+
+struct record_args {
+    int leaf_stack; /* fp: bytes of user stack per sample */
+    unsigned freq;
+    const char *call_graph, *out, *pids;
+    bool all;
+    double duration;
+};
+
+static int parse_call_graph(const char *s, struct ember_record_opts *ro)
+{
+    if (strcmp(s, "fp") == 0)
+        return 0;
+    if (strncmp(s, "dwarf", 5) != 0 || (s[5] && s[5] != ','))
+        goto bad;
+    ro->dwarf = true;
+    if (s[5] == ',') {
+        char *end;
+        unsigned long size = strtoul(s + 6, &end, 10);
+        if (end == s + 6 || *end || size == 0 || size > 65528)
+            goto bad;
+        ro->stack_size = (unsigned)((size + 7) & ~7ul); /* whole words, as perf rounds */
+    }
+    return 0;
+bad:
+    cli_error("--call-graph '%s': expected fp, dwarf or dwarf,SIZE (bytes of stack, up to 65528)",
+              s);
+    return -1;
+}
+
+/* "12,345" into pids; -1 after saying what is wrong. */
+static int parse_pids(const char *s, pid_t **pids, size_t *n)
+{
+    size_t cap = strlen(s) / 2 + 1;
+    *pids = calloc(cap, sizeof(**pids));
+    *n = 0;
+    if (!*pids)
+        return -1;
+    for (const char *p = s;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0 || v > 0x3fffffff || (*end && *end != ',') || *n == cap) {
+            cli_error("-p '%s': expected process ids separated by commas", s);
+            return -1;
+        }
+        (*pids)[(*n)++] = (pid_t)v;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+static bool is_data(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 5 && strcmp(path + n - 5, ".data") == 0;
+}
+
+/* The recording of a non-.data output: a file in TMPDIR, removed on signals. */
+static int temp_recording(char **path)
+{
+    const char *dir = getenv("TMPDIR");
+    if (asprintf(path, "%s/ember-record-XXXXXX.data", dir && *dir ? dir : "/tmp") < 0) {
+        *path = NULL;
+        cli_error("out of memory");
+        return -1;
+    }
+    sigset_t old;
+    cli_cleanup_block(&old);
+    int fd = mkostemps(*path, 5, O_CLOEXEC);
+    if (fd >= 0 && cli_cleanup_add(*path, false) < 0) {
+        unlink(*path);
+        close(fd);
+        fd = -1;
+        errno = ENAMETOOLONG;
+    }
+    cli_cleanup_unblock(&old);
+    if (fd < 0) {
+        cli_error("cannot create a temporary recording %s: %s", *path, strerror(errno));
+        free(*path);
+        *path = NULL;
+    }
+    return fd;
+}
+
+static void drop_temp(char *path, int fd)
+{
+    if (fd >= 0)
+        close(fd);
+    if (path) {
+        unlink(path);
+        cli_cleanup_remove(path);
+        free(path);
+    }
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Polls until the command ends, a signal or the duration. */
+static int record_loop(struct ember_recorder *rec, double duration, struct ember_diag *d)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (stop_asked)
+            return 0;
+        int timeout = 100;
+        if (duration > 0) {
+            double left = duration - seconds_since(&t0);
+            if (left <= 0)
+                return 0;
+            if (left * 1000 < timeout)
+                timeout = (int)(left * 1000) + 1;
+        }
+        int rc = ember_recorder_poll(rec, timeout, d);
+        if (rc <= 0)
+            return rc;
+    }
+}
+
+/* A shell's status for a command: its exit code, 128 + a signal. */
+static int command_status(const struct ember_record_stats *st)
+{
+    if (st->exec_errno)
+        return st->exec_errno == ENOENT || st->exec_errno == ENOTDIR ? 127 : 126;
+    if (!st->cmd_ended)
+        return 0;
+    if (WIFEXITED(st->cmd_status))
+        return WEXITSTATUS(st->cmd_status);
+    return WIFSIGNALED(st->cmd_status) ? 128 + WTERMSIG(st->cmd_status) : 1;
+}
+
+/* Records into fd; the stats, and 0 or the exit code after saying why. */
+static int record_into(const struct ember_record_opts *ro, const struct record_args *a, int fd,
+                       const char *name, struct ember_record_stats *st)
+{
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    struct ember_recorder *rec = NULL;
+    memset(st, 0, sizeof(*st));
+    int err = ember_recorder_new(&rec, ro, fd, &d);
+    if (!err)
+        err = ember_recorder_start(rec, &d);
+    if (!err)
+        err = record_loop(rec, a->duration, &d);
+    int stop_err = rec ? ember_recorder_stop(rec, err ? NULL : &d) : 0;
+    if (rec)
+        ember_recorder_stats(rec, st);
+    ember_recorder_free(rec);
+    cli_cleanup_install();
+    if (err || stop_err) {
+        if ((err ? err : stop_err) == -EIO && !d.file[0]) /* the output failed: name it */
+            snprintf(d.file, sizeof(d.file), "%s", name);
+        cli_diag_error(&d, err ? err : stop_err);
+        return st->exec_errno ? command_status(st) : 1;
+    }
+    return 0;
+}
+
+static void summary(const struct ember_record_stats *st, const char *out)
+{
+    fprintf(stderr, "%s: %llu samples of %s%s, %llu lost, %.2f s, wrote %s\n", cli_command_name(),
+            (unsigned long long)st->samples, st->event,
+            st->event_fallback ? " (no cycles counter here)" : "", (unsigned long long)st->lost,
+            (double)st->duration_ns / 1e9, out);
+}
+
+/* The title of a flame graph: the command's name. */
+static const char *title(const struct ember_record_opts *ro)
+{
+    if (ro->system_wide || ro->npids)
+        return ro->system_wide ? "system" : "processes";
+    const char *slash = strrchr(ro->argv[0], '/');
+    return slash && slash[1] ? slash + 1 : ro->argv[0];
+}
+
+/* The recording in path, read back and written as w into out. */
+static int write_from_recording(const struct ember_writer_format *w, char *path, const char *out,
+                                const char *name)
+{
+    struct cli_reader r;
+    cli_reader_init(&r);
+    r.verb = "write";
+    r.format = "perf.data";
+    r.ro.addresses = strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
+    r.flamechart = strcmp(w->name, "chrome") == 0;  /* samples in time order */
+    struct ember_profile *p = ember_profile_new();
+    int ret = p ? cli_read_profile(&r, p, &path, 1) : 1;
+    if (!p)
+        cli_error("out of memory");
+    struct ember_convert_opts co;
+    ember_convert_opts_default(&co);
+    co.name = name;
+    co.exporter = "ember@" EMBER_VERSION;
+    struct cli_output o;
+    if (!ret && cli_output_open(&o, out) < 0)
+        ret = 1;
+    if (!ret) {
+        struct ember_diag d;
+        ember_diag_clear(&d);
+        struct ember_sink sink = cli_output_sink(&o);
+        int err = w->write(p, &co, &sink, &d);
+        ret = cli_output_finish(&o, err, &d);
+    }
+    ember_profile_free(p);
+    cli_reader_release(&r);
+    return ret;
+}
+
+static int run(const struct ember_record_opts *ro, const struct record_args *a)
+{
+    /* from here a Ctrl-C stops the recording (at once if it comes before)
+     * and what was recorded is written; cleanup.c's handlers come back
+     * when recording ends */
+    catch_stop_signals();
+    const struct ember_writer_format *w = is_data(a->out) ? NULL : ember_writer_for_path(a->out);
+    if (!is_data(a->out) && !w) {
+        cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
+                  ".speedscope.json or .json",
+                  a->out);
+        return EXIT_USAGE;
+    }
+    if (w && !ember_format_find("perf.data")) {
+        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
+                  a->out);
+        return 1;
+    }
+    struct ember_record_stats st;
+    if (!w) {
+        struct cli_output o;
+        if (cli_output_open_mode(&o, a->out, 0600) < 0)
+            return 1;
+        int ret = record_into(ro, a, o.fd, a->out, &st);
+        if (ret) {
+            cli_output_abort(&o);
+            return ret;
+        }
+        if (cli_output_commit(&o) < 0)
+            return 1;
+        summary(&st, a->out);
+        return command_status(&st);
+    }
+    char *tmp = NULL;
+    int fd = temp_recording(&tmp);
+    if (fd < 0)
+        return 1;
+    int ret = record_into(ro, a, fd, tmp, &st);
+    if (!ret)
+        ret = write_from_recording(w, tmp, a->out, title(ro));
+    drop_temp(tmp, fd);
+    if (ret)
+        return ret;
+    summary(&st, a->out);
+    return command_status(&st);
+}
+
+/* --leaf-stack in whole words. */
+static unsigned leaf_stack(const struct record_args *a)
+{
+    return ((unsigned)a->leaf_stack + 7) & ~7u;
+}
+
+/* What to record: a command, -p or -a (with a command: while it runs). */
+static int check_target(int nargs, const struct record_args *a)
+{
+    if (a->pids && a->all) {
+        cli_error("-p and -a: one or the other");
+        return EXIT_USAGE;
+    }
+    if (nargs > 0 || a->pids || a->all)
+        return 0;
+    cli_error("what to record? ember record [options] -- CMD [ARGS...] (or -p PID, -a)");
+    return EXIT_USAGE;
+}
 
 int cmd_record(int argc, char **argv)
 {
-    /* ember record ARGS... is ember trace record ARGS... */
-    char **args = calloc((size_t)argc + 2, sizeof(*args));
-    if (!args) {
+    struct record_args a = {.freq = EMBER_RECORD_FREQ_DEFAULT,
+                            .call_graph = "fp",
+                            .out = "ember.svg",
+                            .leaf_stack = LEAF_STACK_DEFAULT};
+    const struct option opts[] = {
+        {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
+         NULL, false},
+        {OPT_STRING, "call-graph", 0, &a.call_graph, "MODE",
+         "fp (frame pointers) or dwarf[,SIZE] (SIZE bytes of stack per sample)", "fp; dwarf: 8192",
+         NULL, false},
+        {OPT_STRING, "output", 'o', &a.out, "OUT", "the output; its extension says the format",
+         "ember.svg", NULL, false},
+        {OPT_STRING, "pid", 'p', &a.pids, "PID,...", "record running processes (every thread)",
+         NULL, NULL, false},
+        {OPT_FLAG, "all-cpus", 'a', &a.all, NULL, "record the whole system", NULL, NULL, false},
+        {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
+         "until CMD (or the processes) end, or Ctrl-C", NULL, false},
+        {OPT_INT, "leaf-stack", 0, &a.leaf_stack, "BYTES",
+         "fp: BYTES of stack per sample, where a frameless leaf's caller is (0: none)", "128", NULL,
+         false},
+        OPT_END_(),
+    };
+    /* the command line as given, for the file's header (parsing reorders argv) */
+    char **cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+    if (!cmdline) {
         cli_error("out of memory");
         return 1;
     }
-    args[0] = argv[0];
-    args[1] = "record";
-    memcpy(args + 2, argv + 1, (size_t)(argc - 1) * sizeof(*args));
-    int ret = cmd_trace(argc + 1, args);
-    free(args);
+    cmdline[0] = "ember";
+    memcpy(cmdline + 1, argv, (size_t)argc * sizeof(*argv));
+    int nargs = parse_options(argc, argv, opts, usage, description);
+    int bad = nargs < 0 ? (nargs == -2 ? 0 : EXIT_USAGE) : check_target(nargs, &a);
+    if (nargs < 0 || bad) {
+        free(cmdline);
+        return bad;
+    }
+    struct ember_record_opts ro = {.freq = a.freq, .cmdline = cmdline};
+    pid_t *pids = NULL;
+    if (a.freq == 0) {
+        cli_error("-F 0: expected samples per second, 1 or more");
+        free(cmdline);
+        return EXIT_USAGE;
+    }
+    if (a.leaf_stack > 65528 || a.leaf_stack < 0) {
+        cli_error("--leaf-stack %d: 0 to 65528 bytes", a.leaf_stack);
+        free(cmdline);
+        return EXIT_USAGE;
+    }
+    if (parse_call_graph(a.call_graph, &ro) < 0 ||
+        (a.pids && parse_pids(a.pids, &pids, &ro.npids) < 0)) {
+        free(pids);
+        free(cmdline);
+        return EXIT_USAGE;
+    }
+    ro.pids = pids;
+    ro.system_wide = a.all;
+    ro.fp_stack = leaf_stack(&a);
+    argv[nargs] = NULL;
+    ro.argv = nargs > 0 ? argv : NULL;
+    ro.tool_version = "ember " EMBER_VERSION;
+    int ret = run(&ro, &a);
+    free(pids);
+    free(cmdline);
     return ret;
 }

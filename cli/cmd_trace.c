@@ -4,8 +4,9 @@
  * latency, gc-stats, export - on a file, on a live process or file
  * (--follow), or on a command run for the purpose (-- CMD ARGS, then the
  * result is printed or written when it exits); and record, which keeps the
- * recording (`ember record` is its old name). Running and following are in
- * trace_run.c; this file parses, opens and prints.
+ * recording (`ember record` was its name until the sampler took it).
+ * Running and following are in trace_run.c; this file parses, opens and
+ * prints.
  */
 #include "cli.h"
 #include "commands.h"
@@ -39,8 +40,14 @@ static const char description[] =
     "  gc-stats  an OCaml program's wall, CPU and GC time per domain, GC pauses,\n"
     "            allocations and collections, as olly gc-stats (--json)\n"
     "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"
-    "  record    -- CMD: keeps the recording in OUT (-o, default ember.trace; a program\n"
-    "            traced both ways also gets OUT.events); 'ember record' is an alias";
+    "  record    -- CMD: runs CMD traced and drains its rings while it runs: the\n"
+    "            <ember/trace.h> rings in drain mode (nothing is overwritten while\n"
+    "            ember keeps up; what it misses is counted), OCaml's runtime_events\n"
+    "            rings as they fill (OCaml's writer never waits: words overwritten\n"
+    "            unread are counted); all that was read goes to OUT (-o, default\n"
+    "            ember.trace; a program traced both ways also gets OUT.events, its\n"
+    "            OCaml events). It was 'ember record', which now samples\n"
+    "            (perf_event_open)";
 
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;

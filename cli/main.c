@@ -18,9 +18,10 @@ static const struct command {
     {"report", cmd_report, "print the top functions, the call tree, callers and callees"},
     {"convert", cmd_convert, "write a profile as speedscope, pprof, Chrome trace JSON, CSV"},
     {"record", cmd_record,
-     "an alias of 'ember trace record' (run a traced program, keep its trace)"},
+     "sample a command (or -p PID, -a) into a flame graph, pprof... or perf.data"},
     {"trace", cmd_trace,
-     "traces (<ember/trace.h>, OCaml 5): record, dump, stats, latency, gc-stats, export"},
+     "traces (<ember/trace.h>, OCaml 5): record (was 'ember record'), dump, stats, latency, "
+     "gc-stats, export"},
 };
 
 static void usage(FILE *f)

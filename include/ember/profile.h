@@ -101,6 +101,7 @@ enum ember_frame_kind {
     EMBER_FRAME_THREAD,
 };
 #define EMBER_NO_MODULE UINT32_MAX
+#define EMBER_NO_FRAME  UINT32_MAX
 
 struct ember_frame {
     const char *name;
@@ -116,12 +117,12 @@ struct ember_frame {
     /* views of names spell it "name:file:line", as stackcollapse-perf.pl
      * --srcline and --context do */
     bool place_in_name;
-    /* views of names spell the kind after the name as FlameGraph annotates
-     * it ("name_[k]": --kernel, --jit, inlined pieces of a perf symbol) */
+    /* views of names spell the kind as FlameGraph does: after the name
+     * ("name_[k]": --kernel, --jit, inlined pieces of a perf symbol), or a
+     * process or thread named by its command as "comm-PID", "comm-PID/TID" */
     bool kind_in_name;
-    /* PROCESS frames (named by the command): the process; THREAD frames:
-     * the process and the thread; -1: unknown. Views spell them as
-     * stackcollapse-perf.pl does: "comm-PID", "comm-PID/TID". */
+    /* PROCESS frames: the process; THREAD frames: the process and the
+     * thread; -1: unknown */
     int64_t pid, tid;
 };
 
@@ -221,6 +222,15 @@ EMBER_API int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, 
 
 /* Adds every stack of src to dst (used to combine per-thread profiles). */
 EMBER_API int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src);
+/* The frame a frame of src takes in dst: *fr is src's record, to be
+ * changed (its name, and where it comes from), or its name set to NULL to
+ * leave the frame out (its callees take its place). */
+typedef int (*ember_frame_rename_fn)(void *ctx, struct ember_frame *fr);
+/* ember_profile_merge with each frame renamed by rename (called once per
+ * stack node of src, in node order). */
+EMBER_API int ember_profile_merge_renamed(struct ember_profile *dst,
+                                          const struct ember_profile *src,
+                                          ember_frame_rename_fn rename, void *ctx);
 
 /* Arrival order, for flame charts: when enabled before reading, every
  * ember_profile_add* also records (node, value); consecutive additions to

@@ -400,11 +400,17 @@ static int put_groups(struct pprof_out *o)
     return o->gz->err;
 }
 
+/* A process or thread named "comm-PID/TID" (perf's roots). */
+static bool spelled_task(const struct ember_frame *fr)
+{
+    return fr->kind_in_name && (fr->kind == EMBER_FRAME_PROCESS || fr->kind == EMBER_FRAME_THREAD);
+}
+
 static bool is_task(const struct ember_profile *p, uint32_t frame)
 {
     struct ember_frame fr;
     ember_profile_frame(p, frame, &fr);
-    return fr.kind == EMBER_FRAME_PROCESS || fr.kind == EMBER_FRAME_THREAD;
+    return spelled_task(&fr);
 }
 
 /* A frame's function name: its own, a process's or thread's as
@@ -414,7 +420,7 @@ static int frame_string(struct pprof_out *o, uint32_t frame, ProtobufCBinaryData
 {
     struct ember_frame fr;
     ember_profile_frame(o->p, frame, &fr);
-    if (fr.kind != EMBER_FRAME_PROCESS && fr.kind != EMBER_FRAME_THREAD) {
+    if (!spelled_task(&fr)) {
         *out = (ProtobufCBinaryData){fr.name_len, (uint8_t *)fr.name};
         return 0;
     }

@@ -106,7 +106,8 @@ static unsigned char classify(const struct ember_trace_site *s)
     return C_OTHER;
 }
 
-static int class_of(struct gc *g, const struct ember_trace_site *s, unsigned char *c)
+static __attribute__((noinline)) int class_new(struct gc *g, const struct ember_trace_site *s,
+                                               unsigned char *c)
 {
     if (s->id >= g->nclass) {
         size_t n = (size_t)s->id * 2 + 64;
@@ -123,19 +124,32 @@ static int class_of(struct gc *g, const struct ember_trace_site *s, unsigned cha
     return 0;
 }
 
-static struct gc_ring *ring_of(struct gc *g, unsigned i)
+/* A site's class: looked up on every event, made once. */
+static inline int class_of(struct gc *g, const struct ember_trace_site *s, unsigned char *c)
 {
-    if (i >= g->nrings) {
-        struct gc_ring *r = realloc(g->rings, (size_t)(i + 1) * sizeof(*r));
-        if (!r)
-            return NULL;
-        memset(r + g->nrings, 0, (size_t)(i + 1 - g->nrings) * sizeof(*r));
-        for (unsigned k = g->nrings; k <= i; k++)
-            r[k].pause_id = -1;
-        g->rings = r;
-        g->nrings = i + 1;
+    if (s->id < g->nclass && g->class[s->id]) {
+        *c = g->class[s->id];
+        return 0;
     }
+    return class_new(g, s, c);
+}
+
+static __attribute__((noinline)) struct gc_ring *ring_new(struct gc *g, unsigned i)
+{
+    struct gc_ring *r = realloc(g->rings, (size_t)(i + 1) * sizeof(*r));
+    if (!r)
+        return NULL;
+    memset(r + g->nrings, 0, (size_t)(i + 1 - g->nrings) * sizeof(*r));
+    for (unsigned k = g->nrings; k <= i; k++)
+        r[k].pause_id = -1;
+    g->rings = r;
+    g->nrings = i + 1;
     return &g->rings[i];
+}
+
+static inline struct gc_ring *ring_of(struct gc *g, unsigned i)
+{
+    return i < g->nrings ? &g->rings[i] : ring_new(g, i);
 }
 
 static void pause_end(struct gc *g, struct gc_ring *r, int64_t at)

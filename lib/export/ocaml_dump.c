@@ -16,7 +16,12 @@
  * lifecycle event without payload or with payload 0 shows "-"; custom
  * payloads go through String.escaped. read_poll's own count leaves out user
  * unit events (it compares their type, 0, with padding's): R does too.
+ *
+ * Lines are written in place, without printf (a dump has tens of millions):
+ * what a site's lines share ("\tKIND\tID\tNAME\t...") is made once per
+ * site, then each line is its ring, timestamp, that text and its value.
  */
+#include "digits.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
 
@@ -25,10 +30,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What every line of a site has after its timestamp, up to its value
+ * (unit events and spans: the whole rest of the line). */
+struct site_text {
+    char *text;
+    size_t len;
+};
+
 struct odump {
     struct ember_writer w;
     struct ember_trace *t;
-    uint64_t units; /* user unit events: read_poll does not count them */
+    uint64_t units;          /* user unit events: read_poll does not count them */
+    struct site_text *sites; /* by site id */
+    uint32_t nsites;
 };
 
 /* Val_long of a word: OCaml's int, 63 bits. */
@@ -37,37 +51,31 @@ static long long ocaml_int(int64_t v)
     return (long long)((int64_t)((uint64_t)v << 1) >> 1);
 }
 
-/* OCaml's String.escaped. */
-static void put_escaped(struct ember_writer *w, const char *s, size_t n)
+/* OCaml's String.escaped of n bytes: at most 4 bytes each. */
+static char *put_escaped(char *p, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            ember_writer_puts(w, "\\\"");
-            break;
-        case '\\':
-            ember_writer_puts(w, "\\\\");
-            break;
-        case '\n':
-            ember_writer_puts(w, "\\n");
-            break;
-        case '\t':
-            ember_writer_puts(w, "\\t");
-            break;
-        case '\r':
-            ember_writer_puts(w, "\\r");
-            break;
-        case '\b':
-            ember_writer_puts(w, "\\b");
-            break;
-        default:
-            if (c >= ' ' && c <= '~')
-                ember_writer_put(w, (const char *)&c, 1);
-            else
-                ember_writer_printf(w, "\\%03u", c);
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\n' ? "\\n"
+                          : c == '\t' ? "\\t"
+                          : c == '\r' ? "\\r"
+                          : c == '\b' ? "\\b"
+                                      : NULL;
+        if (esc) {
+            memcpy(p, esc, 2);
+            p += 2;
+        } else if (c >= ' ' && c <= '~') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '\\';
+            *p++ = (char)('0' + c / 100);
+            *p++ = (char)('0' + c / 10 % 10);
+            *p++ = (char)('0' + c % 10);
         }
     }
+    return p;
 }
 
 static int lost(void *ctx, unsigned ring, uint64_t events, uint64_t words)
@@ -78,66 +86,108 @@ static int lost(void *ctx, unsigned ring, uint64_t events, uint64_t words)
     return o->w.err;
 }
 
-static void runtime_line(struct odump *o, const struct ember_trace_event *e)
+/* The text of a site's lines after the timestamp: "\tKIND\tID\tNAME",
+ * then for user events "\t" and, when the value is fixed, it and the end
+ * of the line. */
+static int site_text_make(struct odump *o, const struct ember_trace_site *s, struct site_text *st)
+{
+    static const char *const runtime[] = {"", "LIFECYCLE", "BEGIN", "END", "COUNTER", "ALLOC"};
+    static const char *const user[] = {"USER_UNIT", "USER_INT", "USER_SPAN", "USER_SPAN",
+                                       "USER_CUSTOM"};
+    static const char *const fixed[] = {"-\n", "", "begin\n", "end\n", ""};
+    char *text;
+    int n;
+    if (s->origin == EMBER_ORIGIN_OCAML_USER)
+        n = asprintf(&text, "\t%s\t-\t%s\t%s", user[s->raw_type],
+                     ember_trace_ocaml_user_name(o->t, (unsigned)s->raw_id), fixed[s->raw_type]);
+    else
+        n = asprintf(&text, "\t%s\t%d\t%s", runtime[s->raw_type], s->raw_id, s->name);
+    if (n < 0)
+        return -ENOMEM;
+    st->text = text;
+    st->len = (size_t)n;
+    return 0;
+}
+
+static const struct site_text *site_text(struct odump *o, const struct ember_trace_site *s)
+{
+    if (s->id >= o->nsites) {
+        uint32_t n = s->id * 2 + 16;
+        struct site_text *st = realloc(o->sites, n * sizeof(*st));
+        if (!st)
+            return NULL;
+        memset(st + o->nsites, 0, (n - o->nsites) * sizeof(*st));
+        o->sites = st;
+        o->nsites = n;
+    }
+    struct site_text *st = &o->sites[s->id];
+    return st->text || site_text_make(o, s, st) == 0 ? st : NULL;
+}
+
+/* A line's value and end: room for 20 numbers of an allocation event or a
+ * custom payload (8 KiB at most) escaped. */
+static char *runtime_value(char *p, const struct ember_trace_event *e)
 {
     const struct ember_trace_site *s = e->site;
-    static const char *const kinds[] = {"", "LIFECYCLE", "BEGIN", "END", "COUNTER", "ALLOC"};
-    ember_writer_printf(&o->w, "%u\t%llu\t%s\t%d\t%s", e->ring, (unsigned long long)e->ticks,
-                        kinds[s->raw_type], s->raw_id, s->name);
     if (s->raw_type == EMBER_OCAML_COUNTER) {
-        ember_writer_printf(&o->w, "\t%lld", ocaml_int(e->v[0].i));
+        *p++ = '\t';
+        p = put_i64(p, ocaml_int(e->v[0].i));
     } else if (s->raw_type == EMBER_OCAML_LIFECYCLE) {
+        *p++ = '\t';
         if (s->nfields && e->v[0].i)
-            ember_writer_printf(&o->w, "\t%lld", ocaml_int(e->v[0].i));
+            p = put_i64(p, ocaml_int(e->v[0].i));
         else
-            ember_writer_puts(&o->w, "\t-");
+            *p++ = '-';
     } else if (s->raw_type == EMBER_OCAML_ALLOC) {
-        const char *sep = "\t";
         for (size_t i = 0; i + 8 <= e->v[0].len; i += 8) {
             int64_t b;
             memcpy(&b, e->v[0].s + i, 8);
-            ember_writer_printf(&o->w, "%s%lld", sep, ocaml_int(b));
-            sep = " ";
+            *p++ = i ? ' ' : '\t';
+            p = put_i64(p, ocaml_int(b));
         }
     }
-    ember_writer_puts(&o->w, "\n");
+    *p++ = '\n';
+    return p;
 }
 
-static void user_line(struct odump *o, const struct ember_trace_event *e)
+static char *user_value(struct odump *o, char *p, const struct ember_trace_event *e)
 {
-    const struct ember_trace_site *s = e->site;
-    static const char *const kinds[] = {"USER_UNIT", "USER_INT", "USER_SPAN", "USER_SPAN",
-                                        "USER_CUSTOM"};
-    ember_writer_printf(&o->w, "%u\t%llu\t%s\t-\t%s\t", e->ring, (unsigned long long)e->ticks,
-                        kinds[s->raw_type], ember_trace_ocaml_user_name(o->t, (unsigned)s->raw_id));
-    switch (s->raw_type) {
+    switch (e->site->raw_type) {
     case EMBER_OCAML_USER_UNIT:
         o->units++;
-        ember_writer_puts(&o->w, "-");
-        break;
+        return p;
     case EMBER_OCAML_USER_INT:
-        ember_writer_printf(&o->w, "%lld", ocaml_int(e->v[0].i));
+        p = put_i64(p, ocaml_int(e->v[0].i));
         break;
     case EMBER_OCAML_USER_SPAN_BEGIN:
-        ember_writer_puts(&o->w, "begin");
-        break;
     case EMBER_OCAML_USER_SPAN_END:
-        ember_writer_puts(&o->w, "end");
-        break;
+        return p;
     default:
-        put_escaped(&o->w, e->v[0].s, e->v[0].len);
+        p = put_escaped(p, e->v[0].s, e->v[0].len);
     }
-    ember_writer_puts(&o->w, "\n");
+    *p++ = '\n';
+    return p;
 }
+
+/* Longest line: a ring and a timestamp (40), a site's text (names of at
+ * most 127 bytes: 200), a custom payload of 8168 bytes, 4 each escaped. */
+enum { LINE_MAX = 40 + 200 + 4 * 8168 + 1 };
 
 static int event(void *ctx, const struct ember_trace_event *e)
 {
     struct odump *o = ctx;
-    if (e->site->origin == EMBER_ORIGIN_OCAML_USER)
-        user_line(o, e);
-    else
-        runtime_line(o, e);
-    return o->w.err;
+    const struct site_text *st = site_text(o, e->site);
+    char *start = st ? ember_writer_reserve(&o->w, LINE_MAX) : NULL;
+    if (!start)
+        return st ? o->w.err : -ENOMEM;
+    char *p = put_u32(start, e->ring);
+    *p++ = '\t';
+    p = put_u64(p, e->ticks);
+    memcpy(p, st->text, st->len);
+    p += st->len;
+    p = e->site->origin == EMBER_ORIGIN_OCAML_USER ? user_value(o, p, e) : runtime_value(p, e);
+    ember_writer_commit(&o->w, (size_t)(p - start));
+    return 0;
 }
 
 static void header_lines(struct odump *o, const struct ember_ocaml_layout *L)
@@ -199,6 +249,9 @@ int ember_trace_dump_ocaml(struct ember_trace *t, const struct ember_sink *out)
     if (!err)
         trailer(o, &L);
     int ferr = ember_writer_flush(&o->w);
+    for (uint32_t i = 0; i < o->nsites; i++)
+        free(o->sites[i].text);
+    free(o->sites);
     free(o);
     return err ? err : ferr;
 }

@@ -3,6 +3,7 @@
  * latency histograms.
  */
 #include "ember/trace.h"
+#include "digits.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
 #include "latency.h"
@@ -31,87 +32,6 @@ static const char *kind_name(int kind)
     default:
         return "event";
     }
-}
-
-/* Decimal digits without printf: dump writes tens of millions of lines. */
-static const char digit_pairs[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233"
-    "34353637383940414243444546474849505152535455565758596061626364656667"
-    "6869707172737475767778798081828384858687888990919293949596979899";
-
-/* x < 10^4 in exactly 4 digits: f holds x / 100 with 32 fraction bits;
- * its integer part is two digits, its fraction times 100 two more. */
-static void put_4(char *p, uint32_t x)
-{
-    uint64_t f = (uint64_t)x * ((((uint64_t)1 << 32) / 100) + 1);
-    memcpy(p, digit_pairs + 2 * (f >> 32), 2);
-    f = (uint64_t)(uint32_t)f * 100;
-    memcpy(p + 2, digit_pairs + 2 * (f >> 32), 2);
-}
-
-/* v < 10^8 in exactly 8 digits: two halves that do not wait on each other,
- * and no division (v / 10^4 is a multiply and a shift). Both steps are
- * exact for every v < 10^8: checked for all of them. */
-static void put_8(char *p, uint32_t v)
-{
-    uint32_t hi = (uint32_t)(((uint64_t)v * 109951163) >> 40);
-    put_4(p, hi);
-    put_4(p + 4, v - hi * 10000);
-}
-
-static char *put_u32(char *p, uint32_t v)
-{
-    char tmp[10];
-    int n = 10;
-    while (v >= 100) {
-        uint32_t r = v % 100;
-        v /= 100;
-        tmp[--n] = digit_pairs[2 * r + 1];
-        tmp[--n] = digit_pairs[2 * r];
-    }
-    if (v >= 10) {
-        tmp[--n] = digit_pairs[2 * v + 1];
-        tmp[--n] = digit_pairs[2 * v];
-    } else {
-        tmp[--n] = (char)('0' + v);
-    }
-    memcpy(p, tmp + n, (size_t)(10 - n));
-    return p + (10 - n);
-}
-
-/* 64-bit numbers in chunks of 8 digits: few 64-bit divisions. */
-static char *put_u64(char *p, uint64_t v)
-{
-    if (v <= UINT32_MAX)
-        return put_u32(p, (uint32_t)v);
-    uint64_t hi = v / 100000000;
-    uint32_t lo = (uint32_t)(v % 100000000);
-    if (hi <= UINT32_MAX) {
-        p = put_u32(p, (uint32_t)hi);
-    } else {
-        p = put_u32(p, (uint32_t)(hi / 100000000));
-        put_8(p, (uint32_t)(hi % 100000000));
-        p += 8;
-    }
-    put_8(p, lo);
-    return p + 8;
-}
-
-static char *put_i64(char *p, int64_t v)
-{
-    if (v < 0) {
-        *p++ = '-';
-        return put_u64(p, -(uint64_t)v);
-    }
-    return put_u64(p, (uint64_t)v);
-}
-
-/* Exactly nine digits (the nanoseconds of a time). */
-static char *put_9(char *p, uint32_t v)
-{
-    p[0] = (char)('0' + v / 100000000);
-    put_8(p + 1, v % 100000000);
-    return p + 9;
 }
 
 /* Short texts copied 32 bytes at a time, beyond their end: the caller's
@@ -275,9 +195,12 @@ static uint16_t ring_text_make(char *buf, uint32_t tid, const char *thread)
     return (uint16_t)(p - buf);
 }
 
-/* The line of an event after its time: " tid thread kind name fields\n". */
-static char *line_body(char *p, const struct ember_trace_event *e, const char *ring_text,
-                       size_t ring_len, const struct site_text *st)
+/* The line of an event after its time: " tid thread kind name fields\n".
+ * Inlined into dump's loop: a call per line costs as much as a field. */
+static inline __attribute__((always_inline)) char *line_body(char *p,
+                                                             const struct ember_trace_event *e,
+                                                             const char *ring_text, size_t ring_len,
+                                                             const struct site_text *st)
 {
     p = put_padded(p, ring_text, ring_len);
     p = put_padded(p, st->text, st->len);
@@ -335,9 +258,9 @@ struct dump_ctx {
     uint16_t *ring_len;
     struct site_text *sites; /* by site id */
     uint32_t nsites;
-    int64_t sec; /* the whole seconds last written, -1 before the first */
-    char sec_text[OVERCOPY];
-    size_t sec_len;
+    int64_t head;             /* the time last written / 10 us, -1 before the first */
+    char head_text[OVERCOPY]; /* its text: "SECONDS.ddddd" */
+    size_t head_len;
 };
 
 static const struct site_text *site_text(struct dump_ctx *c, const struct ember_trace_site *site)
@@ -362,20 +285,26 @@ static const struct site_text *site_text(struct dump_ctx *c, const struct ember_
     return st;
 }
 
-/* Times mostly share their seconds with the line before: only the
- * nanoseconds change. */
+/* Times mostly share all but their last 4 digits with the line before
+ * (events microseconds apart): the seconds and the first 5 digits of the
+ * nanoseconds are written when they change. */
 static char *dump_time(struct dump_ctx *c, char *p, const struct ember_trace_event *e)
 {
     if (c->ticks || e->ns < 0)
         return line_time(p, e, c->ticks);
-    int64_t sec = e->ns / 1000000000;
-    if (sec != c->sec) {
-        char *q = put_u64(c->sec_text, (uint64_t)sec);
+    int64_t head = e->ns / 10000;
+    if (head != c->head) {
+        char *q = put_u64(c->head_text, (uint64_t)(head / 100000));
+        uint32_t frac = (uint32_t)(head % 100000);
         *q++ = '.';
-        c->sec_len = (size_t)(q - c->sec_text);
-        c->sec = sec;
+        *q++ = (char)('0' + frac / 10000);
+        put_4(q, frac % 10000);
+        c->head_len = (size_t)(q + 4 - c->head_text);
+        c->head = head;
     }
-    return put_9(put_padded(p, c->sec_text, c->sec_len), (uint32_t)(e->ns % 1000000000));
+    p = put_padded(p, c->head_text, c->head_len);
+    put_4(p, (uint32_t)(e->ns % 10000));
+    return p + 4;
 }
 
 static int dump_event(void *ctx, const struct ember_trace_event *e)
@@ -406,7 +335,7 @@ int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool t
         ember_writer_init(&c->w, out);
         c->t = t;
         c->ticks = ticks;
-        c->sec = -1;
+        c->head = -1;
         for (unsigned i = 0; i < nrings; i++) {
             const struct ember_trace_ring *r = ember_trace_ring(t, i);
             c->ring_len[i] = ring_text_make(c->ring_text[i], r->tid, r->name);

@@ -485,7 +485,7 @@ static int rename_profile(void *ctx, struct ember_frame *fr)
 
 int ember_cpuprofile_graft(struct chrome_reader *r)
 {
-    return ember_json_graft(r->p, r->cpu, rename_profile, r);
+    return ember_profile_merge_renamed(r->p, r->cpu, rename_profile, r);
 }
 
 void ember_cpuprofile_release(struct chrome_reader *r)

@@ -1,5 +1,5 @@
 /*
- * json.c - yajl fed chunk by chunk, exact numbers, grafting (see json.h).
+ * json.c - yajl fed chunk by chunk, exact numbers (see json.h).
  *
  * yajl keeps what it needs of a token cut between two chunks, so chunks are
  * cut anywhere; a callback learns where it is from yajl's count of the bytes
@@ -8,7 +8,6 @@
  */
 #include "json.h"
 #include "formats_impl.h"
-#include "model/profile_impl.h"
 #include "util/diag.h"
 
 #include <errno.h>
@@ -284,70 +283,4 @@ void ember_json_frame_name(char *s, size_t n)
         else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0' || s[i] == EMBER_JSON_PLACEHOLDER)
             s[i] = ' ';
     }
-}
-
-/* ---- grafting ------------------------------------------------------------------ */
-
-static int graft_sequence(struct ember_profile *dst, const struct ember_profile *src,
-                          const uint32_t *map, const unsigned *vmap)
-{
-    int64_t f = 1;
-    for (unsigned k = src->decimals; k < dst->decimals; k++)
-        f *= 10;
-    for (size_t i = 0; i < src->seq_len; i++)
-        for (unsigned m = 0; m < src->nvalues; m++) {
-            int64_t v;
-            if (!src->seq_w[m][i])
-                continue;
-            if (__builtin_mul_overflow(src->seq_w[m][i], f, &v))
-                return -ERANGE;
-            uint32_t node = map[src->seq_node[i]];
-            int err = node != EMBER_ROOT ? ember_profile_seq_append(dst, node, vmap[m], v) : 0;
-            if (err)
-                return err;
-        }
-    return 0;
-}
-
-int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
-                     ember_json_rename_fn rename, void *ctx)
-{
-    uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
-    if (!map)
-        return -ENOMEM;
-    unsigned vmap[EMBER_MAX_VALUES];
-    uint32_t *mods = NULL;
-    int err = ember_profile_values_like(dst, src, vmap);
-    if (!err)
-        err = ember_profile_modules_like(dst, src, &mods);
-    map[0] = EMBER_ROOT;
-    /* the weights without their order (add_decimal would record one), then
-     * src's order; parents come before their children in node order */
-    bool keep = dst->keep_seq;
-    dst->keep_seq = false;
-    for (uint32_t n = 1; n < src->nnodes && !err; n++) {
-        const struct ember_node *sn = &src->nodes[n];
-        struct ember_frame fr;
-        ember_profile_frame(src, sn->frame, &fr);
-        uint32_t frame;
-        if (rename)
-            err = rename(ctx, &fr);
-        map[n] = map[sn->parent]; /* a frame renamed to nothing is left out */
-        if (!err && fr.name && fr.module != EMBER_NO_MODULE)
-            fr.module = mods[fr.module];
-        if (!err && fr.name)
-            err = ember_profile_intern_frame(dst, &fr, &frame);
-        if (!err && fr.name)
-            err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned m = 0; m < src->nvalues && !err && map[n] != EMBER_ROOT; m++)
-            if (src->self[m][n])
-                err = ember_profile_add_decimal(
-                    dst, map[n], vmap[m], (struct ember_decimal){src->self[m][n], src->decimals});
-    }
-    dst->keep_seq = keep;
-    if (!err && dst->keep_seq && src->keep_seq)
-        err = graft_sequence(dst, src, map, vmap);
-    free(map);
-    free(mods);
-    return err;
 }

@@ -1,8 +1,8 @@
 /*
  * json.h - what the JSON readers (chrome.c, speedscope.c) share
  * (library-internal): yajl's callback parser fed an input chunk by chunk,
- * line numbers for messages, exact numbers, and grafting the profiles they
- * build per thread or per profile into the result.
+ * line numbers for messages, exact numbers. The profiles they build per
+ * thread or per profile go into the result by ember_profile_merge_renamed.
  *
  * Invariants: the input is read in chunks cut anywhere (a minified file is
  * one line), so memory never depends on the input's length; a callback that
@@ -92,15 +92,5 @@ void ember_json_frame_name(char *s, size_t n);
  * profile under a placeholder frame: this byte, then its number. No frame
  * name read from the input starts with it (see ember_json_frame_name). */
 #define EMBER_JSON_PLACEHOLDER '\x1f'
-
-/* The frame a frame of src takes in dst: *fr is src's record, to be
- * changed (its name, and where it comes from), or its name set to NULL to
- * leave the frame out (its callees take its place). */
-typedef int (*ember_json_rename_fn)(void *ctx, struct ember_frame *fr);
-
-/* Adds every stack of src to dst, with frames renamed by rename (if not
- * NULL), and src's arrival sequence if both keep one. */
-int ember_json_graft(struct ember_profile *dst, const struct ember_profile *src,
-                     ember_json_rename_fn rename, void *ctx);
 
 #endif

@@ -86,6 +86,12 @@ enum {
     PD_PIPE_HEADER_SIZE = 16,    /* magic, size: the records follow */
     PD_BUILD_ID_MAX = 20,        /* bytes of a build-id in a HEADER_BUILD_ID entry */
     PD_BUILD_ID_ENTRY_NAME = 36, /* offset of the file name in one: header, pid, 24 bytes of id */
+    PD_BUILD_ID_SIZE_AT = 32,    /* the id's length, after its 20 bytes, when misc says so */
+    PD_NAME_ALIGN = 64,          /* strings in feature sections: u32 length, padded to this */
+    PD_HOST_KERNEL_ID = -1,      /* the pid of the host's kernel and build-id entries */
 };
+
+/* misc of a HEADER_BUILD_ID entry: byte PD_BUILD_ID_SIZE_AT holds the length */
+#define PD_MISC_BUILD_ID_SIZE (1u << 15)
 
 #endif

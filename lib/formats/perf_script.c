@@ -712,7 +712,8 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
                                  .module = EMBER_NO_MODULE,
                                  .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
                                  .pid = pid,
-                                 .tid = tid};
+                                 .tid = tid,
+                                 .kind_in_name = true};
         return ember_profile_intern_frame(ps->p, &fr, &ps->root);
     }
     /* the command alone (or ids too long for a number: their text) */

@@ -18,7 +18,7 @@
  * The stacks are built in one scratch profile whose frames are named by
  * their index, each profile under a placeholder frame; indices become
  * names, and placeholders root frames (or nothing), when the file has been
- * read (ember_json_graft).
+ * read (ember_profile_merge_renamed).
  *
  * Memory: the frame table, the scratch profile (distinct stacks), the open
  * frames of an evented profile, and for a sampled profile the leading part
@@ -119,7 +119,7 @@ struct ss_reader {
     struct ember_json j;
     struct ember_profile *p;
     /* the stacks as they are read, frames named by their index, each
-     * profile under a placeholder frame (see ember_json_graft) */
+     * profile under a placeholder frame (see ember_profile_merge_renamed) */
     struct ember_profile *t;
     struct ember_u64map frame_of; /* frame index -> frame of t */
     char label[64];
@@ -789,7 +789,7 @@ static int finish(struct ss_reader *r, struct ember_diag *d)
                               "frame index %lld out of range (expected an index into "
                               "shared.frames, which has %zu frames)",
                               (long long)r->max_index, r->frames_done ? r->nframes : 0);
-    int err = ember_json_graft(r->p, r->t, rename_frame, r);
+    int err = ember_profile_merge_renamed(r->p, r->t, rename_frame, r);
     if (err == -ERANGE)
         return ember_diag_set(d, err, file, 0, "weights overflow a 64-bit total");
     if (!err)

@@ -446,7 +446,7 @@ static int rename_thread(void *ctx, struct ember_frame *fr)
 int ember_trace_events_graft(struct chrome_reader *r)
 {
     span_warnings(r);
-    return ember_json_graft(r->p, r->spans, rename_thread, r);
+    return ember_profile_merge_renamed(r->p, r->spans, rename_thread, r);
 }
 
 void ember_trace_events_release(struct chrome_reader *r)

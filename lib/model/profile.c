@@ -338,7 +338,9 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
         .kind = (uint8_t)fr->kind,
         .has_address = fr->has_address,
         .place_in_name = fr->place_in_name && fr->file,
-        .kind_in_name = fr->kind_in_name && ember_frame_kind_suffix(fr->kind)[0],
+        .kind_in_name =
+            fr->kind_in_name && (ember_frame_kind_suffix(fr->kind)[0] ||
+                                 fr->kind == EMBER_FRAME_PROCESS || fr->kind == EMBER_FRAME_THREAD),
     };
     if (fr->kind == EMBER_FRAME_PROCESS || fr->kind == EMBER_FRAME_THREAD) {
         loc.pid = fr->pid < 0 ? -1 : fr->pid;
@@ -691,7 +693,33 @@ int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned v
     return ember_profile_add(p, node, value, scaled);
 }
 
+/* src's frame f in dst: copied, or renamed by rename (which may leave it
+ * out: *out is then EMBER_NO_FRAME). mods maps src's modules to dst's. */
+static int merged_frame(struct ember_profile *dst, const struct ember_profile *src, uint32_t f,
+                        const uint32_t *mods, ember_frame_rename_fn rename, void *ctx,
+                        uint32_t *out)
+{
+    if (!rename)
+        return ember_profile_copy_frame(dst, src, f, NULL, 0, mods, out);
+    struct ember_frame fr;
+    ember_profile_frame(src, f, &fr);
+    int err = rename(ctx, &fr);
+    if (err || !fr.name) {
+        *out = EMBER_NO_FRAME;
+        return err;
+    }
+    if (fr.module != EMBER_NO_MODULE)
+        fr.module = mods[fr.module];
+    return ember_profile_intern_frame(dst, &fr, out);
+}
+
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
+{
+    return ember_profile_merge_renamed(dst, src, NULL, NULL);
+}
+
+int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_profile *src,
+                                ember_frame_rename_fn rename, void *ctx)
 {
     unsigned vmap[EMBER_MAX_VALUES];
     if (src->diff && !dst->diff && dst->weighed)
@@ -706,7 +734,8 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
     uint32_t *mods;
     if ((err = ember_profile_modules_like(dst, src, &mods)))
         return err;
-    /* src's nodes and frames in dst (frames + 1, 0: not copied yet) */
+    /* src's nodes and frames in dst (frames + 1, 0: not copied yet; copies
+     * only: a frame copied is never left out) */
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
     uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
     if (!map || !fmap) {
@@ -720,13 +749,15 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
         uint32_t frame = fmap[sn->frame] - 1;
-        if (!fmap[sn->frame]) {
-            err = ember_profile_copy_frame(dst, src, sn->frame, NULL, 0, mods, &frame);
-            fmap[sn->frame] = frame + 1;
+        if (rename || !fmap[sn->frame]) { /* renames are asked for each node */
+            err = merged_frame(dst, src, sn->frame, mods, rename, ctx, &frame);
+            if (!err && !rename)
+                fmap[sn->frame] = frame + 1;
         }
-        if (!err)
+        map[n] = map[sn->parent]; /* a frame left out: its callees take its place */
+        if (!err && frame != EMBER_NO_FRAME)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        for (unsigned v = 0; v < src->nvalues && !err; v++) {
+        for (unsigned v = 0; v < src->nvalues && !err && map[n] != EMBER_ROOT; v++) {
             int64_t w;
             if (!src->self[v][n] || (both && v != src->selected))
                 continue;
@@ -741,7 +772,8 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
     for (size_t i = 0; dst->keep_seq && i < src->seq_len && !err; i++)
         for (unsigned v = 0; v < src->nvalues && !err; v++) {
             int64_t w;
-            if (!src->seq_w[v][i] || (both && v != src->selected))
+            if (!src->seq_w[v][i] || (both && v != src->selected) ||
+                map[src->seq_node[i]] == EMBER_ROOT)
                 continue;
             err = __builtin_mul_overflow(src->seq_w[v][i], f, &w)
                       ? -ERANGE

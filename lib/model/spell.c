@@ -36,9 +36,10 @@ static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
     *at += n;
 }
 
+/* A process or thread spelled as perf's scripts do: "comm-PID/TID". */
 static bool is_task(const struct ember_frame *f)
 {
-    return f->kind == EMBER_FRAME_PROCESS || f->kind == EMBER_FRAME_THREAD;
+    return f->kind_in_name && (f->kind == EMBER_FRAME_PROCESS || f->kind == EMBER_FRAME_THREAD);
 }
 
 bool ember_frame_spelled(const struct ember_frame *f)

@@ -11,7 +11,6 @@
 #include "ember/report.h"
 #include "ember/transform.h"
 #include "io/writer.h"
-#include "model/profile_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -40,8 +39,10 @@ static void tree_release(struct tree *t)
 static int mark_outer(struct tree *t)
 {
     const struct ember_profile *p = t->p;
-    uint32_t *depth_of = calloc(p->frames.count ? p->frames.count : 1, sizeof(*depth_of));
-    uint32_t *stack = malloc(p->nnodes * sizeof(*stack)), *next = malloc(p->nnodes * sizeof(*next));
+    uint32_t *depth_of =
+        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*depth_of));
+    uint32_t *stack = malloc(ember_profile_node_count(p) * sizeof(*stack)),
+             *next = malloc(ember_profile_node_count(p) * sizeof(*next));
     int err = depth_of && stack && next ? 0 : -ENOMEM;
     size_t sp = 0;
     if (!err) {
@@ -52,12 +53,12 @@ static int mark_outer(struct tree *t)
         uint32_t n = stack[sp - 1];
         if (next[sp - 1] == t->first[n + 1]) { /* done with n */
             if (n != EMBER_ROOT)
-                depth_of[p->nodes[n].frame]--;
+                depth_of[ember_profile_node_frame(p, n)]--;
             sp--;
             continue;
         }
         uint32_t c = t->kids[next[sp - 1]++];
-        uint32_t f = p->nodes[c].frame;
+        uint32_t f = ember_profile_node_frame(p, c);
         t->outer[c] = depth_of[f]++ == 0;
         stack[sp] = c;
         next[sp++] = t->first[c];
@@ -72,20 +73,21 @@ static int tree_build(struct tree *t, const struct ember_profile *p, unsigned me
 {
     memset(t, 0, sizeof(*t));
     t->p = p;
-    t->m = p->diff ? (metric < 2 ? metric : 0) : p->selected;
-    uint32_t n = p->nnodes;
+    t->m = ember_profile_is_differential(p) ? (metric < 2 ? metric : 0) : ember_profile_selected(p);
+    uint32_t n = ember_profile_node_count(p);
     t->incl = malloc(n * sizeof(*t->incl));
     t->first = calloc((size_t)n + 1, sizeof(*t->first));
     t->kids = malloc(n * sizeof(*t->kids));
     t->outer = calloc(n, sizeof(*t->outer));
     if (!t->incl || !t->first || !t->kids || !t->outer)
         return -ENOMEM;
-    memcpy(t->incl, p->self[t->m], n * sizeof(*t->incl));
+    for (uint32_t i = 0; i < n; i++)
+        t->incl[i] = ember_profile_self(p, i, t->m);
     for (uint32_t i = n; i-- > 1;)
-        t->incl[p->nodes[i].parent] += t->incl[i];
+        t->incl[ember_profile_node_parent(p, i)] += t->incl[i];
     t->total = t->incl[EMBER_ROOT];
     for (uint32_t i = 1; i < n; i++)
-        t->first[p->nodes[i].parent + 1]++;
+        t->first[ember_profile_node_parent(p, i) + 1]++;
     for (uint32_t i = 0; i < n; i++)
         t->first[i + 1] += t->first[i];
     uint32_t *fill = malloc((size_t)n * sizeof(*fill));
@@ -93,7 +95,7 @@ static int tree_build(struct tree *t, const struct ember_profile *p, unsigned me
         return -ENOMEM;
     memcpy(fill, t->first, n * sizeof(*fill));
     for (uint32_t i = 1; i < n; i++)
-        t->kids[fill[p->nodes[i].parent]++] = i;
+        t->kids[fill[ember_profile_node_parent(p, i)]++] = i;
     free(fill);
     return mark_outer(t);
 }
@@ -110,9 +112,9 @@ static double percent(int64_t v, int64_t total)
 static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
 {
     char buf[64];
-    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, p->decimals),
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, ember_profile_decimals(p)),
                            ember_profile_unit(p)))
-        ember_weight_format(buf, v, p->decimals);
+        ember_weight_format(buf, v, ember_profile_decimals(p));
     ember_writer_printf(w, "%*s", width, buf);
 }
 
@@ -121,12 +123,12 @@ static void total_text(char *buf, size_t cap, const struct ember_profile *p, int
 {
     char num[64];
     const char *type = ember_profile_sample_type(p);
-    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, p->decimals),
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
                           ember_profile_unit(p))) {
         snprintf(buf, cap, "%s of %s", num, type);
         return;
     }
-    ember_weight_format(num, v, p->decimals);
+    ember_weight_format(num, v, ember_profile_decimals(p));
     snprintf(buf, cap, "%s %s", num, type);
 }
 
@@ -154,14 +156,20 @@ static void put_cells(struct ember_writer *w, const struct ember_profile *p, enu
                       int64_t v, int64_t total)
 {
     char buf[32], sep = fmt == EMBER_TABLE_TSV ? '\t' : ',';
-    ember_weight_format(buf, v, p->decimals);
+    ember_weight_format(buf, v, ember_profile_decimals(p));
     ember_writer_printf(w, "%c%s%c%.4f", sep, buf, sep, percent(v, total));
 }
 
 static const char *name_of(const struct ember_profile *p, uint32_t f, size_t *len)
 {
-    *len = p->frames.len[f];
-    return p->frames.str[f];
+    return ember_profile_frame_name(p, f, len);
+}
+
+static bool name_is(const struct ember_profile *p, uint32_t f, const char *name)
+{
+    size_t len;
+    const char *s = ember_profile_frame_name(p, f, &len);
+    return len == strlen(name) && memcmp(s, name, len) == 0;
 }
 
 /* ---- top ---------------------------------------------------------------- */
@@ -193,19 +201,20 @@ static int by_total(const void *a, const void *b)
 static int frame_stats(const struct tree *t, struct frame_stat **out, size_t *count)
 {
     const struct ember_profile *p = t->p;
-    struct frame_stat *fs = calloc(p->frames.count ? p->frames.count : 1, sizeof(*fs));
+    struct frame_stat *fs =
+        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*fs));
     if (!fs)
         return -ENOMEM;
-    for (uint32_t f = 0; f < p->frames.count; f++)
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
         fs[f].frame = f;
-    for (uint32_t n = 1; n < p->nnodes; n++) {
-        struct frame_stat *s = &fs[p->nodes[n].frame];
-        s->self += p->self[t->m][n];
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
+        struct frame_stat *s = &fs[ember_profile_node_frame(p, n)];
+        s->self += ember_profile_self(p, n, t->m);
         if (t->outer[n])
             s->total += t->incl[n];
     }
     size_t k = 0;
-    for (uint32_t f = 0; f < p->frames.count; f++)
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
         if (fs[f].self || fs[f].total)
             fs[k++] = fs[f];
     *out = fs;
@@ -307,7 +316,7 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
     const struct ember_profile *p = tw->t->p;
     struct ember_writer *w = tw->w;
     size_t len;
-    const char *name = name_of(p, p->nodes[n].frame, &len);
+    const char *name = name_of(p, ember_profile_node_frame(p, n), &len);
     if (tw->o->format == EMBER_TABLE_TEXT) {
         ember_writer_printf(w, "%7.2f%% ", percent(tw->t->incl[n], tw->t->total));
         put_weight(w, p, tw->t->incl[n], 12);
@@ -335,7 +344,7 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
     tw->text_len[depth] = at + len;
     put_field(w, tw->o->format, tw->text, at + len);
     put_cells(w, p, tw->o->format, tw->t->incl[n], tw->t->total);
-    put_cells(w, p, tw->o->format, p->self[tw->t->m][n], tw->t->total);
+    put_cells(w, p, tw->o->format, ember_profile_self(p, n, tw->t->m), tw->t->total);
     ember_writer_put(w, "\n", 1);
     return 0;
 }
@@ -385,9 +394,9 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
                            0,  0};
     int err = tw.w ? tree_build(&t, p, o->metric) : -ENOMEM;
     if (!err) {
-        tw.node = malloc(p->nnodes * sizeof(*tw.node));
-        tw.next = malloc(p->nnodes * sizeof(*tw.next));
-        tw.text_len = malloc(((size_t)p->nnodes + 1) * sizeof(*tw.text_len));
+        tw.node = malloc(ember_profile_node_count(p) * sizeof(*tw.node));
+        tw.next = malloc(ember_profile_node_count(p) * sizeof(*tw.next));
+        tw.text_len = malloc(((size_t)ember_profile_node_count(p) + 1) * sizeof(*tw.text_len));
         err = tw.node && tw.next && tw.text_len ? 0 : -ENOMEM;
     }
     if (!err) {
@@ -428,29 +437,28 @@ static int report_neighbours(const struct ember_profile *p, const struct ember_r
     struct ember_writer *w = malloc(sizeof(*w));
     int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
     uint32_t target = UINT32_MAX;
-    for (uint32_t f = 0; !err && f < p->frames.count; f++)
-        if (p->frames.len[f] == strlen(name) &&
-            memcmp(p->frames.str[f], name, p->frames.len[f]) == 0)
+    for (uint32_t f = 0; !err && f < ember_profile_frame_count(p); f++)
+        if (name_is(p, f, name))
             target = f;
     if (!err && target == UINT32_MAX)
         err = -ENOENT;
     /* by neighbouring function; an extra slot for the root (no caller) or self */
-    uint32_t none = p->frames.count;
+    uint32_t none = ember_profile_frame_count(p);
     if (!err && !(fs = calloc((size_t)none + 1, sizeof(*fs))))
         err = -ENOMEM;
     int64_t whole = 0;
-    for (uint32_t n = 1; !err && n < p->nnodes; n++) {
-        if (p->nodes[n].frame != target || !t.outer[n])
+    for (uint32_t n = 1; !err && n < ember_profile_node_count(p); n++) {
+        if (ember_profile_node_frame(p, n) != target || !t.outer[n])
             continue;
         whole += t.incl[n];
         if (callers) {
-            uint32_t up = p->nodes[n].parent;
-            fs[up == EMBER_ROOT ? none : p->nodes[up].frame].total += t.incl[n];
+            uint32_t up = ember_profile_node_parent(p, n);
+            fs[up == EMBER_ROOT ? none : ember_profile_node_frame(p, up)].total += t.incl[n];
             continue;
         }
-        fs[none].total += p->self[t.m][n];
+        fs[none].total += ember_profile_self(p, n, t.m);
         for (uint32_t k = t.first[n]; k < t.first[n + 1]; k++)
-            fs[p->nodes[t.kids[k]].frame].total += t.incl[t.kids[k]];
+            fs[ember_profile_node_frame(p, t.kids[k])].total += t.incl[t.kids[k]];
     }
     if (!err) {
         size_t k = 0;

@@ -67,6 +67,22 @@ enum {
 #define MSG_TYPE(h) ((unsigned)((h) >> 49) & 15u)
 #define MSG_ID(h)   ((unsigned)((h) >> 36) & 8191u)
 
+/* What a message's header decides, remembered by its top 28 bits (length,
+ * user, type, id: all but the payload): its site and how its payload
+ * reads. Only messages that passed every check get here; padding never
+ * does. A direct-mapped table: a collision only sends a header back to the
+ * checks. */
+enum { HCACHE = 256 };
+enum { PAYLOAD_NONE, PAYLOAD_I64, PAYLOAD_ALLOC, PAYLOAD_CUSTOM };
+
+struct hslot {
+    uint32_t key; /* (header >> 36) | HKEY_VALID; 0: empty */
+    uint8_t payload;
+    const struct ember_trace_site *site;
+};
+
+#define HKEY_VALID (1u << 31)
+
 struct ring {
     uint64_t head, tail;           /* as last read: tail is the cursors' end */
     uint64_t open_head, open_tail; /* as the file had them when opened */
@@ -82,6 +98,7 @@ struct backend {
     struct ember_trace_site **rows[ROWS];
     struct ember_arena arena; /* sites */
     struct ember_strmap interned;
+    struct hslot hcache[HCACHE];
 };
 
 struct recorder;
@@ -463,7 +480,8 @@ static struct ember_trace_site *make_site(struct ember_trace *t, unsigned user, 
     s->origin = user ? EMBER_ORIGIN_OCAML_USER : EMBER_ORIGIN_OCAML_RUNTIME;
     s->raw_type = (int)type;
     s->raw_id = (int)id;
-    s->id = (uint32_t)(row_of(user, type, len) * 8192 + (int)id + 1);
+    /* numbered as made, from 1: views index their per-site tables by id */
+    s->id = t->nsites + 1;
     char fallback[64];
     const char *name = NULL;
     if (user) {
@@ -533,6 +551,7 @@ static int cursor_init(struct ember_trace *t, struct ember_cursor *c)
         return -ENOMEM;
     }
     c->state = k;
+    c->e.ring = c->e.tid = c->ring; /* a cursor reads one ring */
     return 0;
 }
 
@@ -583,12 +602,11 @@ static int fetch(struct ember_trace *t, struct ember_cursor *c, uint64_t pos)
         }
         if (pos >= end)
             return 0;
-        size_t n = end - pos < cap ? (size_t)(end - pos) : cap;
+        /* a chunk stops at the ring's end: a message in it lies in the ring */
         uint64_t slot = pos & b->mask, ring = b->L.data_offset + c->ring * b->L.ring_size_bytes;
-        size_t first =
-            n < b->L.ring_size_elements - slot ? n : (size_t)(b->L.ring_size_elements - slot);
-        if (ember_read_at(t->fd, k->buf, first * 8, ring + slot * 8) < 0 ||
-            ember_read_at(t->fd, k->buf + first, (n - first) * 8, ring) < 0)
+        size_t n = end - pos < cap ? (size_t)(end - pos) : cap;
+        n = n < b->L.ring_size_elements - slot ? n : (size_t)(b->L.ring_size_elements - slot);
+        if (ember_read_at(t->fd, k->buf, n * 8, ring + slot * 8) < 0)
             return ember_diag_set(&t->err, -EIO, t->name, 0, "cannot read ring %u", c->ring);
         /* as OCaml's consumer: the copy is done before head is read again */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -635,43 +653,69 @@ static const char *length_error(unsigned user, unsigned type, unsigned len)
     }
 }
 
-/* Decodes the message at buf[k] (len words, checked) into c->e. */
-static int decode(struct ember_trace *t, struct ember_cursor *c, const uint64_t *m, unsigned len)
+static struct hslot *hslot_of(struct backend *b, uint64_t hdr)
 {
-    struct cursor *k = c->state;
-    unsigned user = MSG_USER(m[0]), type = MSG_TYPE(m[0]), id = MSG_ID(m[0]);
-    struct ember_trace_event *e = &c->e;
-    e->site = site_of(t, user, type, id, len);
-    if (!e->site)
+    return &b->hcache[((uint32_t)(hdr >> 36) * 0x9e3779b1u) >> 24];
+}
+
+/* The header's site and payload kind, remembered (its checks passed). */
+static int hslot_fill(struct ember_trace *t, uint64_t hdr, struct hslot *h)
+{
+    unsigned user = MSG_USER(hdr), type = MSG_TYPE(hdr), len = MSG_LEN(hdr);
+    const struct ember_trace_site *s = site_of(t, user, type, MSG_ID(hdr), len);
+    if (!s)
         return -ENOMEM;
-    e->ring = c->ring;
-    e->tid = c->ring;
+    h->site = s;
+    h->payload = s->nfields == 0                     ? PAYLOAD_NONE
+                 : s->field_types[0] == EMBER_FT_I64 ? PAYLOAD_I64
+                 : user                              ? PAYLOAD_CUSTOM
+                                                     : PAYLOAD_ALLOC;
+    h->key = (uint32_t)(hdr >> 36) | HKEY_VALID;
+    return 0;
+}
+
+/* Fills c->e with the message m (its header's checks passed, h its
+ * slot) but its payload. */
+static inline void decode_head(struct ember_trace *t, struct ember_cursor *c, struct cursor *k,
+                               const struct hslot *h, const uint64_t *m)
+{
+    struct ember_trace_event *e = &c->e;
+    e->site = h->site;
     e->ticks = m[1];
     e->ns = (int64_t)(m[1] - t->base_ticks);
     e->seq = k->seq++;
     c->key = m[1];
-    if (e->site->nfields == 0)
+}
+
+/* Decodes the message m (len words, its header's checks passed, h its
+ * slot) into c->e: -EINVAL when a custom payload's padding count is
+ * wrong. */
+static int decode(struct ember_trace *t, struct ember_cursor *c, const struct hslot *h,
+                  const uint64_t *m, unsigned len)
+{
+    decode_head(t, c, c->state, h, m);
+    if (h->payload == PAYLOAD_NONE)
         return 0;
-    struct ember_trace_value *v = &e->v[0];
-    memset(v, 0, sizeof(*v));
-    if (e->site->field_types[0] == EMBER_FT_I64) {
-        v->i = (int64_t)m[2];
+    if (h->payload == PAYLOAD_I64) {
+        c->e.v[0] = (struct ember_trace_value){.i = (int64_t)m[2]};
         return 0;
     }
     const char *bytes = (const char *)(m + 2);
     size_t n = (size_t)(len - 2) * 8;
-    if (user) { /* the last byte counts the padding bytes before it */
+    if (h->payload == PAYLOAD_CUSTOM) { /* the last byte counts the padding bytes before it */
         unsigned pad = (unsigned char)bytes[n - 1];
         if (pad > n - 1)
             return -EINVAL;
         n -= 1 + pad;
     }
-    v->s = bytes;
-    v->len = n;
+    c->e.v[0] = (struct ember_trace_value){.s = bytes, .len = n};
     return 0;
 }
 
-static int cursor_next(struct ember_trace *t, struct ember_cursor *c)
+/* The next message, whatever it is: a new chunk, padding, a header not
+ * met yet (checked), a custom payload, a message across the chunk's end,
+ * an error. */
+static __attribute__((noinline)) int cursor_next_slow(struct ember_trace *t, struct ember_cursor *c)
 {
     struct backend *b = be(t);
     struct cursor *k = c->state;
@@ -706,7 +750,10 @@ static int cursor_next(struct ember_trace *t, struct ember_cursor *c)
         const char *why = length_error(user, type, len);
         if (why)
             return bad_message(t, c->ring, pos, hdr, why);
-        int err = decode(t, c, m, len);
+        struct hslot *h = hslot_of(b, hdr);
+        int err = h->key == ((uint32_t)(hdr >> 36) | HKEY_VALID) ? 0 : hslot_fill(t, hdr, h);
+        if (!err)
+            err = decode(t, c, h, m, len);
         if (err)
             return err == -EINVAL
                        ? bad_message(t, c->ring, pos, hdr, "its padding count exceeds its payload")
@@ -714,6 +761,30 @@ static int cursor_next(struct ember_trace *t, struct ember_cursor *c)
         t->rings[c->ring].events++;
         return 1;
     }
+}
+
+/* The common case inline: a message whose header was met (and checked)
+ * before, wholly in the chunk (which lies in the ring), with a payload of
+ * none or one word. */
+static int cursor_next(struct ember_trace *t, struct ember_cursor *c)
+{
+    struct cursor *k = c->state;
+    if (k->k < k->n) {
+        uint64_t hdr = k->buf[k->k];
+        const struct hslot *h = hslot_of(be(t), hdr);
+        size_t len = MSG_LEN(hdr);
+        if (h->key == ((uint32_t)(hdr >> 36) | HKEY_VALID) && k->k + len <= k->n &&
+            h->payload <= PAYLOAD_I64) {
+            const uint64_t *m = k->buf + k->k;
+            decode_head(t, c, k, h, m);
+            if (h->payload == PAYLOAD_I64)
+                c->e.v[0] = (struct ember_trace_value){.i = (int64_t)m[2]};
+            k->k += len;
+            t->rings[c->ring].events++;
+            return 1;
+        }
+    }
+    return cursor_next_slow(t, c);
 }
 
 static void pass_begin(struct ember_trace *t)

@@ -358,8 +358,9 @@ static int tell_lost(struct merge *m, struct ember_cursor *c)
     return err;
 }
 
-/* Hands out c's event and loads its next: 1, 0 at its end, < 0. */
-static int deliver(struct merge *m, struct ember_cursor *c)
+/* Hands out c's event and loads its next: 1, 0 at its end, < 0. Inlined
+ * into the merge loops, which call it for every event. */
+static inline __attribute__((always_inline)) int deliver(struct merge *m, struct ember_cursor *c)
 {
     int err = c->lost_events || c->lost_words ? tell_lost(m, c) : 0;
     if (!err)
@@ -395,34 +396,50 @@ static void sift_down(struct ember_cursor **heap, size_t n, size_t i)
     }
 }
 
-/* Few streams (the usual case): the next event is found by a scan, and the
- * stream holding it hands out events while they come before every other
- * stream's next one. Branches a heap would mispredict on every event
- * become one comparison per event. act[] keeps ring order, so the first
- * of equal times is the lowest ring. */
+/* Few streams (the usual case): the streams are kept sorted by their next
+ * event, and the first hands out events while they come before the
+ * second's next one; then it moves down to its place, past the streams
+ * that now come first. One comparison per event, and a few per switch,
+ * where a heap would mispredict its way down on every event. Ties keep
+ * ring order: the first of equal times is the lowest ring. */
 enum { SCAN_MAX = 8 };
+
+static void sort_by_next(struct ember_cursor **act, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct ember_cursor *c = act[i];
+        size_t j = i;
+        for (; j > 0 && before(c, act[j - 1]); j--)
+            act[j] = act[j - 1];
+        act[j] = c;
+    }
+}
 
 static int merge_scan(struct merge *m, struct ember_cursor **act, size_t n)
 {
-    while (n) {
-        size_t b = 0;
-        for (size_t i = 1; i < n; i++)
-            b = act[i]->key < act[b]->key ? i : b;
-        /* the stream after which b must yield: the least of the others */
-        size_t s = b == 0 ? 1 : 0;
-        for (size_t i = s + 1; i < n; i++)
-            s = i != b && act[i]->key < act[s]->key ? i : s;
-        struct ember_cursor *c = act[b];
+    sort_by_next(act, n);
+    while (n > 1) {
+        struct ember_cursor *c = act[0], *next = act[1];
         int got;
         do
             got = deliver(m, c);
-        while (got > 0 && (s >= n || before(c, act[s])));
+        while (got > 0 && before(c, next));
         if (got < 0)
             return got;
         if (!got) {
-            memmove(act + b, act + b + 1, (n - b - 1) * sizeof(*act));
+            memmove(act, act + 1, (n - 1) * sizeof(*act));
             n--;
+            continue;
         }
+        size_t j = 1;
+        for (; j < n && before(act[j], c); j++)
+            act[j - 1] = act[j];
+        act[j - 1] = c;
+    }
+    for (int got = n ? 1 : 0; got > 0;) {
+        got = deliver(m, act[0]);
+        if (got < 0)
+            return got;
     }
     return 0;
 }

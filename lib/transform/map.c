@@ -73,20 +73,30 @@ static int map_node(struct mapper *m, uint32_t n, uint32_t *res)
     return 0;
 }
 
+/* A profile like src, empty: its values, modules (same ids) and decimals. */
+static int profile_like(const struct ember_profile *src, unsigned *vmap, struct ember_profile **out)
+{
+    uint32_t *mods = NULL;
+    struct ember_profile *dst = ember_profile_new();
+    int err = dst ? ember_profile_values_like(dst, src, vmap) : -ENOMEM;
+    if (!err)
+        err = ember_profile_modules_like(dst, src, &mods);
+    free(mods);
+    if (!err)
+        dst->decimals = src->decimals;
+    if (err)
+        ember_profile_free(dst);
+    *out = err ? NULL : dst;
+    return err;
+}
+
 int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, void *ctx,
                       struct ember_profile **out)
 {
     struct mapper m = {.src = src, .fn = fn, .ctx = ctx};
-    m.dst = ember_profile_new();
     m.memo = calloc(src->nnodes, sizeof(*m.memo));
     unsigned vmap[EMBER_MAX_VALUES];
-    uint32_t *mods = NULL;
-    int err = m.dst && m.memo ? ember_profile_values_like(m.dst, src, vmap) : -ENOMEM;
-    if (!err)
-        err = ember_profile_modules_like(m.dst, src, &mods); /* the same ids: a fresh dst */
-    free(mods);
-    if (!err)
-        m.dst->decimals = src->decimals;
+    int err = m.memo ? profile_like(src, vmap, &m.dst) : -ENOMEM;
     for (uint32_t n = 0; n < src->nnodes && !err; n++) {
         uint32_t r;
         bool any = false;
@@ -122,5 +132,64 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
         return err;
     }
     *out = m.dst;
+    return 0;
+}
+
+/* Which nodes lead to weight: their own, or a descendant's (children come
+ * after their parents in node order). */
+static bool *live_nodes(const struct ember_profile *src)
+{
+    bool *live = calloc(src->nnodes ? src->nnodes : 1, sizeof(*live));
+    for (uint32_t n = src->nnodes; live && n-- > 1;) {
+        for (unsigned k = 0; k < src->nvalues && !live[n]; k++)
+            live[n] = src->self[k][n] != 0;
+        if (live[n])
+            live[src->nodes[n].parent] = true;
+    }
+    return live;
+}
+
+int ember_profile_map_frames(const struct ember_profile *src, ember_frame_map_fn fn, void *ctx,
+                             struct ember_profile **out)
+{
+    unsigned vmap[EMBER_MAX_VALUES];
+    struct ember_profile *dst = NULL;
+    uint32_t *fmemo = calloc(src->frames.count ? src->frames.count : 1, sizeof(*fmemo));
+    uint32_t *node = malloc((src->nnodes ? src->nnodes : 1) * sizeof(*node));
+    bool *live = live_nodes(src);
+    int err = fmemo && node && live ? profile_like(src, vmap, &dst) : -ENOMEM;
+    if (!err)
+        node[EMBER_ROOT] = EMBER_ROOT;
+    for (uint32_t n = 1; n < src->nnodes && !err; n++) {
+        if (!live[n])
+            continue;
+        uint32_t f = src->nodes[n].frame;
+        if (!fmemo[f]) {
+            uint32_t to;
+            if ((err = fn(ctx, dst, src, f, &to)) != 0)
+                break;
+            fmemo[f] = to + 1;
+        }
+        err = ember_profile_child_fast(dst, node[src->nodes[n].parent], fmemo[f] - 1, &node[n]);
+        for (unsigned k = 0; k < src->nvalues && !err; k++)
+            if (src->self[k][n])
+                err = ember_profile_add_raw(dst, node[n], vmap[k], src->self[k][n]);
+    }
+    if (!err && src->keep_seq) {
+        dst->keep_seq = true;
+        for (size_t i = 0; i < src->seq_len && !err; i++)
+            for (unsigned k = 0; k < src->nvalues && !err; k++)
+                if (src->seq_w[k][i])
+                    err = ember_profile_seq_append(dst, node[src->seq_node[i]], vmap[k],
+                                                   src->seq_w[k][i]);
+    }
+    free(fmemo);
+    free(node);
+    free(live);
+    if (err) {
+        ember_profile_free(dst);
+        return err;
+    }
+    *out = dst;
     return 0;
 }

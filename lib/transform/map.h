@@ -32,4 +32,13 @@ int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const
 int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, void *ctx,
                       struct ember_profile **out);
 
+/* Each src frame's dst frame: called once per frame that some weighted
+ * stack holds. */
+typedef int (*ember_frame_map_fn)(void *ctx, struct ember_profile *dst,
+                                  const struct ember_profile *src, uint32_t frame, uint32_t *out);
+/* ember_profile_map for a rewrite frame by frame (the stack's shape kept):
+ * one child lookup per node rather than a pass over each stack. */
+int ember_profile_map_frames(const struct ember_profile *src, ember_frame_map_fn fn, void *ctx,
+                             struct ember_profile **out);
+
 #endif

@@ -84,26 +84,17 @@ static int view_name(struct ember_profile *scratch, const struct ember_profile *
     return err;
 }
 
-static int names_only(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                      const uint32_t *in, size_t n, struct stack_out *out)
+static int name_frame(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
+                      uint32_t f, uint32_t *out)
 {
     struct names *nm = ctx;
     (void)src;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t v = nm->name_of[in[i]];
-        const struct agreed *a = &nm->by_name[v];
-        const char *name = nm->scratch->frames.str[v];
-        size_t len = nm->scratch->frames.len[v];
-        if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
-            return -ENOMEM;
-        int err = a->seen ? ember_frames_intern_loc(&dst->frames, name, len, &a->loc,
-                                                    &out->frames[out->n])
-                          : ember_frames_intern(&dst->frames, name, len, &out->frames[out->n]);
-        if (err)
-            return err;
-        out->n++;
-    }
-    return 0;
+    uint32_t v = nm->name_of[f];
+    const struct agreed *a = &nm->by_name[v];
+    const char *name = nm->scratch->frames.str[v];
+    size_t len = nm->scratch->frames.len[v];
+    return a->seen ? ember_frames_intern_loc(&dst->frames, name, len, &a->loc, out)
+                   : ember_frames_intern(&dst->frames, name, len, out);
 }
 
 int ember_profile_names(const struct ember_profile *p, struct ember_profile **out)
@@ -121,7 +112,7 @@ int ember_profile_names(const struct ember_profile *p, struct ember_profile **ou
     for (uint32_t f = 0; f < p->frames.count && !err; f++)
         agree(&nm.by_name[nm.name_of[f]], &p->frames.loc[f]);
     if (!err)
-        err = ember_profile_map(p, names_only, &nm, out);
+        err = ember_profile_map_frames(p, name_frame, &nm, out);
     if (!err)
         (*out)->names_view = true;
     ember_profile_free(scratch);

@@ -188,16 +188,20 @@ static size_t process_of(const char *s, size_t n)
 static int merged_process(struct ember_profile *dst, const struct ember_frame *rec, const char *s,
                           size_t n, uint32_t *merged)
 {
-    if (rec->kind == EMBER_FRAME_THREAD && rec->pid >= 0) { /* "comm-?/TID": which process? */
+    bool task =
+        rec->kind_in_name && (rec->kind == EMBER_FRAME_THREAD || rec->kind == EMBER_FRAME_PROCESS);
+    /* perf's "comm-PID/TID" ("comm-?/TID": which process?) */
+    if (task && rec->kind == EMBER_FRAME_THREAD && rec->pid >= 0) {
         struct ember_frame proc = {.name = s,
                                    .name_len = n,
                                    .module = EMBER_NO_MODULE,
                                    .kind = EMBER_FRAME_PROCESS,
                                    .pid = rec->pid,
+                                   .kind_in_name = true,
                                    .tid = -1};
         return ember_profile_intern_frame(dst, &proc, merged);
     }
-    size_t pn = rec->kind == EMBER_FRAME_USER ? process_of(s, n) : 0;
+    size_t pn = task ? 0 : process_of(s, n);
     return pn ? ember_frames_intern(&dst->frames, s, pn, merged) : 0;
 }
 

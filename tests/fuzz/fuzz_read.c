@@ -1,6 +1,6 @@
 /*
  * fuzz_read.c - libFuzzer target for one reader (FORMAT, set at build
- * time: perf, folded, dtrace, or auto for detection), followed by what the
+ * time: perf, perf.data, folded, dtrace, or auto for detection), followed by what the
  * commands do with a profile: folded output and a flame graph. Any crash,
  * leak, undefined behaviour or hang is a bug.
  */

@@ -5,10 +5,18 @@
  * kilobytes instead of a megabyte of zeros. The content is unchanged:
  * `ember trace dump` prints the same lines for both files.
  *
+ * An OCaml runtime_events file is rewritten with only its rings up to the
+ * last one used (max_domains cut to them) and its user-event name table cut
+ * after the last name: OCaml lays the file out sparse, and fuzz_trace reads
+ * such a seed also zero-extended to the size its header gives, where it
+ * dumps as the original.
+ *
  * usage: trace_compact IN OUT
  */
 #include "ring/format.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +38,52 @@ static char *slurp(const char *path, size_t *size)
     return buf;
 }
 
+/* OCaml's header: 8 words, version 1, the ring headers at byte 64. */
+static bool is_ocaml(const char *in, size_t size)
+{
+    uint64_t w[8];
+    if (size < sizeof(w))
+        return false;
+    memcpy(w, in, sizeof(w));
+    return w[0] == 1 && w[5] == 64;
+}
+
+static int compact_ocaml(const char *in, size_t size, const char *path)
+{
+    uint64_t h[8], ring[2];
+    memcpy(h, in, sizeof(h));
+    uint64_t used = 0, names_end = 0;
+    for (uint64_t i = 0; i < h[1] && h[5] + (i + 1) * h[2] <= size; i++) {
+        memcpy(ring, in + h[5] + i * h[2], sizeof(ring));
+        used = ring[1] ? i + 1 : used;
+    }
+    for (uint64_t b = h[7]; b < size; b++)
+        names_end = in[b] ? b + 1 - h[7] : names_end;
+    uint64_t out[8] = {1, used, h[2], h[3], h[4], 64, 64 + used * h[2], 0};
+    out[7] = out[6] + used * h[3];
+    if (h[6] + used * h[3] > size || h[7] + names_end > size) {
+        fprintf(stderr, "trace_compact: offsets out of range\n");
+        return 1;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 1;
+    fwrite(out, 1, sizeof(out), f);
+    fwrite(in + h[5], 1, used * h[2], f);
+    fwrite(in + h[6], 1, used * h[3], f);
+    fwrite(in + h[7], 1, names_end, f);
+    return fclose(f) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     size_t size;
     char *in = argc == 3 ? slurp(argv[1], &size) : NULL;
+    if (in && is_ocaml(in, size)) {
+        int rc = compact_ocaml(in, size, argv[2]);
+        free(in);
+        return rc;
+    }
     if (!in || size < EMBER_RING_HEADER_SIZE) {
         fprintf(stderr, "usage: trace_compact IN OUT (IN: a trace file)\n");
         return 2;

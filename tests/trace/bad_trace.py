@@ -230,7 +230,7 @@ def main():
     subprocess.run([traced, "100", "2"], env=env, check=True, stdout=subprocess.DEVNULL)
     log = os.path.join(d, "log.trace")
     env = dict(os.environ, EMBER_TRACE_PACKET="4096", EMBER_TRACE_THREADS="4")
-    subprocess.run([golden.EMBER, "record", "-o", log, "--", traced, "400", "2"], env=env,
+    subprocess.run([golden.EMBER, "trace", "record", "-o", log, "--", traced, "400", "2"], env=env,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for good in (ring, log):
         rc, err = ember(["trace", "dump", good, "-o", good + ".txt"])

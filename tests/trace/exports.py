@@ -156,12 +156,12 @@ def main():
     check_perfetto(trace, work, dumped, names)
     check_chrome(trace, work, dumped)
     check_views(trace)
-    # the same program under `ember record`: the same events
+    # the same program under `ember trace record`: the same events
     rec = os.path.join(work, "recorded.trace")
-    golden.run(["record", "-o", rec, "--", traced, str(REQUESTS), str(WORKERS)])
+    golden.run(["trace", "record", "-o", rec, "--", traced, str(REQUESTS), str(WORKERS)])
     again = dump_events(rec)
     if collections.Counter(e[2] for e in again) != collections.Counter(e[2] for e in dumped):
-        golden.fail("ember record did not capture the same events")
+        golden.fail("ember trace record did not capture the same events")
     print("ok: %d events; babeltrace2, protoc and json agree with dump; record too" % len(dumped))
 
 

@@ -152,6 +152,91 @@ def check_exports(d, work):
           "reads the CTF" % (types["SLICE_BEGIN"], types["COUNTER"], utypes["SLICE_BEGIN"]))
 
 
+def ocaml_escaped(b):
+    """OCaml's String.escaped."""
+    esc = {ord('"'): '\\"', ord('\\'): '\\\\', ord('\n'): '\\n', ord('\t'): '\\t',
+           ord('\r'): '\\r', ord('\b'): '\\b'}
+    return "".join(esc.get(c) or (chr(c) if 32 <= c <= 126 else "\\%03d" % c) for c in b)
+
+
+def ocaml_int(v):
+    """Val_long of a 64-bit word: OCaml's 63-bit int."""
+    v = (v << 1) & (2**64 - 1)
+    return (v - 2**64 if v >> 63 else v) >> 1
+
+
+def message(length, user, typ, ident):
+    return length << 54 | user << 53 | typ << 49 | ident << 36
+
+
+def check_synthetic(work):
+    """A runtime_events file written here, with what the fixtures lack: an
+    allocation event, custom payloads that String.escaped escapes, OCaml
+    ints with bit 62 set, lifecycle events with a payload of 0 and none,
+    and more distinct messages (user events 0-299, twice) than the
+    reader's table of known headers has slots, so that they collide."""
+    R, NAMES = 4096, 8192
+    data = 64 + 2 * 80
+    names_off = data + 2 * R * 8
+    rings, want = [[], []], []
+    ts = [1000]
+
+    def put(ring, length, user, typ, ident, payload, line):
+        ts[0] += 7
+        rings[ring] += [message(length, user, typ, ident), ts[0]] + payload
+        want.append("%d\t%d\t%s" % (ring, ts[0], line))
+
+    names = {i: "u%d" % i for i in range(300)}
+    names.update({300: "note", 301: "tick", 302: "span"})
+    put(0, 3, 0, 1, 0, [77], "LIFECYCLE\t0\tring_start\t77")
+    put(1, 3, 0, 1, 6, [0], "LIFECYCLE\t6\tdomain_spawn\t-")
+    for rep in range(2):
+        for i in range(300):
+            v = i * 1000 + rep
+            put(i % 2, 3, 1, 1, i, [v], "USER_INT\t-\tu%d\t%d" % (i, v))
+    payload = b'"\\\n\t\r\b\x01\xffa~ ' + bytes(range(0x7f, 0x83))
+    words = (len(payload) + 8) // 8
+    buf = bytearray(words * 8)
+    buf[:len(payload)] = payload
+    buf[-1] = words * 8 - 1 - len(payload)
+    put(0, 2 + words, 1, 4, 300, list(struct.unpack("<%dQ" % words, bytes(buf))),
+        "USER_CUSTOM\t-\tnote\t" + ocaml_escaped(payload))
+    buckets = [i * 3 for i in range(19)] + [1 << 62]
+    put(1, 22, 0, 5, 0, buckets,
+        "ALLOC\t0\talloc\t" + " ".join(str(ocaml_int(b)) for b in buckets))
+    put(0, 3, 0, 4, 5, [(1 << 62) | 5], "COUNTER\t5\tminor_allocated\t%d" % ocaml_int((1 << 62) | 5))
+    put(0, 2, 1, 0, 301, [], "USER_UNIT\t-\ttick\t-")
+    put(1, 2, 1, 2, 302, [], "USER_SPAN\t-\tspan\tbegin")
+    put(1, 2, 1, 3, 302, [], "USER_SPAN\t-\tspan\tend")
+    put(0, 3, 0, 1, 2, [0], "LIFECYCLE\t2\tring_pause\t-")
+    put(0, 2, 0, 1, 1, [], "LIFECYCLE\t1\tring_stop\t-")
+    f = bytearray(names_off + NAMES * 128)
+    struct.pack_into("<8Q", f, 0, 1, 2, 80, R * 8, R, 64, data, names_off)
+    for i, words in enumerate(rings):
+        struct.pack_into("<2Q", f, 64 + i * 80, 0, len(words))
+        struct.pack_into("<%dQ" % len(words), f, data + i * R * 8, *words)
+    for i, n in names.items():
+        f[names_off + i * 128:names_off + i * 128 + len(n)] = n.encode()
+    path = os.path.join(work, "synthetic.events")
+    with open(path, "wb") as out:
+        out.write(f)
+    rc, out, err = ember(["trace", "dump", "--format", "ocaml", path])
+    got = [l for l in out.decode("latin-1").splitlines() if not l.startswith("#")]
+    # OCaml's consumer reads ring by ring
+    want = sorted(want, key=lambda l: int(l.split("\t")[0]))
+    if rc != 0 or got != want:
+        diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        golden.fail("synthetic: dump --format ocaml differs at event %d:\n  ember: %r\n  want:  %r\n%s"
+                    % (diff + 1, got[diff:diff + 1], want[diff:diff + 1], err))
+    rc, out, err = ember(["trace", "dump", "--ticks", path])
+    ints = [l.split()[4:6] for l in out.decode("latin-1").splitlines() if l.split()[4].startswith("u")]
+    expect = [["u%d" % i, "value=%d" % (i * 1000 + rep)] for rep in range(2) for i in range(300)]
+    if rc != 0 or ints != expect:
+        golden.fail("synthetic: dump's user ints are not the 600 written:\n%r" % ints[:10])
+    print("ok synthetic: %d events (allocations, escapes, 63-bit ints, 303 user events) as "
+          "OCaml's consumer reads them" % len(want))
+
+
 def expect_error(path, *needles):
     out = path + ".out"
     for tool in TOOLS + (["export", "--format", "ctf"],):
@@ -189,6 +274,7 @@ def main():
     for name in FIXTURES:
         check_fixture(d, name)
     check_exports(d, work)
+    check_synthetic(work)
 
     src = os.path.join(d, "alloc-killed.events")
     hdr = struct.unpack_from("<8Q", open(src, "rb").read(64))

@@ -1,7 +1,9 @@
-"""`ember record -- CMD`: a command that cannot run is one clear error and
-the shell's exit status (127: not found, 126: found but not executable),
-with no output file left; a command that runs but does not trace says so
-once and exits with the command's status; a traced one is recorded.
+"""`ember trace record -- CMD` (`ember record` until the sampler took the
+name): a command that cannot run is one clear error and the shell's exit
+status (127: not found, 126: found but not executable), with no output
+file left; a command that runs but does not trace says so once and exits
+with the command's status; a traced one is recorded. Its help says that it
+drains the program's rings.
 
 usage: record.py TRACED WORKDIR
 """
@@ -17,14 +19,24 @@ import golden  # noqa: E402
 
 def record(work, cmd):
     out = os.path.join(work, "out.trace")
-    p = subprocess.run([golden.EMBER, "record", "-o", out, "--"] + cmd, capture_output=True,
+    p = subprocess.run([golden.EMBER, "trace", "record", "-o", out, "--"] + cmd, capture_output=True,
                        text=True, cwd=work)
     left = sorted(os.listdir(work))
     return p.returncode, p.stderr, left
 
 
+def check_help():
+    p = subprocess.run([golden.EMBER, "trace", "record", "--help"], capture_output=True, text=True)
+    text = " ".join(p.stdout.split())
+    for want in ("drains its rings", "drain mode", "runtime_events rings as they fill",
+                 "It was 'ember record', which now samples"):
+        if p.returncode != 0 or want not in text:
+            golden.fail("ember trace record --help does not say %r:\n%s" % (want, p.stdout))
+
+
 def main():
     traced, work = sys.argv[1:3]
+    check_help()
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     plain = os.path.join(work, "plain")
@@ -38,7 +50,7 @@ def main():
                              ([plain], 126, "Permission denied"),
                              ([os.path.join(work, "adir")], 126, "Permission denied")):
         rc, err, left = record(work, cmd)
-        want = "ember record: cannot run %s: %s\n" % (cmd[0], why)
+        want = "ember trace: cannot run %s: %s\n" % (cmd[0], why)
         if rc != status or err != want or left != before:
             golden.fail("record -- %s: exit %d (expected %d), stderr %r (expected %r), files %r" %
                         (cmd[0], rc, status, err, want, left))

@@ -1,0 +1,268 @@
+/*
+ * perf_data_kernel.c - kernel symbols from /proc/kallsyms, as perf script
+ * finds them when no vmlinux is at hand.
+ *
+ * perf's rules (util/symbol.c, kallsyms): text, weak, data and bss
+ * symbols are kept; a symbol ends where the next one starts (the last
+ * kernel symbol before the modules, and the very last, one page further);
+ * of symbols at one address the last listed wins (it is the one left with
+ * a length); the kernel proper is relocated by the difference between the
+ * _text recorded in the file and the running kernel's, modules are not.
+ * The table is used only when the running kernel is the recorded one (the
+ * build-id in /sys/kernel/notes), and when kallsyms shows addresses (it
+ * shows zeros under kernel.kptr_restrict to those who may not see them).
+ * Invariants: kernel and module symbols are sorted by start, each module's
+ * symbols together; names live in one buffer.
+ */
+#include "perf_data.h"
+#include "util/vec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct ksym {
+    uint64_t start, end;
+    uint32_t name;   /* offset in names */
+    uint32_t module; /* offset in names of "[module]", or UINT32_MAX */
+    uint32_t order;  /* line in kallsyms, for ties */
+};
+
+static int by_address(const void *a, const void *b)
+{
+    const struct ksym *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void pd_kernel_init(struct pd_kernel *k)
+{
+    memset(k, 0, sizeof(*k));
+}
+
+void pd_kernel_release(struct pd_kernel *k)
+{
+    free(k->syms);
+    free(k->names);
+}
+
+static int keep_name(struct pd_kernel *k, const char *s, size_t n, uint32_t *at)
+{
+    if (k->nlen + n + 1 > UINT32_MAX)
+        return -ERANGE;
+    if (EMBER_VEC_RESERVE(k->names, k->ncap, k->nlen + n + 1) < 0)
+        return -ENOMEM;
+    memcpy(k->names + k->nlen, s, n);
+    k->names[k->nlen + n] = '\0';
+    *at = (uint32_t)k->nlen;
+    k->nlen += n + 1;
+    return 0;
+}
+
+static bool kept_type(char type)
+{
+    type = (char)toupper((unsigned char)type);
+    return type == 'T' || type == 'W' || type == 'D' || type == 'B';
+}
+
+/* One line: "ffffffff81000000 T _text" or "... t name\t[module]". */
+static int parse_line(struct pd_kernel *k, char *line, uint32_t order, uint32_t *last_module,
+                      const char **last_mod_name)
+{
+    char *end;
+    uint64_t addr = strtoull(line, &end, 16);
+    if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
+        return 0;
+    char type = end[1];
+    char *name = end + 3;
+    size_t n = strcspn(name, "\t\n");
+    if (!kept_type(type) || n == 0 || name[0] == '$')
+        return 0;
+    if (strcmp(name, "_text") == 0 || (n == 5 && memcmp(name, "_text", 5) == 0))
+        k->text_now = addr, k->have_text = true;
+    uint32_t module = UINT32_MAX;
+    if (name[n] == '\t') {
+        char *mod = name + n + 1;
+        size_t ml = strcspn(mod, "\n");
+        if (*last_mod_name && strlen(*last_mod_name) == ml &&
+            memcmp(*last_mod_name, mod, ml) == 0) {
+            module = *last_module;
+        } else {
+            int err = keep_name(k, mod, ml, &module);
+            if (err)
+                return err;
+            *last_module = module;
+            *last_mod_name = k->names + module;
+        }
+    }
+    if (EMBER_VEC_RESERVE(k->syms, k->cap, k->n + 1) < 0)
+        return -ENOMEM;
+    struct ksym *s = &k->syms[k->n];
+    int err = keep_name(k, name, n, &s->name);
+    if (err)
+        return err;
+    /* keep_name may have moved names: last_mod_name points into it */
+    if (module != UINT32_MAX)
+        *last_mod_name = k->names + module;
+    s->start = s->end = addr;
+    s->module = module;
+    s->order = order;
+    k->n++;
+    return 0;
+}
+
+static uint64_t page_up(uint64_t x)
+{
+    return (x + 4095) & ~(uint64_t)4095;
+}
+
+/* perf's symbols__fixup_end (kallsyms) then symbols__fixup_duplicate: the
+ * symbol listed last at an address is the one left with a length. Then
+ * the kernel's symbols first, each module's after, in their order. */
+static int fix_ends(struct pd_kernel *k)
+{
+    qsort(k->syms, k->n, sizeof(*k->syms), by_address);
+    for (size_t i = 0; i + 1 < k->n; i++) {
+        struct ksym *prev = &k->syms[i], *curr = &k->syms[i + 1];
+        if ((prev->module == UINT32_MAX) != (curr->module == UINT32_MAX))
+            prev->end = page_up(prev->start + 4096);
+        else
+            prev->end = curr->start;
+    }
+    if (k->n)
+        k->syms[k->n - 1].end = page_up(k->syms[k->n - 1].start) + 4096;
+    struct ksym *sorted = malloc((k->n ? k->n : 1) * sizeof(*sorted));
+    if (!sorted)
+        return -ENOMEM;
+    size_t w = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < k->n; i++) {
+            bool kernel = k->syms[i].module == UINT32_MAX;
+            if (kernel != (pass == 0) || (i + 1 < k->n && k->syms[i + 1].start == k->syms[i].start))
+                continue;
+            sorted[w++] = k->syms[i];
+            k->nkernel += pass == 0;
+        }
+    free(k->syms);
+    k->syms = sorted;
+    k->n = w;
+    k->cap = k->n ? k->n : 1;
+    return 0;
+}
+
+/* The build-id in the notes of the running kernel (/sys/kernel/notes). */
+static size_t running_build_id(const char *notes, uint8_t *out)
+{
+    FILE *f = fopen(notes, "rb");
+    if (!f)
+        return 0;
+    uint8_t buf[4096];
+    size_t len = fread(buf, 1, sizeof(buf), f), at = 0, got = 0;
+    fclose(f);
+    while (at + 12 <= len) {
+        uint32_t namesz = pd_u32(buf + at), descsz = pd_u32(buf + at + 4);
+        uint32_t type = pd_u32(buf + at + 8);
+        size_t name_at = at + 12, desc_at = name_at + ((namesz + 3u) & ~3u);
+        size_t next = desc_at + ((descsz + 3u) & ~3u);
+        if (namesz > len || descsz > len || next > len)
+            break;
+        if (type == 3 && namesz == 4 && memcmp(buf + name_at, "GNU", 4) == 0 && descsz <= 20) {
+            memcpy(out, buf + desc_at, descsz);
+            got = descsz;
+            break;
+        }
+        at = next;
+    }
+    return got;
+}
+
+int pd_kernel_load(struct pd_kernel *k, const struct pd_kernel_source *src)
+{
+    const char *path = src->kallsyms;
+    k->loaded = true;
+    if (src->build_id_len) {
+        uint8_t now[20];
+        size_t n = running_build_id(src->notes, now);
+        if ((n != src->build_id_len || memcmp(now, src->build_id, n) != 0) && !src->cached) {
+            snprintf(k->why, sizeof(k->why),
+                     "the running kernel is not the recorded one (its build-id in %s differs) "
+                     "and perf's build-id cache has no copy of its kallsyms",
+                     src->notes);
+            return 0;
+        }
+        if (n != src->build_id_len || memcmp(now, src->build_id, n) != 0)
+            path = src->cached; /* perf record's copy, of the recorded kernel */
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(k->why, sizeof(k->why), "cannot read %s", path);
+        return 0;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    uint32_t order = 0, last_module = UINT32_MAX;
+    const char *last_mod_name = NULL;
+    int err = 0;
+    while (!err && getline(&line, &cap, f) > 0)
+        err = parse_line(k, line, order++, &last_module, &last_mod_name);
+    free(line);
+    fclose(f);
+    if (err)
+        return err;
+    if (!k->have_text || k->text_now == 0) {
+        snprintf(k->why, sizeof(k->why),
+                 "%s shows no addresses (kernel.kptr_restrict hides them; root sees them)", path);
+        k->n = 0;
+        return 0;
+    }
+    if ((err = fix_ends(k)) < 0)
+        return err;
+    k->delta = src->have_text ? k->text_now - src->text : 0;
+    k->usable = k->nkernel > 0;
+    return 0;
+}
+
+static const struct ksym *search(const struct ksym *s, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const struct ksym *c = &s[lo - 1];
+    return addr < c->end || addr == c->start ? c : NULL;
+}
+
+int pd_kernel_find(const struct pd_kernel *k, const char *module, size_t mlen, uint64_t addr,
+                   const char **name, uint64_t *offset)
+{
+    if (!k->usable)
+        return -ENOENT;
+    const struct ksym *s;
+    if (!module) {
+        addr += k->delta; /* the running kernel's address */
+        s = search(k->syms, k->nkernel, addr);
+    } else {
+        /* the module's symbols: a range of the sorted table */
+        size_t lo = k->nkernel, hi = k->n;
+        while (lo < hi && !(strlen(k->names + k->syms[lo].module) == mlen &&
+                            memcmp(k->names + k->syms[lo].module, module, mlen) == 0))
+            lo++;
+        size_t end = lo;
+        while (end < hi && k->syms[end].module == k->syms[lo].module)
+            end++;
+        s = lo < hi ? search(k->syms + lo, end - lo, addr) : NULL;
+    }
+    if (!s)
+        return -ENOENT;
+    *name = k->names + s->name;
+    *offset = addr - s->start;
+    return 0;
+}

@@ -1,0 +1,202 @@
+/*
+ * rings.c - records into the data section: copied from the kernel's rings
+ * (or made by synth.c), counted on the way (samples, lost samples, the
+ * first and last sample times) and the mapped files remembered for the
+ * build-id table.
+ *
+ * A ring is read as the kernel's ABI says: data_head loaded with acquire,
+ * the bytes from data_tail to data_head copied out (they may wrap around
+ * the end of the ring), then data_tail stored with release so the kernel
+ * can reuse the space. Records are written whole, in the order each ring
+ * gives them; the rings are not merged (perf does not either: readers sort
+ * by time, helped by FINISHED_ROUND marks after each pass).
+ */
+#include "record_impl.h"
+#include "util/diag.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/perf_data_format.h"
+
+int rec_write(struct ember_recorder *r, const void *buf, size_t len, struct ember_diag *d)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(r->out, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return ember_diag_set(d, -EIO, "", 0, "cannot write the perf.data file: %s",
+                                  n < 0 ? strerror(errno) : "nothing written");
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+int rec_note_dso(struct ember_recorder *r, const char *name, size_t len, const unsigned char *id,
+                 unsigned idsize, bool kernel)
+{
+    struct rec_dso *dso = ember_strmap_get(&r->dsos, name, len);
+    if (!dso) {
+        dso = ember_arena_alloc(&r->dsos.arena, sizeof(*dso));
+        if (!dso || ember_strmap_put(&r->dsos, name, len, dso) < 0)
+            return -ENOMEM;
+        memset(dso, 0, sizeof(*dso));
+        dso->kernel = kernel;
+    }
+    if (id && idsize && idsize <= sizeof(dso->build_id) && !dso->size) {
+        memcpy(dso->build_id, id, idsize);
+        dso->size = (unsigned char)idsize;
+    }
+    return 0;
+}
+
+/* MMAP2: pid, tid, addr, len, pgoff, 24 bytes (maj/min/ino or the
+ * build-id), prot, flags, then the file name. */
+static int note_mmap2(struct ember_recorder *r, const unsigned char *rec, size_t size)
+{
+    enum { UNION = 40, NAME = 72 };
+    if (size <= NAME)
+        return 0;
+    const char *name = (const char *)rec + NAME;
+    size_t len = strnlen(name, size - NAME);
+    uint16_t misc;
+    memcpy(&misc, rec + 4, sizeof(misc));
+    bool has_id = misc & PERF_RECORD_MISC_MMAP_BUILD_ID;
+    return rec_note_dso(r, name, len, has_id ? rec + UNION + 4 : NULL, has_id ? rec[UNION] : 0,
+                        (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+}
+
+/* MMAP: pid, tid, start, len, pgoff, the file name. */
+static int note_mmap(struct ember_recorder *r, const unsigned char *rec, size_t size)
+{
+    enum { NAME = 40 };
+    if (size <= NAME)
+        return 0;
+    const char *name = (const char *)rec + NAME;
+    uint16_t misc;
+    memcpy(&misc, rec + 4, sizeof(misc));
+    return rec_note_dso(r, name, strnlen(name, size - NAME), NULL, 0,
+                        (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+}
+
+/* A sample: ip, pid/tid, time (the sample_type of attr_init). */
+static void note_sample(struct ember_recorder *r, const unsigned char *rec, size_t size)
+{
+    r->samples++;
+    if (size < 32)
+        return;
+    uint64_t t = get_u64(rec + 24);
+    if (!r->first_time || t < r->first_time)
+        r->first_time = t;
+    if (t > r->last_time)
+        r->last_time = t;
+}
+
+static int note(struct ember_recorder *r, const unsigned char *rec, size_t size)
+{
+    uint32_t type;
+    memcpy(&type, rec, sizeof(type));
+    switch (type) {
+    case PERF_RECORD_SAMPLE:
+        note_sample(r, rec, size);
+        return 0;
+    case PERF_RECORD_LOST:
+        r->lost += size >= 24 ? get_u64(rec + 16) : 0;
+        return 0;
+    case PERF_RECORD_LOST_SAMPLES:
+        r->lost += size >= 16 ? get_u64(rec + 8) : 0;
+        return 0;
+    case PERF_RECORD_MMAP2:
+        return note_mmap2(r, rec, size);
+    case PERF_RECORD_MMAP:
+        return note_mmap(r, rec, size);
+    default:
+        return 0;
+    }
+}
+
+/* Notes each record of buf (whole records, as the kernel wrote them). */
+static int note_all(struct ember_recorder *r, const unsigned char *buf, size_t len,
+                    struct ember_diag *d)
+{
+    for (size_t off = 0; off < len;) {
+        uint16_t size;
+        memcpy(&size, buf + off + 6, sizeof(size));
+        if (size < sizeof(struct perf_event_header) || size > len - off)
+            return ember_diag_set(d, -EIO, "", 0,
+                                  "a record of %u bytes at %zu of %zu in a ring: the kernel's "
+                                  "records do not fit",
+                                  size, off, len);
+        int err = note(r, buf + off, size);
+        if (err < 0)
+            return err;
+        off += size;
+    }
+    return 0;
+}
+
+int rec_emit(struct ember_recorder *r, const void *rec, size_t len, struct ember_diag *d)
+{
+    int err = note_all(r, rec, len, d);
+    if (!err)
+        err = rec_write(r, rec, len, d);
+    if (!err)
+        r->data_size += len;
+    return err;
+}
+
+static int drain_ring(struct ember_recorder *r, struct rec_ring *g, bool *any, struct ember_diag *d)
+{
+    struct perf_event_mmap_page *meta = g->base;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    size_t len = (size_t)(head - tail);
+    if (!len)
+        return 0;
+    if (len > r->bufcap) {
+        unsigned char *b = realloc(r->buf, len);
+        if (!b)
+            return -ENOMEM;
+        r->buf = b;
+        r->bufcap = len;
+    }
+    const unsigned char *data = (const unsigned char *)g->base + meta->data_offset;
+    size_t off = (size_t)(tail % meta->data_size);
+    size_t first = len < meta->data_size - off ? len : (size_t)meta->data_size - off;
+    memcpy(r->buf, data + off, first);
+    memcpy(r->buf + first, data, len - first);
+    __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+    *any = true;
+    return rec_emit(r, r->buf, len, d);
+}
+
+int rec_finished_round(struct ember_recorder *r, struct ember_diag *d)
+{
+    struct perf_event_header h = {PD_RECORD_FINISHED_ROUND, 0, sizeof(h)};
+    return rec_emit(r, &h, sizeof(h), d);
+}
+
+int rec_drain(struct ember_recorder *r, struct ember_diag *d)
+{
+    bool any = false;
+    for (size_t c = 0; c < r->ncpus; c++) {
+        if (!r->rings[c].base)
+            continue;
+        int err = drain_ring(r, &r->rings[c], &any, d);
+        if (err < 0)
+            return err;
+    }
+    return any ? rec_finished_round(r, d) : 0;
+}

@@ -1,0 +1,487 @@
+"""Golden test: perf.data read directly equals `perf script -i perf.data |
+ember collapse`, with the same options, on recordings made here with `perf
+record -g` of a C program (threads, a forked child that execs a shell), a
+JIT writing /tmp/perf-PID.map, the OCaml fixture of the corpus, python3 and
+`xz -T2`; DWARF call graphs (`--call-graph dwarf`: equal on the C program
+and xz, measured and documented where perf's unwinder guesses); then what
+perf.data must give that text cannot (pprof mappings and addresses), and
+bad input: truncated and corrupt files, a binary rebuilt after recording,
+a stripped one, a deleted one.
+
+The text side runs `perf script --no-inline` (and `-F+pid` for --pid and
+--tid: perf script prints no pid by default, and the script's rule then
+names "comm-?"): ember's --inline resolves inlined calls itself, on both
+sides, through the same symbolizer.
+
+perf's build-id cache lives in $HOME/.debug: HOME is a directory of the test
+so that what perf record puts there is this test's alone.
+
+usage: perfdata.py CC SOURCE_DIR WORKDIR
+
+Skips (exit 77) when perf cannot record here; cases whose program is
+missing (the OCaml fixture, python3, xz) are skipped alone.
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import golden
+
+SKIP = 77
+OPTIONS = [[], ["--pid"], ["--tid"], ["--kernel"], ["--jit"], ["--all"], ["--addrs"],
+           ["--inline"], ["--inline", "--context"]]
+
+case, run_cases = golden.cases()
+CC = SRC = None
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, check=True, **kw)
+
+
+def build(name, out, *flags):
+    sh([CC, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", out,
+        os.path.join(SRC, name)] + list(flags))
+    return out
+
+
+def record(work, name, argv, extra=("-g",)):
+    """perf record; again when perf itself fails (Debian's perf now and then
+    aborts on "assertion failed at util/build-id.c:1010" at the end)."""
+    data = os.path.join(work, name + ".data")
+    for _ in range(3):
+        p = subprocess.run(["perf", "record", "-q", "-o", data] + list(extra) + ["--"] + argv,
+                           capture_output=True, cwd=work)
+        if p.returncode == 0 and os.path.exists(data):
+            return data
+        print("perf record %s failed (%s): recording again" % (argv[0], p.stderr[-200:]))
+    golden.fail("perf record %s failed: %s" % (" ".join(argv), p.stderr.decode()[-400:]))
+
+
+def perf_script(data, opts):
+    fields = ["-F+pid"] if "--pid" in opts or "--tid" in opts else []
+    return sh(["perf", "script", "--no-inline", "-i", data] + fields).stdout
+
+
+def compare(data, opts, what):
+    """ember collapse DATA equals perf script | ember collapse, with opts."""
+    want, _, _ = golden.run(["collapse"] + opts, stdin=perf_script(data, opts))
+    got, err, _ = golden.run(["collapse"] + opts + [data])
+    golden.first_difference(got, want, "%s %s" % (what, " ".join(opts) or "(no options)"))
+    if not got:
+        golden.fail("%s: no stacks at all" % what)
+    return got, err
+
+
+def compare_all(data, what, options=OPTIONS):
+    for opts in options:
+        compare(data, opts, what)
+    print("ok: %s: %d option sets equal perf script | ember collapse" % (what, len(options)))
+
+
+@case
+def c_program(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "exec", "4"])
+    compare_all(data, "C program")
+    got, _ = compare(data, ["--tid"], "C program")
+    roots = {line.split(b";")[0] for line in got.splitlines()}
+    pids = {re.sub(rb"/\d+$", b"", r) for r in roots if r.startswith(b"prog-")}
+    if len(pids) < 2 or not any(r.startswith(b"sh-") for r in roots):
+        golden.fail("threads, the forked child and its exec'd shell should all show: %s" % roots)
+    # the same file through a pipe, gzip and standard input
+    gz = data + ".gz"
+    with open(gz, "wb") as f:
+        f.write(sh(["gzip", "-c", data]).stdout)
+    plain, _, _ = golden.run(["collapse", data])
+    for args, stdin, what in (([gz], None, "gzip"), (["-"], open(data, "rb").read(), "stdin")):
+        got, _, _ = golden.run(["collapse"] + args, stdin=stdin)
+        golden.first_difference(got, plain, what)
+
+
+@case
+def pipe_mode(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = os.path.join(work, "pipe.data")
+    # perf script itself sometimes aborts on a pipe-mode file (Debian's perf:
+    # "assertion failed at util/build-id.c:1010" after an EVENT_UPDATE
+    # record, then a smashed stack): the reference is recorded again then
+    for _ in range(3):
+        with open(data, "wb") as f:
+            subprocess.run(["perf", "record", "-q", "-g", "-o", "-", prog, "2"], stdout=f,
+                           stderr=subprocess.DEVNULL, check=True)
+        if subprocess.run(["perf", "script", "-i", data], capture_output=True).returncode == 0:
+            break
+        golden.run(["collapse", data])  # ember reads the file perf script cannot
+        print("perf script failed on a pipe-mode recording: recording again")
+    else:
+        print("skip: perf script fails on every pipe-mode recording here")
+        return
+    compare_all(data, "pipe mode", [[], ["--tid"], ["--inline"]])
+
+
+@case
+def jit(work):
+    prog = build("perfdata_jit.c", os.path.join(work, "jit"))
+    data = record(work, "jit", [prog, "100000000"])
+    try:
+        compare_all(data, "JIT", [[], ["--jit"], ["--all"], ["--addrs"], ["--pid"]])
+        got, _ = compare(data, ["--jit"], "JIT")
+        if b"jit_sum_hot_[j]" not in got or b"Lcom/example/Foo:.bar _[j]" not in got:
+            golden.fail("the JIT's functions should be named from its map file: %r" % got[:300])
+    finally:
+        for f in os.listdir("/tmp"):
+            if re.match(r"perf-\d+\.map$", f) and open("/tmp/" + f).read().count("jit_sum_hot"):
+                os.unlink("/tmp/" + f)
+
+
+@case
+def ocaml(work):
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if not os.access(fixture, os.X_OK):
+        print("skip: no OCaml fixture at " + fixture)
+        return
+    data = record(work, "ocaml", [fixture, "-iters", "200", "-domains", "1"])
+    compare_all(data, "OCaml fixture")
+    got, _ = compare(data, [], "OCaml fixture")
+    if b"Fixture.descend" not in got:
+        golden.fail("OCaml names should be demangled as perf does (Fixture.descend_NNN)")
+
+
+@case
+def python(work):
+    if not os.access("/usr/bin/python3", os.X_OK):
+        print("skip: no /usr/bin/python3")
+        return
+    code = "import json\ns=0\nfor i in range(150000): s+=len(json.dumps({'a':i,'b':[i]}))\n"
+    data = record(work, "python", ["/usr/bin/python3", "-c", code])
+    compare_all(data, "python3")
+
+
+@case
+def xz(work):
+    if not shutil.which("xz"):
+        print("skip: no xz")
+        return
+    text = os.path.join(work, "input.txt")
+    with open(text, "w") as f:
+        x = 1
+        for i in range(400000):
+            x = (x * 1103515245 + 12345) % 2 ** 31
+            f.write("%d %x %s\n" % (i, x, "abcdefgh"[x % 8] * (x % 13)))
+    data = record(work, "xz", ["xz", "-T2", "-k", "-f", "-6", text])
+    compare_all(data, "xz -T2")
+
+
+@case
+def events(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "events", [prog, "2"],
+                  ["-g", "-e", "cpu-clock", "-e", "page-faults", "-e", "task-clock"])
+    compare_all(data, "three events", [[], ["--event-filter=page-faults"],
+                                      ["--event-filter=task-clock", "--tid"]])
+    # which event is first depends on the run (page faults often come first):
+    # the warning must be the text side's, word for word but for the file
+    _, err = compare(data, [], "three events")
+    _, want, _ = golden.run(["collapse"], stdin=perf_script(data, []))
+    if "kept the" not in err or err.replace(data, "<stdin>") != want:
+        golden.fail("ember should say which event it kept and what it skipped, as for the "
+                    "text: %s, not %s" % (err, want))
+    _, err, code = golden.run(["collapse", "--event-filter=nope", data], check=False)
+    if code == 0 or "no samples of event 'nope'" not in err:
+        golden.fail("an event the file does not have: %d %s" % (code, err))
+
+
+DWARF = ["--call-graph", "dwarf"]
+
+
+def weights(folded):
+    """stack -> weight, without perf's outermost "[unknown]" (see dwarf_far)."""
+    out = {}
+    for line in folded.splitlines():
+        stack, _, n = line.rpartition(b" ")
+        frames = stack.split(b";")
+        if len(frames) > 2 and frames[1] == b"[unknown]":
+            del frames[1]
+        key = b";".join(frames)
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def compare_near(data, what, most):
+    """ember against perf script where their unwinders differ: the share of
+    the weight on other stacks, at most `most` percent."""
+    want, _, _ = golden.run(["collapse"], stdin=perf_script(data, []))
+    got, _, _ = golden.run(["collapse", data])
+    w, g = weights(want), weights(got)
+    total = sum(w.values())
+    off = sum(abs(w.get(k, 0) - g.get(k, 0)) for k in set(w) | set(g)) / 2
+    share = 100.0 * off / total if total else 100.0
+    print("%s: %.2f%% of the weight on other stacks than perf script's" % (what, share))
+    if share > most:
+        golden.fail("%s: %.2f%% of the weight differs from perf script (at most %g%%)" %
+                    (what, share, most))
+
+
+@case
+def dwarf(work):
+    """--call-graph dwarf: the copied user stacks unwound by libdwfl equal
+    perf script's (libunwind) on a C program (threads, a fork), one in the
+    vDSO (clock_gettime) and on xz -T2, for each option."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"], DWARF)
+    compare_all(data, "DWARF C program", [[], ["--tid"], ["--kernel"], ["--addrs"], ["--inline"]])
+    got, _ = compare(data, [], "DWARF C program")
+    if b";main;worker;" not in got or b"start_thread;worker;" not in got:
+        golden.fail("the DWARF stacks should reach main and the threads' start: %r" % got[:300])
+    # every third sample's stack copy emptied (its dynamic size set to 0), as
+    # the kernel leaves it when it cannot copy the stack (a fault in a fresh
+    # fork): perf prints no user frame at all for those, not even the address
+    blob, recs = records(data)
+    b = bytearray(blob)
+    for i, (at, typ, size) in enumerate(r for r in recs if r[1] == 9):
+        if i % 3 == 0:
+            struct.pack_into("<Q", b, dyn_size_at(blob, at), 0)
+    empty = os.path.join(work, "empty-stacks.data")
+    with open(empty, "wb") as f:
+        f.write(b)
+    compare_all(empty, "DWARF, empty stack copies", [[]])
+    vdso = build("perfdata_vdso.c", os.path.join(work, "vdso"))
+    data = record(work, "vdso", [vdso, "3000000"], DWARF)
+    compare_all(data, "DWARF through the vDSO", [[], ["--addrs"]])
+    # a corrupt file whose program path names a FIFO: never opened for
+    # reading (that would block forever)
+    fifo = vdso[:-1] + "X"
+    os.mkfifo(fifo)
+    blob = open(data, "rb").read()
+    bad = os.path.join(work, "fifo.data")
+    with open(bad, "wb") as f:
+        f.write(blob.replace(vdso.encode() + b"\0", fifo.encode() + b"\0"))
+    try:
+        p = subprocess.run([golden.EMBER, "collapse", bad], capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        golden.fail("a mapping naming a FIFO blocked the reader")
+    if p.returncode != 0 or b"main" not in p.stdout:  # named from perf's cached copy
+        golden.fail("a mapping naming a FIFO: exit %d, %r" % (p.returncode, p.stderr))
+    if not shutil.which("xz"):
+        print("skip: no xz")
+        return
+    text = os.path.join(work, "input.txt")
+    with open(text, "w") as f:
+        f.write("".join("%d %x\n" % (i, i * 2654435761 % 2 ** 32) for i in range(200000)))
+    data = record(work, "xz", ["xz", "-T2", "-k", "-f", "-6", text], DWARF)
+    compare_all(data, "DWARF xz -T2", [[], ["--tid"]])
+
+
+@case
+def dwarf_far(work):
+    """Where the unwinders part: perf script's libunwind, when the CFI cannot
+    go on (a deep Python stack cut at the 8 KB copy, OCaml 5's switch from
+    its fiber stacks to the C stack), falls back to frame pointers and ends
+    in a made-up frame (address 0 - 1, "[unknown]", or one in an anonymous
+    map); libdwfl stops at the last frame the CFI proves, and follows
+    OCaml's CFI through caml_start_program. ember is right there: its
+    stacks are perf's without the guess (perf's outermost "[unknown]" is
+    left out of the comparison), and deeper for OCaml. perf also never
+    reads the copy's last 8 bytes (its access_mem tests addr + 8 >= end):
+    where a return address is there, ember's stack has one frame more. In Debian's stripped
+    dash (exec'd by the C program: .eh_frame, no symbols), libunwind mostly
+    stops after the first frame or guesses "[[stack]]" frames; ember's
+    stacks reach __libc_start_main."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "exec", "1"], DWARF)
+    got, _, _ = golden.run(["collapse", data])
+    sh_all = sh_main = 0
+    for line in got.splitlines():
+        if line.startswith(b"sh;"):
+            n = int(line.rpartition(b" ")[2])
+            sh_all += n
+            sh_main += n if b";__libc_start_call_main;" in line else 0
+    print("DWARF exec'd dash: %.1f%% of its weight unwound to __libc_start_main" %
+          (100.0 * sh_main / max(sh_all, 1)))
+    if sh_all and sh_main < 0.8 * sh_all:
+        golden.fail("the shell's stacks should unwind to __libc_start_main: %d of %d" %
+                    (sh_main, sh_all))
+    if os.access("/usr/bin/python3", os.X_OK):
+        code = "import json\ns=0\nfor i in range(60000): s+=len(json.dumps({'a':i,'b':[i]}))\n"
+        data = record(work, "python", ["/usr/bin/python3", "-c", code], DWARF)
+        compare_near(data, "DWARF python3", 3)
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if os.access(fixture, os.X_OK):
+        data = record(work, "ocaml", [fixture, "-iters", "200", "-domains", "1"], DWARF)
+        compare_near(data, "DWARF OCaml fixture", 5)
+        got, _, _ = golden.run(["collapse", data])
+        if b"caml_start_program;Stdlib.Domain.body" not in got:
+            golden.fail("OCaml's stacks should unwind to caml_start_program")
+
+
+@case
+def pprof(work):
+    """What perf.data gives that perf script's text cannot: the pprof
+    export's mappings (path, range, offset, build-id) and addresses, as go
+    tool pprof -raw reads them."""
+    if not shutil.which("go"):
+        print("skip: no go")
+        return
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"])
+    out = os.path.join(work, "prog.pb.gz")
+    golden.run(["convert", "--to", "pprof", data, "-o", out])
+    raw = sh(["go", "tool", "pprof", "-raw", out], env=dict(os.environ, GOTOOLCHAIN="local"),
+             cwd=work).stdout.decode()
+    bid = sh(["perf", "buildid-list", "-i", data]).stdout.decode()
+    prog_bid = next(line.split()[0] for line in bid.splitlines() if line.endswith(prog))
+    maps = raw[raw.index("Mappings"):].splitlines()[1:]
+    mine = [m for m in maps if prog in m]
+    if not mine or prog_bid not in mine[0] or "[FN]" not in mine[0]:
+        golden.fail("the program's mapping, with its build-id, should be in the pprof: %s" % maps)
+    mid = mine[0].split(":")[0]
+    locs = [line for line in raw.splitlines() if re.match(r"\s+\d+: 0x[0-9a-f]+ M=%s " % mid, line)]
+    if not locs or any(" 0x0 " in line for line in locs) or not any("worker" in l for l in locs):
+        golden.fail("the program's locations should carry their addresses: %s" % locs[:5])
+    print("ok: pprof mappings and addresses (%d locations in the program)" % len(locs))
+
+
+def records(data):
+    """(offset, type, size) of each record of a perf.data file's data section."""
+    blob = open(data, "rb").read()
+    start, size = struct.unpack_from("<QQ", blob, 40)
+    at, out = start, []
+    while at < start + size:
+        typ, _, rsize = struct.unpack_from("<IHH", blob, at)
+        out.append((at, typ, rsize))
+        at += rsize
+    return blob, out
+
+
+def dyn_size_at(blob, at):
+    """The offset of the dynamic size of the user stack copy in the SAMPLE
+    record at `at` (one event, perf record --call-graph dwarf's fields)."""
+    attrs = struct.unpack_from("<Q", blob, 24)[0]
+    sample_type, = struct.unpack_from("<Q", blob, attrs + 24)
+    regs_mask, = struct.unpack_from("<Q", blob, attrs + 80)
+    known = {0x1: 8, 0x2: 8, 0x4: 8, 0x8: 8, 0x40: 8, 0x80: 8, 0x100: 8, 0x10000: 8}
+    p = at + 8
+    for bit in (0x10000, 0x1, 0x2, 0x4, 0x8, 0x40, 0x80, 0x100):  # IDENTIFIER..PERIOD
+        p += known[bit] if sample_type & bit else 0
+    if sample_type & ~(0x10000 | 0x1ef | 0x1000 | 0x2000 | 0x4000 | 0x8000):  # + WEIGHT, DATA_SRC
+        golden.fail("unexpected sample fields %#x" % sample_type)
+    nr, = struct.unpack_from("<Q", blob, p)  # CALLCHAIN (0x20)
+    p += 8 + 8 * nr
+    abi, = struct.unpack_from("<Q", blob, p)  # REGS_USER (0x1000)
+    p += 8 + (8 * bin(regs_mask).count("1") if abi else 0)
+    size, = struct.unpack_from("<Q", blob, p)  # STACK_USER (0x2000)
+    return p + 8 + size
+
+
+def must_fail(path, what, *needles):
+    """ember collapse PATH fails, prints nothing, and says each needle."""
+    out, err, code = golden.run(["collapse", path], check=False)
+    if code == 0 or out or not all(n in err for n in (path,) + needles):
+        golden.fail("%s: expected a clear error naming the file and %s; got exit %d, %d bytes "
+                    "out, %r" % (what, needles, code, len(out), err))
+    return err
+
+
+@case
+def bad_input(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"])
+    blob, recs = records(data)
+    cut = os.path.join(work, "cut.data")
+    sample = next(r for r in recs if r[1] == 9)  # PERF_RECORD_SAMPLE
+    # cut in the header, the attributes, a record, the feature sections, the last byte
+    for at, inside in ((50, "the perf.data header"), (110, "the attributes"),
+                       (sample[0] + 20, "the SAMPLE record"),
+                       (len(blob) - 200, "feature section"), (len(blob) - 1, "feature section")):
+        with open(cut, "wb") as f:
+            f.write(blob[:at])
+        must_fail(cut, "cut at %d" % at, "truncated input", "(the input ends at offset %d)" % at,
+                  inside)
+    # a record whose size is less than its header, one running past the data
+    bad = os.path.join(work, "corrupt.data")
+    for size, why in ((4, "its size is less than its 8-byte header"),
+                      (65535, "it runs past the data section's end")):
+        b = bytearray(blob)
+        struct.pack_into("<H", b, sample[0] + 6, size)
+        if size == 65535 and sample[0] + 65535 < 40 + sum(struct.unpack_from("<QQ", blob, 40)):
+            continue  # the data section is too long for this record to run past it
+        with open(bad, "wb") as f:
+            f.write(b)
+        must_fail(bad, "size %d" % size,
+                  "corrupt perf.data: the SAMPLE record (type 9, %d bytes) at offset %d" %
+                  (size, sample[0]), why)
+    # a data section that runs past the file, and not a perf.data at all
+    b = bytearray(blob)
+    struct.pack_into("<Q", b, 48, len(blob) * 2)
+    with open(bad, "wb") as f:
+        f.write(b)
+    out, err, code = golden.run(["collapse", bad], check=False)
+    if code == 0 or out or bad not in err:
+        golden.fail("a data section longer than the file: exit %d, %r" % (code, err))
+    with open(bad, "wb") as f:
+        f.write(b"PERFFILE" + blob[8:])
+    out, err, code = golden.run(["collapse", "--format", "perf.data", bad], check=False)
+    if code == 0 or out or "not a perf.data file" not in err:
+        golden.fail("a bad magic: exit %d, %r" % (code, err))
+    print("ok: cut and corrupt perf.data files are clear errors")
+
+
+@case
+def rebuilt_binary(work):
+    """A binary rebuilt after recording (perf record -N: no build-id cache)
+    is not the one recorded: ember says so once and names its frames
+    [unknown] in its module, as perf script does; a stripped binary has
+    its .dynsym only, a deleted one nothing: the same as perf script."""
+    home = os.environ["HOME"]
+    os.environ["HOME"] = os.path.join(work, "home")  # no cached copy from other cases
+    try:
+        rebuilt(work)
+    finally:
+        os.environ["HOME"] = home
+
+
+def rebuilt(work):
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"], ["-g", "-N"])
+    build("perfdata_prog.c", prog, "-O1")
+    got, err = compare(data, [], "rebuilt binary")
+    if err.count("build-id mismatch") != 1 or prog not in err:
+        golden.fail("the rebuilt binary should be said once, by name: %r" % err)
+    if b"prog;[unknown]" not in got:
+        golden.fail("the rebuilt binary's frames should be [unknown]: %r" % got[:300])
+    compare(data, ["--addrs"], "rebuilt binary")
+    sh(["strip", prog])
+    compare(data, [], "stripped binary")
+    os.unlink(prog)
+    _, err = compare(data, [], "deleted binary")
+    if prog not in err:
+        golden.fail("the missing binary should be said: %r" % err)
+    print("ok: rebuilt, stripped and deleted binaries as perf script names them")
+
+
+def run_main():
+    global CC, SRC
+    CC, SRC, work = sys.argv[1:4]
+    if not shutil.which("perf"):
+        print("SKIP: no perf")
+        sys.exit(SKIP)
+    home = os.path.join(work + ".home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    os.environ["HOME"] = home
+    os.environ.pop("PERF_BUILDID_DIR", None)
+    probe = subprocess.run(["perf", "record", "-q", "-o", os.path.join(home, "probe.data"),
+                            "true"], capture_output=True)
+    if probe.returncode != 0:
+        print("SKIP: perf cannot record here: " + probe.stderr.decode().strip()[:300])
+        sys.exit(SKIP)
+    sys.argv = [sys.argv[0], work]
+    run_cases()
+
+
+if __name__ == "__main__":
+    run_main()
