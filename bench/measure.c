@@ -1,9 +1,11 @@
 /*
  * measure.c - runs a command and prints what a benchmark needs to know:
- * wall time, throughput for a given input size, and peak resident memory.
+ * wall time, throughput for a given input size, peak resident memory, and
+ * the CPU time used (user and system: on a shared machine, the part of the
+ * time that other programs' load does not stretch).
  *
  * usage: measure LABEL INPUT_BYTES COMMAND [ARGS...]   (stdout goes to /dev/null)
- * prints: LABEL  <seconds> s  <MB/s> MB/s  <peak RSS> MB
+ * prints: LABEL  <seconds> s  <MB/s> MB/s  <peak RSS> MB peak RSS  <seconds> s CPU
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,7 +44,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: the command failed (status %d)\n", argv[1], status);
         return 1;
     }
-    printf("%-44s %7.3f s %8.0f MB/s %8.1f MB peak RSS\n", argv[1], s, bytes / 1e6 / s,
-           ru.ru_maxrss / 1024.0);
+    double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    printf("%-44s %7.3f s %8.0f MB/s %8.1f MB peak RSS %7.3f s CPU\n", argv[1], s, bytes / 1e6 / s,
+           ru.ru_maxrss / 1024.0, cpu);
     return 0;
 }

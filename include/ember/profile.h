@@ -70,7 +70,8 @@ EMBER_API const char *ember_profile_unit(const struct ember_profile *p);
 
 /* A differential profile: two values, "before" (0) and "after" (1), of the
  * type and unit of the profiles compared (which ember_profile_sample_type
- * then gives). Set before any stack is added. */
+ * then gives). Set before any stack is added, or on a profile of one value,
+ * whose weights so far become both before and after (unchanged). */
 EMBER_API int ember_profile_set_differential(struct ember_profile *p, const char *type,
                                              const char *unit);
 EMBER_API bool ember_profile_is_differential(const struct ember_profile *p);
@@ -191,6 +192,26 @@ enum ember_stack_order { EMBER_LEAF_FIRST, EMBER_ROOT_FIRST };
 EMBER_API int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
                                       enum ember_stack_order order, const int64_t *weights,
                                       uint32_t *node);
+
+/*
+ * Stacks given as text, frames root first separated by one byte sep
+ * ("main;run;work" with ';'), for readers whose lines are whole stacks:
+ * a stack seen before costs one hash of its text, a new one reuses the
+ * previous one's nodes where their texts agree (sorted input repeats long
+ * prefixes), and names are memoized. Frames are names alone.
+ * ember_stack_text_hint, called for a stack before the one being added
+ * (a line ahead), hashes it into key[2] and starts fetching what adding it
+ * will read; ember_stack_text_add then takes that key (NULL: hashes the
+ * text itself) and gives the stack's node (the root's for n == 0).
+ */
+struct ember_stack_text;
+EMBER_API int ember_stack_text_new(struct ember_profile *p, char sep,
+                                   struct ember_stack_text **out);
+EMBER_API void ember_stack_text_free(struct ember_stack_text *t);
+EMBER_API void ember_stack_text_hint(struct ember_stack_text *t, const char *s, size_t n,
+                                     uint64_t key[2]);
+EMBER_API int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n,
+                                   const uint64_t key[2], uint32_t *node);
 
 /* Adds a weight already scaled to the profile's current decimals. */
 EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value,

@@ -37,6 +37,37 @@ EMBER_API int ember_profile_diff(const struct ember_profile *before,
                                  const struct ember_profile *after, const struct ember_diff_opts *o,
                                  struct ember_profile **out);
 
+/* ember_profile_diff's result made of before itself: a tree less.
+ * -EINVAL, before unchanged, where it cannot be (--strip-hex, frames with
+ * places): use ember_profile_diff. On other errors before is changed. */
+EMBER_API int ember_profile_diff_into(struct ember_profile *before,
+                                      const struct ember_profile *after,
+                                      const struct ember_diff_opts *o);
+
+/* The same lines for two folded inputs, without building a profile: read
+ * BEFORE (side 0) and AFTER (side 1), prepare, then write the "stack
+ * before after" lines ember_write_folded would write of
+ * ember_profile_diff's result. Reading fails as ember_format_read does (no
+ * samples, a cut last line, counts overflowing); prepare fails with -ERANGE
+ * where ember_profile_diff would; write prepares if needed. Memory follows
+ * the distinct stacks, not the size of the inputs. */
+struct ember_stack_diff;
+struct ember_input;
+struct ember_read_opts;
+struct ember_read_stats;
+struct ember_sink;
+EMBER_API int ember_stack_diff_new(struct ember_stack_diff **sd, const struct ember_diff_opts *o);
+EMBER_API int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side,
+                                    struct ember_input *in, const struct ember_read_opts *ro,
+                                    struct ember_read_stats *st, struct ember_diag *d);
+EMBER_API int ember_stack_diff_prepare(struct ember_stack_diff *sd);
+/* The differential profile ember_profile_diff would make of the two
+ * profiles read, built once from the merged stacks (-ERANGE where it
+ * would fail). */
+EMBER_API int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out);
+EMBER_API int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink *out);
+EMBER_API void ember_stack_diff_free(struct ember_stack_diff *sd);
+
 /*
  * Transforms that cut away what hides the answer, applied after reading.
  * They run in this order whatever the order they were added in, so that a

@@ -14,21 +14,24 @@
  * its newline and without a count ("a;b;c", "a;b;c ") can only be a cut
  * one: that is an error, not a skipped line.
  *
- * Speed: sorted input repeats long prefixes, so each line reuses the nodes
- * of the previous line's frames that match byte for byte.
+ * Speed: the lines are scanned apart from what is done with them
+ * (ember_folded_scan: a profile here, merged diffs in diff.c), each shown
+ * to a hint one line ahead so that what adding its stack reads is on its
+ * way. Stacks go into the profile as text (ember_stack_text_add: a stack
+ * seen before is one hash of its text, a new one reuses the previous one's
+ * nodes where the texts agree), through the public API alone.
  */
 #include "formats_impl.h"
 #include "ember/transform.h"
 #include "io/chunk.h"
 #include "io/writer.h"
-#include "model/profile_impl.h"
-#include "model/stack_cache.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static bool is_space(unsigned char c)
 {
@@ -77,146 +80,161 @@ static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember
     return true;
 }
 
-struct prev_frame {
-    size_t end; /* where the frame ends in the previous stack's bytes */
-    uint32_t node;
+/* Reading a profile: its stacks come as text. */
+struct folded_tree {
+    struct ember_profile *p;
+    struct ember_stack_text *t;
 };
 
-struct folded_reader {
-    struct ember_profile *p;
-    struct ember_stack_cache stacks;
+/* A line to come: its stack's hash, and what adding it will read fetched. */
+static void tree_hint(void *ctx, struct ember_folded_line *l)
+{
+    const struct folded_tree *r = ctx;
+    ember_stack_text_hint(r->t, l->stack, l->len, l->hash);
+}
+
+/* A line into the profile: its stack, and its counts. */
+static int tree_line(void *ctx, const struct ember_folded_line *l)
+{
+    const struct folded_tree *r = ctx;
+    struct ember_profile *p = r->p;
+    int err = 0;
+    if (l->diff && !ember_profile_is_differential(p))
+        err = ember_profile_set_differential(p, "samples", "count");
+    uint32_t leaf = EMBER_ROOT;
+    if (!err)
+        err = ember_stack_text_add(r->t, l->stack, l->len, l->hash, &leaf);
+    if (!err && l->diff) {
+        err = ember_profile_add_decimal(p, leaf, 0, l->before);
+        if (!err)
+            err = ember_profile_add_decimal(p, leaf, 1, l->count);
+    } else if (!err) {
+        /* in a differential profile a one-count line is unchanged */
+        err = ember_profile_add_decimal(p, leaf, 0, l->count);
+        if (!err && ember_profile_is_differential(p))
+            err = ember_profile_add_decimal(p, leaf, 1, l->count);
+    }
+    return err;
+}
+
+static const struct ember_folded_calls tree_calls = {tree_hint, tree_line};
+
+/* Reading lines, whatever is done with them. Each line is parsed one line
+ * ahead of the callback, and shown to the hint first, so that what the
+ * callback will look up is already on its way from memory. */
+struct folded_scan {
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
     const char *file;
     uint64_t line;
     struct ember_diag *d;
-    /* the previous line's stack and frames, for prefix reuse */
-    char *prev;
-    size_t prev_len, prev_cap;
-    struct prev_frame *frames;
-    size_t nframes, fcap;
+    const struct ember_folded_calls *fn;
+    void *ctx;
 };
 
-/* The frames of a stack not seen before, reusing the previous line's
- * nodes where the text matches. */
-static int insert_frames(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
-{
-    /* Frames shared with the previous stack: the same bytes, ending at the
-     * same place in both. */
-    size_t same = 0, lim = n < r->prev_len ? n : r->prev_len, k = 0;
-    while (same < lim && s[same] == r->prev[same])
-        same++;
-    while (k < r->nframes && r->frames[k].end <= same &&
-           (r->frames[k].end == n || s[r->frames[k].end] == ';'))
-        k++;
-    r->nframes = k;
-    uint32_t node = k ? r->frames[k - 1].node : EMBER_ROOT;
-    for (size_t pos = k ? r->frames[k - 1].end + 1 : 0; n > 0 && pos <= n;) {
-        const char *semi = memchr(s + pos, ';', n - pos);
-        size_t end = semi ? (size_t)(semi - s) : n;
-        uint32_t frame;
-        int err = ember_frames_intern(&r->p->frames, s + pos, end - pos, &frame);
-        if (!err)
-            err = ember_profile_child_fast(r->p, node, frame, &node);
-        if (!err)
-            err = EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1);
-        if (err)
-            return err;
-        r->frames[r->nframes++] = (struct prev_frame){end, node};
-        pos = end + 1;
-    }
-    if (EMBER_VEC_RESERVE(r->prev, r->prev_cap, n + 1) < 0)
-        return -ENOMEM;
-    memcpy(r->prev, s, n);
-    r->prev_len = n;
-    *leaf = node;
-    return 0;
-}
+/* A parsed line: COUNTED has a count, SKIPPED not, CUT is an input's last
+ * line without a count or a line end, BLANK is empty. */
+enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT };
 
-/* Inserts the stack [s, s+n) and returns its last node. */
-static int insert_stack(struct folded_reader *r, const char *s, size_t n, uint32_t *leaf)
-{
-    /* Perl's split drops trailing empty fields */
-    while (n > 0 && s[n - 1] == ';')
-        n--;
-    /* a stack seen before: one hash of its text */
-    XXH128_hash_t h = XXH3_128bits(s, n);
-    if (ember_stack_cache_get(&r->stacks, h.low64, h.high64, leaf))
-        return 0;
-    int err = insert_frames(r, s, n, leaf);
-    if (!err)
-        ember_stack_cache_put(&r->stacks, h.low64, h.high64, *leaf);
-    return err;
-}
+struct parsed {
+    enum line_kind kind;
+    uint64_t line;
+    const char *s; /* the line, for messages */
+    size_t n;
+    struct ember_folded_line l;
+};
 
-static void warn_line(struct folded_reader *r, const char *s, size_t n)
+static void warn_line(struct folded_scan *r, const struct parsed *p)
 {
     r->st->skipped++;
     if (!r->o->warn)
         return;
     struct ember_diag d;
     char q[200];
-    ember_quote(q, sizeof(q), s, n, 120);
-    ember_diag_set(&d, 0, r->file, r->line,
+    ember_quote(q, sizeof(q), p->s, p->n, 120);
+    ember_diag_set(&d, 0, r->file, p->line,
                    "skipped line without a count (expected \"frame;frame COUNT\"): \"%s\"", q);
     r->o->warn(r->o->warn_ctx, &d);
 }
 
 /* The last line of the input, without its newline nor a count. */
-static int cut_line(struct folded_reader *r, const char *s, size_t n)
+static int cut_line(struct folded_scan *r, const struct parsed *p)
 {
     char q[200], inside[240];
-    ember_quote(q, sizeof(q), s, n, 120);
+    ember_quote(q, sizeof(q), p->s, p->n, 120);
     snprintf(inside, sizeof(inside), "the line \"%s\"", q);
-    return ember_format_truncated(r->d, r->file, r->line, inside,
+    return ember_format_truncated(r->d, r->file, p->line, inside,
                                   "a count at the end of the line (\"frame;frame COUNT\")");
 }
 
 /* A line, without its '\n'; unterminated: it had none (the input's last). */
-static int on_line(struct folded_reader *r, const char *s, size_t n, bool unterminated)
+static void parse_line(const char *s, size_t n, bool unterminated, struct parsed *p)
 {
     if (n > 0 && s[n - 1] == '\r')
         n--;
     size_t slen, slen2;
-    struct ember_decimal c1, c2;
-    if (!split_count(s, n, &slen, &c2)) {
-        if (n > 0 && unterminated)
-            return cut_line(r, s, n);
-        if (n > 0)
-            warn_line(r, s, n);
+    p->s = s;
+    p->n = n;
+    p->l = (struct ember_folded_line){.stack = s};
+    if (!split_count(s, n, &slen, &p->l.count)) {
+        p->kind = n == 0 ? LINE_BLANK : unterminated ? LINE_CUT : LINE_SKIPPED;
+        return;
+    }
+    p->kind = LINE_COUNTED;
+    p->l.diff = split_count(s, slen, &slen2, &p->l.before);
+    p->l.len = p->l.diff ? slen2 : slen;
+    /* Perl's split drops trailing empty fields */
+    while (p->l.len > 0 && s[p->l.len - 1] == ';')
+        p->l.len--;
+}
+
+static int deliver(struct folded_scan *r, struct parsed *p)
+{
+    if (p->kind == LINE_CUT)
+        return cut_line(r, p);
+    if (p->kind == LINE_SKIPPED)
+        warn_line(r, p);
+    if (p->kind != LINE_COUNTED)
         return 0;
-    }
-    bool diff = split_count(s, slen, &slen2, &c1);
-    int err = 0;
-    if (diff && !ember_profile_is_differential(r->p))
-        err = ember_profile_set_differential(r->p, "samples", "count");
-    uint32_t leaf = EMBER_ROOT;
-    if (!err)
-        err = insert_stack(r, s, diff ? slen2 : slen, &leaf);
-    if (!err && diff) {
-        err = ember_profile_add_decimal(r->p, leaf, 0, c1);
-        if (!err)
-            err = ember_profile_add_decimal(r->p, leaf, 1, c2);
-    } else if (!err) {
-        /* in a differential profile a one-count line is unchanged */
-        err = ember_profile_add_decimal(r->p, leaf, 0, c2);
-        if (!err && ember_profile_is_differential(r->p))
-            err = ember_profile_add_decimal(r->p, leaf, 1, c2);
-    }
+    int err = r->fn->line(r->ctx, &p->l);
     if (err == -ERANGE)
-        return ember_diag_set(r->d, err, r->file, r->line, "counts overflow a 64-bit total");
+        return ember_diag_set(r->d, err, r->file, p->line, "counts overflow a 64-bit total");
     if (!err)
         r->st->samples++;
     return err;
 }
 
-static int folded_read(struct ember_profile *p, struct ember_input *in,
-                       const struct ember_read_opts *o, struct ember_read_stats *st,
-                       struct ember_diag *d)
+/* The lines of a chunk, each delivered after the next one is parsed. */
+static int scan_chunk(struct folded_scan *r, const char *s, const char *end)
 {
-    struct folded_reader r = {.p = p, .o = o, .st = st, .file = ember_input_name(in), .d = d};
+    struct parsed ring[2];
+    unsigned cur = 0;
+    bool pending = false;
+    int err = 0;
+    while (s < end && !err) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        struct parsed *p = &ring[cur ^ 1];
+        parse_line(s, n, !nl, p);
+        p->line = r->line++;
+        if (p->kind == LINE_COUNTED && r->fn->hint)
+            r->fn->hint(r->ctx, &p->l);
+        if (pending)
+            err = deliver(r, &ring[cur]);
+        cur ^= 1;
+        pending = true;
+        s += n + 1;
+    }
+    return !err && pending ? deliver(r, &ring[cur]) : err;
+}
+
+int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
+                      struct ember_read_stats *st, struct ember_diag *d,
+                      const struct ember_folded_calls *fn, void *ctx)
+{
+    struct folded_scan r = {o, st, ember_input_name(in), 0, d, fn, ctx};
     struct ember_chunk c = {0};
-    int err = ember_stack_cache_init(&r.stacks);
+    int err = 0;
     while (!err) {
         int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
         if (got <= 0) {
@@ -224,23 +242,23 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
             break;
         }
         r.line = c.first_line;
-        const char *s = c.data, *end = c.data + c.len;
-        while (s < end && !err) {
-            const char *nl = memchr(s, '\n', (size_t)(end - s));
-            size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            err = on_line(&r, s, n, !nl);
-            r.line++;
-            s += n + 1;
-        }
-        if (err)
-            break;
-        if (o->progress)
+        err = scan_chunk(&r, c.data, c.data + c.len);
+        if (!err && o->progress)
             o->progress(o->progress_ctx, in);
     }
     ember_chunk_release(&c);
-    ember_stack_cache_release(&r.stacks);
-    free(r.prev);
-    free(r.frames);
+    return err;
+}
+
+static int folded_read(struct ember_profile *p, struct ember_input *in,
+                       const struct ember_read_opts *o, struct ember_read_stats *st,
+                       struct ember_diag *d)
+{
+    struct folded_tree r = {p, NULL};
+    int err = ember_stack_text_new(p, ';', &r.t);
+    if (!err)
+        err = ember_folded_scan(in, o, st, d, &tree_calls, &r);
+    ember_stack_text_free(r.t);
     return err;
 }
 
@@ -291,27 +309,30 @@ const struct ember_format ember_format_folded = {
 struct fold_out {
     struct ember_writer w;
     const struct ember_profile *p;
+    bool diff;         /* before and after are written ... */
+    unsigned selected; /* ... else this value */
+    unsigned decimals;
 };
 
 static int write_line(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct fold_out *o = ctx;
     const struct ember_profile *p = o->p;
-    if (!p->diff && self[p->selected] == 0)
+    if (!o->diff && self[o->selected] == 0)
         return 0; /* a stack with weight in other values only */
     for (size_t i = 0; i < depth; i++) {
         size_t len;
-        const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
+        const char *name = ember_profile_frame_name(p, ember_profile_node_frame(p, path[i]), &len);
         if (i)
             ember_writer_put(&o->w, ";", 1);
         ember_writer_put(&o->w, name, len);
     }
     /* the selected value, or before and after */
-    unsigned first = p->diff ? 0 : p->selected, last = p->diff ? 1 : p->selected;
+    unsigned first = o->diff ? 0 : o->selected, last = o->diff ? 1 : o->selected;
     for (unsigned v = first; v <= last; v++) {
         char num[40];
         num[0] = ' ';
-        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], p->decimals));
+        ember_writer_put(&o->w, num, 1 + ember_weight_format(num + 1, self[v], o->decimals));
     }
     ember_writer_put(&o->w, "\n", 1);
     return o->w.err;
@@ -328,6 +349,9 @@ int ember_write_folded(const struct ember_profile *p, const struct ember_sink *o
     }
     ember_writer_init(&o->w, out);
     o->p = named ? named : p;
+    o->diff = ember_profile_is_differential(o->p);
+    o->selected = ember_profile_selected(o->p);
+    o->decimals = ember_profile_decimals(o->p);
     err = ember_profile_walk(o->p, write_line, o);
     int ferr = ember_writer_flush(&o->w);
     free(o);

@@ -11,6 +11,40 @@
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
 
+/* One line of folded input with a count: the stack (its trailing ';'
+ * dropped), its count, and for a differential line ("stack BEFORE AFTER")
+ * the count before. */
+struct ember_folded_line {
+    const char *stack;
+    size_t len;
+    struct ember_decimal count;
+    struct ember_decimal before; /* diff lines only */
+    bool diff;
+    uint64_t hash[2]; /* what hint computed, for line */
+};
+/* hint sees each line one line before line does (NULL: no hint), to start
+ * fetching what line will need. */
+struct ember_folded_calls {
+    void (*hint)(void *ctx, struct ember_folded_line *l);
+    int (*line)(void *ctx, const struct ember_folded_line *l);
+};
+
+/* Reads folded input line by line, as the folded reader does (lines
+ * without a count warned about and skipped, a cut last line an error),
+ * calling fn->line for each line with a count; fn's -ERANGE becomes "counts
+ * overflow a 64-bit total" at the line. st->samples counts the lines. */
+int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
+                      struct ember_read_stats *st, struct ember_diag *d,
+                      const struct ember_folded_calls *fn, void *ctx);
+
+extern const struct ember_format ember_format_folded;
+
+/* ember_format_read's rule once fmt has read file: no sample, or samples
+ * that all weigh nothing (weightless), is an error (-ENODATA). */
+int ember_format_check_samples(const struct ember_format *fmt, const char *file,
+                               const struct ember_read_stats *st, bool weightless,
+                               struct ember_diag *d);
+
 /* The error of an input cut short, in one wording for every reader:
  * "truncated input: expected EXPECTED (the input ends inside INSIDE)",
  * at file:line (line 0: none). Returns -EINVAL. */

@@ -159,18 +159,16 @@ static bool weighs_nothing(const struct ember_profile *p)
     return true;
 }
 
-int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
-                      struct ember_input *in, const struct ember_read_opts *o,
-                      struct ember_read_stats *st, struct ember_diag *d)
+int ember_format_check_samples(const struct ember_format *fmt, const char *file,
+                               const struct ember_read_stats *st, bool weightless,
+                               struct ember_diag *d)
 {
-    int err = fmt->read(p, in, o, st, d);
-    const char *file = ember_input_name(in);
-    if (!err && st->samples > 0 && weighs_nothing(p))
+    if (st->samples > 0 && weightless)
         return ember_diag_set(d, -ENODATA, "", 0,
                               "no samples in %s: the %llu it has all weigh 0 (read as %s)", file,
                               (unsigned long long)st->samples, fmt->name);
-    if (err || st->samples > 0)
-        return err;
+    if (st->samples > 0)
+        return 0;
     if (st->filtered)
         return ember_diag_set(d, -ENODATA, "", 0,
                               "no samples of event '%s' in %s (its %llu samples are of other "
@@ -179,6 +177,15 @@ int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
                               st->other_event);
     return ember_diag_set(d, -ENODATA, "", 0, "no samples in %s (read as %s: %s)", file, fmt->name,
                           fmt->description);
+}
+
+int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
+                      struct ember_input *in, const struct ember_read_opts *o,
+                      struct ember_read_stats *st, struct ember_diag *d)
+{
+    int err = fmt->read(p, in, o, st, d);
+    return err ? err
+               : ember_format_check_samples(fmt, ember_input_name(in), st, weighs_nothing(p), d);
 }
 
 int ember_format_truncated(struct ember_diag *d, const char *file, uint64_t line,

@@ -3,13 +3,18 @@
  * invariants).
  */
 #include "profile_impl.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { CHILD_INITIAL_SLOTS = 1024 };
+enum {
+    CHILD_INITIAL_BUCKETS = 256,
+    ROOT_PATH_HASH = 0x2545F491,
+    PATH_AHEAD = 8, /* slots fetched ahead of the lookup that needs them */
+};
 
 static const int64_t pow10_table[] = {
     1,
@@ -80,16 +85,17 @@ struct ember_profile *ember_profile_new(void)
     struct ember_profile *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    p->child_keys = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_keys));
-    p->child_vals = calloc(CHILD_INITIAL_SLOTS, sizeof(*p->child_vals));
-    p->child_mask = CHILD_INITIAL_SLOTS - 1;
-    if (!p->child_keys || !p->child_vals || ember_frames_init(&p->frames) < 0 ||
-        value_add(p, "samples", "count") < 0 || node_reserve(p, 1024) < 0) {
+    p->child_buckets = ember_table_calloc(CHILD_INITIAL_BUCKETS, sizeof(struct ember_child_bucket));
+    p->child_mask = CHILD_INITIAL_BUCKETS - 1;
+    if (!p->child_buckets || EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, 1024) < 0 ||
+        ember_frames_init(&p->frames) < 0 || value_add(p, "samples", "count") < 0 ||
+        node_reserve(p, 1024) < 0) {
         ember_profile_free(p);
         return NULL;
     }
     p->nodes[0].frame = UINT32_MAX;
     p->nodes[0].parent = UINT32_MAX;
+    p->child_hash[0] = ROOT_PATH_HASH;
     p->nnodes = 1;
     return p;
 }
@@ -100,8 +106,8 @@ void ember_profile_free(struct ember_profile *p)
         return;
     ember_frames_release(&p->frames);
     free(p->nodes);
-    free(p->child_keys);
-    free(p->child_vals);
+    free(p->child_buckets);
+    free(p->child_hash);
     free(p->seq_node);
     free(p->modules);
     for (unsigned v = 0; v < EMBER_MAX_VALUES; v++) {
@@ -183,10 +189,9 @@ int ember_profile_select(struct ember_profile *p, const char *name)
     return -ENOENT;
 }
 
-int ember_profile_set_differential(struct ember_profile *p, const char *type, const char *unit)
+/* Makes p's one value "before" and adds "after" (of zeros). */
+static int become_differential(struct ember_profile *p, const char *type, const char *unit)
 {
-    if (p->nnodes > 1 || p->diff)
-        return p->diff ? 0 : -EINVAL;
     snprintf(p->diff_type, sizeof(p->diff_type), "%s", type);
     ember_profile_set_unit(p, "before", unit);
     int err = p->nvalues > 1 ? 0 : value_add(p, "after", p->vt[0].unit);
@@ -195,6 +200,44 @@ int ember_profile_set_differential(struct ember_profile *p, const char *type, co
         p->selected = 1;
     }
     return err;
+}
+
+int ember_profile_set_differential(struct ember_profile *p, const char *type, const char *unit)
+{
+    if (p->diff)
+        return 0;
+    if (p->nnodes > 1 && p->nvalues > 1)
+        return -EINVAL;
+    bool copy = p->nvalues == 1;
+    int err = become_differential(p, type, unit);
+    if (err || !copy)
+        return err;
+    /* what was added so far is unchanged: after as before (flamegraph.pl's
+     * one-count lines among differential ones) */
+    memcpy(p->self[1], p->self[0], p->nnodes * sizeof(*p->self[1]));
+    p->total[1] = p->total[0];
+    if (p->seq_w[1])
+        memcpy(p->seq_w[1], p->seq_w[0], p->seq_len * sizeof(*p->seq_w[1]));
+    return 0;
+}
+
+int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit)
+{
+    unsigned v = p->selected;
+    int64_t *self = p->self[v], total = p->total[v];
+    p->self[v] = NULL;
+    for (unsigned k = 0; k < EMBER_MAX_VALUES; k++) {
+        free(p->self[k]);
+        free(p->seq_w[k]);
+        p->self[k] = p->seq_w[k] = NULL;
+    }
+    p->self[0] = self;
+    p->total[0] = total;
+    p->nvalues = 1;
+    p->diff = false;
+    p->keep_seq = false;
+    p->seq_len = 0;
+    return become_differential(p, type, unit);
 }
 
 bool ember_profile_is_differential(const struct ember_profile *p)
@@ -436,53 +479,66 @@ uint32_t ember_profile_frame_count(const struct ember_profile *p)
     return p->frames.count;
 }
 
-static int child_rehash(struct ember_profile *p)
+/* Puts node n, whose path hash is h, in the first free slot from its home
+ * bucket, marking the full buckets it passes. */
+static void child_place(struct ember_child_bucket *b, uint32_t mask, uint32_t h, uint32_t parent,
+                        uint32_t frame, uint32_t n)
 {
-    uint32_t nslots = (p->child_mask + 1) * 2;
-    uint64_t *keys = calloc(nslots, sizeof(*keys));
-    uint32_t *vals = calloc(nslots, sizeof(*vals));
-    if (!keys || !vals || nslots == 0) {
-        free(keys);
-        free(vals);
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++)
+            if (b[i].slot[j].node == 0) {
+                b[i].slot[j] = (struct ember_child_slot){parent, frame, n};
+                return;
+            }
+        b[i].over = 1;
+    }
+}
+
+/* Doubles the child table. The old buckets are read in order, so the
+ * children land in the new one in order too (at home or home + old size):
+ * only the path hashes are read out of order, fetched ahead. */
+static int child_grow(struct ember_profile *p)
+{
+    enum { AHEAD = 4 };
+    uint32_t old = p->child_mask + 1, nb = old * 2;
+    struct ember_child_bucket *b = nb ? ember_table_calloc(nb, sizeof(*b)) : NULL;
+    if (!b)
         return -ENOMEM;
+    const struct ember_child_bucket *ob = p->child_buckets;
+    for (uint32_t i = 0; i < old; i++) {
+        if (i + AHEAD < old)
+            for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++)
+                __builtin_prefetch(&p->child_hash[ob[i + AHEAD].slot[j].node]);
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET && ob[i].slot[j].node; j++) {
+            const struct ember_child_slot *s = &ob[i].slot[j];
+            child_place(b, nb - 1, p->child_hash[s->node], s->parent, s->frame, s->node);
+        }
     }
-    for (uint32_t n = 1; n < p->nnodes; n++) {
-        uint64_t key = (uint64_t)p->nodes[n].parent << 32 | p->nodes[n].frame;
-        uint32_t i = ember_child_hash(key, nslots - 1);
-        while (vals[i])
-            i = (i + 1) & (nslots - 1);
-        keys[i] = key;
-        vals[i] = n;
-    }
-    free(p->child_keys);
-    free(p->child_vals);
-    p->child_keys = keys;
-    p->child_vals = vals;
-    p->child_mask = nslots - 1;
+    free(p->child_buckets);
+    p->child_buckets = b;
+    p->child_mask = nb - 1;
     return 0;
 }
 
-int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t frame,
-                             uint32_t *node)
+int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
+                               uint32_t *node)
 {
     if (parent >= p->nnodes || frame >= p->frames.count)
         return -EINVAL;
     if (p->nnodes == UINT32_MAX)
         return -ERANGE;
-    int err = node_reserve(p, (size_t)p->nnodes + 1);
-    if (err < 0)
-        return err;
-    uint32_t n = p->nnodes++;
+    uint32_t n = p->nnodes;
+    /* at most 3/4 full: a lookup mostly reads its home bucket alone */
+    if (node_reserve(p, (size_t)n + 1) < 0 ||
+        EMBER_VEC_RESERVE(p->child_hash, p->child_hash_cap, (size_t)n + 1) < 0 ||
+        ((uint64_t)n * 4 > (uint64_t)(p->child_mask + 1) * EMBER_CHILD_BUCKET * 3 &&
+         child_grow(p) < 0))
+        return -ENOMEM;
     p->nodes[n].frame = frame;
     p->nodes[n].parent = parent;
-    if ((uint64_t)p->nnodes * 2 > (uint64_t)p->child_mask + 1)
-        return child_rehash(p) < 0 ? -ENOMEM : (*node = n, 0);
-    uint64_t key = (uint64_t)parent << 32 | frame;
-    uint32_t i = ember_child_hash(key, p->child_mask);
-    while (p->child_vals[i])
-        i = (i + 1) & p->child_mask;
-    p->child_keys[i] = key;
-    p->child_vals[i] = n;
+    p->child_hash[n] = h;
+    p->nnodes++;
+    child_place(p->child_buckets, p->child_mask, h, parent, frame, n);
     *node = n;
     return 0;
 }
@@ -490,6 +546,39 @@ int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t 
 int ember_profile_child(struct ember_profile *p, uint32_t parent, uint32_t frame, uint32_t *node)
 {
     return ember_profile_child_fast(p, parent, frame, node);
+}
+
+int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uint32_t *frames,
+                             size_t n, int step, uint32_t *nodes, uint32_t *leaf)
+{
+    if (parent >= p->nnodes)
+        return -EINVAL;
+    /* The path hashes of the next PATH_AHEAD frames are computed, and their
+     * slots fetched, while the current one is looked up: the misses overlap. */
+    uint32_t ring[PATH_AHEAD];
+    uint32_t h = p->child_hash[parent];
+    size_t ahead = 0;
+    bool fresh = false; /* a node just made has no children yet */
+    for (size_t i = 0; i < n; i++) {
+        for (; ahead < n && ahead < i + PATH_AHEAD; ahead++) {
+            h = ember_child_step(h, frames[step > 0 ? ahead : n - 1 - ahead]);
+            ring[ahead % PATH_AHEAD] = h;
+            /* and the next bucket, where a child goes when its own is full */
+            __builtin_prefetch(&p->child_buckets[h & p->child_mask]);
+            __builtin_prefetch(&p->child_buckets[(h + 1) & p->child_mask]);
+        }
+        uint32_t frame = frames[step > 0 ? i : n - 1 - i], hi = ring[i % PATH_AHEAD];
+        uint32_t before = p->nnodes;
+        int err = fresh ? ember_profile_child_insert(p, hi, parent, frame, &parent)
+                        : ember_profile_child_at(p, hi, parent, frame, &parent);
+        if (err)
+            return err;
+        fresh = p->nnodes != before;
+        if (nodes)
+            nodes[i] = parent;
+    }
+    *leaf = parent;
+    return 0;
 }
 
 uint32_t ember_profile_node_count(const struct ember_profile *p)
@@ -645,8 +734,13 @@ int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_pr
     uint32_t *mods;
     if ((err = ember_profile_modules_like(dst, src, &mods)))
         return err;
+    /* src's nodes and frames in dst (frames + 1, 0: not copied yet; copies
+     * only: a frame copied is never left out) */
     uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
-    if (!map) {
+    uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
+    if (!map || !fmap) {
+        free(map);
+        free(fmap);
         free(mods);
         return -ENOMEM;
     }
@@ -654,8 +748,12 @@ int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_pr
     int64_t f = pow10_table[dst->decimals - src->decimals];
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
-        uint32_t frame;
-        err = merged_frame(dst, src, sn->frame, mods, rename, ctx, &frame);
+        uint32_t frame = fmap[sn->frame] - 1;
+        if (rename || !fmap[sn->frame]) { /* renames are asked for each node */
+            err = merged_frame(dst, src, sn->frame, mods, rename, ctx, &frame);
+            if (!err && !rename)
+                fmap[sn->frame] = frame + 1;
+        }
         map[n] = map[sn->parent]; /* a frame left out: its callees take its place */
         if (!err && frame != EMBER_NO_FRAME)
             err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
@@ -684,6 +782,7 @@ int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_pr
                 err = ember_profile_seq_append(dst, map[src->seq_node[i]], 1, w);
         }
     free(map);
+    free(fmap);
     free(mods);
     return err;
 }
@@ -732,15 +831,13 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, siz
 {
     if (n == 0)
         return -EINVAL;
-    uint32_t at = EMBER_ROOT;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t f = frames[order == EMBER_ROOT_FIRST ? i : n - 1 - i];
-        int err = ember_profile_child_fast(p, at, f, &at);
-        if (err)
-            return err;
-    }
+    uint32_t at;
+    int err = ember_profile_child_path(p, EMBER_ROOT, frames, n, order == EMBER_ROOT_FIRST ? 1 : -1,
+                                       NULL, &at);
+    if (err)
+        return err;
     for (unsigned v = 0; weights && v < p->nvalues; v++) {
-        int err = weights[v] ? ember_profile_add(p, at, v, weights[v]) : 0;
+        err = weights[v] ? ember_profile_add(p, at, v, weights[v]) : 0;
         if (err)
             return err;
     }

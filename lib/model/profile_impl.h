@@ -5,8 +5,17 @@
  * Invariants:
  * - nodes[0] is the root; a node's parent always has a smaller index, so a
  *   scan in index order visits parents before children;
- * - the child table maps (parent << 32 | frame) to the node, 0 = empty slot
- *   (the root is nobody's child);
+ * - the child table maps (parent, frame) to the node; a slot holds all three,
+ *   node 0 = empty (the root is nobody's child). Slots come in buckets of one
+ *   cache line, filled in order; a child goes to the first bucket with room
+ *   from its home bucket on, and the full buckets it passed are marked
+ *   'over', so a lookup ends at a free slot or at a bucket not marked;
+ * - a node's slot is found from its path hash, child_hash[n], a hash of the
+ *   frames from the root down to it: child_hash[child] =
+ *   ember_child_step(child_hash[parent], frame). The hash of a whole stack's
+ *   nodes is known from its frames alone, before any node is found, so a
+ *   reader can fetch every slot of a stack at once instead of one cache
+ *   miss after another (ember_profile_child_path);
  * - the frame table maps frame records to ids; slots hold id + 1, 0 = empty;
  *   a frame of a name alone has a zero loc and an odd tag, a frame with more
  *   an even one, so that the name-only lookup (the hot path) never stops at
@@ -23,6 +32,7 @@
 #include "util/hash.h"
 #include "util/strmap.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* What a frame knows beyond its name (all zero for a name alone). */
@@ -58,6 +68,18 @@ struct ember_node {
     uint32_t parent;
 };
 
+struct ember_child_slot {
+    uint32_t parent, frame;
+    uint32_t node; /* 0: empty */
+};
+
+enum { EMBER_CHILD_BUCKET = 5 };
+
+struct ember_child_bucket {
+    struct ember_child_slot slot[EMBER_CHILD_BUCKET];
+    uint32_t over; /* a child whose home is here or before went further */
+};
+
 struct ember_value_type {
     char type[EMBER_UNIT_MAX]; /* what the weights measure ... */
     char unit[EMBER_UNIT_MAX]; /* ... and in what */
@@ -74,9 +96,10 @@ struct ember_profile {
     uint32_t nnodes;
     size_t ncap;
 
-    uint64_t *child_keys;
-    uint32_t *child_vals;
-    uint32_t child_mask;
+    struct ember_child_bucket *child_buckets;
+    uint32_t *child_hash; /* per node, child_hash_cap of them */
+    size_t child_hash_cap;
+    uint32_t child_mask; /* buckets - 1 */
 
     unsigned nvalues;
     unsigned selected;              /* the value views show */
@@ -129,11 +152,37 @@ void ember_profile_value_drop(struct ember_profile *p, unsigned v);
  * index in dst of src's value v. */
 int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
                               unsigned map[EMBER_MAX_VALUES]);
+/* p's selected value alone becomes "before" of a differential profile of
+ * (type, unit), with an "after" of zeros; its other values and its
+ * sequence are dropped. */
+int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit);
+/* rank[2 * frame + kind]: from 1, the byte order of every frame's name
+ * (kind 0) and name followed by ';' (kind 1), which is the order of
+ * folded lines ending at a frame and going on below it. */
+int ember_piece_ranks(const struct ember_frames *f, uint32_t **rank);
+
+/* Pruning a walk: below a node whose bit is set in skip, the walk calls
+ * below(ctx, path, depth), path[depth - 1] the node, instead of visiting
+ * the lines below it (the line ending at it is still visited). */
+struct ember_walk_prune {
+    const uint64_t *skip;
+    int (*below)(void *ctx, const uint32_t *path, size_t depth);
+};
+int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
+                              const struct ember_walk_prune *prune, void *ctx);
+
 /* Exchanges the contents of two profiles (a transform's result replaces
  * its input in place). */
 void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
-int ember_profile_child_slow(struct ember_profile *p, uint32_t parent, uint32_t frame,
-                             uint32_t *node);
+/* Adds the child (parent, frame), whose path hash is h, and sets *node. */
+int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
+                               uint32_t *node);
+/* The nodes of the path from parent down through n frames, creating them
+ * as needed: frames[0] is parent's child when step is 1, frames[n - 1] when
+ * step is -1 (leaf-first stacks). Fills nodes[0 .. n) (in path order) when
+ * nodes is not NULL, else only *leaf; *leaf is parent when n is 0. */
+int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uint32_t *frames,
+                             size_t n, int step, uint32_t *nodes, uint32_t *leaf);
 
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
 static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
@@ -153,25 +202,56 @@ static inline int ember_frames_intern(struct ember_frames *f, const char *s, siz
     return ember_frames_intern_slow(f, s, n, h, id);
 }
 
-static inline uint32_t ember_child_hash(uint64_t key, uint32_t mask)
+/* The path hash of a child from its parent's. */
+static inline uint32_t ember_child_step(uint32_t parent_hash, uint32_t frame)
 {
-    return (uint32_t)ember_hash_u64(key) & mask;
+    return (uint32_t)ember_hash_u64((uint64_t)parent_hash << 32 | frame);
+}
+
+/* The child (parent, frame) whose path hash is h, 0 if there is none. */
+static inline uint32_t ember_profile_child_find_at(const struct ember_profile *p, uint32_t h,
+                                                   uint32_t parent, uint32_t frame)
+{
+    for (uint32_t b = h & p->child_mask;; b = (b + 1) & p->child_mask) {
+        const struct ember_child_bucket *k = &p->child_buckets[b];
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++) {
+            const struct ember_child_slot *s = &k->slot[j];
+            if (s->node == 0)
+                return 0;
+            if (s->parent == parent && s->frame == frame)
+                return s->node;
+        }
+        if (!k->over)
+            return 0;
+    }
+}
+
+/* The child (parent, frame) whose path hash is h, created if new. */
+static inline int ember_profile_child_at(struct ember_profile *p, uint32_t h, uint32_t parent,
+                                         uint32_t frame, uint32_t *node)
+{
+    uint32_t n = ember_profile_child_find_at(p, h, parent, frame);
+    if (!n)
+        return ember_profile_child_insert(p, h, parent, frame, node);
+    *node = n;
+    return 0;
+}
+
+/* The child (parent, frame), 0 if there is none (parent must exist). */
+static inline uint32_t ember_profile_child_find(const struct ember_profile *p, uint32_t parent,
+                                                uint32_t frame)
+{
+    return ember_profile_child_find_at(p, ember_child_step(p->child_hash[parent], frame), parent,
+                                       frame);
 }
 
 static inline int ember_profile_child_fast(struct ember_profile *p, uint32_t parent, uint32_t frame,
                                            uint32_t *node)
 {
-    uint64_t key = (uint64_t)parent << 32 | frame;
-    for (uint32_t i = ember_child_hash(key, p->child_mask);; i = (i + 1) & p->child_mask) {
-        uint32_t v = p->child_vals[i];
-        if (v == 0)
-            break;
-        if (p->child_keys[i] == key) {
-            *node = v;
-            return 0;
-        }
-    }
-    return ember_profile_child_slow(p, parent, frame, node);
+    if (parent >= p->nnodes)
+        return -EINVAL;
+    return ember_profile_child_at(p, ember_child_step(p->child_hash[parent], frame), parent, frame,
+                                  node);
 }
 
 #endif

@@ -3,40 +3,48 @@
  */
 #include "stack_cache.h"
 #include "util/table.h"
+#include "util/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
-
-struct stack_slot {
-    uint64_t lo, hi;
-    uint32_t node; /* 0: empty slot (the root is never a stack's node) */
-};
 
 /* At most 2^21 stacks cached (48 MiB of slots at half load). */
 enum { STACK_CACHE_MAX = 1 << 21 };
 
 int ember_stack_cache_init(struct ember_stack_cache *c)
 {
-    c->slots = calloc(1024, sizeof(*c->slots));
-    c->mask = 1023;
-    c->count = 0;
+    *c = (struct ember_stack_cache){.slots = calloc(1024, sizeof(*c->slots)), .mask = 1023};
     return c->slots ? 0 : -ENOMEM;
 }
 
 void ember_stack_cache_release(struct ember_stack_cache *c)
 {
     free(c->slots);
-    c->slots = NULL;
+    free(c->path);
+    free(c->nodes);
+    *c = (struct ember_stack_cache){0};
 }
 
-static int walk_trie(struct ember_profile *p, uint32_t root, const uint32_t *frames, size_t n,
-                     uint32_t *node)
+/* The trie's node for root, frames[n-1] .. frames[0], starting below the
+ * frames it shares with the previous stack. */
+static int walk_trie(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
+                     const uint32_t *frames, size_t n, uint32_t *node)
 {
-    uint32_t at;
-    int err = ember_profile_child_fast(p, EMBER_ROOT, root, &at);
-    for (size_t i = n; i-- > 0 && !err;)
-        err = ember_profile_child_fast(p, at, frames[i], &at);
-    *node = at;
+    size_t len = n + 1, same = 0;
+    if (EMBER_VEC_RESERVE(c->path, c->pcap, len) < 0 ||
+        EMBER_VEC_RESERVE(c->nodes, c->ncap, len) < 0)
+        return -ENOMEM;
+    if (c->plen > 0 && c->path[0] == root)
+        for (same = 1; same < c->plen && same < len && c->path[same] == frames[n - same];)
+            same++;
+    c->path[0] = root;
+    for (size_t i = same > 1 ? same : 1; i < len; i++)
+        c->path[i] = frames[n - i];
+    c->plen = same;
+    int err = ember_profile_child_path(p, same ? c->nodes[same - 1] : EMBER_ROOT, c->path + same,
+                                       len - same, 1, c->nodes + same, node);
+    if (!err)
+        c->plen = len;
     return err;
 }
 
@@ -83,10 +91,16 @@ void ember_stack_cache_put(struct ember_stack_cache *c, uint64_t lo, uint64_t hi
 int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p, uint32_t root,
                            const uint32_t *frames, size_t n, uint32_t *node)
 {
-    XXH128_hash_t h = XXH3_128bits_withSeed(frames, n * sizeof(*frames), root);
+    /* The root is mixed in after hashing the frames, not given as XXH3's
+     * seed: on short inputs the seed cancels out against a related change
+     * of the data (root 1 with frames 2,3,1,5 and root 0 with 2,3,0,5 hash
+     * the same), which gave one stack another's node. */
+    XXH128_hash_t h = XXH3_128bits(frames, n * sizeof(*frames));
+    h.low64 ^= ember_hash_u64((uint64_t)root * 0x9E3779B97F4A7C15ULL + 1);
+    h.high64 ^= ember_hash_u64((uint64_t)root * 0xC2B2AE3D27D4EB4FULL + 2);
     if (ember_stack_cache_get(c, h.low64, h.high64, node))
         return 0;
-    int err = walk_trie(p, root, frames, n, node);
+    int err = walk_trie(c, p, root, frames, n, node);
     if (!err)
         ember_stack_cache_put(c, h.low64, h.high64, *node);
     return err;

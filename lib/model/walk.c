@@ -10,9 +10,16 @@
  * order exactly, and the flame layout built from this walk draws the same
  * frames as flamegraph.pl, including its split frames in that corner case.
  *
+ * Those two texts of every frame are sorted once (ember_piece_ranks), so
+ * siblings sort by integers, not by reading their names. A caller may
+ * prune: below the nodes it marks, the walk calls it once instead of
+ * visiting their lines (a flame graph's frames too narrow to draw), and
+ * builds the lists of children only for the nodes it visits.
+ *
  * The walk is iterative: stacks can be tens of thousands of frames deep.
  */
 #include "profile_impl.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -21,18 +28,85 @@
 enum { ITEM_SELF = 0, ITEM_BELOW = 1 };
 
 struct walk_item {
+    uint32_t rank; /* of the item's text: its name, and ';' for BELOW */
     uint32_t node;
-    uint32_t kind;
 };
 
 struct walk_level {
     size_t start, pos, end; /* this level's items in the item stack */
 };
 
-struct children {
-    uint32_t *first; /* node n's children are kids[first[n] .. first[n+1]) */
+struct walk {
+    const struct ember_profile *p;
+    const struct ember_walk_prune *prune;
+    uint32_t *rank;
+    uint64_t *has_kids; /* bit per node */
+    uint32_t *first;    /* a visited node n's children: kids[first[n] .. first[n+1]) */
     uint32_t *kids;
 };
+
+/* The order of a frame's two texts, name (kind 0) and name + ';' (kind 1),
+ * among all frames' (ties, a name + ';' equal to another name: the shorter
+ * name first, as the line order has it). */
+struct piece {
+    const char *s;
+    uint32_t len, frame, kind;
+};
+
+/* Byte i of a piece's text, -1 past its end. */
+static int piece_byte(const struct piece *pc, size_t i)
+{
+    return i < pc->len ? (unsigned char)pc->s[i] : i == pc->len && pc->kind ? ';' : -1;
+}
+
+static int piece_cmp(const void *va, const void *vb)
+{
+    const struct piece *a = va, *b = vb;
+    uint32_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->s, b->s, n);
+    if (c)
+        return c;
+    /* past the shorter name: at most a ';' on one side before a difference */
+    for (size_t i = n;; i++) {
+        int ca = piece_byte(a, i), cb = piece_byte(b, i);
+        if (ca != cb)
+            return ca < cb ? -1 : 1;
+        if (ca < 0)
+            break;
+    }
+    if (a->len != b->len)
+        return (a->len > b->len) - (a->len < b->len);
+    /* the same text: frames of one name in different places, in id order */
+    return (a->frame > b->frame) - (a->frame < b->frame);
+}
+
+int ember_piece_ranks(const struct ember_frames *f, uint32_t **out)
+{
+    if (f->count > INT32_MAX)
+        return -ERANGE;
+    size_t n = (size_t)f->count * 2;
+    struct piece *pc = malloc((n ? n : 1) * sizeof(*pc));
+    uint32_t *rank = malloc((n ? n : 1) * sizeof(*rank));
+    if (!pc || !rank) {
+        free(pc);
+        free(rank);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < f->count; i++)
+        for (uint32_t k = 0; k < 2; k++)
+            pc[2 * i + k] = (struct piece){f->str[i], f->len[i], i, k};
+    qsort(pc, n, sizeof(*pc), piece_cmp);
+    for (size_t i = 0; i < n; i++)
+        rank[2 * pc[i].frame + pc[i].kind] = (uint32_t)i + 1;
+    free(pc);
+    *out = rank;
+    return 0;
+}
+
+static bool bit(const uint64_t *b, uint32_t n)
+{
+    return b[n >> 6] >> (n & 63) & 1;
+}
 
 static bool has_self(const struct ember_profile *p, uint32_t n)
 {
@@ -42,80 +116,97 @@ static bool has_self(const struct ember_profile *p, uint32_t n)
     return false;
 }
 
-static int children_build(const struct ember_profile *p, struct children *c)
+static bool skipped(const struct walk *w, uint32_t n)
 {
-    c->first = calloc((size_t)p->nnodes + 1, sizeof(*c->first));
-    c->kids = malloc(((size_t)p->nnodes + 1) * sizeof(*c->kids));
-    if (!c->first || !c->kids)
+    return w->prune && bit(w->prune->skip, n);
+}
+
+/* Which nodes have children, and the children of the nodes the walk will
+ * visit below: the root, and every child of a visited node not skipped. */
+static int children_build(struct walk *w)
+{
+    const struct ember_profile *p = w->p;
+    size_t words = ((size_t)p->nnodes + 63) / 64;
+    uint64_t *visit = calloc(words, sizeof(*visit));
+    w->has_kids = calloc(words, sizeof(*w->has_kids));
+    w->first = ember_table_calloc((size_t)p->nnodes + 1, sizeof(*w->first));
+    if (!visit || !w->has_kids || !w->first) {
+        free(visit);
         return -ENOMEM;
-    for (uint32_t n = 1; n < p->nnodes; n++)
-        c->first[p->nodes[n].parent + 1]++;
+    }
+    visit[0] = 1;
+    size_t nkids = 0;
+    for (uint32_t n = 1; n < p->nnodes; n++) {
+        uint32_t up = p->nodes[n].parent;
+        w->has_kids[up >> 6] |= (uint64_t)1 << (up & 63);
+        if (!bit(visit, up) || skipped(w, up))
+            continue;
+        visit[n >> 6] |= (uint64_t)1 << (n & 63);
+        w->first[up + 1]++;
+        nkids++;
+    }
     for (uint32_t n = 0; n < p->nnodes; n++)
-        c->first[n + 1] += c->first[n];
-    uint32_t *fill = malloc((size_t)p->nnodes * sizeof(*fill));
-    if (!fill)
+        w->first[n + 1] += w->first[n];
+    w->kids = malloc((nkids ? nkids : 1) * sizeof(*w->kids));
+    if (!w->kids) {
+        free(visit);
         return -ENOMEM;
-    memcpy(fill, c->first, (size_t)p->nnodes * sizeof(*fill));
+    }
+    /* first[up] counts up as each child is placed, ending at first[up+1]:
+     * shifting back afterwards gives the starts again */
     for (uint32_t n = 1; n < p->nnodes; n++)
-        c->kids[fill[p->nodes[n].parent]++] = n;
-    free(fill);
+        if (bit(visit, n))
+            w->kids[w->first[p->nodes[n].parent]++] = n;
+    for (uint32_t n = p->nnodes; n-- > 1;)
+        w->first[n] = w->first[n - 1];
+    w->first[0] = 0;
+    free(visit);
     return 0;
 }
 
-static int item_cmp(const void *va, const void *vb, void *ctx)
+static int item_cmp(const void *va, const void *vb)
 {
-    const struct ember_profile *p = ctx;
     const struct walk_item *a = va, *b = vb;
-    uint32_t fa = p->nodes[a->node].frame, fb = p->nodes[b->node].frame;
-    const unsigned char *na = (const unsigned char *)p->frames.str[fa];
-    const unsigned char *nb = (const unsigned char *)p->frames.str[fb];
-    size_t la = p->frames.len[fa], lb = p->frames.len[fb];
-    int c = memcmp(na, nb, la < lb ? la : lb);
-    if (c)
-        return c;
-    if (la == lb)
-        return (int)a->kind - (int)b->kind;
-    /* One name is a prefix of the other: compare what follows the shorter
-     * one (end of line, or ';') with the longer one's next byte. */
-    if (la < lb)
-        return a->kind == ITEM_SELF || ';' <= nb[la] ? -1 : 1;
-    return b->kind == ITEM_SELF || ';' <= na[lb] ? 1 : -1;
+    return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
 /* Pushes the sorted items of node n's children onto the item stack. */
-static int push_items(const struct ember_profile *p, const struct children *c, uint32_t n,
-                      struct walk_item **items, size_t *len, size_t *cap)
+static int push_items(const struct walk *w, uint32_t n, struct walk_item **items, size_t *len,
+                      size_t *cap)
 {
+    const struct ember_profile *p = w->p;
     size_t start = *len;
-    uint32_t nk = c->first[n + 1] - c->first[n];
+    uint32_t nk = w->first[n + 1] - w->first[n];
     if (nk == 0)
         return 0;
     if (EMBER_VEC_RESERVE(*items, *cap, start + 2 * (size_t)nk) < 0)
         return -ENOMEM;
-    for (uint32_t i = c->first[n]; i < c->first[n + 1]; i++) {
-        uint32_t k = c->kids[i];
+    for (uint32_t i = w->first[n]; i < w->first[n + 1]; i++) {
+        uint32_t k = w->kids[i], f = p->nodes[k].frame;
         if (has_self(p, k))
-            (*items)[(*len)++] = (struct walk_item){k, ITEM_SELF};
-        if (c->first[k + 1] > c->first[k])
-            (*items)[(*len)++] = (struct walk_item){k, ITEM_BELOW};
+            (*items)[(*len)++] = (struct walk_item){w->rank[2 * (size_t)f + ITEM_SELF], k};
+        if (bit(w->has_kids, k))
+            (*items)[(*len)++] = (struct walk_item){w->rank[2 * (size_t)f + ITEM_BELOW], k};
     }
-    if (*len > start)
-        qsort_r(*items + start, *len - start, sizeof(**items), item_cmp, (void *)p);
+    if (*len - start > 1)
+        qsort(*items + start, *len - start, sizeof(**items), item_cmp);
     return 0;
 }
 
-int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
+int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
+                              const struct ember_walk_prune *prune, void *ctx)
 {
-    struct children c = {0};
+    struct walk w = {.p = p, .prune = prune};
     struct walk_item *items = NULL;
     struct walk_level *levels = NULL;
     uint32_t *path = NULL;
     size_t nitems = 0, icap = 0, lcap = 0, pcap = 0, depth = 0;
-    int64_t w[EMBER_MAX_VALUES] = {0};
-    int ret = children_build(p, &c);
-
+    int64_t wt[EMBER_MAX_VALUES] = {0};
+    int ret = ember_piece_ranks(&p->frames, &w.rank);
     if (!ret)
-        ret = push_items(p, &c, EMBER_ROOT, &items, &nitems, &icap);
+        ret = children_build(&w);
+    if (!ret)
+        ret = push_items(&w, EMBER_ROOT, &items, &nitems, &icap);
     if (!ret)
         ret = EMBER_VEC_RESERVE(levels, lcap, 1);
     if (!ret)
@@ -133,26 +224,38 @@ int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ct
         if ((ret = EMBER_VEC_RESERVE(path, pcap, depth + 1)) < 0)
             break;
         path[depth] = it.node;
-        if (it.kind == ITEM_SELF) {
+        uint32_t f = p->nodes[it.node].frame;
+        if (it.rank == w.rank[2 * (size_t)f + ITEM_SELF]) {
             for (unsigned m = 0; m < p->nvalues; m++)
-                w[m] = p->self[m][it.node];
-            ret = fn(ctx, path, depth + 1, w);
+                wt[m] = p->self[m][it.node];
+            ret = fn(ctx, path, depth + 1, wt);
+            continue;
+        }
+        if (skipped(&w, it.node)) {
+            ret = prune->below(ctx, path, depth + 1);
             continue;
         }
         size_t start = nitems;
-        if ((ret = push_items(p, &c, it.node, &items, &nitems, &icap)) < 0)
+        if ((ret = push_items(&w, it.node, &items, &nitems, &icap)) < 0)
             break;
         if ((ret = EMBER_VEC_RESERVE(levels, lcap, depth + 2)) < 0)
             break;
         depth++;
         levels[depth] = (struct walk_level){start, start, nitems};
     }
-    free(c.first);
-    free(c.kids);
+    free(w.rank);
+    free(w.has_kids);
+    free(w.first);
+    free(w.kids);
     free(items);
     free(levels);
     free(path);
     return ret;
+}
+
+int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
+{
+    return ember_profile_walk_pruned(p, fn, NULL, ctx);
 }
 
 int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn, void *ctx)

@@ -6,7 +6,9 @@
  * stacks share it and is closed, as one rectangle, when a stack diverges.
  * That gives exactly its frames, including its quirks (see walk.c). Frames
  * narrower than --minwidth are dropped as they close, so memory follows the
- * frames drawn. Coordinates, number formats, colours and label truncation
+ * frames drawn, and whole subtrees narrower than --minwidth are not walked
+ * at all (what they would add is summed beforehand, see struct below).
+ * Coordinates, number formats, colours and label truncation
  * follow flamegraph.pl byte for byte; frames are written by depth then x,
  * so the same input gives the same bytes (flamegraph.pl's order is Perl's
  * random hash order). Unlike flamegraph.pl, every text is escaped and
@@ -19,6 +21,7 @@
 #include "io/writer.h"
 #include "model/profile_impl.h"
 #include "util/diag.h"
+#include "util/table.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -60,10 +63,27 @@ struct open_frame {
     int64_t hidden; /* width of the children too narrow to draw */
 };
 
+/* For pruning: per node, what the lines below it add to the layout. A
+ * subtree narrower than --minwidth draws nothing: its frames are all
+ * hidden, so walking it only counts them, adds its width to the time and
+ * (differential) its deltas to the largest delta. Frames are nodes, but a
+ * node whose line and lines below are split by a sibling's (the case
+ * walk.c describes: a sibling whose name extends the node's by a byte
+ * below ';') makes two frames: those are found by looking the siblings
+ * up. A node with too many possible such siblings to look up keeps its
+ * ancestors walked as before. */
+struct below {
+    int64_t *total;   /* of the drawn metric, over the subtree, the node included */
+    uint32_t *frames; /* the frames of the nodes strictly below */
+    int64_t *maxd;    /* differential: largest |after - before| strictly below */
+    uint64_t *skip;   /* bit per node: walk nothing below it */
+};
+
 struct layout {
     const struct ember_profile *p;
+    const struct below *below;
+    unsigned wm; /* the value drawn: AFTER's in a differential profile */
     bool diff;
-    unsigned sel; /* the value drawn */
     int64_t time;
     double min_time;        /* frames narrower are dropped ... */
     uint64_t hidden_frames; /* ... and counted, */
@@ -94,11 +114,9 @@ static int close_frame(struct layout *l, size_t depth, const struct open_frame *
     return 0;
 }
 
-static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+/* Makes path the open frames, closing those it leaves. */
+static int open_path(struct layout *l, const uint32_t *path, size_t depth)
 {
-    struct layout *l = ctx;
-    if (!l->diff && self[l->sel] == 0)
-        return 0; /* a stack with weight in other values only */
     size_t same = 0;
     while (same < l->nopen && same < depth && l->open[same].node == path[same])
         same++;
@@ -112,6 +130,17 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
     for (size_t k = same; k < depth; k++)
         l->open[k] = (struct open_frame){path[k], l->time, 0, 0};
     l->nopen = depth;
+    return 0;
+}
+
+static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct layout *l = ctx;
+    if (!l->diff && self[l->wm] == 0)
+        return 0; /* a stack with weight in other values only */
+    int err = open_path(l, path, depth);
+    if (err)
+        return err;
     if (l->diff) {
         int64_t d = self[1] - self[0];
         if (depth)
@@ -120,9 +149,167 @@ static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *se
             l->maxdelta = llabs(d);
         l->time += self[1];
     } else {
-        l->time += self[l->sel];
+        l->time += self[l->wm];
     }
     return 0;
+}
+
+/* The lines below a pruned node, all hidden: what flow would make of them. */
+static int flow_below(void *ctx, const uint32_t *path, size_t depth)
+{
+    struct layout *l = ctx;
+    const struct below *b = l->below;
+    uint32_t x = path[depth - 1];
+    int err = open_path(l, path, depth);
+    if (err)
+        return err;
+    l->time += b->total[x] - l->p->self[l->wm][x];
+    l->hidden_frames += b->frames[x];
+    if (l->diff && b->maxd[x] > l->maxdelta)
+        l->maxdelta = b->maxd[x];
+    return 0;
+}
+
+static bool bit(const uint64_t *b, uint32_t n)
+{
+    return b[n >> 6] >> (n & 63) & 1;
+}
+
+static void set_bit(uint64_t *b, uint32_t n)
+{
+    b[n >> 6] |= (uint64_t)1 << (n & 63);
+}
+
+static int name_cmp(const void *va, const void *vb, void *ctx)
+{
+    const struct ember_frames *f = ctx;
+    uint32_t a = *(const uint32_t *)va, b = *(const uint32_t *)vb;
+    int c = memcmp(f->str[a], f->str[b], f->len[a] < f->len[b] ? f->len[a] : f->len[b]);
+    return c ? c : (f->len[a] > f->len[b]) - (f->len[a] < f->len[b]);
+}
+
+enum { MAX_EXTENSIONS = 32 };
+
+/* For each frame, the frames whose names extend its name by a byte below
+ * ';' (they sort right after it): ext[f] .. ext[f] + next[f] in sorted,
+ * next[f] > MAX_EXTENSIONS: too many to look up. */
+static int name_extensions(const struct ember_frames *f, uint32_t **sorted, uint32_t **ext,
+                           uint32_t **next)
+{
+    size_t n = f->count ? f->count : 1;
+    *sorted = malloc(n * sizeof(**sorted));
+    *ext = malloc(n * sizeof(**ext));
+    *next = calloc(n, sizeof(**next));
+    if (!*sorted || !*ext || !*next)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < f->count; i++)
+        (*sorted)[i] = i;
+    qsort_r(*sorted, f->count, sizeof(**sorted), name_cmp, (void *)f);
+    for (uint32_t i = 0; i < f->count; i++) {
+        uint32_t a = (*sorted)[i], j = i + 1;
+        for (; j < f->count && j - i <= MAX_EXTENSIONS; j++) {
+            uint32_t b = (*sorted)[j];
+            if (f->len[b] <= f->len[a] || memcmp(f->str[a], f->str[b], f->len[a]) != 0 ||
+                (unsigned char)f->str[b][f->len[a]] >= ';')
+                break;
+        }
+        (*ext)[a] = i + 1;
+        (*next)[a] = j - i - 1;
+    }
+    return 0;
+}
+
+/* Whether node n's own line is drawn: flow skips the lines without weight
+ * in the drawn value (a differential graph draws any line with weight). */
+static bool drawn(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n)
+{
+    if (!diff)
+        return p->self[wm][n] != 0;
+    for (unsigned v = 0; v < p->nvalues; v++)
+        if (p->self[v][n])
+            return true;
+    return false;
+}
+
+/* The frames node n makes: none without drawn lines, two when split.
+ * lines: bit per node, drawn lines below it. bad: the siblings that could
+ * split it were too many to look up. */
+static uint32_t node_frames(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n,
+                            const uint64_t *lines, const uint32_t *sorted, const uint32_t *ext,
+                            const uint32_t *next, bool *bad)
+{
+    bool self = drawn(p, wm, diff, n), below = bit(lines, n);
+    uint32_t f = p->nodes[n].frame, up = p->nodes[n].parent;
+    if (!self || !below || next[f] == 0)
+        return self || below;
+    if (next[f] > MAX_EXTENSIONS) {
+        *bad = true;
+        return 2;
+    }
+    for (uint32_t i = ext[f]; i < ext[f] + next[f]; i++) {
+        uint32_t sib = ember_profile_child_find(p, up, sorted[i]);
+        if (sib && (drawn(p, wm, diff, sib) || bit(lines, sib)))
+            return 2;
+    }
+    return 1;
+}
+
+static void below_free(struct below *b)
+{
+    free(b->total);
+    free(b->frames);
+    free(b->maxd);
+    free(b->skip);
+}
+
+/* Sums each subtree (children have larger indices than their parents)
+ * and marks the nodes narrower than min_time, with drawn lines below, for
+ * pruning. Weights below 0 would make a subtree's frames wider than it:
+ * then nothing is pruned. */
+static int below_build(const struct ember_profile *p, unsigned wm, bool diff, double min_time,
+                       struct below *b)
+{
+    size_t nn = p->nnodes, words = (nn + 63) / 64;
+    uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
+    uint64_t *lines = calloc(words, sizeof(*lines)), *bad = calloc(words, sizeof(*bad));
+    /* read at each node's parent, anywhere: huge pages spare the TLB */
+    b->total = ember_table_calloc(nn, sizeof(*b->total));
+    b->frames = ember_table_calloc(nn, sizeof(*b->frames));
+    b->maxd = diff ? ember_table_calloc(nn, sizeof(*b->maxd)) : NULL;
+    b->skip = calloc(words, sizeof(*b->skip));
+    int err = !lines || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
+                  ? -ENOMEM
+                  : name_extensions(&p->frames, &sorted, &ext, &next);
+    bool negative = false;
+    for (uint32_t n = (uint32_t)nn; !err && n-- > 1;) {
+        if (drawn(p, wm, diff, n) || bit(lines, n))
+            set_bit(lines, p->nodes[n].parent);
+        negative |= p->self[wm][n] < 0;
+    }
+    for (uint32_t n = (uint32_t)nn; !err && !negative && n-- > 1;) {
+        uint32_t up = p->nodes[n].parent;
+        bool nb = false;
+        uint64_t fr = (uint64_t)b->frames[up] + b->frames[n] +
+                      node_frames(p, wm, diff, n, lines, sorted, ext, next, &nb);
+        if (nb || bit(bad, n) || fr > UINT32_MAX)
+            set_bit(bad, up);
+        b->frames[up] = fr > UINT32_MAX ? UINT32_MAX : (uint32_t)fr;
+        b->total[n] += p->self[wm][n];
+        b->total[up] += b->total[n];
+        if (diff) {
+            int64_t d = llabs(p->self[1][n] - p->self[0][n]);
+            d = d > b->maxd[n] ? d : b->maxd[n];
+            b->maxd[up] = d > b->maxd[up] ? d : b->maxd[up];
+        }
+        if (bit(lines, n) && !bit(bad, n) && (double)b->total[n] < min_time)
+            set_bit(b->skip, n);
+    }
+    free(lines);
+    free(bad);
+    free(sorted);
+    free(ext);
+    free(next);
+    return err;
 }
 
 static int frame_cmp(const void *va, const void *vb)
@@ -192,10 +379,25 @@ static void put_js_string(struct ember_writer *w, const char *s)
     ember_writer_put(w, "\"", 1);
 }
 
-/* Perl's default number formatting. */
+/* Perl's default number formatting (buf: 64 bytes). */
 static void num(char *buf, size_t cap, double v)
 {
-    snprintf(buf, cap, "%.15g", v);
+    (void)cap;
+    ember_svg_g15(buf, v);
+}
+
+/* "rgb(r,g,b)" */
+static void put_rgb(char *fill, struct ember_rgb c)
+{
+    size_t o = 0;
+    int v[3] = {c.r, c.g, c.b};
+    memcpy(fill, "rgb(", 4);
+    o = 4;
+    for (int i = 0; i < 3; i++) {
+        o += ember_svg_fixed(fill + o, v[i], 0, NULL);
+        fill[o++] = i < 2 ? ',' : ')';
+    }
+    fill[o] = '\0';
 }
 
 /* "1234567" -> "1,234,567" */
@@ -437,12 +639,12 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         if (f->depth > 0)
             ember_profile_frame(s->p, s->p->nodes[f->node].frame, &fr);
         c = ember_color(o->colors, mode, name, len, fr.kind, &s->rng);
-        snprintf(fill, cap, "rgb(%d,%d,%d)", c.r, c.g, c.b);
+        put_rgb(fill, c);
         if (o->palette)
             ember_palette_put(o->palette, name, len, fill);
         return c;
     }
-    snprintf(fill, cap, "rgb(%d,%d,%d)", c.r, c.g, c.b);
+    put_rgb(fill, c);
     return c;
 }
 
@@ -472,7 +674,8 @@ static void write_frame(struct svg *s, const struct frame *f)
     /* the title: "name (N samples, P%)" */
     double width = (double)(f->end - f->start) / s->scale;
     char sam[64], pct[64];
-    snprintf(sam, sizeof(sam), "%.0f", width * o->factor);
+    double samv; /* sam read back, as atof would */
+    ember_svg_fixed(sam, width * o->factor, 0, &samv);
     const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
@@ -495,7 +698,9 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_printf(w, " %s", at->g_extra);
     char exact[40];
     ember_weight_format(exact, f->end - f->start, p->decimals);
-    ember_writer_printf(w, " ember:w=\"%s\">\n<title>", exact);
+    ember_writer_puts(w, " ember:w=\"");
+    ember_writer_puts(w, exact);
+    ember_writer_puts(w, "\">\n<title>");
     if (at && at->title && at->title[0]) {
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
@@ -505,15 +710,17 @@ static void write_frame(struct svg *s, const struct frame *f)
     } else {
         size_t tl = len;
         strip_annotation(name, &tl);
-        snprintf(pct, sizeof(pct), "%.2f", 100 * atof(sam) / (s->timemax / s->scale * o->factor));
+        ember_svg_fixed(pct, 100 * samv / (s->timemax / s->scale * o->factor), 2, NULL);
         ember_svg_escape(w, name, tl, true);
         ember_writer_puts(w, " (");
         put_amount(s, width * o->factor, sam);
-        ember_writer_printf(w, ", %s%%", pct);
+        ember_writer_puts(w, ", ");
+        ember_writer_puts(w, pct);
+        ember_writer_puts(w, "%");
         if (p->diff) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
             char dp[64];
-            snprintf(dp, sizeof(dp), "%.2f", 100 * d / (s->timemax / s->scale * o->factor));
+            ember_svg_fixed(dp, 100 * d / (s->timemax / s->scale * o->factor), 2, NULL);
             ember_writer_printf(w, "; %s%s%%", d > 0 ? "+" : "", f->delta == 0 ? "0.00" : dp);
         }
         put_place(w, p, p->nodes[f->node].frame);
@@ -522,21 +729,36 @@ static void write_frame(struct svg *s, const struct frame *f)
     ember_writer_puts(w, "</title>");
 
     /* the rectangle: width from the rounded x's, as flamegraph.pl does */
-    char fill[64], x1s[64], x2s[64], ys[64];
+    char fill[64], x1s[64], x2s[64], ys[64], ws[64], hs[64];
+    double x1v, x2v; /* x1s and x2s read back, as atof would */
     frame_color(s, f, name, len, fill, sizeof(fill));
-    snprintf(x1s, sizeof(x1s), "%0.1f", x1);
-    snprintf(x2s, sizeof(x2s), "%0.1f", x2);
+    ember_svg_fixed(x1s, x1, 1, &x1v);
+    ember_svg_fixed(x2s, x2, 1, &x2v);
     num(ys, sizeof(ys), y1);
-    ember_writer_printf(w,
-                        "<rect x=\"%s\" y=\"%s\" width=\"%0.1f\" height=\"%0.1f\" fill=\"%s\" "
-                        "rx=\"2\" ry=\"2\" />\n",
-                        x1s, ys, atof(x2s) - atof(x1s), y2 - y1, fill);
+    ember_svg_fixed(ws, x2v - x1v, 1, NULL);
+    ember_svg_fixed(hs, y2 - y1, 1, NULL);
+    const char *rect[] = {"<rect x=\"",
+                          x1s,
+                          "\" y=\"",
+                          ys,
+                          "\" width=\"",
+                          ws,
+                          "\" height=\"",
+                          hs,
+                          "\" fill=\"",
+                          fill,
+                          "\" rx=\"2\" ry=\"2\" />\n"};
+    for (size_t i = 0; i < sizeof(rect) / sizeof(rect[0]); i++)
+        ember_writer_puts(w, rect[i]);
 
     /* the label: as many characters as fit, the last two as ".." */
     int chars = (int)((x2 - x1) / (o->font_size * o->font_width));
-    char ty[64];
+    char ty[64], tx[64];
     num(ty, sizeof(ty), 3 + (y1 + y2) / 2);
-    ember_writer_printf(w, "<text  x=\"%.2f\" y=\"%s\" >", x1 + 3, ty);
+    ember_svg_fixed(tx, x1 + 3, 2, NULL);
+    const char *text[] = {"<text  x=\"", tx, "\" y=\"", ty, "\" >"};
+    for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+        ember_writer_puts(w, text[i]);
     if (chars >= 3) {
         size_t tl = len, cut = 0, ncp = 0;
         strip_annotation(name, &tl);
@@ -636,10 +858,21 @@ static int render(const struct ember_profile *p, const struct ember_flame_opts *
     }
 
     double wpt = (o->width - 2.0 * XPAD) / timemax;
-    struct layout l = {.p = p, .diff = p->diff, .sel = wm, .root = {EMBER_ROOT, 0, 0, 0}};
+    struct below below = {0};
+    struct layout l = {
+        .p = p, .below = &below, .wm = wm, .diff = p->diff, .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
-    int err =
-        o->flamechart ? ember_profile_walk_sequence(p, flow, &l) : ember_profile_walk(p, flow, &l);
+    struct ember_walk_prune prune = {NULL, flow_below};
+    int err = 0;
+    if (o->flamechart) {
+        err = ember_profile_walk_sequence(p, flow, &l);
+    } else {
+        err = l.min_time > 0 ? below_build(p, wm, l.diff, l.min_time, &below) : 0;
+        prune.skip = below.skip;
+        if (!err)
+            err = ember_profile_walk_pruned(p, flow, below.skip ? &prune : NULL, &l);
+    }
+    below_free(&below);
     for (size_t k = l.nopen; k-- > 0 && !err;)
         err = close_frame(&l, k + 1, &l.open[k], k ? &l.open[k - 1] : &l.root);
     if (!err)

@@ -17,6 +17,12 @@ extern const size_t ember_flame_script_len;
 /* XML-escapes n bytes of s (quotes too when quot), replacing invalid UTF-8. */
 void ember_svg_escape(struct ember_writer *w, const char *s, size_t n, bool quot);
 
+/* v as printf("%.*f", prec, v) writes it, into buf (64 bytes); printed
+ * (if not NULL) gets what strtod reads back from it. Returns the length. */
+size_t ember_svg_fixed(char *buf, double v, unsigned prec, double *printed);
+/* v as printf("%.15g", v) writes it (Perl's number format). */
+size_t ember_svg_g15(char *buf, double v);
+
 /* The background gradient for --bgcolors (NULL: from the palette). */
 int ember_flame_bg(const char *bgcolors, const char *colors, const char **c1, const char **c2);
 

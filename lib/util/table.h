@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A zeroed table of n slots (free() it); a large one is aligned to a huge page. Lookups land
+ * anywhere in a table, so a large one asks for huge pages: with 4 KiB pages nearly every lookup
+ * would also miss the TLB, which costs most under virtualization. */
+void *ember_table_calloc(size_t n, size_t size);
+
 /* Doubles *slots (mask + 1 slots of slot_size bytes), placing every used
  * slot at hash(slot) & new mask. Returns 0 or -ENOMEM (the table is then
  * unchanged). */

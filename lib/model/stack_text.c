@@ -1,0 +1,156 @@
+/*
+ * stack_text.c - stacks added as their text, "frame;frame;frame" root
+ * first (include/ember/profile.h: ember_stack_text_*), for readers of
+ * text whose lines are whole stacks (folded stacks).
+ *
+ * What makes it fast, where it is done:
+ * - a stack seen before is one lookup of the 128-bit hash of its text (the
+ *   stack cache), whose slot hint fetched a line ahead;
+ * - sorted input repeats long prefixes, so a new stack reuses the nodes of
+ *   the previous new stack's frames that match byte for byte;
+ * - the rest of its names are hashed and their memo slots fetched all at
+ *   once (the name memo), then interned, then their nodes are found in one
+ *   pass down (ember_profile_child_path).
+ *
+ * Invariants: prev[0 .. prev_len) is the text of the last stack added
+ * through the frames (not found in the cache), ends[k] where its frame k
+ * ends in it, ids[k] and nodes[k] that frame's id and node, k < nframes.
+ * After an error nframes counts only the frames whose nodes are known.
+ */
+#include "name_cache.h"
+#include "profile_impl.h"
+#include "stack_cache.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct ember_stack_text {
+    struct ember_profile *p;
+    char sep;
+    struct ember_stack_cache stacks;
+    struct ember_name_cache names;
+    uint64_t *hashes; /* of the new frames' names */
+    size_t hcap;
+    char *prev;
+    size_t prev_len, prev_cap;
+    size_t *ends;
+    uint32_t *ids, *nodes;
+    size_t nframes, ecap, icap, ncap;
+};
+
+int ember_stack_text_new(struct ember_profile *p, char sep, struct ember_stack_text **out)
+{
+    struct ember_stack_text *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->p = p;
+    t->sep = sep;
+    int err = ember_stack_cache_init(&t->stacks);
+    if (!err)
+        err = ember_name_cache_init(&t->names);
+    if (err) {
+        ember_stack_text_free(t);
+        return err;
+    }
+    *out = t;
+    return 0;
+}
+
+void ember_stack_text_free(struct ember_stack_text *t)
+{
+    if (!t)
+        return;
+    ember_stack_cache_release(&t->stacks);
+    ember_name_cache_release(&t->names);
+    free(t->hashes);
+    free(t->prev);
+    free(t->ends);
+    free(t->ids);
+    free(t->nodes);
+    free(t);
+}
+
+void ember_stack_text_hint(struct ember_stack_text *t, const char *s, size_t n, uint64_t key[2])
+{
+    XXH128_hash_t h = XXH3_128bits(s, n);
+    key[0] = h.low64;
+    key[1] = h.high64;
+    ember_stack_cache_prefetch(&t->stacks, h.low64);
+}
+
+/* Splits the frames of s after the first k (shared with the previous
+ * stack), hashes their names and starts fetching their memo slots. */
+static int split_new(struct ember_stack_text *t, const char *s, size_t n, size_t k)
+{
+    for (size_t pos = k ? t->ends[k - 1] + 1 : 0; n > 0 && pos <= n;) {
+        const char *sep = memchr(s + pos, t->sep, n - pos);
+        size_t end = sep ? (size_t)(sep - s) : n;
+        if (EMBER_VEC_RESERVE(t->ends, t->ecap, t->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(t->ids, t->icap, t->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(t->nodes, t->ncap, t->nframes + 1) < 0 ||
+            EMBER_VEC_RESERVE(t->hashes, t->hcap, t->nframes + 1) < 0)
+            return -ENOMEM;
+        t->hashes[t->nframes] = ember_name_hash(s + pos, end - pos);
+        ember_name_cache_prefetch(&t->names, t->hashes[t->nframes]);
+        t->ends[t->nframes++] = end;
+        pos = end + 1;
+    }
+    return 0;
+}
+
+/* The frames of a stack not seen before, reusing the previous stack's
+ * nodes where the text matches. */
+static int add_frames(struct ember_stack_text *t, const char *s, size_t n, uint32_t *leaf)
+{
+    /* Frames shared with the previous stack: the same bytes, ending at the
+     * same place in both. */
+    size_t same = 0, lim = n < t->prev_len ? n : t->prev_len, k = 0;
+    while (same < lim && s[same] == t->prev[same])
+        same++;
+    while (k < t->nframes && t->ends[k] <= same && (t->ends[k] == n || s[t->ends[k]] == t->sep))
+        k++;
+    t->nframes = k;
+    int err = split_new(t, s, n, k);
+    for (size_t i = k; i < t->nframes && !err; i++) {
+        size_t pos = i ? t->ends[i - 1] + 1 : 0;
+        err = ember_name_cache_intern(&t->names, &t->p->frames, s + pos, t->ends[i] - pos,
+                                      t->hashes[i], &t->ids[i]);
+    }
+    if (!err)
+        err = ember_profile_child_path(t->p, k ? t->nodes[k - 1] : EMBER_ROOT, t->ids + k,
+                                       t->nframes - k, 1, t->nodes + k, leaf);
+    if (err) {
+        t->nframes = k; /* the nodes of the others are not known */
+        return err;
+    }
+    if (EMBER_VEC_RESERVE(t->prev, t->prev_cap, n + 1) < 0) {
+        t->nframes = 0; /* prev no longer spells them */
+        return -ENOMEM;
+    }
+    memcpy(t->prev, s, n);
+    t->prev_len = n;
+    return 0;
+}
+
+int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, const uint64_t key[2],
+                         uint32_t *leaf)
+{
+    if (n == 0) { /* no frames: the root's (not a frame of empty name) */
+        *leaf = EMBER_ROOT;
+        return 0;
+    }
+    uint64_t own[2];
+    if (!key) {
+        XXH128_hash_t h = XXH3_128bits(s, n);
+        own[0] = h.low64;
+        own[1] = h.high64;
+        key = own;
+    }
+    if (ember_stack_cache_get(&t->stacks, key[0], key[1], leaf))
+        return 0;
+    int err = add_frames(t, s, n, leaf);
+    if (!err)
+        ember_stack_cache_put(&t->stacks, key[0], key[1], *leaf);
+    return err;
+}
