@@ -64,6 +64,12 @@ EMBER_API void ember_profile_select_index(struct ember_profile *p, unsigned inde
 /* Renames value 0, for readers of one value: what the weights measure, in
  * pprof's words ("cpu"/"nanoseconds"). NULL keeps a part. */
 EMBER_API void ember_profile_set_unit(struct ember_profile *p, const char *type, const char *unit);
+/* Renames value v (a reader that learns what its weights measure once it
+ * has read them); removes value v and its weights (the later values move
+ * down one). */
+EMBER_API void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
+                                          const char *unit);
+EMBER_API void ember_profile_value_drop(struct ember_profile *p, unsigned v);
 /* The selected value's type and unit. */
 EMBER_API const char *ember_profile_sample_type(const struct ember_profile *p);
 EMBER_API const char *ember_profile_unit(const struct ember_profile *p);

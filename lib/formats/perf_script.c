@@ -21,10 +21,9 @@
 #include "perf_opts.h"
 #include "perf_tidy.h"
 #include "io/chunk.h"
-#include "model/profile_impl.h"
-#include "model/stack_cache.h"
 #include "symbol/symbolizer.h"
 #include "util/diag.h"
+#include "util/hash.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -32,6 +31,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A frame line's result depends only on its symbol (without "+0x" offset),
  * its module, whether the process is Java, and for unresolved symbols with
@@ -107,7 +107,6 @@ struct perf_parser {
     size_t nstack, scap;
 
     struct line_cache cache;
-    struct ember_stack_cache stacks;
     struct pending_frame pend;
     struct ember_symbolizer *sym;
 
@@ -605,13 +604,18 @@ static int push_frames(struct perf_parser *ps, const uint32_t *fr, size_t n)
     return 0;
 }
 
-/* Ends the current sample: root frame, then frames from the outermost. */
+/* Ends the current sample: its frames from the leaf, then the root frame. */
 static int end_sample(struct perf_parser *ps)
 {
     int err = 0;
     if (ps->in_sample && ps->keep) {
         uint32_t node;
-        err = ember_stack_cache_node(&ps->stacks, ps->p, ps->root, ps->stack, ps->nstack, &node);
+        err = EMBER_VEC_RESERVE(ps->stack, ps->scap, ps->nstack + 1);
+        if (!err) {
+            ps->stack[ps->nstack] = ps->root;
+            err = ember_profile_add_stack(ps->p, ps->stack, ps->nstack + 1, EMBER_LEAF_FIRST, NULL,
+                                          &node);
+        }
         if (!err)
             err = ember_profile_add(ps->p, node, ps->vperiod, ps->period);
         if (!err)
@@ -1179,8 +1183,6 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
         err = ember_profile_value(p, PERIOD_VALUE, "count", &ps->vperiod);
     if (!err)
         err = cache_init(&ps->cache);
-    if (!err)
-        err = ember_stack_cache_init(&ps->stacks);
     if (!err && ps->po.inline_frames)
         err = ember_symbolizer_new(&ps->sym);
     return err;
@@ -1189,7 +1191,6 @@ static int parser_init(struct perf_parser *ps, struct ember_profile *p,
 static void parser_release(struct perf_parser *ps)
 {
     cache_release(&ps->cache);
-    ember_stack_cache_release(&ps->stacks);
     free(ps->pend.ids);
     free(ps->pend.join);
     free(ps->stack);

@@ -3,6 +3,7 @@
  * invariants).
  */
 #include "profile_impl.h"
+#include "stack_cache.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -105,6 +106,9 @@ void ember_profile_free(struct ember_profile *p)
     if (!p)
         return;
     ember_frames_release(&p->frames);
+    if (p->stacks)
+        ember_stack_cache_release(p->stacks);
+    free(p->stacks);
     free(p->nodes);
     free(p->child_buckets);
     free(p->child_hash);
@@ -826,14 +830,31 @@ size_t ember_weight_format(char *buf, int64_t value, unsigned decimals)
     return o;
 }
 
+/* The memo of whole stacks (samples repeat them), made on first use; NULL
+ * when it cannot be (it only speeds things up). */
+static struct ember_stack_cache *stack_memo(struct ember_profile *p)
+{
+    if (p->stacks || p->no_stacks)
+        return p->stacks;
+    p->stacks = malloc(sizeof(*p->stacks));
+    if (!p->stacks || ember_stack_cache_init(p->stacks) < 0) {
+        free(p->stacks);
+        p->stacks = NULL;
+        p->no_stacks = true;
+    }
+    return p->stacks;
+}
+
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *frames, size_t n,
                             enum ember_stack_order order, const int64_t *weights, uint32_t *node)
 {
     if (n == 0)
         return -EINVAL;
     uint32_t at;
-    int err = ember_profile_child_path(p, EMBER_ROOT, frames, n, order == EMBER_ROOT_FIRST ? 1 : -1,
-                                       NULL, &at);
+    struct ember_stack_cache *memo = order == EMBER_LEAF_FIRST ? stack_memo(p) : NULL;
+    int err = memo ? ember_stack_cache_node(memo, p, frames[n - 1], frames, n - 1, &at)
+                   : ember_profile_child_path(p, EMBER_ROOT, frames, n,
+                                              order == EMBER_ROOT_FIRST ? 1 : -1, NULL, &at);
     if (err)
         return err;
     for (unsigned v = 0; weights && v < p->nvalues; v++) {

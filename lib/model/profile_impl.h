@@ -85,9 +85,13 @@ struct ember_value_type {
     char unit[EMBER_UNIT_MAX]; /* ... and in what */
 };
 
+struct ember_stack_cache;
+
 struct ember_profile {
     struct ember_frames frames;
-    struct ember_module *modules; /* strings in frames.names */
+    struct ember_stack_cache *stacks; /* add_stack's memo of whole stacks, made on first use */
+    bool no_stacks;                   /* ... or that could not be made: none */
+    struct ember_module *modules;     /* strings in frames.names */
     uint32_t nmodules;
     size_t mcap;
 
@@ -144,10 +148,6 @@ int ember_profile_modules_like(struct ember_profile *dst, const struct ember_pro
 int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profile *src,
                              uint32_t frame, const char *name, size_t len,
                              const uint32_t *module_map, uint32_t *out);
-/* Renames value v; removes value v (and its weights). */
-void ember_profile_value_rename(struct ember_profile *p, unsigned v, const char *type,
-                                const char *unit);
-void ember_profile_value_drop(struct ember_profile *p, unsigned v);
 /* Gives dst the values of src (by type and unit), and sets map[v] to the
  * index in dst of src's value v. */
 int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,

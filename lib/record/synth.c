@@ -60,7 +60,9 @@ static void put_u64(struct synth_rec *s, uint64_t v)
 /* A string with its NUL, padded with zeros to 8 bytes. */
 static void put_name(struct synth_rec *s, const char *name)
 {
-    size_t n = strnlen(name, PATH_MAX - 1);
+    size_t n = strlen(name); /* NUL-terminated; a path is cut as the kernel's are */
+    if (n > PATH_MAX - 1)
+        n = PATH_MAX - 1;
     size_t padded = (n + 1 + 7) & ~(size_t)7;
     memcpy(s->b + s->len, name, n);
     memset(s->b + s->len + n, 0, padded - n);
