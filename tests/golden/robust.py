@@ -152,27 +152,27 @@ def mode_kept(d):
 
 @case
 def record_output_mode(d):
-    """ember record's trace copy: new files 0600 like the rings it copies,
+    """ember trace record's trace copy: new files 0600 like the rings it copies,
     a replaced file keeps its mode (was: 0644 whatever the umask)."""
     traced = os.environ.get("TRACED")
     if not traced:
         return
     out = os.path.join(d, "t.trace")
-    golden.run(["record", "-o", out, "--", traced, "20", "1"])
+    golden.run(["trace", "record", "-o", out, "--", traced, "20", "1"])
     mode = stat.S_IMODE(os.stat(out).st_mode)
     if mode != 0o600:
-        golden.fail("ember record -o made a new file with mode %o, not 600" % mode)
+        golden.fail("ember trace record -o made a new file with mode %o, not 600" % mode)
     os.chmod(out, 0o640)
-    golden.run(["record", "-o", out, "--", traced, "20", "1"])
+    golden.run(["trace", "record", "-o", out, "--", traced, "20", "1"])
     mode = stat.S_IMODE(os.stat(out).st_mode)
     if mode != 0o640:
-        golden.fail("ember record -o onto a 0640 file left mode %o" % mode)
+        golden.fail("ember trace record -o onto a 0640 file left mode %o" % mode)
 
 
 
 @case
 def record_signals_leave_no_rings(d):
-    """ember record keeps the traced program's rings in /tmp while it runs.
+    """ember trace record keeps the traced program's rings in /tmp while it runs.
     SIGHUP (the terminal closed) stops the program like Ctrl-C and keeps what
     was recorded; SIGPIPE ends ember at once: either way the rings go."""
     traced = os.environ.get("TRACED")
@@ -183,14 +183,14 @@ def record_signals_leave_no_rings(d):
     env = dict(os.environ, TMPDIR=tmp)
     out = os.path.join(d, "t.trace")
     for sig, kept in ((signal.SIGHUP, True), (signal.SIGPIPE, False)):
-        p = subprocess.Popen([golden.EMBER, "record", "-o", out, "--", traced, "200000", "2"],
+        p = subprocess.Popen([golden.EMBER, "trace", "record", "-o", out, "--", traced, "200000", "2"],
                              stderr=subprocess.PIPE, start_new_session=True, env=env)
         time.sleep(0.5)
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
         left = set(os.listdir(tmp))
         if left or leftovers(d, ["tmp", "t.trace"] if kept else ["tmp"]):
-            golden.fail("ember record ended by %s left %s %s" %
+            golden.fail("ember trace record ended by %s left %s %s" %
                         (sig.name, sorted(left), leftovers(d, [])))
         if kept:
             golden.run(["trace", "stats", out])
