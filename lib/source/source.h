@@ -99,9 +99,13 @@ struct ember_trace {
     unsigned nsites, sites_cap;
     int ocaml_names; /* 0: 5.0-5.2, 1: 5.3 and later */
     bool started;    /* a pass or poll has begun: names are fixed */
-    /* following: the cursors, kept from poll to poll */
+    /* following: the cursors, kept from poll to poll, and per stream the
+     * events read but not handed out yet (timeline.c) */
     struct ember_cursor *cursors;
+    struct ember_follow_queue *queues;
     unsigned ncursors;
+    uint64_t seen_max;     /* the largest key read by the polls so far */
+    uint64_t limit;        /* this poll hands out the keys up to it */
     struct ember_diag err; /* what stopped the last pass or poll */
 };
 
