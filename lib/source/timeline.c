@@ -31,20 +31,6 @@
 static const struct ember_source_ops *const backends[] = {&ember_rings_ops, &ember_ocaml_ops};
 enum { NBACKENDS = sizeof(backends) / sizeof(backends[0]), PROBE_BYTES = 4096 };
 
-int ember_read_at(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -EIO;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 bool ember_source_pid_alive(uint32_t pid)
 {
     if (!pid || (kill((pid_t)pid, 0) < 0 && errno != EPERM))
@@ -222,7 +208,7 @@ int ember_trace_follow(struct ember_trace **out, const char *path, int timeout_m
     return open_with(t, ops, d, out);
 }
 
-static void free_cursors(struct ember_trace *t, struct ember_cursor *cs, unsigned n)
+void ember_source_free_cursors(struct ember_trace *t, struct ember_cursor *cs, unsigned n)
 {
     for (unsigned i = 0; cs && i < n; i++)
         t->ops->cursor_free(t, &cs[i]);
@@ -235,7 +221,7 @@ void ember_trace_close(struct ember_trace *t)
 {
     if (!t)
         return;
-    free_cursors(t, t->cursors, t->ncursors);
+    ember_source_free_cursors(t, t->cursors, t->ncursors);
     free_queues(t->queues, t->ncursors);
     if (t->ops)
         t->ops->close(t);
@@ -521,6 +507,20 @@ static int init_cursors(struct ember_trace *t, struct ember_cursor *cs, unsigned
     return 0;
 }
 
+int ember_source_grow_cursors(struct ember_trace *t, struct ember_cursor **cs, unsigned *n)
+{
+    if (t->nrings <= *n)
+        return 0;
+    struct ember_cursor *c = realloc(*cs, t->nrings * sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    *cs = c;
+    int err = init_cursors(t, c, *n, t->nrings);
+    if (!err)
+        *n = t->nrings;
+    return err;
+}
+
 /* Errors the visitor's callback returned pass through; -ECANCELED stands
  * for a callback that asked to stop (a positive value). */
 int ember_trace_visit(struct ember_trace *t, const struct ember_trace_visitor *v)
@@ -539,7 +539,7 @@ int ember_trace_visit(struct ember_trace *t, const struct ember_trace_visitor *v
     }
     struct merge m = {t, v, 0, t->ops->cursor_next};
     err = v->in_ring_order ? in_ring_order(&m, cs, n) : merge_all(&m, cs, n);
-    free_cursors(t, cs, n);
+    ember_source_free_cursors(t, cs, n);
     t->ops->pass_end(t);
     return err == -ECANCELED ? 0 : err;
 }
@@ -625,19 +625,12 @@ static int follow_new_streams(struct ember_trace *t)
 {
     if (t->nrings <= t->ncursors)
         return 0;
-    struct ember_cursor *cs = realloc(t->cursors, t->nrings * sizeof(*cs));
-    if (!cs)
-        return -ENOMEM;
-    t->cursors = cs;
     struct ember_follow_queue *qs = realloc(t->queues, t->nrings * sizeof(*qs));
     if (!qs)
         return -ENOMEM;
     t->queues = qs;
     memset(qs + t->ncursors, 0, (t->nrings - t->ncursors) * sizeof(*qs));
-    int err = init_cursors(t, cs, t->ncursors, t->nrings);
-    if (!err)
-        t->ncursors = t->nrings;
-    return err;
+    return ember_source_grow_cursors(t, &t->cursors, &t->ncursors);
 }
 
 /* Appends the event cursor c loaded to q, its losses before it. */

@@ -46,6 +46,16 @@ static void file_create(struct file *f)
     put(f, h, sizeof(h), 0);
 }
 
+/* A new file, followed. */
+static struct ember_trace *file_follow(struct file *f)
+{
+    file_create(f);
+    struct ember_trace *t;
+    struct ember_diag d;
+    assert_int_equal(ember_trace_follow(&t, f->path, 1000, &d), 0);
+    return t;
+}
+
 /* Commits a runtime phase begin (2 words) stamped ticks to ring r: the
  * words, then the ring's tail, as OCaml's writer does. */
 static void commit(struct file *f, unsigned r, uint64_t ticks)
@@ -79,11 +89,21 @@ static void read_whole(const char *path, struct seen *s)
     ember_trace_close(t);
 }
 
-static void assert_same(const struct seen *got, const struct seen *want)
+/* The followed trace is closed, and what it handed out is checked
+ * against the finished file read whole: n events, the same in the same
+ * order. */
+static void assert_as_whole(struct file *f, struct ember_trace *t, const struct seen *got,
+                            unsigned n)
 {
-    assert_int_equal(got->n, want->n);
+    ember_trace_close(t);
+    struct seen want = {.n = 0};
+    read_whole(f->path, &want);
+    assert_int_equal(want.n, n);
+    assert_int_equal(got->n, want.n);
     for (unsigned i = 0; i < got->n; i++)
-        assert_int_equal(got->ticks[i], want->ticks[i]);
+        assert_int_equal(got->ticks[i], want.ticks[i]);
+    close(f->fd);
+    unlink(f->path);
 }
 
 /* Ring 0 stamps 200 before ring 1 writes 300, but commits it after the
@@ -92,10 +112,7 @@ static void test_late_event_in_order(void **state)
 {
     (void)state;
     struct file f;
-    file_create(&f);
-    struct ember_trace *t;
-    struct ember_diag d;
-    assert_int_equal(ember_trace_follow(&t, f.path, 1000, &d), 0);
+    struct ember_trace *t = file_follow(&f);
     struct seen got = {.n = 0};
     commit(&f, 1, 100);
     commit(&f, 1, 300);
@@ -108,13 +125,7 @@ static void test_late_event_in_order(void **state)
     /* the writers are quiet: what waits comes without a final poll */
     assert_int_equal(ember_trace_poll(t, note, &got, false), 1);
     assert_int_equal(ember_trace_poll(t, note, &got, true), 0);
-    ember_trace_close(t);
-    struct seen want = {.n = 0};
-    read_whole(f.path, &want);
-    assert_same(&got, &want);
-    assert_int_equal(want.n, 4);
-    close(f.fd);
-    unlink(f.path);
+    assert_as_whole(&f, t, &got, 4);
 }
 
 /* Writers that never pause are not held back by more than a poll: each
@@ -123,10 +134,7 @@ static void test_busy_writers_keep_up(void **state)
 {
     (void)state;
     struct file f;
-    file_create(&f);
-    struct ember_trace *t;
-    struct ember_diag d;
-    assert_int_equal(ember_trace_follow(&t, f.path, 1000, &d), 0);
+    struct ember_trace *t = file_follow(&f);
     struct seen got = {.n = 0};
     unsigned written = 0, before = 0;
     for (uint64_t step = 0; step < 40; step++) {
@@ -139,12 +147,7 @@ static void test_busy_writers_keep_up(void **state)
         before = written;
     }
     assert_int_equal(ember_trace_poll(t, note, &got, true), 3);
-    ember_trace_close(t);
-    struct seen want = {.n = 0};
-    read_whole(f.path, &want);
-    assert_same(&got, &want);
-    close(f.fd);
-    unlink(f.path);
+    assert_as_whole(&f, t, &got, written);
 }
 
 int main(void)
