@@ -596,10 +596,12 @@ static int keep_strings(struct waiting *w)
     size_t size = 0;
     for (unsigned i = 0; i < s->nfields; i++)
         size += string_size(s->field_types[i], &w->e.v[i]);
-    w->strings = size ? malloc(size) : NULL;
-    if (size && !w->strings)
+    w->strings = NULL;
+    if (!size)
+        return 0;
+    char *p = w->strings = malloc(size);
+    if (!p)
         return -ENOMEM;
-    char *p = w->strings;
     for (unsigned i = 0; i < s->nfields; i++) {
         size_t n = string_size(s->field_types[i], &w->e.v[i]);
         if (n)
