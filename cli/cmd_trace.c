@@ -326,8 +326,10 @@ static int dump_follow(const char *what, const struct tool_opts *opts)
         fflush(o);
         if (!alive || interrupted)
             break;
-        if (n == 0)
-            usleep(10000);
+        /* a poll holds back what a late event may precede until the next
+         * one, and one that reads nothing hands out all: polls 10 ms apart
+         * give a descheduled writer that long to write its event */
+        usleep(10000);
     }
     report_losses(f, path);
     if (err)

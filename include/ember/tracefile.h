@@ -193,9 +193,13 @@ EMBER_API int ember_trace_each_packet(struct ember_trace *t, ember_trace_packet_
  * (polling; there is no fixed sleep), then opens it to be followed. */
 EMBER_API int ember_trace_follow(struct ember_trace **t, const char *path, int timeout_ms,
                                  struct ember_diag *d);
-/* Reads what was written since the last poll: events to fn, in time order
- * within the batch; with final, what the writer left unfinished too (it
- * has ended). Returns the number of events, or a negative error. */
+/* Reads what was written since the last poll and hands events to fn in
+ * time order across polls: an event later than the latest the previous
+ * poll read waits for the next poll, where a writer's event stamped before
+ * it but written after may still come. A poll that reads nothing new (the
+ * writers are quiet) hands out all that waits, and so does final (the
+ * writer has ended), with what the writer left unfinished. Returns the
+ * number of events handed out, or a negative error. */
 EMBER_API int ember_trace_poll(struct ember_trace *t, ember_trace_event_fn fn, void *ctx,
                                bool final);
 EMBER_API bool ember_trace_writer_alive(const struct ember_trace *t);

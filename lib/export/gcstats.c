@@ -318,6 +318,31 @@ static int64_t gc_ns(const struct gc *g)
     return n;
 }
 
+/* What both outputs print, computed once. */
+struct summary {
+    int64_t wall, cpu, gc;                     /* ns */
+    double mean, stddev, min, max;             /* pause latencies, ms */
+    double at[NPERCENTILES];                   /* ms, at each of percentiles */
+    unsigned long long total_heap, minor_heap; /* words */
+};
+
+static void summarize(const struct gc *g, struct summary *s)
+{
+    int64_t wall = g->wall_end - g->wall_start;
+    bool any = g->h.total > 0;
+    s->wall = wall > 0 ? wall : 0;
+    s->cpu = cpu_ns(g);
+    s->gc = gc_ns(g);
+    s->mean = ember_hdr_mean(&g->h) / 1e6;
+    s->stddev = ember_hdr_stddev(&g->h) / 1e6;
+    s->min = any ? (double)g->h.min / 1e6 : 0.0;
+    s->max = any ? (double)g->h.max / 1e6 : 0.0;
+    for (int i = 0; i < NPERCENTILES; i++)
+        s->at[i] = any ? (double)ember_hdr_value_at_percentile(&g->h, percentiles[i]) / 1e6 : 0.0;
+    s->minor_heap = g->minor_words;
+    s->total_heap = g->minor_words > g->promoted_words ? g->minor_words - g->promoted_words : 0;
+}
+
 static void seconds(struct ember_writer *w, int64_t ns)
 {
     ember_writer_printf(w, "%lld.%09lld", (long long)(ns / 1000000000),
@@ -379,22 +404,36 @@ static void notes(const struct gc *g, struct ember_writer *w, bool json)
     }
 }
 
-static void print_text(const struct gc *g, struct ember_writer *w, int64_t max_rss_kb)
+/* The times both outputs begin with, after text labels or JSON keys. */
+static void print_times(const struct summary *s, struct ember_writer *w, int64_t max_rss_kb,
+                        bool json)
 {
-    int64_t wall = g->wall_end - g->wall_start, cpu = cpu_ns(g), gct = gc_ns(g);
-    ember_writer_puts(w, "Execution times:\nWall time (s):\t");
-    seconds(w, wall > 0 ? wall : 0);
-    ember_writer_puts(w, "\nCPU time (s):\t");
-    seconds(w, cpu);
-    ember_writer_puts(w, "\nGC time (s):\t");
-    seconds(w, gct);
-    ember_writer_puts(w, "\nGC overhead (% of CPU time):\t");
-    percent(w, (double)gct, (double)cpu, false);
-    ember_writer_puts(w, "%\nMax RSS (kB):\t");
+    static const char *const before[2][5] = {
+        {"Execution times:\nWall time (s):\t", "\nCPU time (s):\t", "\nGC time (s):\t",
+         "\nGC overhead (% of CPU time):\t", "%\nMax RSS (kB):\t"},
+        {"{\"version\": 2, \"wall_time\": ", ", \"cpu_time\": ", ", \"gc_time\": ",
+         ", \"gc_overhead\": ", ", \"max_rss_kb\": "},
+    };
+    const char *const *b = before[json];
+    const int64_t ns[3] = {s->wall, s->cpu, s->gc};
+    for (int i = 0; i < 3; i++) {
+        ember_writer_puts(w, b[i]);
+        seconds(w, ns[i]);
+    }
+    ember_writer_puts(w, b[3]);
+    percent(w, (double)s->gc, (double)s->cpu, json);
+    ember_writer_puts(w, b[4]);
     if (max_rss_kb >= 0)
-        ember_writer_printf(w, "%lld\n", (long long)max_rss_kb);
+        ember_writer_printf(w, json ? "%lld" : "%lld\n", (long long)max_rss_kb);
     else
-        ember_writer_puts(w, "- (not measured: the program was not run by ember)\n");
+        ember_writer_puts(w,
+                          json ? "null" : "- (not measured: the program was not run by ember)\n");
+}
+
+static void print_text(const struct gc *g, const struct summary *s, struct ember_writer *w,
+                       int64_t max_rss_kb)
+{
+    print_times(s, w, max_rss_kb, false);
     ember_writer_printf(w, "\nPer domain stats:\n%-8s %-14s %-14s %s\n", "Domain", "Wall (s)",
                         "GC (s)", "GC (%)");
     for (unsigned i = 0; i < g->nrings; i++) {
@@ -410,21 +449,13 @@ static void print_text(const struct gc *g, struct ember_writer *w, int64_t max_r
         ember_writer_puts(w, "\n");
     }
     ember_writer_printf(w, "\nGC latency profile (%lld pauses):\n", (long long)g->h.total);
-    ember_writer_printf(w, "#[Mean (ms):\t%.6f,\t Stddev (ms):\t%.6f]\n",
-                        ember_hdr_mean(&g->h) / 1e6, ember_hdr_stddev(&g->h) / 1e6);
-    ember_writer_printf(w, "#[Min (ms):\t%.6f,\t max (ms):\t%.6f]\n",
-                        g->h.total ? (double)g->h.min / 1e6 : 0.0,
-                        g->h.total ? (double)g->h.max / 1e6 : 0.0);
+    ember_writer_printf(w, "#[Mean (ms):\t%.6f,\t Stddev (ms):\t%.6f]\n", s->mean, s->stddev);
+    ember_writer_printf(w, "#[Min (ms):\t%.6f,\t max (ms):\t%.6f]\n", s->min, s->max);
     ember_writer_puts(w, "\nPercentile \t Latency (ms)\n");
     for (int i = 0; i < NPERCENTILES; i++)
-        ember_writer_printf(
-            w, "%.4f \t %.6f\n", percentiles[i],
-            g->h.total ? (double)ember_hdr_value_at_percentile(&g->h, percentiles[i]) / 1e6 : 0.0);
+        ember_writer_printf(w, "%.4f \t %.6f\n", percentiles[i], s->at[i]);
     ember_writer_printf(w, "\nGC allocations (in words):\nTotal heap:\t %llu\nMinor heap:\t %llu\n",
-                        (unsigned long long)(g->minor_words > g->promoted_words
-                                                 ? g->minor_words - g->promoted_words
-                                                 : 0),
-                        (unsigned long long)g->minor_words);
+                        s->total_heap, s->minor_heap);
     ember_writer_printf(w, "Promoted words:\t %llu (", (unsigned long long)g->promoted_words);
     percent(w, (double)g->promoted_words, (double)g->minor_words, false);
     ember_writer_printf(w,
@@ -444,22 +475,10 @@ static void json_seconds(struct ember_writer *w, const char *key, int64_t ns)
     seconds(w, ns);
 }
 
-static void print_json(const struct gc *g, struct ember_writer *w, int64_t max_rss_kb)
+static void print_json(const struct gc *g, const struct summary *s, struct ember_writer *w,
+                       int64_t max_rss_kb)
 {
-    int64_t wall = g->wall_end - g->wall_start, cpu = cpu_ns(g), gct = gc_ns(g);
-    ember_writer_puts(w, "{\"version\": 2, ");
-    json_seconds(w, "wall_time", wall > 0 ? wall : 0);
-    ember_writer_puts(w, ", ");
-    json_seconds(w, "cpu_time", cpu);
-    ember_writer_puts(w, ", ");
-    json_seconds(w, "gc_time", gct);
-    ember_writer_puts(w, ", \"gc_overhead\": ");
-    percent(w, (double)gct, (double)cpu, true);
-    ember_writer_puts(w, ", \"max_rss_kb\": ");
-    if (max_rss_kb >= 0)
-        ember_writer_printf(w, "%lld", (long long)max_rss_kb);
-    else
-        ember_writer_puts(w, "null");
+    print_times(s, w, max_rss_kb, true);
     ember_writer_puts(w, ", \"domain_stats\": {");
     const char *sep = "";
     for (unsigned i = 0; i < g->nrings; i++) {
@@ -478,20 +497,13 @@ static void print_json(const struct gc *g, struct ember_writer *w, int64_t max_r
     ember_writer_printf(w,
                         "}, \"pauses\": %lld, \"mean_latency\": %.6f, \"stddev_latency\": %.6f, "
                         "\"min_latency\": %.6f, \"max_latency\": %.6f, \"distr_latency\": {",
-                        (long long)g->h.total, ember_hdr_mean(&g->h) / 1e6,
-                        ember_hdr_stddev(&g->h) / 1e6, g->h.total ? (double)g->h.min / 1e6 : 0.0,
-                        g->h.total ? (double)g->h.max / 1e6 : 0.0);
+                        (long long)g->h.total, s->mean, s->stddev, s->min, s->max);
     for (int i = 0; i < NPERCENTILES; i++)
-        ember_writer_printf(
-            w, "%s\"%.4f\": %.6f", i ? ", " : "", percentiles[i],
-            g->h.total ? (double)ember_hdr_value_at_percentile(&g->h, percentiles[i]) / 1e6 : 0.0);
+        ember_writer_printf(w, "%s\"%.4f\": %.6f", i ? ", " : "", percentiles[i], s->at[i]);
     ember_writer_printf(w,
                         "}, \"allocations\": {\"total_heap\": %llu, \"minor_heap\": %llu, "
                         "\"promoted_words\": %llu, \"promoted_pct\": ",
-                        (unsigned long long)(g->minor_words > g->promoted_words
-                                                 ? g->minor_words - g->promoted_words
-                                                 : 0),
-                        (unsigned long long)g->minor_words, (unsigned long long)g->promoted_words);
+                        s->total_heap, s->minor_heap, (unsigned long long)g->promoted_words);
     percent(w, (double)g->promoted_words, (double)g->minor_words, true);
     ember_writer_printf(w,
                         "}, \"collections\": {\"minor\": %llu, \"major\": %llu, \"forced_major\": "
@@ -504,18 +516,20 @@ static void print_json(const struct gc *g, struct ember_writer *w, int64_t max_r
     ember_writer_puts(w, "]}\n");
 }
 
-int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o,
-                         const struct ember_sink *out, struct ember_diag *d)
+/* Computes the trace's GC figures and prints them with print; with
+ * pauses, a trace without any is an error. */
+static int compute_and_print(
+    struct ember_trace *t, const struct ember_sink *out, struct ember_diag *d, bool pauses,
+    void (*print)(const struct gc *g, struct ember_writer *w, const void *ctx), const void *ctx)
 {
-    struct gc *g = malloc(sizeof(*g));
+    struct gc *g = calloc(1, sizeof(*g)); /* zeroed: released even if never computed */
     struct ember_writer *w = malloc(sizeof(*w));
     int err = g && w ? compute(t, g, d) : -ENOMEM;
+    if (!err && pauses && !g->h.total)
+        err = ember_diag_set(d, -ENODATA, NULL, 0, "no GC pause in the trace");
     if (!err) {
         ember_writer_init(w, out);
-        if (o->json)
-            print_json(g, w, o->max_rss_kb);
-        else
-            print_text(g, w, o->max_rss_kb);
+        print(g, w, ctx);
         err = ember_writer_flush(w);
     }
     if (g)
@@ -525,34 +539,43 @@ int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o
     return err;
 }
 
+static void print_stats(const struct gc *g, struct ember_writer *w, const void *ctx)
+{
+    const struct ember_gc_options *o = ctx;
+    struct summary s;
+    summarize(g, &s);
+    if (o->json)
+        print_json(g, &s, w, o->max_rss_kb);
+    else
+        print_text(g, &s, w, o->max_rss_kb);
+}
+
+static void print_latency(const struct gc *g, struct ember_writer *w, const void *ctx)
+{
+    (void)ctx;
+    ember_writer_printf(w,
+                        "# GC pauses (per domain, the outermost of major, stw_leader and "
+                        "interrupt_remote): %lld pauses",
+                        (long long)g->h.total);
+    if (g->open_at_end)
+        ember_writer_printf(w, " (%llu still open at the end, closed there)",
+                            (unsigned long long)g->open_at_end);
+    ember_writer_puts(w, ", durations in microseconds\n");
+    ember_hdr_print_classic(&g->h, w, 5, 1000.0);
+    ember_latency_chart(w, &g->h);
+    if (g->cut || g->lost_words || !g->ring_stop)
+        ember_writer_puts(w, "\n");
+    notes(g, w, false);
+}
+
+int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o,
+                         const struct ember_sink *out, struct ember_diag *d)
+{
+    return compute_and_print(t, out, d, false, print_stats, o);
+}
+
 int ember_trace_gc_latency(struct ember_trace *t, const struct ember_sink *out,
                            struct ember_diag *d)
 {
-    struct gc *g = malloc(sizeof(*g));
-    struct ember_writer *w = malloc(sizeof(*w));
-    int err = g && w ? compute(t, g, d) : -ENOMEM;
-    if (!err && !g->h.total)
-        err = ember_diag_set(d, -ENODATA, NULL, 0, "no GC pause in the trace");
-    if (!err) {
-        ember_writer_init(w, out);
-        ember_writer_printf(w,
-                            "# GC pauses (per domain, the outermost of major, stw_leader and "
-                            "interrupt_remote): %lld pauses",
-                            (long long)g->h.total);
-        if (g->open_at_end)
-            ember_writer_printf(w, " (%llu still open at the end, closed there)",
-                                (unsigned long long)g->open_at_end);
-        ember_writer_puts(w, ", durations in microseconds\n");
-        ember_hdr_print_classic(&g->h, w, 5, 1000.0);
-        ember_latency_chart(w, &g->h);
-        if (g->cut || g->lost_words || !g->ring_stop)
-            ember_writer_puts(w, "\n");
-        notes(g, w, false);
-        err = ember_writer_flush(w);
-    }
-    if (g)
-        release(g);
-    free(g);
-    free(w);
-    return err;
+    return compute_and_print(t, out, d, true, print_latency, NULL);
 }

@@ -6,11 +6,11 @@
  * u32 bytes} + the packet padded to 8 bytes, in the order they were read.
  */
 #include "log.h"
+#include "util/fileio.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct ember_log {
     int fd;
@@ -35,17 +35,9 @@ int ember_log_new(struct ember_log **out, const struct ember_ring_header *h, int
 
 static int put(struct ember_log *l, const void *p, size_t n)
 {
-    while (n) {
-        ssize_t w = pwrite(l->fd, p, n, (off_t)l->off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p = (const char *)p + w;
-        n -= (size_t)w;
-        l->off += (uint64_t)w;
-    }
-    return 0;
+    int err = ember_write_at(l->fd, p, n, l->off);
+    l->off += err ? 0 : n;
+    return err;
 }
 
 int ember_log_packet(struct ember_log *l, unsigned ring, const void *packet, size_t size)

@@ -753,16 +753,8 @@ static int record_poll(struct ember_trace_recorder *r, bool final)
     struct ember_trace *t = rec->t;
     ember_diag_clear(&t->err);
     int err = refresh(t);
-    if (!err && t->nrings > rec->ncs) {
-        struct ember_cursor *cs = realloc(rec->cs, t->nrings * sizeof(*cs));
-        if (!cs)
-            return -ENOMEM;
-        rec->cs = cs;
-        for (; rec->ncs < t->nrings && !err; rec->ncs++) {
-            memset(&cs[rec->ncs], 0, sizeof(*cs));
-            err = cursor_init(t, &cs[rec->ncs]);
-        }
-    }
+    if (!err)
+        err = ember_source_grow_cursors(t, &rec->cs, &rec->ncs);
     int n = 0;
     for (unsigned i = 0; i < rec->ncs && !err; i++) {
         int got = record_ring(rec, i, final);
@@ -784,9 +776,7 @@ static int record_finish(struct ember_trace_recorder *r, int fd)
 static void record_free(struct ember_trace_recorder *r)
 {
     struct recorder *rec = (struct recorder *)r;
-    for (unsigned i = 0; i < rec->ncs; i++)
-        cursor_free(rec->t, &rec->cs[i]);
-    free(rec->cs);
+    ember_source_free_cursors(rec->t, rec->cs, rec->ncs);
     ember_log_free(rec->log);
     free(rec);
 }

@@ -846,21 +846,6 @@ struct recorder {
     unsigned ncs;
 };
 
-static int put_at(int fd, const void *p, size_t n, uint64_t off)
-{
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p = (const char *)p + w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
 static int spool(struct recorder *rec, struct ember_cursor *c)
 {
     struct cursor *k = c->state;
@@ -868,10 +853,10 @@ static int spool(struct recorder *rec, struct ember_cursor *c)
         return 0;
     uint64_t pos = k->cpos + k->from;
     uint32_t hdr[4] = {c->ring, (uint32_t)(k->k - k->from), (uint32_t)pos, (uint32_t)(pos >> 32)};
-    int err = put_at(rec->scratch, hdr, sizeof(hdr), rec->spooled);
+    int err = ember_write_at(rec->scratch, hdr, sizeof(hdr), rec->spooled);
     if (!err)
-        err = put_at(rec->scratch, k->buf + k->from, (k->k - k->from) * 8,
-                     rec->spooled + sizeof(hdr));
+        err = ember_write_at(rec->scratch, k->buf + k->from, (k->k - k->from) * 8,
+                             rec->spooled + sizeof(hdr));
     if (err)
         return err;
     rec->spooled += sizeof(hdr) + (k->k - k->from) * 8;
@@ -885,19 +870,12 @@ static int record_poll(struct ember_trace_recorder *r, bool final)
     struct recorder *rec = (struct recorder *)r;
     struct ember_trace *t = rec->t;
     ember_diag_clear(&t->err);
+    unsigned had = rec->ncs;
     int err = refresh(t);
-    if (!err && t->nrings > rec->ncs) {
-        struct ember_cursor *cs = realloc(rec->cs, t->nrings * sizeof(*cs));
-        if (!cs)
-            return -ENOMEM;
-        rec->cs = cs;
-        for (; rec->ncs < t->nrings && !err; rec->ncs++) {
-            memset(&cs[rec->ncs], 0, sizeof(*cs));
-            cs[rec->ncs].ring = rec->ncs;
-            if (!(err = cursor_init(t, &cs[rec->ncs])))
-                ((struct cursor *)cs[rec->ncs].state)->rec = rec;
-        }
-    }
+    if (!err)
+        err = ember_source_grow_cursors(t, &rec->cs, &rec->ncs);
+    for (unsigned i = had; i < rec->ncs && !err; i++)
+        ((struct cursor *)rec->cs[i].state)->rec = rec;
     int n = 0, got = 0;
     for (unsigned i = 0; i < rec->ncs && !err; i++) {
         while ((got = cursor_next(t, &rec->cs[i])) > 0)
@@ -923,7 +901,7 @@ static int mark_lost(struct recorder *rec, const struct layout *lay, unsigned i,
         len = len < MAX_MSG - 1 ? len : MAX_MSG - 1;
         len = len < lay->R - slot ? len : lay->R - slot;
         uint64_t hdr = len << 54 | (uint64_t)LOST_ID << 36;
-        int err = put_at(rec->fd, &hdr, 8, lay->data + (i * lay->R + slot) * 8);
+        int err = ember_write_at(rec->fd, &hdr, 8, lay->data + (i * lay->R + slot) * 8);
         if (err)
             return err;
         from += len;
@@ -954,8 +932,8 @@ static int lay_words(struct recorder *rec, const struct layout *lay)
         for (uint64_t w = 0; w < n && !err;) {
             uint64_t slot = (pos + w) & (lay->R - 1), m = n - w;
             m = m < lay->R - slot ? m : lay->R - slot;
-            err =
-                put_at(rec->fd, words + w, (size_t)m * 8, lay->data + (hdr[0] * lay->R + slot) * 8);
+            err = ember_write_at(rec->fd, words + w, (size_t)m * 8,
+                                 lay->data + (hdr[0] * lay->R + slot) * 8);
             w += m;
         }
         next[hdr[0]] = pos + n;
@@ -1007,15 +985,16 @@ static int plan(struct recorder *rec, struct layout *lay)
 static int write_tables(struct recorder *rec, const struct layout *lay)
 {
     uint64_t h[8] = {1, lay->rings, 80, lay->R * 8, lay->R, HEADER_BYTES, lay->data, lay->names};
-    int err = put_at(rec->fd, h, sizeof(h), 0);
+    int err = ember_write_at(rec->fd, h, sizeof(h), 0);
     for (unsigned i = 0; i < lay->rings && !err; i++) {
         uint64_t ring[10] = {lay->first[i], lay->end[i]};
-        err = put_at(rec->fd, ring, sizeof(ring), HEADER_BYTES + (uint64_t)i * 80);
+        err = ember_write_at(rec->fd, ring, sizeof(ring), HEADER_BYTES + (uint64_t)i * 80);
     }
     for (unsigned id = 0; id < NAMES && !err; id++) {
         const char *name = user_name(rec->t, id);
         if (name && name[0])
-            err = put_at(rec->fd, name, strlen(name) + 1, lay->names + (uint64_t)id * NAME_BYTES);
+            err = ember_write_at(rec->fd, name, strlen(name) + 1,
+                                 lay->names + (uint64_t)id * NAME_BYTES);
     }
     return err;
 }
@@ -1041,9 +1020,7 @@ static int record_finish(struct ember_trace_recorder *r, int fd)
 static void record_free(struct ember_trace_recorder *r)
 {
     struct recorder *rec = (struct recorder *)r;
-    for (unsigned i = 0; i < rec->ncs; i++)
-        cursor_free(rec->t, &rec->cs[i]);
-    free(rec->cs);
+    ember_source_free_cursors(rec->t, rec->cs, rec->ncs);
     free(rec);
 }
 

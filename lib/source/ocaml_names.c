@@ -3,10 +3,11 @@
  * runtime phases, counters and lifecycle events, as
  * otherlibs/runtime_events/runtime_events.ml names them (runtime_phase_name,
  * runtime_counter_name, lifecycle_name) in the order of the enums of
- * runtime/caml/runtime_events.h. Two tables: OCaml 5.0 to 5.2 (each a
- * prefix of the next: ids were only appended; ocaml/ocaml tag 5.2.0), and
- * 5.3 and later (5.3 inserted memprof phases, renumbering the rest; ocaml/
- * ocaml at fd41e1ab55fa). A file does not say which runtime wrote it.
+ * runtime/caml/runtime_events.h. Two tables of phases: OCaml 5.0 to 5.2
+ * (each a prefix of the next: ids were only appended; ocaml/ocaml tag
+ * 5.2.0), and 5.3 and later (5.3 inserted memprof phases, renumbering the
+ * rest; ocaml/ocaml at fd41e1ab55fa); one of counters, to which 5.3 only
+ * appended. A file does not say which runtime wrote it.
  */
 #include "ocaml_names.h"
 
@@ -111,27 +112,8 @@ static const char *const phases_53[] = {
     "empty_minor",
 };
 
-static const char *const counters_50[] = {
-    "force_minor_alloc_small",
-    "force_minor_make_vect",
-    "force_minor_set_minor_heap_size",
-    "force_minor_memprof",
-    "minor_promoted",
-    "minor_allocated",
-    "request_major_alloc_shr",
-    "request_major_adjust_gc_speed",
-    "request_minor_realloc_ref_table",
-    "request_minor_realloc_ephe_ref_table",
-    "request_minor_realloc_custom_table",
-    "major_heap_pool_words",
-    "major_heap_pool_live_words",
-    "major_heap_large_words",
-    "major_heap_pool_frag_words",
-    "major_heap_pool_live_blocks",
-    "major_heap_large_blocks",
-};
-
-static const char *const counters_53[] = {
+/* OCaml 5.3 only appended counters: 5.0 to 5.2 know the first 17. */
+static const char *const counters[] = {
     "force_minor_alloc_small",
     "force_minor_make_vect",
     "force_minor_set_minor_heap_size",
@@ -166,6 +148,7 @@ static const char *const lifecycles[] = {
 };
 
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
+enum { COUNTERS_50 = 17 };
 
 const char *ember_ocaml_phase_name(int table, unsigned id)
 {
@@ -176,9 +159,7 @@ const char *ember_ocaml_phase_name(int table, unsigned id)
 
 const char *ember_ocaml_counter_name(int table, unsigned id)
 {
-    if (table == 0)
-        return id < COUNT(counters_50) ? counters_50[id] : NULL;
-    return id < COUNT(counters_53) ? counters_53[id] : NULL;
+    return id < (table == 0 ? COUNTERS_50 : COUNT(counters)) ? counters[id] : NULL;
 }
 
 const char *ember_ocaml_lifecycle_name(unsigned id)

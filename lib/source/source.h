@@ -22,6 +22,7 @@
 #define EMBER_SOURCE_H
 
 #include "ember/tracefile.h"
+#include "util/fileio.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,9 +100,13 @@ struct ember_trace {
     unsigned nsites, sites_cap;
     int ocaml_names; /* 0: 5.0-5.2, 1: 5.3 and later */
     bool started;    /* a pass or poll has begun: names are fixed */
-    /* following: the cursors, kept from poll to poll */
+    /* following: the cursors, kept from poll to poll, and per stream the
+     * events read but not handed out yet (timeline.c) */
     struct ember_cursor *cursors;
+    struct ember_follow_queue *queues;
     unsigned ncursors;
+    uint64_t seen_max;     /* the largest key read by the polls so far */
+    uint64_t limit;        /* this poll hands out the keys up to it */
     struct ember_diag err; /* what stopped the last pass or poll */
 };
 
@@ -114,11 +119,13 @@ int ember_source_add_site(struct ember_trace *t, const struct ember_trace_site *
 int ember_source_corrupt(struct ember_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Grows cs (*n cursors) to one per stream of t, the new ones initialized
+ * at their stream's start (recorders and followers, as streams appear). */
+int ember_source_grow_cursors(struct ember_trace *t, struct ember_cursor **cs, unsigned *n);
+void ember_source_free_cursors(struct ember_trace *t, struct ember_cursor *cs, unsigned n);
+
 /* Whether process pid runs (a zombie, ended but not yet reaped, does not:
  * it writes nothing more). */
 bool ember_source_pid_alive(uint32_t pid);
-
-/* Reads n bytes at off: 0, or -EIO (short: the file ends before). */
-int ember_read_at(int fd, void *buf, size_t n, uint64_t off);
 
 #endif
