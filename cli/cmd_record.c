@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "ember/convert.h"
 #include "ember/record.h"
+#include "ember/transform.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -261,8 +262,16 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     r.format = "perf.data";
     r.ro.addresses = strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
     r.flamechart = strcmp(w->name, "chrome") == 0;  /* samples in time order */
-    struct ember_profile *p = ember_profile_new();
-    int ret = p ? cli_read_profile(&r, p, &path, 1) : 1;
+    /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
+     * C++ and Rust symbols perf left mangled */
+    struct ember_diag dd;
+    ember_diag_clear(&dd);
+    r.transform = ember_transform_new();
+    int ret = r.transform && ember_transform_add(r.transform, EMBER_STEP_DEMANGLE, NULL, &dd) == 0
+                  ? 0
+                  : 1;
+    struct ember_profile *p = ret ? NULL : ember_profile_new();
+    ret = p ? cli_read_profile(&r, p, &path, 1) : 1;
     if (!p)
         cli_error("out of memory");
     struct ember_convert_opts co;

@@ -245,6 +245,20 @@ def main():
         return
     datas, shares = against_perf(work, "fixture", [fixture, "-iters", "300"], runs=3)
     check_ocaml(datas, shares)
+    check_record_demangles(work, fixture)
+
+
+def check_record_demangles(work, fixture):
+    """ember record's outputs name OCaml functions as people read them
+    (Fixture.descend, not camlFixture.descend_771), without --demangle."""
+    folded = os.path.join(work, "fixture.folded")
+    p = subprocess.run([golden.EMBER, "record", "-o", folded, "--", fixture, "-iters", "50"],
+                       capture_output=True, text=True)
+    text = open(folded).read() if p.returncode == 0 else ""
+    if "Fixture.descend;Fixture.descend" not in text or re.search(r"camlFixture\S*_\d+", text):
+        golden.fail("ember record -o x.folded should demangle OCaml names (exit %d): %s" %
+                    (p.returncode, (p.stderr + text)[:600]))
+    print("ok: ember record's outputs demangle OCaml names")
 
 
 if __name__ == "__main__":
