@@ -20,6 +20,7 @@
  * maps are unchanged and whose chain was seen before costs one hash.
  */
 #include "perf_data.h"
+#include "perf_names.h"
 #include "formats_impl.h"
 #include "util/diag.h"
 #include "util/hash.h"
@@ -523,26 +524,9 @@ static int push_id(struct id_vec *v, uint32_t id)
     return 0;
 }
 
-/* An event's name without perf's modifiers ("cycles:u" is cycles), as the
- * perf script reader compares them; tracepoints keep "sys:name". */
-static size_t event_base_len(const char *name, size_t n)
-{
-    const char *colon = memrchr(name, ':', n);
-    if (!colon || colon == name)
-        return n;
-    size_t k = (size_t)(colon - name) + 1;
-    if (k == n)
-        return n;
-    for (size_t i = k; i < n; i++)
-        if (!strchr("ukhIGHpPSDWeb", name[i]))
-            return n;
-    return k - 1;
-}
-
 static bool same_event(const char *a, const char *b)
 {
-    size_t la = event_base_len(a, strlen(a)), lb = event_base_len(b, strlen(b));
-    return la == lb && memcmp(a, b, la) == 0;
+    return ember_perf_same_event(a, strlen(a), b, strlen(b));
 }
 
 /* The event kept: the one asked for, else the first sampled. */
@@ -585,7 +569,7 @@ static int set_values(struct reader *r, const char *kept, unsigned *vs, unsigned
         return err;
     }
     char base[128];
-    snprintf(base, sizeof(base), "%.*s", (int)event_base_len(kept, strlen(kept)), kept);
+    snprintf(base, sizeof(base), "%.*s", (int)ember_perf_event_base_len(kept, strlen(kept)), kept);
     if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
         err = ember_profile_value(r->p, "cpu", "nanoseconds", vp);
     else

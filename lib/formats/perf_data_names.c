@@ -21,6 +21,7 @@
  * profile module; results are memoized by the caller.
  */
 #include "perf_data.h"
+#include "perf_names.h"
 #include "perf_tidy.h"
 #include "symbol/symbolizer.h"
 #include "util/diag.h"
@@ -664,21 +665,6 @@ static int push(struct pd_names *n, uint32_t frame)
     return 0;
 }
 
-/* The script skips a symbol that is one parenthesized group, a module or
- * a process shown in its place (see perf_script.c). */
-static bool parenthesized_only(const char *s, size_t n)
-{
-    if (n < 2 || s[0] != '(' || s[n - 1] != ')')
-        return false;
-    int depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
-        if (depth == 0)
-            return i == n - 1;
-    }
-    return false;
-}
-
 static enum ember_frame_kind kind_of(const struct pd_dso *dso)
 {
     if (!dso)
@@ -708,61 +694,22 @@ static int name_piece(struct pd_names *n, const struct pd_frame_src *src, const 
     int pcl = snprintf(pc, sizeof(pc), "%llx", (unsigned long long)src->pc);
     if (EMBER_VEC_RESERVE(n->buf, n->bcap, plen + ml + (size_t)pcl + 16) < 0)
         return -ENOMEM;
+    bool unknown = false;
+    enum ember_frame_kind ann;
     char *b = n->buf;
-    size_t len = 0;
-    if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0) {
-        const char *m = mod;
-        size_t l = ml;
-        if (l == 9 && memcmp(m, "[unknown]", 9) == 0) {
-            m = "unknown", l = 7;
-        } else {
-            const char *slash = memrchr(m, '/', l);
-            if (slash) {
-                l -= (size_t)(slash + 1 - m);
-                m = slash + 1;
-            }
-        }
-        b[len++] = '[';
-        memcpy(b + len, m, l);
-        len += l;
-        if (po->include_addrs) {
-            memcpy(b + len, " <", 2);
-            memcpy(b + len + 2, pc, (size_t)pcl);
-            len += 2 + (size_t)pcl;
-            b[len++] = '>';
-        }
-        b[len++] = ']';
-    } else {
-        memcpy(b, piece, plen);
-        len = plen;
-    }
-    b[len] = '\0';
-    len = ember_tidy_generic(b, len);
-    len = ember_tidy_rust(b, len);
-    if (java)
-        len = ember_tidy_java(b, len);
-    const char *ann = NULL;
-    if (inlined) {
-        if (!memmem(b, len, "_[i]", 4))
-            ann = "_[i]";
-    } else if (po->annotate_kernel && ember_module_is_kernel(mod, ml)) {
-        ann = "_[k]";
-    } else if (po->annotate_jit && ember_module_is_jit(mod, ml)) {
-        if (!memmem(b, len, "_[j]", 4))
-            ann = "_[j]";
-    }
-    if (ann) {
-        memcpy(b + len, ann, 4);
-        len += 4;
-        b[len] = '\0';
-    }
+    size_t len = ember_perf_name_piece(b, piece, plen, mod, ml, pc, (size_t)pcl, inlined, java, po,
+                                       &unknown, &ann);
     struct ember_frame fr = {
         .name = b,
         .name_len = len,
         .address = src->ip,
         .has_address = true,
         .module = module,
-        .kind = inlined ? EMBER_FRAME_INLINED : kind_of(dso),
+        /* the kind the script annotates (views spell "f_[k]"), else the map's */
+        .kind = ann != EMBER_FRAME_USER ? ann
+                : inlined               ? EMBER_FRAME_INLINED
+                                        : kind_of(dso),
+        .kind_in_name = ann != EMBER_FRAME_USER,
     };
     uint32_t id;
     int err = ember_profile_intern_frame(n->p, &fr, &id);
@@ -775,7 +722,7 @@ static int name_symbol(struct pd_names *n, const struct pd_frame_src *src, const
                        bool java, uint32_t module)
 {
     size_t rlen = strlen(sym);
-    if (parenthesized_only(sym, rlen))
+    if (ember_perf_parenthesized_only(sym, rlen))
         return 0;
     while (rlen >= 2 && memcmp(sym + rlen - 2, "->", 2) == 0)
         rlen -= 2;

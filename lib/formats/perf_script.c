@@ -18,6 +18,7 @@
  * lines and distinct stacks, not with the input.
  */
 #include "formats_impl.h"
+#include "perf_names.h"
 #include "perf_opts.h"
 #include "perf_tidy.h"
 #include "io/chunk.h"
@@ -371,58 +372,10 @@ static int name_piece(struct perf_parser *ps, const struct frame_line *f, const 
                       size_t plen, bool inlined, bool *unknown, size_t *out_len,
                       enum ember_frame_kind *ann)
 {
-    const struct ember_perf_opts *po = &ps->po;
     if (buf_reserve(ps, plen + f->mod_len + f->pc_len + 16) < 0)
         return -ENOMEM;
-    char *b = ps->buf;
-    size_t len;
-    if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0) {
-        const char *m = f->mod;
-        size_t ml = f->mod_len;
-        if (ml == 9 && memcmp(m, "[unknown]", 9) == 0) {
-            m = "unknown", ml = 7;
-            *unknown = true;
-        } else {
-            const char *slash = memrchr(m, '/', ml);
-            if (slash) {
-                ml -= (size_t)(slash + 1 - m);
-                m = slash + 1;
-            }
-        }
-        len = 0;
-        b[len++] = '[';
-        memcpy(b + len, m, ml);
-        len += ml;
-        if (po->include_addrs) {
-            memcpy(b + len, " <", 2);
-            len += 2;
-            memcpy(b + len, f->pc, f->pc_len);
-            len += f->pc_len;
-            b[len++] = '>';
-        }
-        b[len++] = ']';
-    } else {
-        memcpy(b, piece, plen);
-        len = plen;
-    }
-    b[len] = '\0';
-    /* Rust decoding comes last so that the lifetimes it produces ('a)
-     * survive FlameGraph's quote stripping. */
-    len = ember_tidy_generic(b, len);
-    len = ember_tidy_rust(b, len);
-    if (ps->java)
-        len = ember_tidy_java(b, len);
-    *ann = EMBER_FRAME_USER;
-    if (inlined) {
-        if (!memmem(b, len, "_[i]", 4))
-            *ann = EMBER_FRAME_INLINED;
-    } else if (po->annotate_kernel && ember_module_is_kernel(f->mod, f->mod_len)) {
-        *ann = EMBER_FRAME_KERNEL;
-    } else if (po->annotate_jit && ember_module_is_jit(f->mod, f->mod_len)) {
-        if (!memmem(b, len, "_[j]", 4))
-            *ann = EMBER_FRAME_JIT;
-    }
-    *out_len = len;
+    *out_len = ember_perf_name_piece(ps->buf, piece, plen, f->mod, f->mod_len, f->pc, f->pc_len,
+                                     inlined, ps->java, &ps->po, unknown, ann);
     return 0;
 }
 
@@ -452,24 +405,6 @@ static int intern_buf(struct perf_parser *ps, size_t len, enum ember_frame_kind 
     return ember_profile_intern_frame(ps->p, &fr, id);
 }
 
-/* The script skips a symbol that starts with '(', meant for entries that
- * are only a module or a process in parentheses: "(/usr/lib/x.so)". A real
- * name may start with one too, "(anonymous namespace)::Matrix::operator*",
- * and must never be dropped (its time would go to its caller): only a
- * symbol that is one parenthesized group, nothing after it, is skipped. */
-static bool parenthesized_only(const char *s, size_t n)
-{
-    if (n < 2 || s[0] != '(' || s[n - 1] != ')')
-        return false;
-    int depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
-        if (depth == 0)
-            return i == n - 1;
-    }
-    return false;
-}
-
 /* Runs the script's whole naming of a frame line; frames in written order
  * (root-most first) go to out. */
 static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, uint32_t **out,
@@ -481,7 +416,7 @@ static int name_frame_line(struct perf_parser *ps, const struct frame_line *f, u
     *unknown = false;
     if (offset_suffix(raw, rlen, &cut))
         rlen = cut;
-    if (parenthesized_only(raw, rlen))
+    if (ember_perf_parenthesized_only(raw, rlen))
         return 0;
     /* Perl's split /->/ drops trailing empty pieces. */
     while (rlen >= 2 && memcmp(raw + rlen - 2, "->", 2) == 0)
@@ -640,31 +575,6 @@ static void copy_name(char *dst, size_t cap, const char *s, size_t n)
     dst[n] = '\0';
 }
 
-/* An event's name without perf's modifier suffix ("cycles:u", "cpu-clock:pppH"
- * are cycles and cpu-clock, as inferno compares them), so that one event
- * printed with and without its modifiers is not split; a tracepoint's
- * "sched:sched_switch" keeps its second part, which is not modifiers. */
-static size_t event_base_len(const char *name, size_t n)
-{
-    const char *colon = memrchr(name, ':', n);
-    if (!colon || colon == name)
-        return n;
-    size_t k = (size_t)(colon - name) + 1;
-    if (k == n)
-        return n;
-    for (size_t i = k; i < n; i++)
-        if (!strchr("ukhIGHpPSDWeb", name[i]))
-            return n;
-    return k - 1;
-}
-
-static bool same_event(const char *a, size_t alen, const char *b, size_t blen)
-{
-    alen = event_base_len(a, alen);
-    blen = event_base_len(b, blen);
-    return alen == blen && memcmp(a, b, alen) == 0;
-}
-
 /* A pid or tid as perf prints it: its number, -1 for "?" (unknown), -2 when
  * it is too long to be one. */
 static int64_t task_id(const char *s, size_t n)
@@ -696,7 +606,7 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
             ps->filter_len = strlen(ps->filter);
             ps->have_filter = true;
             copy_name(ps->st->kept_event, sizeof(ps->st->kept_event), name, nlen);
-        } else if (!same_event(name, nlen, ps->filter, ps->filter_len)) {
+        } else if (!ember_perf_same_event(name, nlen, ps->filter, ps->filter_len)) {
             if (!ps->st->other_event[0])
                 copy_name(ps->st->other_event, sizeof(ps->st->other_event), name, nlen);
             ps->st->filtered++;
@@ -1309,7 +1219,7 @@ static void set_unit(struct ember_profile *p, const char *event, bool weighed)
     if (ember_profile_value(p, PERIOD_VALUE, "count", &vp) < 0 ||
         ember_profile_value(p, "samples", "count", &vs) < 0)
         return;
-    copy_name(base, sizeof(base), event, event_base_len(event, strlen(event)));
+    copy_name(base, sizeof(base), event, ember_perf_event_base_len(event, strlen(event)));
     if (!weighed || !base[0]) {
         ember_profile_select_index(p, vs);
         ember_profile_value_drop(p, vp);

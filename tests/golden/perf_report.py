@@ -10,6 +10,7 @@ Skips (exit 77) when perf cannot record here.
 import csv
 import io
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -104,6 +105,12 @@ def addresses_kept(script, prog, work):
     print("ok: %d addresses of perf script are pprof locations" % len(want))
 
 
+def clean_place(name):
+    """"function file:line" with its file cleaned as Go's path.Clean does."""
+    m = re.match(r"^(.* )(\S+)(:\d+)$", name)
+    return m.group(1) + posixpath.normpath(m.group(2)) + m.group(3) if m else name
+
+
 def lines_match(script, opts, work):
     pb = os.path.join(work, "lines.pb.gz")
     golden.run(["convert", "--to", "pprof"] + opts + [script, "-o", pb])
@@ -118,8 +125,9 @@ def lines_match(script, opts, work):
         if r:
             want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
     out, _, _ = golden.run(["report", "--lines", "--top", "0", "--csv"] + opts + [script])
-    # pprof shows a file "./elf/x.c" as "elf/x.c" (it cleans paths)
-    got = {r["function"].replace(" ./", " "): (int(r["self"]), int(r["total"]))
+    # pprof cleans paths ("./elf/x.c" is "elf/x.c", "a/../a/x.S" is "a/x.S");
+    # ember shows them as DWARF says
+    got = {clean_place(r["function"]): (int(r["self"]), int(r["total"]))
            for r in csv.DictReader(io.StringIO(out.decode()))}
     placed = [k for k in got if re.search(r" \S+:\d+$", k)]
     if not placed or got != want:

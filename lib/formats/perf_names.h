@@ -1,0 +1,42 @@
+/*
+ * perf_names.h - perf's symbols named as stackcollapse-perf.pl names them:
+ * the rules both perf readers share (perf_script.c reads perf script's
+ * text, perf_data*.c perf.data itself), so that the two give the same
+ * stacks (library-internal).
+ */
+#ifndef EMBER_FORMATS_PERF_NAMES_H
+#define EMBER_FORMATS_PERF_NAMES_H
+
+#include "ember/profile.h"
+#include "perf_opts.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The script skips a symbol that starts with '(', meant for entries that
+ * are only a module or a process in parentheses: "(/usr/lib/x.so)". A real
+ * name may start with one too, "(anonymous namespace)::Matrix::operator*",
+ * and must never be dropped (its time would go to its caller): only a
+ * symbol that is one parenthesized group, nothing after it, is skipped. */
+bool ember_perf_parenthesized_only(const char *s, size_t n);
+
+/* An event's name without perf's modifier suffix ("cycles:u", "cpu-clock:pppH"
+ * are cycles and cpu-clock, as inferno compares them), so that one event
+ * printed with and without its modifiers is not split; a tracepoint's
+ * "sched:sched_switch" keeps its second part, which is not modifiers. */
+size_t ember_perf_event_base_len(const char *name, size_t n);
+bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t blen);
+
+/* One piece of a symbol (FlameGraph's steps 4 to 7) into buf, which holds
+ * plen + mod_len + pc_len + 16 bytes: "[unknown]" becomes "[module]" (with
+ * " <pc>" for --addrs; *unknown when perf knew no module either), the rest
+ * is tidied (generic, Rust, Java for a java process); returns the length.
+ * *ann is the kind the script annotates it with (inlined pieces after the
+ * first, kernel with --kernel, JIT with --jit; USER: none): views spell it
+ * from the frame's record ("f_[k]"), the name never carries it. */
+size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const char *mod,
+                             size_t mod_len, const char *pc, size_t pc_len, bool inlined, bool java,
+                             const struct ember_perf_opts *po, bool *unknown,
+                             enum ember_frame_kind *ann);
+
+#endif
