@@ -173,7 +173,17 @@ def spellings_at_edges(d):
     if "_[k]" in raw or " entry_SYSCALL_64_after_hwframe " not in raw:
         golden.fail("pprof names should be the functions' own, without _[k]:\n%s" %
                     "\n".join(l for l in raw.split("\n") if "_[k]" in l)[:2000])
-    print("  _[k] in folded stacks and --hide, not in pprof names")
+    # the same from perf.data: its reader names frames as the text's does
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "seeds",
+                        "perf-data", "true-fp.data")
+    folded = collapse(data, "--kernel")
+    out = os.path.join(d, "kernel-data.pb.gz")
+    golden.run(["convert", "--kernel", "--to", "pprof", data, "-o", out])
+    raw = golden.go(["tool", "pprof", "-raw", out], d)
+    if b"_[k]" not in folded or "_[k]" in raw:
+        golden.fail("perf.data --kernel: _[k] in folded stacks (%s), not in pprof names (%s)" %
+                    (b"_[k]" in folded, "_[k]" in raw))
+    print("  _[k] in folded stacks and --hide, not in pprof names (perf script and perf.data)")
 
 
 # ---- round trips -------------------------------------------------------------
