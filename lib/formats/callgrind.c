@@ -526,7 +526,7 @@ static unsigned event_index(struct cg_reader *r, const char *name, size_t len, b
         if (strlen(r->evname[e]) == len && memcmp(r->evname[e], name, len) == 0)
             return e;
     unsigned room = EMBER_MAX_VALUES - (r->sel == CG_NONE && !shown);
-    if (r->nev >= room || len >= EMBER_UNIT_MAX) {
+    if (r->nev >= room) {
         warn(r, "event %.*s not kept (ember keeps %d events of a profile)",
              (int)(len > 60 ? 60 : len), name, EMBER_MAX_VALUES);
         return CG_NONE;
@@ -564,6 +564,9 @@ static int events_line(struct cg_reader *r, const char *s, size_t n)
                             "\"events:\" line with more than %u names (expected 1 to %u event "
                             "names)",
                             MAX_COLUMNS - 3, MAX_COLUMNS - 3);
+        if (len >= EMBER_UNIT_MAX)
+            return cg_error(r, "event name \"%.40s...\" of %zu bytes (expected at most %d)",
+                            s + start, len, EMBER_UNIT_MAX - 1);
         bool shown = len == klen && memcmp(s + start, kept, len) == 0;
         unsigned e = event_index(r, s + start, len, shown);
         if (shown && e != CG_NONE)

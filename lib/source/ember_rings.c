@@ -129,8 +129,13 @@ static int read_desc(struct ember_trace *t, unsigned i, struct ember_ring_desc *
         return 0;
     }
     memset(dsc, 0, sizeof(*dsc));
-    return ember_read_at(t->fd, dsc, sizeof(*dsc),
-                         b->h.rings_offset + (uint64_t)i * EMBER_RING_DESC_SIZE);
+    int err = ember_read_at(t->fd, dsc, sizeof(*dsc),
+                            b->h.rings_offset + (uint64_t)i * EMBER_RING_DESC_SIZE);
+    /* no writer drops 2^62 events: such a count is a damaged descriptor's,
+     * not a number to print (the file's damage is told where it is cut) */
+    if (dsc->dropped >> 62)
+        dsc->dropped = 0;
+    return err;
 }
 
 static void take_desc(struct ember_trace *t, unsigned i, const struct ember_ring_desc *dsc)
@@ -484,6 +489,19 @@ static void first_visit(struct ember_trace *t, unsigned ring, struct cursor *k,
     info->packets++;
 }
 
+/* Moves k to packet index to, never back nor to s again (a damaged head
+ * cannot send a cursor around in circles); false when no position can
+ * hold it: the ring ends there. */
+static bool move_to(struct cursor *k, uint64_t s, uint64_t to, uint64_t P)
+{
+    if (to <= s)
+        to = s + 1;
+    if (to > UINT64_MAX / P - 1)
+        return false;
+    k->pos = to * P;
+    return true;
+}
+
 /* A ring file's next packet (or the rest of the one being written): 1, 0
  * at the ring's end as last read, < 0 on error. With whole, a packet the
  * writer has not finished is left for later (recording). */
@@ -497,7 +515,8 @@ static int next_ring_packet(struct ember_trace *t, unsigned ring, struct cursor 
         uint64_t s = k->pos / P, last = (H - 1) / P;
         if (last + 2 > s + N) {
             /* the oldest slot: a live writer's next packet goes there */
-            k->pos = (last + 2 - N) * P;
+            if (!move_to(k, s, last + 2 - N, P))
+                return 0;
             continue;
         }
         if (whole && s == last)
@@ -508,7 +527,8 @@ static int next_ring_packet(struct ember_trace *t, unsigned ring, struct cursor 
         if (have < EMBER_PACKET_HEADER) {
             note_cut(&t->rings[ring], s);
             k->cut_gap = true;
-            k->pos = (s + 1) * P;
+            if (!move_to(k, s, s + 1, P))
+                return 0;
             continue;
         }
         if (ember_read_at(t->fd, k->buf, have, slot) < 0)
@@ -520,17 +540,20 @@ static int next_ring_packet(struct ember_trace *t, unsigned ring, struct cursor 
         struct ember_packet_header ph;
         memcpy(&ph, k->buf, sizeof(ph));
         if (now + 2 > s + N) { /* overwritten while copied */
-            k->pos = now + 2 - N > s + 1 ? (now + 2 - N) * P : (s + 1) * P;
+            if (!move_to(k, s, now + 2 - N, P))
+                return 0;
             continue;
         }
         if (ph.magic != EMBER_CTF_MAGIC || ph.ctx.packet_seq_num != s) {
-            k->pos = (s + 1) * P; /* never completed */
+            if (!move_to(k, s, s + 1, P)) /* never completed */
+                return 0;
             continue;
         }
         k->closed = s != last;
         k->size = k->closed ? closed_size(b, &ph) : size;
         if (k->size < EMBER_PACKET_HEADER) {
-            k->pos = (s + 1) * P;
+            if (!move_to(k, s, s + 1, P))
+                return 0;
             continue;
         }
         k->s = s;

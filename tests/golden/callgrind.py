@@ -320,6 +320,14 @@ def too_many_events(workdir):
         if out != b"main %d\n" % (int(event[1:]) + 1) or "event %s not kept" % dropped not in err:
             golden.fail("17 events, --event %s: %r %r" % (event, out, err))
     print("ok 17 events: 16 kept, the one asked for among them")
+    # an event name is a value's name: at most 63 bytes (a fuzzer's input
+    # of one long name once left no event at all)
+    with open(path, "w") as f:
+        f.write("events: %s\nfn=main\n1 5\n" % ("E" * 70))
+    _, err, rc = golden.run(["collapse", path], check=False)
+    if rc != 1 or "event name" not in err or "of 70 bytes (expected at most 63)" not in err:
+        golden.fail("a 70-byte event name: exit %d, %r" % (rc, err))
+    print("ok an event name too long is an error")
 
 
 def main():

@@ -220,6 +220,22 @@ def expect_cut(src, at, full_dump, d, name):
           (name, at, sum(e for e, _ in model.values()), cuts))
 
 
+def damaged_head(d):
+    """A ring file whose head and dropped count are garbage (a fuzzer's
+    find: the reader went round the ring forever, then said 2^64 - 1 events
+    were lost): it is read to its cut, in well under the timeout, and no
+    count is absurd."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "trace-bad",
+                       "damaged-head.trace")
+    try:
+        rc, err = ember(["trace", "dump", src, "-o", os.path.join(d, "damaged.txt")], timeout=20)
+    except subprocess.TimeoutExpired:
+        golden.fail("a damaged ring head: trace dump did not end within 20 s")
+    if rc != 0 or "cut short" not in err or re.search(r"\d{16,} events lost", err):
+        golden.fail("a damaged ring head: exit %d, %r" % (rc, err))
+    print("ok a damaged ring head is read to its cut")
+
+
 def main():
     traced, d = sys.argv[1], sys.argv[2]
     shutil.rmtree(d, ignore_errors=True)
@@ -236,6 +252,7 @@ def main():
         rc, err = ember(["trace", "dump", good, "-o", good + ".txt"])
         if rc != 0:
             golden.fail("the undamaged %s should read:\n%s" % (good, err))
+    damaged_head(d)
     h = header(open(ring, "rb").read())
     first_event = h["data_offset"] + PACKET_HEADER
 
