@@ -103,6 +103,7 @@ struct pprof_out {
     size_t nextra, xcap;
     uint64_t *file_string; /* by dense frame: its file's string, 0 for none */
     size_t self_name;      /* Mapping 1's name: the profile's */
+    const char *name;      /* the profile's name (a recorded program's) */
     bool self_used;        /* some Location is in Mapping 1 */
 };
 
@@ -131,6 +132,7 @@ static void put_header(struct pprof_out *o, const char *name, char *comment)
     int64_t comment_idx;
     fixed_string(o, "");
     o->self_name = fixed_string(o, name);
+    o->name = name;
     for (unsigned v = 0; v < p->nvalues; v++) {
         perftools__profiles__value_type__init(&vt[v]);
         vt[v].type = (int64_t)fixed_string(o, p->vt[v].type);
@@ -298,37 +300,59 @@ static int file_strings(struct pprof_out *o)
     return 0;
 }
 
-/* Mappings 2...: the profile's modules; then Mapping 1, the "binary" of
- * locations without a module: named after the profile, and saying that its
- * functions are known (nothing to symbolize). Modules first: pprof takes
- * the first mapping for the main binary. */
+/* The module whose file is named as the profile (the program ember record
+ * ran), or the first: pprof takes the first mapping for the main binary
+ * ("File:" in go tool pprof), not the dynamic loader mapped before it. */
+static uint32_t main_module(const struct pprof_out *o)
+{
+    const struct ember_profile *p = o->p;
+    for (uint32_t m = 0; o->name && m < p->nmodules; m++) {
+        const char *path = p->modules[m].path, *base = path ? strrchr(path, '/') : NULL;
+        if (path && strcmp(base ? base + 1 : path, o->name) == 0)
+            return m;
+    }
+    return 0;
+}
+
+static int put_mapping(struct pprof_out *o, uint32_t m)
+{
+    const struct ember_module *mod = &o->p->modules[m];
+    Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
+    uint64_t path = 0, bid = 0;
+    int err = mod->path ? extra_string(o, mod->path, strlen(mod->path), &path) : 0;
+    if (!err && mod->build_id)
+        err = extra_string(o, mod->build_id, strlen(mod->build_id), &bid);
+    if (err)
+        return err;
+    map.id = m + 2u;
+    map.memory_start = mod->start;
+    map.memory_limit = mod->limit;
+    map.file_offset = mod->offset;
+    map.filename = (int64_t)path;
+    map.build_id = (int64_t)bid;
+    map.has_functions = (mod->flags & EMBER_MODULE_FUNCTIONS) != 0;
+    map.has_filenames = (mod->flags & EMBER_MODULE_FILES) != 0;
+    map.has_line_numbers = (mod->flags & EMBER_MODULE_LINES) != 0;
+    map.has_inline_frames = (mod->flags & EMBER_MODULE_INLINES) != 0;
+    pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
+    part.n_mapping = 1;
+    part.mapping = &mapp;
+    pack(o, &part);
+    return 0;
+}
+
+/* Mappings 2...: the profile's modules, the main one first; then Mapping 1,
+ * the "binary" of locations without a module: named after the profile, and
+ * saying that its functions are known (nothing to symbolize). */
 static int put_mappings(struct pprof_out *o)
 {
     const struct ember_profile *p = o->p;
-    for (uint32_t m = 0; m < p->nmodules && !o->gz->err; m++) {
-        const struct ember_module *mod = &p->modules[m];
-        Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
-        uint64_t path = 0, bid = 0;
-        int err = mod->path ? extra_string(o, mod->path, strlen(mod->path), &path) : 0;
-        if (!err && mod->build_id)
-            err = extra_string(o, mod->build_id, strlen(mod->build_id), &bid);
-        if (err)
-            return err;
-        map.id = m + 2u;
-        map.memory_start = mod->start;
-        map.memory_limit = mod->limit;
-        map.file_offset = mod->offset;
-        map.filename = (int64_t)path;
-        map.build_id = (int64_t)bid;
-        map.has_functions = (mod->flags & EMBER_MODULE_FUNCTIONS) != 0;
-        map.has_filenames = (mod->flags & EMBER_MODULE_FILES) != 0;
-        map.has_line_numbers = (mod->flags & EMBER_MODULE_LINES) != 0;
-        map.has_inline_frames = (mod->flags & EMBER_MODULE_INLINES) != 0;
-        pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
-        part.n_mapping = 1;
-        part.mapping = &mapp;
-        pack(o, &part);
-    }
+    uint32_t first = main_module(o);
+    int err = p->nmodules ? put_mapping(o, first) : 0;
+    for (uint32_t m = 0; m < p->nmodules && !err && !o->gz->err; m++)
+        err = m == first ? 0 : put_mapping(o, m);
+    if (err)
+        return err;
     if (o->self_used || !p->nmodules) {
         Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
         map.id = 1;

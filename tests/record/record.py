@@ -476,6 +476,17 @@ def test_outputs(work, known, known_omit):
     if not fp or any(abs(fp[n] - w) > 3 for n, w in zip(names, (60, 30, 10))):
         golden.fail("fp .folded: shares %r, expected 60/30/10 within 3 points" % fp)
     print("ok fp .folded: %s" % ", ".join("%s %.1f%%" % (n, fp[n]) for n in names))
+    # pprof: the program is the main binary (go tool pprof's "File:"), not
+    # the dynamic loader mapped before it
+    if shutil.which("go"):
+        pb = os.path.join(work, "fp.pb.gz")
+        rc, err, _ = record(work, ["-o", pb, "--", known, "500"])
+        top = subprocess.run(["go", "tool", "pprof", "-top", pb], capture_output=True, text=True,
+                             env=dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache")))
+        first = top.stdout.splitlines()[0] if top.stdout else top.stderr
+        if rc != 7 or first != "File: " + os.path.basename(known):
+            golden.fail("pprof of a recording: %r (exit %d, %r)" % (first, rc, err))
+        print("ok pprof: %s" % first)
     # the recording lived in TMPDIR and is gone, also after Ctrl-C
     tmp = os.path.join(work, "tmp")
     os.makedirs(tmp)
