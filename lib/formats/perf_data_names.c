@@ -760,30 +760,14 @@ static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint
         return err;
     if (!chain->from_dwarf)
         return -ENOENT;
-    bool context = n->po.context;
     for (uint32_t k = 0; k < chain->count; k++) {
-        const struct ember_symbol_frame *sf = &chain->frames[k];
-        struct ember_frame rec = {
-            .name = sf->function,
-            .name_len = strlen(sf->function),
-            .file = sf->file,
-            .file_len = sf->file ? strlen(sf->file) : 0,
-            .line = sf->line,
-            .column = sf->column,
-            .address = src->ip,
-            .has_address = true,
-            .module = module,
-            .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
-            .place_in_name = context,
-        };
-        if (!sf->file && context) {
-            rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
-            if (EMBER_VEC_RESERVE(n->buf, n->bcap, rec.name_len + 1) < 0)
-                return -ENOMEM;
-            ember_symbol_frame_context(sf, n->buf, rec.name_len + 1);
-            rec.name = n->buf;
-            rec.place_in_name = false;
-        }
+        struct ember_frame rec;
+        if ((err = ember_perf_inline_frame(&chain->frames[k], n->po.context, &n->buf, &n->bcap,
+                                           &rec)) < 0)
+            return err;
+        rec.address = src->ip;
+        rec.has_address = true;
+        rec.module = module;
         uint32_t id;
         if ((err = ember_profile_intern_frame(n->p, &rec, &id)) < 0 || (err = push(n, id)) < 0)
             return err;

@@ -4,7 +4,9 @@
  */
 #include "perf_names.h"
 #include "perf_tidy.h"
+#include "util/vec.h"
 
+#include <errno.h>
 #include <string.h>
 
 bool ember_perf_parenthesized_only(const char *s, size_t n)
@@ -100,4 +102,31 @@ size_t ember_perf_name_piece(char *b, const char *piece, size_t plen, const char
             *ann = EMBER_FRAME_JIT;
     }
     return len;
+}
+
+int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, char **buf,
+                            size_t *cap, struct ember_frame *rec)
+{
+    *rec = (struct ember_frame){
+        .name = sf->function,
+        .name_len = strlen(sf->function),
+        .file = sf->file,
+        .file_len = sf->file ? strlen(sf->file) : 0,
+        .line = sf->line,
+        .column = sf->column,
+        .module = EMBER_NO_MODULE,
+        .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
+        .place_in_name = context,
+        .pid = -1,
+        .tid = -1,
+    };
+    if (sf->file || !context)
+        return 0;
+    rec->name_len = ember_symbol_frame_context(sf, NULL, 0);
+    if (EMBER_VEC_RESERVE(*buf, *cap, rec->name_len + 1) < 0)
+        return -ENOMEM;
+    ember_symbol_frame_context(sf, *buf, rec->name_len + 1);
+    rec->name = *buf;
+    rec->place_in_name = false;
+    return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "ember/profile.h"
 #include "perf_opts.h"
+#include "symbol/frame.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,5 +39,13 @@ size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const ch
                              size_t mod_len, const char *pc, size_t pc_len, bool inlined, bool java,
                              const struct ember_perf_opts *po, bool *unknown,
                              enum ember_frame_kind *ann);
+
+/* A frame of an inline chain (--inline) as a record: its function, file,
+ * line and column, inlined into the next one of the chain; with --context,
+ * views spell it "func:file:line", and a function without a file gets that
+ * spelling in its name, written in *buf (grown as needed). The caller sets
+ * where it is (address, module). 0 or -ENOMEM. */
+int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, char **buf,
+                            size_t *cap, struct ember_frame *rec);
 
 #endif

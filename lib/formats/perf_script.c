@@ -752,28 +752,13 @@ static int inline_frames(struct perf_parser *ps, const struct ember_symbol_chain
     if (EMBER_VEC_RESERVE(*fr, *cap, chain->count) < 0)
         return -ENOMEM;
     for (uint32_t k = 0; k < chain->count; k++) {
-        const struct ember_symbol_frame *sf = &chain->frames[k];
-        struct ember_frame rec = {
-            .name = sf->function,
-            .name_len = strlen(sf->function),
-            .file = sf->file,
-            .file_len = sf->file ? strlen(sf->file) : 0,
-            .line = sf->line,
-            .column = sf->column,
-            .module = EMBER_NO_MODULE,
-            .kind = sf->inlined ? EMBER_FRAME_INLINED : EMBER_FRAME_USER,
-            .place_in_name = ps->po.context,
-        };
-        if (!sf->file && ps->po.context) {
-            rec.name_len = ember_symbol_frame_context(sf, NULL, 0);
-            if (buf_reserve(ps, rec.name_len + 1) < 0)
-                return -ENOMEM;
-            ember_symbol_frame_context(sf, ps->buf, rec.name_len + 1);
-            rec.name = ps->buf;
-            rec.place_in_name = false;
-        }
-        if (ember_profile_intern_frame(ps->p, &rec, &(*fr)[k]) < 0)
-            return -ENOMEM;
+        struct ember_frame rec;
+        int err =
+            ember_perf_inline_frame(&chain->frames[k], ps->po.context, &ps->buf, &ps->bcap, &rec);
+        if (!err)
+            err = ember_profile_intern_frame(ps->p, &rec, &(*fr)[k]);
+        if (err)
+            return err;
     }
     *n = chain->count;
     return 0;
