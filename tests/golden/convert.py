@@ -75,16 +75,23 @@ def reader_speedscope_snapshot(d):
         golden.fail("an unknown --sample-type should list the profile's types: %d %s" % (rc, err))
 
 
-@case
-def reader_go_profiles(d):
-    """A Go program's CPU and heap profiles (runtime/pprof): ember reads
-    the stacks and values go tool pprof -raw prints, for every sample
-    type, inlined calls expanded; the default is pprof's (the last type)."""
+def go_profiles(d):
+    """(cpu, heap): data/goprof.go's CPU and heap profiles (runtime/pprof),
+    made in d by go run."""
     src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
     env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
            "GO111MODULE": "off", "GOFLAGS": ""}
     cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
     golden.go(["run", src, cpu, heap], d, env)
+    return cpu, heap
+
+
+@case
+def reader_go_profiles(d):
+    """A Go program's CPU and heap profiles (runtime/pprof): ember reads
+    the stacks and values go tool pprof -raw prints, for every sample
+    type, inlined calls expanded; the default is pprof's (the last type)."""
+    cpu, heap = go_profiles(d)
     for path, default, inline in ((cpu, "cpu", True), (heap, "inuse_space", False)):
         raw = golden.go_raw(path, d)
         if not any(raw.values()):
@@ -334,11 +341,7 @@ def values_round_trip(d):
     carries samples/count beside cpu/nanoseconds; --event picks the value
     shown (--sample-type is its alias), and an unknown one is an error that
     lists them."""
-    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
-    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
-           "GO111MODULE": "off", "GOFLAGS": ""}
-    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    golden.go(["run", src, cpu, heap], d, env)
+    cpu, heap = go_profiles(d)
     for path in (cpu, heap):
         back = path + ".ember.pb.gz"
         golden.run(["convert", "--to", "pprof", path, "-o", back])
@@ -429,11 +432,7 @@ def pprof_round_trip(d):
     go tool pprof -raw shows the same samples with every value, the same
     locations (addresses, mappings, lines with their inline chains, files
     and line numbers) and the same mappings; -top -lines the same table."""
-    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
-    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
-           "GO111MODULE": "off", "GOFLAGS": ""}
-    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    golden.go(["run", src, cpu, heap], d, env)
+    cpu, heap = go_profiles(d)
     for path in (cpu, heap):
         back = path + ".ember.pb.gz"
         golden.run(["convert", "--to", "pprof", path, "-o", back])
@@ -461,11 +460,7 @@ def report_lines(d):
     """`ember report --lines` is go tool pprof -top -lines: per "function
     file:line", the same flat and cum, on a Go CPU profile with inlining;
     and the flame graph's tooltips say where each function is."""
-    src = os.path.join(os.path.dirname(__file__), "data", "goprof.go")
-    env = {"GOCACHE": os.path.join(d, "gocache"), "GOPATH": os.path.join(d, "gopath"),
-           "GO111MODULE": "off", "GOFLAGS": ""}
-    cpu, heap = os.path.join(d, "cpu.pb.gz"), os.path.join(d, "heap.pb.gz")
-    golden.go(["run", src, cpu, heap], d, env)
+    cpu, heap = go_profiles(d)
     text = golden.go(["tool", "pprof", "-top", "-lines", "-nodecount=1000000", "-nodefraction=0",
                "-unit=ns", cpu], d)
     want = {}
