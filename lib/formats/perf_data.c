@@ -568,36 +568,36 @@ static int set_values(struct reader *r, const char *kept, unsigned *vs, unsigned
             ember_profile_select_index(r->p, *vs);
         return err;
     }
-    char base[128];
-    snprintf(base, sizeof(base), "%.*s", (int)ember_perf_event_base_len(kept, strlen(kept)), kept);
-    if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
-        err = ember_profile_value(r->p, "cpu", "nanoseconds", vp);
-    else
-        err = ember_profile_value(r->p, strcmp(base, "samples") ? base : "events", "count", vp);
+    char type[EMBER_UNIT_MAX];
+    const char *unit;
+    ember_perf_period_value(kept, strlen(kept), type, sizeof(type), &unit);
+    err = ember_profile_value(r->p, type, unit, vp);
     if (!err)
         ember_profile_select_index(r->p, *vp);
     return err;
 }
 
-/* The root frame, as perf_script.c names it: comm (spaces as '_'), then
- * "-PID" or "-PID/TID". */
+/* The root frame, as perf_script.c makes it: the process or thread (views
+ * spell "comm-PID/TID"), else the command alone (spaces as '_'). */
 static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
 {
     const struct ember_perf_opts *po = &r->po;
-    char name[300];
+    *java = rt->comm_len >= 4 && memcmp(rt->comm, "java", 4) == 0;
+    if (po->include_tid || po->include_pid) {
+        struct ember_frame fr = {.name = rt->comm,
+                                 .name_len = rt->comm_len,
+                                 .module = EMBER_NO_MODULE,
+                                 .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
+                                 .pid = rt->pid,
+                                 .tid = rt->tid,
+                                 .kind_in_name = true};
+        return ember_profile_intern_frame(r->p, &fr, frame);
+    }
+    char name[256];
     size_t n = 0;
-    for (size_t i = 0; i < rt->comm_len && n < 256; i++)
+    for (size_t i = 0; i < rt->comm_len && n < sizeof(name); i++)
         name[n++] = rt->comm[i] == ' ' ? '_' : rt->comm[i];
-    if (po->include_tid)
-        n += (size_t)snprintf(name + n, sizeof(name) - n, "-%u/%u", rt->pid, rt->tid);
-    else if (po->include_pid)
-        n += (size_t)snprintf(name + n, sizeof(name) - n, "-%u", rt->pid);
-    *java = n >= 4 && memcmp(name, "java", 4) == 0;
-    struct ember_frame fr = {.name = name,
-                             .name_len = n,
-                             .module = EMBER_NO_MODULE,
-                             .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS};
-    return ember_profile_intern_frame(r->p, &fr, frame);
+    return ember_profile_intern(r->p, name, n, frame);
 }
 
 /* Each raw frame's profile frames, named once (per JVM-ness). */
@@ -906,7 +906,8 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
 
 static enum ember_probe perf_data_probe(const char *data, size_t len)
 {
-    return len >= 8 && memcmp(data, PD_MAGIC, PD_MAGIC_LEN) == 0 ? EMBER_PROBE_YES : EMBER_PROBE_NO;
+    return len >= PD_MAGIC_LEN && memcmp(data, PD_MAGIC, PD_MAGIC_LEN) == 0 ? EMBER_PROBE_YES
+                                                                            : EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_perf_data = {

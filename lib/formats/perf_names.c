@@ -7,6 +7,7 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 bool ember_perf_parenthesized_only(const char *s, size_t n)
@@ -41,6 +42,18 @@ bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t ble
     alen = ember_perf_event_base_len(a, alen);
     blen = ember_perf_event_base_len(b, blen);
     return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+void ember_perf_period_value(const char *event, size_t len, char *type, size_t cap,
+                             const char **unit)
+{
+    snprintf(type, cap, "%.*s", (int)ember_perf_event_base_len(event, len), event);
+    bool clock = strcmp(type, "cpu-clock") == 0 || strcmp(type, "task-clock") == 0;
+    *unit = clock ? "nanoseconds" : "count";
+    if (clock)
+        snprintf(type, cap, "cpu");
+    else if (strcmp(type, "samples") == 0)
+        snprintf(type, cap, "events");
 }
 
 /* "[module]" (its file name) for a symbol perf did not know, with the

@@ -27,6 +27,11 @@ bool ember_perf_parenthesized_only(const char *s, size_t n);
  * "sched:sched_switch" keeps its second part, which is not modifiers. */
 size_t ember_perf_event_base_len(const char *name, size_t n);
 bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t blen);
+/* The value the periods of an event add up to, in pprof's words: the
+ * clocks' nanoseconds are "cpu" time, other events count themselves
+ * ("cycles"; perf's "samples" event is "events"). type holds cap bytes. */
+void ember_perf_period_value(const char *event, size_t len, char *type, size_t cap,
+                             const char **unit);
 
 /* One piece of a symbol (FlameGraph's steps 4 to 7) into buf, which holds
  * plen + mod_len + pc_len + 16 bytes: "[unknown]" becomes "[module]" (with

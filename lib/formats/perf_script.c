@@ -1210,10 +1210,10 @@ static void set_unit(struct ember_profile *p, const char *event, bool weighed)
         ember_profile_value_drop(p, vp);
         return;
     }
-    if (strcmp(base, "cpu-clock") == 0 || strcmp(base, "task-clock") == 0)
-        ember_profile_value_rename(p, vp, "cpu", "nanoseconds");
-    else
-        ember_profile_value_rename(p, vp, strcmp(base, "samples") ? base : "events", "count");
+    char type[EMBER_UNIT_MAX];
+    const char *unit;
+    ember_perf_period_value(event, strlen(event), type, sizeof(type), &unit);
+    ember_profile_value_rename(p, vp, type, unit);
     ember_profile_select_index(p, vp);
 }
 
