@@ -90,6 +90,7 @@ struct perf_parser {
     struct ember_read_stats *st;
     const char *file;
     uint64_t line;
+    uint64_t other_line; /* where st->other_event was first seen */
 
     /* the event filter: fixed up front, or the first event seen */
     char filter[128];
@@ -607,8 +608,10 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
             ps->have_filter = true;
             copy_name(ps->st->kept_event, sizeof(ps->st->kept_event), name, nlen);
         } else if (!ember_perf_same_event(name, nlen, ps->filter, ps->filter_len)) {
-            if (!ps->st->other_event[0])
+            if (!ps->st->other_event[0]) {
                 copy_name(ps->st->other_event, sizeof(ps->st->other_event), name, nlen);
+                ps->other_line = ps->line;
+            }
             ps->st->filtered++;
             return 0;
         }
@@ -1118,6 +1121,7 @@ struct worker {
     struct pool *pool;
     struct ember_profile *p;
     struct ember_read_stats st;
+    uint64_t other_line; /* where st.other_event was seen: the input's first wins */
     bool weighed;
     pthread_t tid;
 };
@@ -1150,6 +1154,7 @@ static void *worker_main(void *arg)
             err = parser_finish(&ps);
     }
     w->weighed = ps.weighed;
+    w->other_line = ps.other_line;
     parser_release(&ps);
     ember_chunk_release(&c);
     if (err) {
@@ -1238,6 +1243,7 @@ static int read_threaded(struct ember_profile *p, struct ember_input *in,
         }
     }
     bool weighed = false;
+    uint64_t other_line = 0;
     for (unsigned i = 0; i < started; i++) {
         pthread_join(w[i].tid, NULL);
         weighed |= w[i].weighed;
@@ -1246,8 +1252,11 @@ static int read_threaded(struct ember_profile *p, struct ember_input *in,
         st->samples += w[i].st.samples;
         st->skipped += w[i].st.skipped;
         st->filtered += w[i].st.filtered;
-        if (!st->other_event[0])
+        /* the first other event of the input, whichever worker read it */
+        if (w[i].st.other_event[0] && (!st->other_event[0] || w[i].other_line < other_line)) {
             memcpy(st->other_event, w[i].st.other_event, sizeof(st->other_event));
+            other_line = w[i].other_line;
+        }
         ember_profile_free(w[i].p);
     }
     copy_name(st->kept_event, sizeof(st->kept_event), filter, strlen(filter));
