@@ -44,8 +44,12 @@ static const char description[] =
     "'-a -- sleep 5'). -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
     "Running a traced program (<ember/trace.h>) and keeping its trace, which\n"
     "'ember record' did before, is 'ember trace record'.\n"
+    "With --off-cpu, the time threads spend switched out (sleeping, waiting for\n"
+    "I/O or a lock, preempted) is in the profile too, under the stack where they\n"
+    "blocked.\n"
     "Examples:\n"
     "  ember record -- ./prog args              # ember.svg\n"
+    "  ember record --off-cpu -o wall.svg -- ./server\n"
     "  ember record -F 999 --call-graph dwarf -o prog.data -- ./prog\n"
     "  ember record -p 1234 --duration 10 -o server.pb.gz";
 
@@ -76,7 +80,7 @@ struct record_args {
     int leaf_stack; /* fp: bytes of user stack per sample */
     unsigned freq;
     const char *call_graph, *out, *pids;
-    bool all;
+    bool all, off_cpu;
     double duration;
 };
 
@@ -235,12 +239,16 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     return 0;
 }
 
-static void summary(const struct ember_record_stats *st, const char *out)
+static void summary(const struct ember_record_stats *st, bool off_cpu, const char *out)
 {
-    fprintf(stderr, "%s: %llu samples of %s%s, %llu lost, %.2f s, wrote %s\n", cli_command_name(),
+    char switches[64] = "";
+    if (off_cpu)
+        snprintf(switches, sizeof(switches), ", %llu context switches",
+                 (unsigned long long)st->switches);
+    fprintf(stderr, "%s: %llu samples of %s%s%s, %llu lost, %.2f s, wrote %s\n", cli_command_name(),
             (unsigned long long)st->samples, st->event,
-            st->event_fallback ? " (no cycles counter here)" : "", (unsigned long long)st->lost,
-            (double)st->duration_ns / 1e9, out);
+            st->event_fallback ? " (no cycles counter here)" : "", switches,
+            (unsigned long long)st->lost, (double)st->duration_ns / 1e9, out);
 }
 
 /* The title of a flame graph: the command's name. */
@@ -323,7 +331,7 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
         }
         if (cli_output_commit(&o) < 0)
             return 1;
-        summary(&st, a->out);
+        summary(&st, a->off_cpu, a->out);
         return command_status(&st);
     }
     char *tmp = NULL;
@@ -336,7 +344,7 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     drop_temp(tmp, fd);
     if (ret)
         return ret;
-    summary(&st, a->out);
+    summary(&st, a->off_cpu, a->out);
     return command_status(&st);
 }
 
@@ -376,6 +384,11 @@ int cmd_record(int argc, char **argv)
         {OPT_STRING, "pid", 'p', &a.pids, "PID,...", "record running processes (every thread)",
          NULL, NULL, false},
         {OPT_FLAG, "all-cpus", 'a', &a.all, NULL, "record the whole system", NULL, NULL, false},
+        {OPT_FLAG, "off-cpu", 0, &a.off_cpu, NULL,
+         "also where threads wait: every context switch with its stack; graphs show wall time, "
+         "the waits under [off-cpu] (blocked) and [preempted] frames (--event off-cpu or cpu "
+         "for one side); sampling is cpu-clock",
+         NULL, NULL, false},
         {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
         {OPT_INT, "leaf-stack", 0, &a.leaf_stack, "BYTES",
@@ -417,6 +430,7 @@ int cmd_record(int argc, char **argv)
     }
     ro.pids = pids;
     ro.system_wide = a.all;
+    ro.off_cpu = a.off_cpu;
     ro.fp_stack = leaf_stack(&a);
     argv[nargs] = NULL;
     ro.argv = nargs > 0 ? argv : NULL;

@@ -105,6 +105,8 @@ enum ember_frame_kind {
     EMBER_FRAME_INLINED, /* a call inlined into the frame below it (same address) */
     EMBER_FRAME_PROCESS,
     EMBER_FRAME_THREAD,
+    EMBER_FRAME_OFFCPU, /* not a function: time its thread spent switched out, under the
+                           stack where it stopped ("[off-cpu]", "[preempted]") */
 };
 #define EMBER_NO_MODULE UINT32_MAX
 #define EMBER_NO_FRAME  UINT32_MAX

@@ -5,7 +5,11 @@
  *
  * One sampling event per CPU (cycles where the hardware counts them, else
  * cpu-clock), inherited by every thread and child, each CPU's records in one
- * ring that is copied into the file's data section as it fills. The file is
+ * ring that is copied into the file's data section as it fills. Off-CPU
+ * recording adds a second event per CPU, context-switches sampled at every
+ * switch, whose switch-out and switch-in records (PERF_RECORD_SWITCH) time
+ * how long each thread was away, as `perf record -e cpu-clock -e
+ * context-switches/period=1/ --switch-events -g` does. The file is
  * written through a descriptor the caller opened (a regular file: the
  * header is rewritten at the end); nothing is printed, errors are negative
  * errno values with a struct ember_diag saying what failed.
@@ -37,6 +41,9 @@ struct ember_record_opts {
     const pid_t *pids;   /* -p: running processes, every thread of each */
     size_t npids;
     bool system_wide;         /* -a */
+    bool off_cpu;             /* also every context switch with its stack, and the
+                                 switches themselves, for off-CPU time; sampling is
+                                 then cpu-clock, so that on- and off-CPU add up to time */
     char *const *argv;        /* the command (NULL-terminated), or NULL; with pids or
                                  system_wide, recording lasts as long as it runs */
     char *const *cmdline;     /* what the file says recorded it (HEADER_CMDLINE) */
@@ -44,7 +51,8 @@ struct ember_record_opts {
 };
 
 struct ember_record_stats {
-    uint64_t samples;     /* PERF_RECORD_SAMPLE records written */
+    uint64_t samples;     /* samples of the sampling event written */
+    uint64_t switches;    /* off_cpu: context switches recorded with their stacks */
     uint64_t lost;        /* samples the kernel could not write (ring full) */
     uint64_t duration_ns; /* from start to stop */
     uint64_t data_bytes;  /* the data section */

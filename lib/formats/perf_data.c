@@ -14,7 +14,11 @@
  * weighed raw stack is added to the profile with ember_profile_add_stack
  * (the model's public API). The root frame is "comm", "comm-PID" or
  * "comm-PID/TID" as for perf script text, and the event kept is the one
- * asked for or the first sampled.
+ * asked for or the first sampled. A recording with context switches and
+ * their switch records (ember record --off-cpu) also has off-CPU time
+ * (perf_data_offcpu.c): each interval a thread was away weighs its
+ * nanoseconds in a mark frame, [off-cpu] or [preempted], under the stack
+ * of the switch, and the profile shows wall time (cpu + off-cpu).
  * Invariants: a raw node's parent has a smaller index; a raw frame is
  * (map, address), a map (dso, start, end, pgoff); a sample whose thread's
  * maps are unchanged and whose chain was seen before costs one hash.
@@ -33,6 +37,12 @@
 #include <stdlib.h>
 
 enum { MAX_STACK = 127, NO_NODE = UINT32_MAX, PROGRESS_EVERY = 1 << 14 };
+
+/* The raw frames that mark off-CPU time, leaves under the stack where a
+ * thread stopped: addresses no call chain holds (perf's context markers
+ * are filtered out before), without a map. */
+#define MARK_BLOCKED_IP   (UINT64_MAX - 1)
+#define MARK_PREEMPTED_IP (UINT64_MAX - 2)
 
 /* A raw frame: (mapref, ip); mapref 0 is no map. */
 struct raw_frame {
@@ -99,6 +109,9 @@ struct reader {
     struct pd_tasks *t;
     struct pd_unwind *uw; /* DWARF call graphs */
     struct pd_leaf *leaf; /* fp call graphs' skipped callers */
+    struct pd_offcpu *oc; /* context switches: off-CPU intervals */
+    uint64_t last_time;   /* the latest record's, where open intervals end */
+    uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
 
     /* raw stacks: node 0 is the root; level 1 keys are roots, deeper ones
@@ -460,12 +473,54 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
         (err = unwound_entries(r, process, &s)) < 0 ||
         (err = stack_node(r, &r->roots[root], process, &node)) < 0)
         return err;
+    if (pd_offcpu_is_switches(&r->f.attrs[ai]) && (err = pd_offcpu_stack(r->oc, s.tid, node)) < 0)
+        return err;
     uint64_t period = 1;
     if (s.has_period && s.period > 0) {
         period = s.period;
         r->weighed = true;
     }
     return add_weight(r, node, period);
+}
+
+/* ---- off-CPU time --------------------------------------------------------- */
+
+static bool is_mark(const struct reader *r, size_t node)
+{
+    return r->parent[node] != 0 && (r->key[node] == r->mark[0] || r->key[node] == r->mark[1]);
+}
+
+/* An interval away: a mark under its stack, weighing its nanoseconds. */
+static int add_interval(struct reader *r, const struct pd_offcpu_interval *iv)
+{
+    uint32_t *mark = &r->mark[iv->preempted];
+    uint32_t node;
+    int err = 0;
+    if (*mark == UINT32_MAX)
+        err = raw_frame(r, 0, iv->preempted ? MARK_PREEMPTED_IP : MARK_BLOCKED_IP, mark);
+    if (!err)
+        err = child(r, iv->node, *mark, &node);
+    return err ? err : add_weight(r, node, iv->ns);
+}
+
+static int on_switch(struct reader *r, const struct pd_record *rec)
+{
+    uint32_t pid, tid;
+    struct pd_offcpu_interval iv;
+    if (!pd_file_tid_of(&r->f, rec, &pid, &tid))
+        return 0;
+    int got = pd_offcpu_switch(r->oc, tid, pd_file_time_of(&r->f, rec), rec->misc, &iv);
+    return got > 0 ? add_interval(r, &iv) : got;
+}
+
+/* Threads still away when the recording ended were away until then. */
+static int close_intervals(struct reader *r)
+{
+    struct pd_offcpu_interval iv;
+    int got, err = 0;
+    while (!err && (got = pd_offcpu_close_next(r->oc, r->last_time, &iv)) > 0)
+        err = add_interval(r, &iv);
+    return err;
 }
 
 /* A record in time order. */
@@ -479,6 +534,13 @@ static int deliver(void *ctx, const struct pd_record *rec)
         if (rec->size >= 8 + 16)
             r->lost += pd_u64(rec->data + 16);
         return 0;
+    case PERF_RECORD_SWITCH:
+    case PERF_RECORD_SWITCH_CPU_WIDE:
+        return on_switch(r, rec);
+    case PERF_RECORD_EXIT:
+        if (rec->size >= 8 + 16) /* pid, ppid, tid */
+            pd_offcpu_exit(r->oc, pd_u32(rec->data + 16));
+        return pd_tasks_record(r->t, &r->f, rec, r->d);
     default:
         return pd_tasks_record(r->t, &r->f, rec, r->d);
     }
@@ -505,6 +567,8 @@ static int on_record(struct reader *r, const struct pd_record *rec)
     uint64_t time = pd_file_time_of(&r->f, rec);
     if (time == 0 || time == UINT64_MAX)
         return deliver(r, rec); /* untimed (synthesized) records: at once, as perf */
+    if (time > r->last_time)
+        r->last_time = time;
     return pd_queue_push(&r->q, rec, time);
 }
 
@@ -529,22 +593,45 @@ static bool same_event(const char *a, const char *b)
     return ember_perf_same_event(a, strlen(a), b, strlen(b));
 }
 
-/* The event kept: the one asked for, else the first sampled. */
+/* The event kept: the one asked for, else the first sampled (with
+ * off-CPU intervals, the first sampled but the context switches, which
+ * give the intervals their stacks). */
 static const char *kept_event(const struct reader *r)
 {
     if (r->po.event_filter)
         return r->po.event_filter;
-    for (size_t a = 0; a < r->f.nattrs; a++)
-        if (r->seen[a].first == 1)
-            return r->f.attrs[a].name;
-    return NULL;
+    bool offcpu = pd_offcpu_count(r->oc) > 0;
+    uint64_t first = UINT64_MAX;
+    const char *kept = NULL;
+    for (size_t a = 0; a < r->f.nattrs; a++) {
+        if (!r->seen[a].first || r->seen[a].first > first ||
+            (offcpu && pd_offcpu_is_switches(&r->f.attrs[a])))
+            continue;
+        first = r->seen[a].first;
+        kept = r->f.attrs[a].name;
+    }
+    return kept;
 }
 
-static void count_kept(struct reader *r, const char *kept, bool *keep)
+/* Off-CPU time is shown when intervals were measured and the context
+ * switches are not themselves the event asked for (then they count as
+ * samples, as perf script shows them). */
+static bool shows_offcpu(const struct reader *r, const char *kept)
+{
+    if (pd_offcpu_count(r->oc) == 0)
+        return false;
+    for (size_t a = 0; kept && a < r->f.nattrs; a++)
+        if (pd_offcpu_is_switches(&r->f.attrs[a]) && same_event(r->f.attrs[a].name, kept))
+            return false;
+    return true;
+}
+
+static void count_kept(struct reader *r, const char *kept, bool offcpu, bool *keep)
 {
     uint64_t other = UINT64_MAX;
     for (size_t a = 0; a < r->f.nattrs; a++) {
-        keep[a] = kept && same_event(r->f.attrs[a].name, kept);
+        keep[a] = (kept && same_event(r->f.attrs[a].name, kept)) ||
+                  (offcpu && pd_offcpu_is_switches(&r->f.attrs[a]));
         if (keep[a])
             continue;
         r->st->filtered += r->seen[a].samples;
@@ -557,23 +644,39 @@ static void count_kept(struct reader *r, const char *kept, bool *keep)
         snprintf(r->st->kept_event, sizeof(r->st->kept_event), "%s", kept);
 }
 
+/* The profile's values: samples and their periods (the same index
+ * without periods), and with off-CPU time that time and, when the periods
+ * are nanoseconds too, both together (wall). */
+struct values {
+    unsigned samples, period;
+    unsigned off, wall; /* NO_VALUE: none */
+};
+#define NO_VALUE UINT_MAX
+
 /* The values: samples, and the periods' sum (cpu time for the clocks),
- * shown, as for perf script text; without periods, samples alone. */
-static int set_values(struct reader *r, const char *kept, unsigned *vs, unsigned *vp)
+ * shown, as for perf script text; without periods, samples alone. With
+ * off-CPU time, wall time is shown (off-CPU time alone when nothing else
+ * was sampled). */
+static int set_values(struct reader *r, const char *kept, bool offcpu, struct values *v)
 {
-    int err = ember_profile_value(r->p, "samples", "count", vs);
-    *vp = *vs;
-    if (err || !r->weighed || !kept) {
-        if (!err)
-            ember_profile_select_index(r->p, *vs);
-        return err;
+    *v = (struct values){.off = NO_VALUE, .wall = NO_VALUE};
+    int err = ember_profile_value(r->p, "samples", "count", &v->samples);
+    unsigned shown = v->period = v->samples;
+    const char *unit = NULL;
+    if (!err && r->weighed && kept) {
+        char type[EMBER_UNIT_MAX];
+        ember_perf_period_value(kept, strlen(kept), type, sizeof(type), &unit);
+        err = ember_profile_value(r->p, type, unit, &v->period);
+        shown = v->period;
     }
-    char type[EMBER_UNIT_MAX];
-    const char *unit;
-    ember_perf_period_value(kept, strlen(kept), type, sizeof(type), &unit);
-    err = ember_profile_value(r->p, type, unit, vp);
+    if (!err && offcpu)
+        err = ember_profile_value(r->p, "off-cpu", "nanoseconds", &v->off);
+    if (!err && offcpu && unit && strcmp(unit, "nanoseconds") == 0)
+        err = ember_profile_value(r->p, "wall", "nanoseconds", &v->wall);
+    if (offcpu)
+        shown = v->wall != NO_VALUE ? v->wall : !kept ? v->off : shown;
     if (!err)
-        ember_profile_select_index(r->p, *vp);
+        ember_profile_select_index(r->p, shown);
     return err;
 }
 
@@ -608,6 +711,30 @@ struct memo {
     size_t npool, pcap;
 };
 
+/* An off-CPU mark's frame, in the memo of either JVM-ness. */
+static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
+{
+    const char *name = frame == r->mark[1] ? "[preempted]" : "[off-cpu]";
+    struct ember_frame fr = {.name = name,
+                             .name_len = strlen(name),
+                             .module = EMBER_NO_MODULE,
+                             .kind = EMBER_FRAME_OFFCPU};
+    uint32_t id;
+    int err = ember_profile_intern_frame(r->p, &fr, &id);
+    if (!err)
+        err = EMBER_VEC_RESERVE(m->pool, m->pcap, m->npool + 1);
+    if (err)
+        return err;
+    for (int j = 0; j < 2; j++) {
+        if (!m->at[j])
+            continue;
+        m->at[j][frame] = (int64_t)m->npool;
+        m->count[j][frame] = 1;
+    }
+    m->pool[m->npool++] = id;
+    return 0;
+}
+
 static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t frame, bool java,
                  const uint32_t **out, size_t *n)
 {
@@ -619,6 +746,11 @@ static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t
             return -ENOMEM;
         for (size_t i = 0; i < r->nframes; i++)
             m->at[j][i] = -1;
+    }
+    if (m->at[j][frame] < 0 && (frame == r->mark[0] || frame == r->mark[1])) {
+        int err = mark_frame(r, m, frame);
+        if (err)
+            return err;
     }
     if (m->at[j][frame] < 0) {
         const struct raw_frame *rf = &r->frames[frame];
@@ -697,10 +829,33 @@ static int stack_of(struct reader *r, struct pd_names *nm, struct memo *m, size_
     return 0;
 }
 
-/* Every weighed raw node's profile node (NO_NODE: an event not kept),
- * added as a stack through the model's public API. */
-static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, uint32_t *pnode)
+/* Whether raw node i's weight counts: with off-CPU time shown, the
+ * intervals' marks and not the context switches' own samples; without,
+ * never the marks. attr[i] is the event of i's root. */
+static bool counted(const struct reader *r, size_t i, const uint32_t *attr)
 {
+    if (!attr)
+        return !is_mark(r, i);
+    return is_mark(r, i) || !pd_offcpu_is_switches(&r->f.attrs[attr[i]]);
+}
+
+/* Each raw node's event (nodes come after their parents). */
+static uint32_t *node_attrs(const struct reader *r)
+{
+    uint32_t *attr = malloc(r->nnodes * sizeof(*attr));
+    for (size_t i = 1; attr && i < r->nnodes; i++)
+        attr[i] = r->parent[i] == 0 ? r->roots[r->key[i]].attr : attr[r->parent[i]];
+    return attr;
+}
+
+/* Every weighed raw node's profile node (NO_NODE: an event not kept, or
+ * a weight not counted), added as a stack through the model's public API. */
+static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, bool offcpu,
+                       uint32_t *pnode)
+{
+    uint32_t *attr = offcpu ? node_attrs(r) : NULL;
+    if (offcpu && !attr)
+        return -ENOMEM;
     struct memo m = {0};
     struct id_vec raw = {0}, out = {0};
     uint32_t *rframe = malloc((r->nroots ? r->nroots : 1) * sizeof(*rframe));
@@ -708,13 +863,14 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
     for (size_t i = 1; i < r->nnodes && !err; i++) {
         pnode[i] = NO_NODE;
-        if (!r->samples[i])
+        if (!r->samples[i] || !counted(r, i, attr))
             continue;
         err = stack_of(r, nm, &m, i, rframe, rjvm, &raw, &out);
         if (!err && out.n)
             err = ember_profile_add_stack(r->p, out.v, out.n, EMBER_ROOT_FIRST, NULL, &pnode[i]);
     }
     memo_release(&m);
+    free(attr);
     free(raw.v);
     free(out.v);
     free(rframe);
@@ -722,31 +878,41 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     return err;
 }
 
-static int add_weights(struct reader *r, const uint32_t *pnode, unsigned vs, unsigned vp)
+/* Raw node i's weight (samples, period) in its profile node n: an
+ * interval's nanoseconds as off-CPU (and wall) time, a sample's period as
+ * its own (and wall) time. */
+static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t samples, uint64_t period,
+                         const struct values *v)
+{
+    int err = 0;
+    if (is_mark(r, i)) {
+        err = ember_profile_add(r->p, n, v->off, (int64_t)period);
+    } else {
+        if (v->period != v->samples)
+            err = ember_profile_add(r->p, n, v->period, (int64_t)period);
+        if (!err)
+            err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
+        r->st->samples += samples;
+    }
+    if (!err && v->wall != NO_VALUE)
+        err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
+    return err;
+}
+
+static int add_weights(struct reader *r, const uint32_t *pnode, const struct values *v)
 {
     int err = 0;
     if (r->keep_seq) {
         for (size_t i = 0; i < r->nseq && !err; i++) {
             uint32_t n = pnode[r->seq[i].node];
-            if (n == NO_NODE)
-                continue;
-            if (vp != vs)
-                err = ember_profile_add(r->p, n, vp, (int64_t)r->seq[i].period);
-            if (!err)
-                err = ember_profile_add(r->p, n, vs, (int64_t)r->seq[i].samples);
-            r->st->samples += r->seq[i].samples;
+            if (n != NO_NODE)
+                err = add_weight_to(r, r->seq[i].node, n, r->seq[i].samples, r->seq[i].period, v);
         }
         return err;
     }
-    for (size_t i = 1; i < r->nnodes && !err; i++) {
-        if (!r->samples[i] || pnode[i] == NO_NODE)
-            continue;
-        if (vp != vs)
-            err = ember_profile_add(r->p, pnode[i], vp, (int64_t)r->period[i]);
-        if (!err)
-            err = ember_profile_add(r->p, pnode[i], vs, (int64_t)r->samples[i]);
-        r->st->samples += r->samples[i];
-    }
+    for (size_t i = 1; i < r->nnodes && !err; i++)
+        if (r->samples[i] && pnode[i] != NO_NODE)
+            err = add_weight_to(r, i, pnode[i], r->samples[i], r->period[i], v);
     return err;
 }
 
@@ -758,17 +924,18 @@ static int build_profile(struct reader *r)
     struct pd_names *nm = NULL;
     int err = keep && pnode ? 0 : -ENOMEM;
     const char *kept = kept_event(r);
-    unsigned vs, vp;
+    bool offcpu = shows_offcpu(r, kept);
+    struct values v;
     if (!err) {
-        count_kept(r, kept, keep);
-        err = set_values(r, kept, &vs, &vp);
+        count_kept(r, kept, offcpu, keep);
+        err = set_values(r, kept, offcpu, &v);
     }
     if (!err)
         err = pd_names_new(&nm, r->p, &r->f, r->t, r->o);
     if (!err)
-        err = place_nodes(r, nm, keep, pnode);
+        err = place_nodes(r, nm, keep, offcpu, pnode);
     if (!err)
-        err = add_weights(r, pnode, vs, vp);
+        err = add_weights(r, pnode, &v);
     if (err == -ERANGE)
         err = ember_diag_set(r->d, err, r->f.name, 0, "sample weights overflow a 64-bit count");
     pd_names_free(nm);
@@ -807,6 +974,9 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     if (!err)
         err = pd_leaf_new(&r->leaf);
     if (!err)
+        err = pd_offcpu_new(&r->oc);
+    r->mark[0] = r->mark[1] = UINT32_MAX;
+    if (!err)
         err = ember_u64map_init(&r->children);
     if (!err)
         err = ember_strmap_init(&r->mapref_ids);
@@ -824,6 +994,7 @@ static void reader_release(struct reader *r)
     pd_queue_release(&r->q);
     pd_unwind_free(r->uw);
     pd_leaf_free(r->leaf);
+    pd_offcpu_free(r->oc);
     pd_tasks_free(r->t);
     free(r->parent);
     free(r->key);
@@ -862,7 +1033,8 @@ static int read_data(struct reader *r)
             return err;
     if (err < 0)
         return err;
-    return pd_queue_flush(&r->q, true, deliver, r);
+    err = pd_queue_flush(&r->q, true, deliver, r);
+    return err ? err : close_intervals(r);
 }
 
 static void warn_lost(struct reader *r)

@@ -151,6 +151,10 @@ int pd_file_user_record(struct pd_file *f, const struct pd_record *r, struct emb
 int pd_file_attr_of(const struct pd_file *f, const struct pd_record *r);
 /* The timestamp of a kernel record: 0 when it has none. */
 uint64_t pd_file_time_of(const struct pd_file *f, const struct pd_record *r);
+/* The thread of a record other than a sample, from its sample_id
+ * trailer: false when it has none. */
+bool pd_file_tid_of(const struct pd_file *f, const struct pd_record *r, uint32_t *pid,
+                    uint32_t *tid);
 int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
                          const struct pd_record *r, struct pd_sample *out, struct ember_diag *d);
 /* The pid/tid a non-sample record carries in its sample_id trailer. */
@@ -253,6 +257,35 @@ void pd_leaf_free(struct pd_leaf *l);
  * is none (or the file cannot tell), -ENOMEM. */
 int pd_leaf_caller(struct pd_leaf *l, const struct pd_tasks *t, const struct pd_map *m, uint64_t ip,
                    const uint8_t *stack, size_t len, uint64_t *ret);
+
+/* ---- off-CPU time (perf_data_offcpu.c) ---------------------------------- */
+
+/* A thread's time away: from its switch-out to its switch-in, under the
+ * stack of its last context-switch sample (a raw node of the reader). */
+struct pd_offcpu_interval {
+    uint32_t node;
+    bool preempted; /* switched out still runnable, not blocked */
+    uint64_t ns;
+};
+
+struct pd_offcpu;
+int pd_offcpu_new(struct pd_offcpu **out);
+void pd_offcpu_free(struct pd_offcpu *o);
+/* Is attribute a the kernel's context-switches event? */
+bool pd_offcpu_is_switches(const struct pd_attr *a);
+/* A context-switch sample of tid: where it is about to block. */
+int pd_offcpu_stack(struct pd_offcpu *o, uint32_t tid, uint32_t node);
+/* A PERF_RECORD_SWITCH(_CPU_WIDE) of tid at time: 1 with *iv when it ends
+ * an interval, else 0. */
+int pd_offcpu_switch(struct pd_offcpu *o, uint32_t tid, uint64_t time, uint16_t misc,
+                     struct pd_offcpu_interval *iv);
+/* tid ended: it is away no more. */
+void pd_offcpu_exit(struct pd_offcpu *o, uint32_t tid);
+/* The intervals still open at the end of the recording (end: its last
+ * time), each closed there: 1 with *iv while there is one, then 0. */
+int pd_offcpu_close_next(struct pd_offcpu *o, uint64_t end, struct pd_offcpu_interval *iv);
+/* Intervals measured so far, closed at the end included. */
+uint64_t pd_offcpu_count(const struct pd_offcpu *o);
 
 /* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
 

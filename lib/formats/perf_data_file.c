@@ -797,6 +797,27 @@ uint64_t pd_file_time_of(const struct pd_file *f, const struct pd_record *r)
     return k <= words ? pd_u64(r->data + 8 + 8 * (words - k)) : 0;
 }
 
+bool pd_file_tid_of(const struct pd_file *f, const struct pd_record *r, uint32_t *pid,
+                    uint32_t *tid)
+{
+    int ai = pd_file_attr_of(f, r);
+    if (ai < 0 || r->type == PERF_RECORD_SAMPLE || !f->attrs[ai].sample_id_all)
+        return false;
+    uint64_t t = f->attrs[ai].sample_type;
+    if (!(t & PERF_SAMPLE_TID))
+        return false;
+    /* the trailer, from the end: IDENTIFIER, CPU, STREAM_ID, ID, TIME, TID */
+    size_t words = (r->size - 8) / 8;
+    size_t k = 1 + !!(t & PERF_SAMPLE_IDENTIFIER) + !!(t & PERF_SAMPLE_CPU) +
+               !!(t & PERF_SAMPLE_STREAM_ID) + !!(t & PERF_SAMPLE_ID) + !!(t & PERF_SAMPLE_TIME);
+    if (k > words)
+        return false;
+    const uint8_t *p = r->data + 8 + 8 * (words - k);
+    *pid = pd_u32(p);
+    *tid = pd_u32(p + 4);
+    return true;
+}
+
 /* ---- samples ------------------------------------------------------------ */
 
 struct cursor {

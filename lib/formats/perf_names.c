@@ -48,7 +48,9 @@ void ember_perf_period_value(const char *event, size_t len, char *type, size_t c
                              const char **unit)
 {
     snprintf(type, cap, "%.*s", (int)ember_perf_event_base_len(event, len), event);
-    bool clock = strcmp(type, "cpu-clock") == 0 || strcmp(type, "task-clock") == 0;
+    /* "cpu-clock", "task-clock", and with perf's terms: "cpu-clock/freq=999/" */
+    bool clock = strcmp(type, "cpu-clock") == 0 || strcmp(type, "task-clock") == 0 ||
+                 strncmp(type, "cpu-clock/", 10) == 0 || strncmp(type, "task-clock/", 11) == 0;
     *unit = clock ? "nanoseconds" : "count";
     if (clock)
         snprintf(type, cap, "cpu");

@@ -127,6 +127,8 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
     a->sample_id_all = 1;
     a->build_id = build_id;
     a->exclude_kernel = user_only;
+    if (o->off_cpu)
+        a->sample_type |= PERF_SAMPLE_IDENTIFIER;
     a->watermark = 1;
     a->wakeup_watermark = (o->dwarf ? RING_PAGES_DWARF : RING_PAGES_FP) * 4096u / 4;
     r->event = cycles      ? (user_only ? "cycles:u" : "cycles")
@@ -134,7 +136,33 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
                            : "cpu-clock";
 }
 
-static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
+/* The context switches beside the sampling event, once it opened: its
+ * samples and its ring's settings, no tracking records (the sampling
+ * event writes them once), every switch sampled, and the switch records
+ * that time how long a thread was away. */
+static void cs_attr_init(struct ember_recorder *r)
+{
+    struct perf_event_attr *a = &r->cs_attr;
+    *a = r->attr;
+    a->type = PERF_TYPE_SOFTWARE;
+    a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+    a->freq = 0;
+    a->sample_period = 1;
+    a->mmap = a->mmap2 = a->mmap_data = a->comm = a->comm_exec = a->task = a->build_id = 0;
+    a->context_switch = 1;
+}
+
+const struct perf_event_attr *rec_attr(const struct ember_recorder *r, unsigned i)
+{
+    return i == REC_SWITCHES ? &r->cs_attr : &r->attr;
+}
+
+const char *rec_attr_name(const struct ember_recorder *r, unsigned i)
+{
+    return i == REC_SWITCHES ? "context-switches" : r->event;
+}
+
+static int perf_open(const struct perf_event_attr *a, pid_t pid, int cpu, int group)
 {
     long fd = syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
@@ -177,12 +205,16 @@ static int permission_error(struct ember_recorder *r, int err, pid_t pid, struct
 /* Opens the first event, falling back as perf does. */
 static int open_first(struct ember_recorder *r, pid_t pid, int cpu, struct ember_diag *d)
 {
-    bool cycles = true, user_only = false, build_id = true;
+    /* off-CPU time is in nanoseconds: on-CPU time must be too */
+    bool cycles = !r->o.off_cpu, user_only = false, build_id = true;
     for (;;) {
         attr_init(r, cycles, user_only, build_id);
         int fd = perf_open(&r->attr, pid, cpu, -1);
         if (fd >= 0) {
-            r->event_fallback = !cycles;
+            r->event_fallback = !cycles && !r->o.off_cpu;
+            r->nattrs = r->o.off_cpu ? 2 : 1;
+            if (r->o.off_cpu)
+                cs_attr_init(r);
             return fd;
         }
         if (cycles && (fd == -ENOENT || fd == -EOPNOTSUPP || fd == -ENODEV || fd == -EINVAL))
@@ -201,18 +233,21 @@ static int open_first(struct ember_recorder *r, pid_t pid, int cpu, struct ember
     }
 }
 
-static int open_one(struct ember_recorder *r, pid_t pid, size_t cpu_index, struct ember_diag *d)
+/* Opens event attr (REC_SAMPLING...) for pid on a CPU; 0 without adding
+ * one when the thread ended while we listed them. */
+static int open_event(struct ember_recorder *r, unsigned attr, pid_t pid, size_t cpu_index,
+                      struct ember_diag *d)
 {
     int cpu = r->cpus[cpu_index];
-    int fd = r->nev == 0 ? open_first(r, pid, cpu, d) : perf_open(&r->attr, pid, cpu, -1);
+    int fd = r->nev == 0 ? open_first(r, pid, cpu, d) : perf_open(rec_attr(r, attr), pid, cpu, -1);
     if (fd == -ESRCH && !rec_command_only(r) && r->nev > 0)
-        return 0; /* a thread that ended while we listed them */
+        return 0;
     if (fd == -EACCES || fd == -EPERM)
         return permission_error(r, fd, pid, d);
     if (fd < 0)
         return d && d->msg[0] ? fd
-                              : ember_diag_set(d, fd, "", 0, "perf_event_open on CPU %d: %s", cpu,
-                                               strerror(-fd));
+                              : ember_diag_set(d, fd, "", 0, "perf_event_open (%s) on CPU %d: %s",
+                                               rec_attr_name(r, attr), cpu, strerror(-fd));
     if (EMBER_VEC_RESERVE(r->ev, r->evcap, r->nev + 1) < 0) {
         close(fd);
         return -ENOMEM;
@@ -220,9 +255,19 @@ static int open_one(struct ember_recorder *r, pid_t pid, size_t cpu_index, struc
     struct rec_event *e = &r->ev[r->nev++];
     e->fd = fd;
     e->cpu = (unsigned)cpu_index;
+    e->attr = attr;
     if (ioctl(fd, PERF_EVENT_IOC_ID, &e->id) < 0)
         e->id = 0;
     return 0;
+}
+
+static int open_one(struct ember_recorder *r, pid_t pid, size_t cpu_index, struct ember_diag *d)
+{
+    size_t before = r->nev;
+    int err = open_event(r, REC_SAMPLING, pid, cpu_index, d);
+    if (!err && r->o.off_cpu && r->nev > before)
+        err = open_event(r, REC_SWITCHES, pid, cpu_index, d);
+    return err;
 }
 
 static int open_on_every_cpu(struct ember_recorder *r, pid_t pid, struct ember_diag *d)
@@ -255,18 +300,36 @@ static int open_process(struct ember_recorder *r, pid_t pid, struct ember_diag *
     return err;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The context switches' ids, sorted, to tell their samples from the
+ * sampling event's as the rings are copied. */
+static int note_cs_ids(struct ember_recorder *r)
+{
+    r->cs_ids = malloc((r->nev ? r->nev : 1) * sizeof(*r->cs_ids));
+    if (!r->cs_ids)
+        return -ENOMEM;
+    for (size_t k = 0; k < r->nev; k++)
+        if (r->ev[k].attr == REC_SWITCHES)
+            r->cs_ids[r->ncs_ids++] = r->ev[k].id;
+    qsort(r->cs_ids, r->ncs_ids, sizeof(*r->cs_ids), cmp_u64);
+    return 0;
+}
+
 int rec_open_events(struct ember_recorder *r, struct ember_diag *d)
 {
+    int err = 0;
     if (r->o.system_wide)
-        return open_on_every_cpu(r, -1, d);
-    if (rec_command_only(r))
-        return open_on_every_cpu(r, r->child, d);
-    for (size_t i = 0; i < r->o.npids; i++) {
-        int err = open_process(r, r->o.pids[i], d);
-        if (err < 0)
-            return err;
-    }
-    return 0;
+        err = open_on_every_cpu(r, -1, d);
+    else if (rec_command_only(r))
+        err = open_on_every_cpu(r, r->child, d);
+    for (size_t i = 0; !err && !r->o.system_wide && !rec_command_only(r) && i < r->o.npids; i++)
+        err = open_process(r, r->o.pids[i], d);
+    return err ? err : note_cs_ids(r);
 }
 
 static int map_ring(struct ember_recorder *r, struct rec_ring *g, int fd, struct ember_diag *d)

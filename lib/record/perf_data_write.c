@@ -4,7 +4,8 @@
  * sections after it (perf's util/header.c writes them so; perf_data_format.h
  * has the constants).
  *
- * Layout: [header][ids: u64 per event][attr + (offset, size) of its ids]
+ * Layout: [header][ids: u64 per opened event, grouped by attr][per attr: the
+ * attr + (offset, size) of its ids]
  * [data ...][one (offset, size) per feature bit set][the features]. The
  * header is first written with an empty data section and rewritten by
  * rec_write_tail, so a file cut short by a crash reads as empty, never as
@@ -47,33 +48,60 @@ static uint64_t attrs_offset(const struct ember_recorder *r)
     return ids_offset() + r->nev * sizeof(uint64_t);
 }
 
+/* An attrs section entry: the attr, then where its ids are. */
+static uint64_t attr_entry_size(void)
+{
+    return PERF_ATTR_SIZE_VER7 + 16;
+}
+
 static void fill_header(const struct ember_recorder *r, struct file_header *h, const uint64_t *feat)
 {
     memset(h, 0, sizeof(*h));
     memcpy(h->magic, PD_MAGIC, PD_MAGIC_LEN);
     h->size = PD_HEADER_SIZE;
-    h->attr_size = PERF_ATTR_SIZE_VER7 + 16;
+    h->attr_size = attr_entry_size();
     h->attrs[0] = attrs_offset(r);
-    h->attrs[1] = h->attr_size;
+    h->attrs[1] = h->attr_size * r->nattrs;
     h->data[0] = r->data_offset;
     h->data[1] = feat ? r->data_size : 0;
     if (feat)
         memcpy(h->features, feat, sizeof(h->features));
 }
 
+/* Event a's ids, in the ids section; *n of them. */
+static int write_ids(struct ember_recorder *r, unsigned a, uint64_t *n, struct ember_diag *d)
+{
+    *n = 0;
+    for (size_t k = 0; k < r->nev; k++) {
+        if (r->ev[k].attr != a)
+            continue;
+        int err = rec_write(r, &r->ev[k].id, sizeof(r->ev[k].id), d);
+        if (err)
+            return err;
+        ++*n;
+    }
+    return 0;
+}
+
+/* The header (data section empty), the ids grouped by event, then each
+ * event's attr and where its ids are. */
 int rec_write_head(struct ember_recorder *r, struct ember_diag *d)
 {
     struct file_header h;
-    r->data_offset = attrs_offset(r) + PERF_ATTR_SIZE_VER7 + 16;
+    r->data_offset = attrs_offset(r) + attr_entry_size() * r->nattrs;
     fill_header(r, &h, NULL);
     int err = rec_write(r, &h, sizeof(h), d);
-    for (size_t k = 0; !err && k < r->nev; k++)
-        err = rec_write(r, &r->ev[k].id, sizeof(r->ev[k].id), d);
-    uint64_t ids[2] = {ids_offset(), r->nev * sizeof(uint64_t)};
-    if (!err)
-        err = rec_write(r, &r->attr, PERF_ATTR_SIZE_VER7, d);
-    if (!err)
-        err = rec_write(r, ids, sizeof(ids), d);
+    uint64_t nids[REC_MAX_ATTRS] = {0};
+    for (unsigned a = 0; !err && a < r->nattrs; a++)
+        err = write_ids(r, a, &nids[a], d);
+    uint64_t at = ids_offset();
+    for (unsigned a = 0; !err && a < r->nattrs; a++) {
+        uint64_t ids[2] = {at, nids[a] * sizeof(uint64_t)};
+        err = rec_write(r, rec_attr(r, a), PERF_ATTR_SIZE_VER7, d);
+        if (!err)
+            err = rec_write(r, ids, sizeof(ids), d);
+        at += ids[1];
+    }
     return err;
 }
 
@@ -204,16 +232,22 @@ static void feat_cmdline(const struct ember_recorder *r, struct fbuf *b)
         fput_string(b, *a);
 }
 
-/* One event: its attr, its ids, its name. */
+/* Each event: its attr, its ids, its name. */
 static void feat_event_desc(const struct ember_recorder *r, struct fbuf *b)
 {
-    fput_u32(b, 1);
+    fput_u32(b, r->nattrs);
     fput_u32(b, PERF_ATTR_SIZE_VER7);
-    fput(b, &r->attr, PERF_ATTR_SIZE_VER7);
-    fput_u32(b, (uint32_t)r->nev);
-    fput_string(b, r->event);
-    for (size_t k = 0; k < r->nev; k++)
-        fput_u64(b, r->ev[k].id);
+    for (unsigned a = 0; a < r->nattrs; a++) {
+        uint32_t n = 0;
+        for (size_t k = 0; k < r->nev; k++)
+            n += r->ev[k].attr == a;
+        fput(b, rec_attr(r, a), PERF_ATTR_SIZE_VER7);
+        fput_u32(b, n);
+        fput_string(b, rec_attr_name(r, a));
+        for (size_t k = 0; k < r->nev; k++)
+            if (r->ev[k].attr == a)
+                fput_u64(b, r->ev[k].id);
+    }
 }
 
 static void feat_sample_time(const struct ember_recorder *r, struct fbuf *b)

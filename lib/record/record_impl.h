@@ -27,10 +27,15 @@ struct rec_ring {
     bool hup; /* its event's task ended: drained, no longer polled */
 };
 
-/* An open event: its CPU (an index into cpus) and its id in the file. */
+/* The file's events: the sampling one, and context switches (off-CPU). */
+enum { REC_SAMPLING = 0, REC_SWITCHES = 1, REC_MAX_ATTRS = 2 };
+
+/* An open event: its CPU (an index into cpus), which of the file's events
+ * it is (REC_SAMPLING...) and its id in the file. */
 struct rec_event {
     int fd;
     unsigned cpu;
+    unsigned attr;
     uint64_t id;
 };
 
@@ -43,9 +48,13 @@ struct rec_dso {
 
 struct ember_recorder {
     struct ember_record_opts o;
-    struct perf_event_attr attr;
+    struct perf_event_attr attr;    /* REC_SAMPLING's */
+    struct perf_event_attr cs_attr; /* REC_SWITCHES', with off_cpu */
+    unsigned nattrs;
     const char *event;
     bool event_fallback;
+    uint64_t *cs_ids; /* REC_SWITCHES' ids, sorted: its samples are not counted as samples */
+    size_t ncs_ids;
     int *cpus;
     size_t ncpus;
     struct rec_event *ev; /* one per (thread, CPU) */
@@ -62,10 +71,10 @@ struct ember_recorder {
     int exec_errno;
     bool started, stopped;
 
-    int out;                /* the perf.data file */
-    uint64_t data_offset;   /* where the data section starts */
-    uint64_t data_size;     /* bytes of records written */
-    uint64_t samples, lost; /* counted from the records written */
+    int out;                          /* the perf.data file */
+    uint64_t data_offset;             /* where the data section starts */
+    uint64_t data_size;               /* bytes of records written */
+    uint64_t samples, switches, lost; /* counted from the records written */
     uint64_t first_time, last_time;
     struct ember_strmap dsos; /* file name -> struct rec_dso */
     unsigned char *buf;       /* a ring's records, made contiguous */
@@ -75,6 +84,9 @@ struct ember_recorder {
 
 /* events.c */
 bool rec_command_only(const struct ember_recorder *r);
+/* The attr of event i (REC_SAMPLING...) and its name. */
+const struct perf_event_attr *rec_attr(const struct ember_recorder *r, unsigned i);
+const char *rec_attr_name(const struct ember_recorder *r, unsigned i);
 int rec_online_cpus(struct ember_recorder *r, struct ember_diag *d);
 int rec_open_events(struct ember_recorder *r, struct ember_diag *d);
 int rec_map_rings(struct ember_recorder *r, struct ember_diag *d);

@@ -313,6 +313,7 @@ void ember_recorder_stats(const struct ember_recorder *r, struct ember_record_st
 {
     memset(s, 0, sizeof(*s));
     s->samples = r->samples;
+    s->switches = r->switches;
     s->lost = r->lost;
     s->duration_ns = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
     s->data_bytes = r->data_size;
@@ -353,6 +354,7 @@ void ember_recorder_free(struct ember_recorder *r)
     }
     free(r->rings);
     free(r->ev);
+    free(r->cs_ids);
     free(r->cpus);
     free(r->pidfds);
     free(r->buf);

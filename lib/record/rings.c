@@ -91,13 +91,38 @@ static int note_mmap(struct ember_recorder *r, const unsigned char *rec, size_t 
                         (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
 }
 
-/* A sample: ip, pid/tid, time (the sample_type of attr_init). */
+static bool is_cs_id(const struct ember_recorder *r, uint64_t id)
+{
+    size_t lo = 0, hi = r->ncs_ids;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->cs_ids[mid] == id)
+            return true;
+        if (r->cs_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* A sample: [identifier], ip, pid/tid, time (the sample_type of
+ * attr_init); a context switch's is counted apart. */
 static void note_sample(struct ember_recorder *r, const unsigned char *rec, size_t size)
 {
+    size_t at = 8;
+    if (r->attr.sample_type & PERF_SAMPLE_IDENTIFIER) {
+        if (size >= 16 && is_cs_id(r, get_u64(rec + 8))) {
+            r->switches++;
+            return;
+        }
+        at += 8;
+    }
     r->samples++;
-    if (size < 32)
+    at += 16; /* ip, pid/tid */
+    if (size < at + 8)
         return;
-    uint64_t t = get_u64(rec + 24);
+    uint64_t t = get_u64(rec + at);
     if (!r->first_time || t < r->first_time)
         r->first_time = t;
     if (t > r->last_time)

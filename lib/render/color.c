@@ -135,6 +135,13 @@ static bool is_kind(enum ember_frame_kind kind, enum ember_frame_kind k, const c
     return kind == k || ends_with(s, len, ember_frame_kind_suffix(k));
 }
 
+/* An off-CPU mark: by its kind, or by its name in folded text. */
+static bool is_offcpu(const char *s, size_t len, enum ember_frame_kind kind)
+{
+    return kind == EMBER_FRAME_OFFCPU || (len == 9 && memcmp(s, "[off-cpu]", 9) == 0) ||
+           (len == 11 && memcmp(s, "[preempted]", 11) == 0);
+}
+
 static const char *java_type(const char *s, size_t len, enum ember_frame_kind kind)
 {
     static const char *const pkgs[] = {"java/", "javax/", "jdk/", "net/",
@@ -213,6 +220,8 @@ struct ember_rgb ember_color(const char *type, enum ember_color_mode mode, const
     } else {
         v1 = v2 = v3 = ember_name_rand(name, len);
     }
+    if (is_offcpu(name, len, kind))
+        type = "io"; /* time away from the CPU, in FlameGraph's off-CPU blue */
     if (strcmp(type, "hot") == 0)
         return (struct ember_rgb){205 + (int)(50 * v3), (int)(230 * v1), (int)(55 * v2)};
     if (strcmp(type, "mem") == 0)

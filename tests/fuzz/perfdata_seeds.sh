@@ -1,7 +1,8 @@
 #!/bin/sh
 # Seeds for fuzz_perf_data: small real perf.data files recorded here
 # (`perf record` of `true` and of a shell loop: frame-pointer call graphs,
-# a DWARF one with a 1 KiB copied stack, pipe mode, two events) beside the
+# a DWARF one with a 1 KiB copied stack, pipe mode, two events, context
+# switches with their switch records for off-CPU time) beside the
 # two committed ones (tests/fuzz/seeds/perf-data, made the same way), and
 # each cut short by cut_seeds.sh, as a perf record that was killed leaves
 # it. Where perf cannot record, the committed seeds alone (exit 0).
@@ -25,6 +26,8 @@ if command -v perf >/dev/null 2>&1; then
     rec fp.data -g -- sh -c "$loop"
     rec dwarf.data --call-graph dwarf,1024 -- sh -c "$loop"
     rec events.data -g -e cpu-clock -e page-faults -- true
+    rec offcpu.data -g -e cpu-clock -e context-switches/period=1/ --switch-events -- \
+        sh -c "sleep 0.01; $loop"
     perf record -q -g -o - -- sh -c "$loop" >"$tmp/rec/pipe.data" 2>/dev/null ||
         rm -f "$tmp/rec/pipe.data"
 fi
