@@ -12,9 +12,12 @@ pointers) and by `perf record -e cpu-clock -e context-switches/period=1/
   - values: wall = cpu + off-cpu exactly; the cpu view has no off-CPU mark,
     the off-cpu view only stacks that end in one;
   - the blocked time ([off-cpu]) is the program's own sleeping time within
-    3%, and 50% +- 5 of the wall time; the wall time is the program's
-    within 5%; [preempted] time (switched out while runnable, which the
-    machine's load decides) is apart;
+    3%, and its share of the wall time the program's own within 2 points
+    (50% on a quiet machine: 50.7 to 51.8% measured here; up to 61% with
+    the load at 7 on 2 CPUs, where waking up waits for a CPU, and ember's
+    share stayed within 0.5 points of the program's); the wall time is the
+    program's within 5%; [preempted] time (switched out while runnable,
+    which the machine's load decides) is apart;
   - the blocked stacks go through main and clock_nanosleep (DWARF: main
     in at least 99% of the blocked time);
   - perf's recording: `ember collapse --event cpu` equals `perf script |
@@ -111,8 +114,12 @@ def check_values(name, data, wall_ns, slept_ns, main_share=None):
         golden.fail("%s: blocked %d ns, the program slept %d ns" % (name, blocked, slept_ns))
     if abs(total(wall) - wall_ns) > 0.05 * wall_ns:
         golden.fail("%s: wall %d ns, the program ran %d ns" % (name, total(wall), wall_ns))
-    if abs(share - 50) > 5:
-        golden.fail("%s: blocked %.1f%% of the wall time, expected 50 +- 5" % (name, share))
+    # the program's own share: 50% on a quiet machine; more under load,
+    # where waking up from each sleep waits for a CPU
+    own = 100.0 * slept_ns / wall_ns
+    if abs(share - own) > 2:
+        golden.fail("%s: blocked %.1f%% of the wall time; the program slept %.1f%% of it" %
+                    (name, share, own))
     sleeping = [(f, v) for f, v in off if f[-1] == "[off-cpu]"]
     through = sum(v for f, v in sleeping if "main" in f and any("nanosleep" in x for x in f))
     need = main_share if main_share is not None else 0.9
