@@ -61,9 +61,24 @@ struct pd_unwind {
     uint64_t clock;
 };
 
+/* Unwinding reads the call frame information of the mapped files
+ * themselves (.eh_frame, and .debug_frame when they have one), never a
+ * separate debug file, as perf's libdw unwinder: a session is per process,
+ * and looking for debug files made every one of them open and decompress
+ * libc's (libc6-dbg) again when a walk reached the outermost frame, 35% of
+ * the time on a recording of 20 short processes. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                        char **debuginfo_file_name)
+{
+    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+    (void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
+    return -1;
+}
+
 static const Dwfl_Callbacks dwfl_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = no_debuginfo,
 };
 
 int pd_unwind_new(struct pd_unwind **out, struct pd_tasks *t)
