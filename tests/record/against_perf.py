@@ -52,26 +52,14 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
+from recording import compile_c, skip  # noqa: E402
 
-SKIP = 77
 FREQ = "4000"
+FP_FLAGS = ["-O2", "-fno-omit-frame-pointer"]
 TOP = 10
 LIMIT = 3.0
 SAME_LIMIT = 0.5
 MIN_SAMPLES = 6000
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-def compile_c(src, out):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        skip("no C compiler")
-    subprocess.run([cc, "-O2", "-g", "-fno-omit-frame-pointer", "-o", out, src], check=True)
-    return out
 
 
 def perf_record(work, name, argv, status):
@@ -234,8 +222,8 @@ def main():
     os.makedirs(os.path.join(work, "home"))
     os.environ["HOME"] = os.path.join(work, "home")
     probe(work)
-    known = compile_c(os.path.join(src, "known.c"), os.path.join(work, "known"))
-    hot = compile_c(os.path.join(src, "hot.c"), os.path.join(work, "hot"))
+    known = compile_c(os.path.join(src, "known.c"), os.path.join(work, "known"), FP_FLAGS)
+    hot = compile_c(os.path.join(src, "hot.c"), os.path.join(work, "hot"), FP_FLAGS)
     # about 2.2 s of CPU each: 8000-9000 samples at 4000 Hz
     against_perf(work, "known", [known, "12000"], status=7)
     against_perf(work, "hot", [hot, "240"])

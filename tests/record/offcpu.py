@@ -21,7 +21,9 @@ pointers) and by `perf record -e cpu-clock -e context-switches/period=1/
   - the blocked stacks go through main and clock_nanosleep (DWARF: main
     in at least 99% of the blocked time);
   - perf's recording: `ember collapse --event cpu` equals `perf script |
-    ember collapse` (the on-CPU samples, the switches not counted);
+    ember collapse` (the on-CPU samples, the switches not counted; the
+    sampled event named on both sides, as perf script text keeps the event
+    of its first sample, which may be a switch);
   - the SVG draws the marks in FlameGraph's off-CPU blue.
 
 Skips (77) without cc or perf, or where perf_event_open is not permitted.
@@ -36,22 +38,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
+from recording import compile_c, perf, skip  # noqa: E402
 
-SKIP = 77
 MARKS = ("[off-cpu]", "[preempted]")
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-def compile_c(src, out, flags):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        skip("no C compiler")
-    subprocess.run([cc, "-g", "-O2", "-o", out, src] + flags, check=True)
-    return out
 
 
 def program_times(stderr):
@@ -72,14 +61,6 @@ def ember_record(work, args):
         golden.fail("ember record --off-cpu %s: exit %d: %r" % (" ".join(args), p.returncode,
                                                                 p.stderr))
     return (int(m.group(1)), int(m.group(2))) + program_times(p.stderr)
-
-
-def perf(args):
-    p = subprocess.run(["perf"] + args, capture_output=True, text=True)
-    if p.returncode != 0 or p.stderr.strip():
-        golden.fail("perf %s: exit %d, stderr %r" % (" ".join(args), p.returncode,
-                                                     p.stderr[:2000]))
-    return p.stdout
 
 
 def folded(data, event):
@@ -175,9 +156,12 @@ def test_perf(work, prog):
     wall, slept = program_times(p.stderr)
     check_values("perf record, read by ember", data, wall, slept)
     script = perf(["script", "-i", data])
-    text = subprocess.run([golden.EMBER, "collapse"], input=script, capture_output=True,
+    # the text names the event of its first sample, which may be a switch:
+    # both sides are told which event is sampled
+    event = ["--event-filter", "cpu-clock/freq=1000/"]
+    text = subprocess.run([golden.EMBER, "collapse"] + event, input=script, capture_output=True,
                           text=True, check=True).stdout
-    ours = golden.run(["collapse", "--event", "cpu", data])[0].decode()
+    ours = golden.run(["collapse", "--event", "cpu"] + event + [data])[0].decode()
     if text != ours:
         golden.fail("perf record's on-CPU stacks: ember collapse --event cpu differs from "
                     "perf script | ember collapse:\n%s\n---\n%s" % (ours[:1500], text[:1500]))
@@ -190,8 +174,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     os.environ["HOME"] = work  # perf's build-id cache: the test's own
     c = os.path.join(src, "halfsleep.c")
-    fp = compile_c(c, os.path.join(work, "halfsleep"), ["-fno-omit-frame-pointer"])
-    nofp = compile_c(c, os.path.join(work, "halfsleep-nofp"), ["-fomit-frame-pointer"])
+    fp = compile_c(c, os.path.join(work, "halfsleep"), ["-O2", "-fno-omit-frame-pointer"])
+    nofp = compile_c(c, os.path.join(work, "halfsleep-nofp"), ["-O2", "-fomit-frame-pointer"])
     test_ember_fp(work, fp)
     test_ember_dwarf(work, nofp)
     test_perf(work, fp)

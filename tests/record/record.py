@@ -25,21 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
-
-SKIP = 77
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-def compile_c(src, out, flags):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        skip("no C compiler")
-    subprocess.run([cc, "-g", "-o", out, src] + flags, check=True)
-    return out
+from recording import compile_c, perf, skip  # noqa: E402
 
 
 def record(work, args, check=True):
@@ -51,15 +37,6 @@ def record(work, args, check=True):
         golden.fail("ember record %s: exit %d, no summary: %r" %
                     (" ".join(args), p.returncode, p.stderr))
     return p.returncode, p.stderr, int(m.group(1)) if m else None
-
-
-def perf(args):
-    """perf ARGS: stdout; fails on a warning or error on stderr."""
-    p = subprocess.run(["perf"] + args, capture_output=True, text=True)
-    if p.returncode != 0 or p.stderr.strip():
-        golden.fail("perf %s: exit %d, stderr %r" % (" ".join(args), p.returncode,
-                                                     p.stderr[:2000]))
-    return p.stdout
 
 
 def samples_of(data, fields="comm,pid,tid,ip,sym"):
