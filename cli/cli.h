@@ -8,6 +8,7 @@
 
 #include "ember/error.h"
 #include "ember/formats.h"
+#include "ember/gcphases.h"
 #include "ember/profile.h"
 #include "ember/transform.h"
 #include "parse_options.h"
@@ -119,6 +120,14 @@ struct cli_reader {
     bool flamechart;                   /* keep the arrival sequence */
     struct ember_transform *transform; /* the transform options, NULL: none */
     const char *verb;                  /* for "nothing to VERB" */
+    /* OCaml GC phases beside a perf.data recording (ember record's
+     * OUT.events, or --gc-events): --during gc / --outside gc keep the
+     * samples inside / outside them; timeline: the phases are read when
+     * there (gc_phases, else NULL) and the samples' times kept (gc) */
+    const char *during, *outside, *gc_events;
+    bool timeline;
+    struct ember_gc_filter gc;
+    struct ember_gc_phases *gc_phases;
 };
 
 void cli_reader_init(struct cli_reader *r);
@@ -133,41 +142,64 @@ int cli_transform_option(const struct option *opt, const char *arg);
 /* The rows of the option table for reading (r must outlive parsing): the
  * input options, each format's own (from its row in the registry, built
  * by cli_reader_init), and the transforms. */
-#define CLI_READ_OPTIONS(r)                                                                        \
-    OPT_GROUP_("Input options:"),                                                                  \
-        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},      \
-        {OPT_UINT, "threads",                                                                      \
-         'j',      &(r).ro.threads,                                                                \
-         "N",      "parser threads for large perf inputs (0: one per CPU)",                        \
-         "0",      NULL,                                                                           \
-         false},                                                                                   \
-        {OPT_STRING,                                                                               \
-         "event",                                                                                  \
-         0,                                                                                        \
-         &(r).ro.value,                                                                            \
-         "NAME",                                                                                   \
-         "the value to show (Ir, D1mr for callgrind; cpu, alloc_space for pprof; samples), or "    \
-         "its index",                                                                              \
-         "the input's: pprof's default_sample_type, perf's periods, callgrind's first event",      \
-         NULL,                                                                                     \
-         false},                                                                                   \
-        {OPT_STRING,    "sample-type", 0,                                                          \
-         &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                       \
-         NULL,          NULL,          false},                                                     \
-        {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                 \
-        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),               \
-        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),     \
-        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),      \
-        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),   \
-        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),            \
-        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                \
-        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),            \
-        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                 \
-                       "fold the first frame matching RE and its callees into one (NAME)"),        \
-        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),  \
-        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),  \
-        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                               \
-                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),        \
+#define CLI_READ_OPTIONS(r)                                                                          \
+    OPT_GROUP_("Input options:"),                                                                    \
+        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},        \
+        {OPT_UINT, "threads",                                                                        \
+         'j',      &(r).ro.threads,                                                                  \
+         "N",      "parser threads for large perf inputs (0: one per CPU)",                          \
+         "0",      NULL,                                                                             \
+         false},                                                                                     \
+        {OPT_STRING,                                                                                 \
+         "event",                                                                                    \
+         0,                                                                                          \
+         &(r).ro.value,                                                                              \
+         "NAME",                                                                                     \
+         "the value to show (Ir, D1mr for callgrind; cpu, alloc_space for pprof; samples), or "      \
+         "its index",                                                                                \
+         "the input's: pprof's default_sample_type, perf's periods, callgrind's first event",        \
+         NULL,                                                                                       \
+         false},                                                                                     \
+        {OPT_STRING,    "sample-type", 0,                                                            \
+         &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                         \
+         NULL,          NULL,          false},                                                       \
+        {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                   \
+        {OPT_STRING, "during",                                                                       \
+         0,          &(r).during,                                                                    \
+         "gc",       "perf.data of an OCaml 5 program: only the samples taken inside its GC phases", \
+         NULL,       NULL,                                                                           \
+         false},                                                                                     \
+        {OPT_STRING,                                                                                 \
+         "outside",                                                                                  \
+         0,                                                                                          \
+         &(r).outside,                                                                               \
+         "gc",                                                                                       \
+         "perf.data of an OCaml 5 program: only the samples taken outside its GC phases",            \
+         NULL,                                                                                       \
+         NULL,                                                                                       \
+         false},                                                                                     \
+        {OPT_STRING,                                                                                 \
+         "gc-events",                                                                                \
+         0,                                                                                          \
+         &(r).gc_events,                                                                             \
+         "FILE",                                                                                     \
+         "the program's runtime events, for --during/--outside and the Chrome timeline",             \
+         "INPUT.events (what ember record -o INPUT keeps)",                                          \
+         NULL,                                                                                       \
+         false},                                                                                     \
+        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),                 \
+        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),       \
+        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),        \
+        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),     \
+        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),              \
+        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                  \
+        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),              \
+        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                   \
+                       "fold the first frame matching RE and its callees into one (NAME)"),          \
+        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),    \
+        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),    \
+        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
+                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),          \
         CLI_TRANSFORM_(r, "reverse", NULL, "stacks read from the leaf: a bottom-up view")
 /* Warns when a profile's values measure something else than (type, unit)
  * of another input: their sum or difference would mean nothing. */
@@ -178,5 +210,8 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
+/* After reading with timeline set and GC phases found: CPU samples and GC
+ * phases on one time axis, as a Chrome trace, into out (NULL: stdout). */
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out);
 
 #endif

@@ -86,6 +86,19 @@ static int output(const struct ember_writer_format *w, const struct ember_profil
     return cli_output_finish(&o, err, NULL);
 }
 
+/* Whether the one input has an OCaml program's runtime events beside it
+ * (ember record's X.data.events, or --gc-events). */
+static bool gc_data_beside(const struct cli_reader *r, char **files, int nfiles)
+{
+    if (nfiles != 1 || strcmp(files[0], "-") == 0)
+        return false;
+    if (r->gc_events)
+        return true;
+    char events[4200];
+    snprintf(events, sizeof(events), "%s.events", files[0]);
+    return access(events, F_OK) == 0;
+}
+
 /* The title: --name, else the first input's file name. */
 static const char *default_name(char **files, int nfiles)
 {
@@ -143,9 +156,12 @@ int cmd_convert(int argc, char **argv)
         cli_error("out of memory");
         ret = 1;
     }
+    r.timeline = w && strcmp(w->name, "chrome") == 0 && gc_data_beside(&r, argv, nfiles);
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
-    if (p && !ret)
+    if (p && !ret && r.timeline && r.gc_phases)
+        ret = cli_write_gc_timeline(&r, p, out);
+    else if (p && !ret)
         ret = output(w, p, &co, out);
     ember_profile_free(p);
     cli_reader_release(&r);

@@ -446,6 +446,8 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
     int err = pd_file_parse_sample(&r->f, &r->f.attrs[ai], rec, &s, r->d);
     if (err)
         return err;
+    if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s.pid, s.tid, s.time))
+        return 0;
     struct attr_seen *seen = &r->seen[ai];
     if (!seen->first)
         seen->first = ++r->nseen;

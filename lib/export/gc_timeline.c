@@ -1,0 +1,335 @@
+/*
+ * gc_timeline.c - CPU samples and an OCaml program's GC phases on one time
+ * axis, as Chrome's Trace Event JSON (Perfetto's UI, chrome://tracing,
+ * speedscope): a flame chart per sampled thread and a track of GC phases
+ * per domain, both on CLOCK_MONOTONIC (ember/gcphases.h).
+ *
+ * The profile's arrival sequence says which stack each sample had, the
+ * filter's times (recorded in the same order, one per sample) when and on
+ * which thread: the k samples of a sequence entry are the next k times.
+ * A sample lasts until its thread's next sample, at most its period (the
+ * entry's nanoseconds over its samples, when the profile counts time).
+ * Consecutive samples of a thread that share frames from the root share
+ * those frames' spans, as a flame chart draws them.
+ *
+ * Invariants: spans are written by thread, then start, then depth (outer
+ * first): speedscope sorts X events by start and longest duration, stably,
+ * so a parent and a child of equal extent keep that order; every time is
+ * written as microseconds with three decimals, exact to the nanosecond.
+ */
+#include "ember/gcphases.h"
+#include "io/writer.h"
+#include "spans.h"
+#include "util/diag.h"
+#include "util/vec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DOMAIN_TID_BASE = 4194304 }; /* above Linux's largest pid_max */
+
+struct sample {
+    uint32_t pid, tid;
+    uint64_t time, period;
+    uint32_t node;
+    size_t order;
+};
+
+struct span {
+    uint32_t pid, tid, node, depth;
+    uint64_t begin, end;
+};
+
+struct timeline {
+    const struct ember_profile *p;
+    const struct ember_gc_filter *f;
+    unsigned vsamples, vtime; /* vtime == vsamples: no time value */
+    int64_t scale;            /* 10^decimals */
+    struct sample *s;
+    size_t ns, next;
+    struct span *spans;
+    size_t nspans, scap;
+    bool mismatch;
+};
+
+static bool find_value(const struct ember_profile *p, const char *type, unsigned *v)
+{
+    for (unsigned i = 0; i < ember_profile_values(p); i++)
+        if (strcmp(ember_profile_value_type(p, i), type) == 0) {
+            *v = i;
+            return true;
+        }
+    return false;
+}
+
+/* A sequence entry: its samples take the next times. */
+static int on_entry(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct timeline *t = ctx;
+    int64_t k = self[t->vsamples] / t->scale;
+    if (k <= 0 || depth == 0)
+        return 0;
+    if ((uint64_t)k > t->ns - t->next) {
+        t->mismatch = true;
+        return -EINVAL;
+    }
+    uint64_t period = t->vtime != t->vsamples ? (uint64_t)(self[t->vtime] / t->scale / k) : 0;
+    for (int64_t i = 0; i < k; i++) {
+        const struct ember_sample_time *st = &t->f->v[t->next];
+        t->s[t->next] =
+            (struct sample){st->pid, st->tid, st->time, period, path[depth - 1], t->next};
+        t->next++;
+    }
+    return 0;
+}
+
+static int by_thread_time(const void *a, const void *b)
+{
+    const struct sample *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int by_thread_start(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* The nodes from the root's child down to node, into path (cap deep). */
+static size_t path_of(const struct ember_profile *p, uint32_t node, uint32_t **path, size_t *cap)
+{
+    size_t n = 0;
+    for (uint32_t k = node; k != EMBER_ROOT; k = ember_profile_node_parent(p, k))
+        n++;
+    if (EMBER_VEC_RESERVE(*path, *cap, n) < 0)
+        return SIZE_MAX;
+    size_t i = n;
+    for (uint32_t k = node; k != EMBER_ROOT; k = ember_profile_node_parent(p, k))
+        (*path)[--i] = k;
+    return n;
+}
+
+/* The spans of one thread's samples [a, b): a flame chart. */
+struct open_frames {
+    uint32_t *node;
+    uint64_t *since;
+    size_t n, cap, scap;
+};
+
+static int close_above(struct timeline *t, struct open_frames *o, size_t keep, uint64_t at,
+                       const struct sample *s)
+{
+    while (o->n > keep) {
+        o->n--;
+        if (EMBER_VEC_RESERVE(t->spans, t->scap, t->nspans + 1) < 0)
+            return -ENOMEM;
+        t->spans[t->nspans++] =
+            (struct span){s->pid, s->tid, o->node[o->n], (uint32_t)o->n, o->since[o->n], at};
+    }
+    return 0;
+}
+
+static int thread_spans(struct timeline *t, size_t a, size_t b, struct open_frames *o,
+                        uint32_t **path, size_t *pcap)
+{
+    uint64_t end = 0;
+    o->n = 0;
+    for (size_t i = a; i < b; i++) {
+        const struct sample *s = &t->s[i];
+        uint64_t next = i + 1 < b ? t->s[i + 1].time : s->time + (s->period ? s->period : 1000000);
+        uint64_t dur = next - s->time;
+        if (s->period && dur > s->period)
+            dur = s->period;
+        size_t n = path_of(t->p, s->node, path, pcap);
+        if (n == SIZE_MAX)
+            return -ENOMEM;
+        size_t common = 0;
+        if (s->time <= end) /* contiguous with the previous sample */
+            while (common < o->n && common < n && o->node[common] == (*path)[common])
+                common++;
+        int err = close_above(t, o, common, o->n && s->time > end ? end : s->time, s);
+        if (!err && (EMBER_VEC_RESERVE(o->node, o->cap, n) < 0 ||
+                     EMBER_VEC_RESERVE(o->since, o->scap, n) < 0))
+            err = -ENOMEM;
+        if (err)
+            return err;
+        for (; o->n < n; o->n++) {
+            o->node[o->n] = (*path)[o->n];
+            o->since[o->n] = s->time;
+        }
+        end = s->time + dur;
+    }
+    return b > a ? close_above(t, o, 0, end, &t->s[b - 1]) : 0;
+}
+
+static int make_spans(struct timeline *t)
+{
+    qsort(t->s, t->ns, sizeof(*t->s), by_thread_time);
+    struct open_frames o = {0};
+    uint32_t *path = NULL;
+    size_t pcap = 0;
+    int err = 0;
+    for (size_t a = 0, b; a < t->ns && !err; a = b) {
+        for (b = a + 1; b < t->ns && t->s[b].pid == t->s[a].pid && t->s[b].tid == t->s[a].tid;)
+            b++;
+        err = thread_spans(t, a, b, &o, &path, &pcap);
+    }
+    free(o.node);
+    free(o.since);
+    free(path);
+    if (!err)
+        qsort(t->spans, t->nspans, sizeof(*t->spans), by_thread_start);
+    return err;
+}
+
+static void put_time(struct ember_writer *w, const char *key, uint64_t ns)
+{
+    ember_writer_printf(w, ",\"%s\":%llu.%03llu", key, (unsigned long long)(ns / 1000),
+                        (unsigned long long)(ns % 1000));
+}
+
+/* Events are separated by commas: the first has none. */
+struct out {
+    struct ember_writer w;
+    bool started;
+};
+
+static void next_event(struct out *o)
+{
+    ember_writer_puts(&o->w, o->started ? ",\n" : "\n");
+    o->started = true;
+}
+
+static void put_x(struct out *o, uint32_t pid, uint32_t tid, uint64_t begin, uint64_t end,
+                  const char *name, size_t len, const char *cat, const char *mark)
+{
+    struct ember_writer *w = &o->w;
+    next_event(o);
+    ember_writer_printf(w, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u", cat, pid, tid);
+    put_time(w, "ts", begin);
+    put_time(w, "dur", end - begin);
+    ember_writer_puts(w, ",\"name\":");
+    ember_export_json_bytes(w, name, len, mark);
+    ember_writer_puts(w, "}");
+}
+
+static void put_name(struct out *o, const char *what, uint32_t pid, uint32_t tid, const char *name)
+{
+    struct ember_writer *w = &o->w;
+    next_event(o);
+    ember_writer_printf(
+        w, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what, pid,
+        tid);
+    ember_export_json_bytes(w, name, strlen(name), "");
+    ember_writer_puts(w, "}}");
+}
+
+static void write_samples(struct out *w, const struct timeline *t)
+{
+    char buf[4096];
+    for (size_t i = 0; i < t->nspans; i++) {
+        const struct span *s = &t->spans[i];
+        if (i == 0 || s->tid != t->spans[i - 1].tid || s->pid != t->spans[i - 1].pid) {
+            snprintf(buf, sizeof(buf), "thread %u: CPU samples%s", s->tid,
+                     s->tid == s->pid ? " (main thread: OCaml domain 0)" : "");
+            put_name(w, "thread_name", s->pid, s->tid, buf);
+        }
+        struct ember_frame fr;
+        ember_profile_frame(t->p, ember_profile_node_frame(t->p, s->node), &fr);
+        size_t n = ember_frame_spell(&fr, buf, sizeof(buf));
+        put_x(w, s->pid, s->tid, s->begin, s->end, buf, n < sizeof(buf) ? n : sizeof(buf) - 1,
+              "cpu", "");
+    }
+}
+
+static void write_phases(struct out *w, const struct ember_gc_phases *g)
+{
+    uint32_t pid = ember_gc_phases_pid(g);
+    char buf[96];
+    for (unsigned dm = 0; dm < ember_gc_phases_domains(g); dm++) {
+        size_t n = ember_gc_phases_count(g, dm);
+        if (!n)
+            continue;
+        snprintf(buf, sizeof(buf), "OCaml domain %u: GC phases", dm);
+        put_name(w, "thread_name", pid, DOMAIN_TID_BASE + dm, buf);
+        for (size_t i = 0; i < n; i++) {
+            const struct ember_gc_slice *s = ember_gc_phases_slice(g, dm, i);
+            put_x(w, pid, DOMAIN_TID_BASE + dm, s->begin, s->end, s->name, strlen(s->name), "gc",
+                  s->open_at_end ? EMBER_OPEN_SPAN_MARK : "");
+        }
+    }
+}
+
+static int pair(struct timeline *t, struct ember_diag *d)
+{
+    const struct ember_profile *p = t->p;
+    if (!ember_profile_has_sequence(p) || !t->f->times)
+        return ember_diag_set(d, -EINVAL, NULL, 0, "a timeline needs the samples in time order");
+    if (t->f->nomem)
+        return -ENOMEM;
+    if (!find_value(p, "samples", &t->vsamples))
+        return ember_diag_set(d, -EINVAL, NULL, 0, "a timeline needs the samples counted");
+    unsigned sel = ember_profile_selected(p);
+    bool ns = strcmp(ember_profile_value_unit(p, sel), "nanoseconds") == 0;
+    t->vtime = ns ? sel : t->vsamples;
+    t->scale = 1;
+    for (unsigned i = 0; i < ember_profile_decimals(p); i++)
+        t->scale *= 10;
+    t->ns = t->f->n;
+    t->s = malloc((t->ns ? t->ns : 1) * sizeof(*t->s));
+    if (!t->s)
+        return -ENOMEM;
+    int err = ember_profile_walk_sequence(p, on_entry, t);
+    if (t->mismatch || (!err && t->next != t->ns))
+        return ember_diag_set(d, -EINVAL, NULL, 0,
+                              "the samples' stacks and times do not pair (%zu times, %zu stacks): "
+                              "a timeline cannot be drawn after transforms that drop samples",
+                              t->ns, t->next);
+    return err;
+}
+
+int ember_gc_timeline_chrome(const struct ember_profile *p, const struct ember_gc_filter *f,
+                             const struct ember_gc_phases *g, const struct ember_sink *out,
+                             struct ember_diag *d)
+{
+    struct timeline t = {.p = p, .f = f};
+    int err = pair(&t, d);
+    if (!err)
+        err = make_spans(&t);
+    if (!err) {
+        struct out *o = calloc(1, sizeof(*o));
+        if (!o) {
+            err = -ENOMEM;
+        } else {
+            ember_writer_init(&o->w, out);
+            ember_writer_puts(&o->w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":"
+                                     "\"CLOCK_MONOTONIC\",\"domains\":\"domain 0 is the main "
+                                     "thread; other domains run on threads the OCaml runtime "
+                                     "makes, which runtime events do not name\"},\n"
+                                     "\"traceEvents\":[");
+            write_samples(o, &t);
+            if (g)
+                write_phases(o, g);
+            ember_writer_puts(&o->w, "\n]}\n");
+            err = ember_writer_flush(&o->w);
+            free(o);
+        }
+    }
+    free(t.s);
+    free(t.spans);
+    return err;
+}
