@@ -14,14 +14,19 @@
  * collecting; the STW work it takes part in meanwhile is). Phases still
  * open at the end of the trace end at its last event.
  *
- * Domains and threads: runtime events carry no thread ids. Domain 0 is the
- * main thread (tid == pid). Other domains run on threads the runtime
- * creates, and a blocked domain's stop-the-world work is done by its backup
- * thread, so a thread other than the main one is not tied to one domain: a
- * sample of such a thread counts as inside GC when any domain of the
- * process is in a GC phase. With one domain this is exact; with several,
- * a domain's concurrent major slice also covers the other domains' mutator
- * samples taken meanwhile.
+ * Domains and threads: runtime events carry no thread ids, and a domain
+ * is not one thread (a blocked domain's stop-the-world work runs on its
+ * backup thread), so which domain a thread runs cannot be read from them,
+ * except that domain 0 is the main thread (tid == pid). Stop-the-world
+ * phases (stw_leader, stw_handler, interrupt_remote and other stw_*) stop
+ * every domain: a domain waiting to join one (spinning in
+ * caml_try_run_on_all_domains_with_spin_work) has no phase open yet, and
+ * is collecting all the same. So a sample of the main thread is inside GC
+ * when domain 0 is in a GC phase or any domain in a stop-the-world one; a
+ * sample of another thread when any domain of the process is in a GC
+ * phase. With one domain this is exact; with several, a domain's
+ * concurrent major slice also covers the other domains' mutator samples
+ * taken meanwhile.
  */
 #ifndef EMBER_GCPHASES_H
 #define EMBER_GCPHASES_H

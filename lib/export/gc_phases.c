@@ -6,8 +6,9 @@
  *
  * Invariants: a domain's slices are in the order their phases began (outer
  * before inner); its GC phases (depth 0) do not overlap and are sorted, and
- * so is the union of every domain's, which is made once after reading, so
- * that a sample costs one binary search.
+ * so are the unions of every domain's GC phases and of their
+ * stop-the-world ones, made once after reading, so that a sample costs one
+ * or two binary searches.
  */
 #include "ember/gcphases.h"
 #include "ember/tracefile.h"
@@ -34,6 +35,8 @@ struct domain {
     size_t nopen, ocap;
     struct interval *gc; /* depth 0 */
     size_t ngc, gccap;
+    struct interval *stw; /* depth 0, stop-the-world */
+    size_t nstw, stwcap;
     uint64_t last; /* its last event */
 };
 
@@ -44,6 +47,8 @@ struct ember_gc_phases {
     unsigned ndomains;
     struct interval *any; /* the union of the domains' GC phases */
     size_t nany;
+    struct interval *stw; /* the union of their stop-the-world phases */
+    size_t nstw;
     uint64_t last;
     int err;
 };
@@ -78,6 +83,20 @@ static int begin_phase(struct domain *dm, const struct ember_trace_event *e)
     return 0;
 }
 
+/* Phases every domain takes part in. */
+static bool stop_the_world(const char *name)
+{
+    return strncmp(name, "stw_", 4) == 0 || strcmp(name, "interrupt_remote") == 0;
+}
+
+static int add_interval(struct interval **v, size_t *n, size_t *cap, uint64_t begin, uint64_t end)
+{
+    if (EMBER_VEC_RESERVE(*v, *cap, *n + 1) < 0)
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct interval){begin, end};
+    return 0;
+}
+
 /* Closes the phases open above depth keep at time at. */
 static int close_to(struct domain *dm, size_t keep, uint64_t at, bool cut)
 {
@@ -85,11 +104,11 @@ static int close_to(struct domain *dm, size_t keep, uint64_t at, bool cut)
         struct ember_gc_slice *s = &dm->slices[dm->open[--dm->nopen].slice];
         s->end = at > s->begin ? at : s->begin;
         s->open_at_end = cut;
-        if (s->depth == 0) {
-            if (EMBER_VEC_RESERVE(dm->gc, dm->gccap, dm->ngc + 1) < 0)
-                return -ENOMEM;
-            dm->gc[dm->ngc++] = (struct interval){s->begin, s->end};
-        }
+        if (s->depth == 0 && add_interval(&dm->gc, &dm->ngc, &dm->gccap, s->begin, s->end) < 0)
+            return -ENOMEM;
+        if (s->depth == 0 && stop_the_world(s->name) &&
+            add_interval(&dm->stw, &dm->nstw, &dm->stwcap, s->begin, s->end) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -139,30 +158,44 @@ static int by_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-/* The union of every domain's GC phases, sorted and merged. */
-static int make_union(struct ember_gc_phases *g)
+/* A domain's GC phases, or its stop-the-world ones. */
+static const struct interval *phases_of(const struct domain *d, bool stw, size_t *n)
 {
-    size_t n = 0;
-    for (unsigned i = 0; i < g->ndomains; i++)
-        n += g->domains[i].ngc;
-    g->any = malloc((n ? n : 1) * sizeof(*g->any));
-    if (!g->any)
-        return -ENOMEM;
+    *n = stw ? d->nstw : d->ngc;
+    return stw ? d->stw : d->gc;
+}
+
+/* The union of every domain's GC phases (or stop-the-world ones), sorted
+ * and merged. */
+static int make_union(struct ember_gc_phases *g, bool stw, struct interval **out, size_t *nout)
+{
+    size_t n = 0, k;
     for (unsigned i = 0; i < g->ndomains; i++) {
-        memcpy(g->any + g->nany, g->domains[i].gc, g->domains[i].ngc * sizeof(*g->any));
-        g->nany += g->domains[i].ngc;
+        phases_of(&g->domains[i], stw, &k);
+        n += k;
     }
-    qsort(g->any, g->nany, sizeof(*g->any), by_begin);
-    size_t k = 0;
-    for (size_t i = 0; i < g->nany; i++) {
-        if (k && g->any[i].begin <= g->any[k - 1].end) {
-            if (g->any[i].end > g->any[k - 1].end)
-                g->any[k - 1].end = g->any[i].end;
+    struct interval *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    n = 0;
+    for (unsigned i = 0; i < g->ndomains; i++) {
+        const struct interval *p = phases_of(&g->domains[i], stw, &k);
+        if (k)
+            memcpy(v + n, p, k * sizeof(*v));
+        n += k;
+    }
+    qsort(v, n, sizeof(*v), by_begin);
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k && v[i].begin <= v[k - 1].end) {
+            if (v[i].end > v[k - 1].end)
+                v[k - 1].end = v[i].end;
         } else {
-            g->any[k++] = g->any[i];
+            v[k++] = v[i];
         }
     }
-    g->nany = k;
+    *out = v;
+    *nout = k;
     return 0;
 }
 
@@ -173,7 +206,8 @@ static int finish(struct ember_gc_phases *g)
         if (err)
             return err;
     }
-    return make_union(g);
+    int err = make_union(g, false, &g->any, &g->nany);
+    return err ? err : make_union(g, true, &g->stw, &g->nstw);
 }
 
 static bool has_phases(const struct ember_gc_phases *g)
@@ -225,9 +259,11 @@ void ember_gc_phases_free(struct ember_gc_phases *g)
         free(g->domains[i].slices);
         free(g->domains[i].open);
         free(g->domains[i].gc);
+        free(g->domains[i].stw);
     }
     free(g->domains);
     free(g->any);
+    free(g->stw);
     ember_trace_close(g->t);
     free(g);
 }
@@ -273,7 +309,8 @@ bool ember_gc_phases_during(const struct ember_gc_phases *g, uint32_t pid, uint3
     if (pid != g->pid)
         return false;
     if (tid == pid)
-        return g->ndomains && inside(g->domains[0].gc, g->domains[0].ngc, time);
+        return (g->ndomains && inside(g->domains[0].gc, g->domains[0].ngc, time)) ||
+               inside(g->stw, g->nstw, time);
     return inside(g->any, g->nany, time);
 }
 

@@ -44,6 +44,7 @@ struct span {
 
 struct timeline {
     const struct ember_profile *p;
+    const struct ember_gc_phases *g;
     const struct ember_gc_filter *f;
     unsigned vsamples, vtime; /* vtime == vsamples: no time value */
     int64_t scale;            /* 10^decimals */
@@ -245,7 +246,10 @@ static void write_samples(struct out *w, const struct timeline *t)
         const struct span *s = &t->spans[i];
         if (i == 0 || s->tid != t->spans[i - 1].tid || s->pid != t->spans[i - 1].pid) {
             snprintf(buf, sizeof(buf), "thread %u: CPU samples%s", s->tid,
-                     s->tid == s->pid ? " (main thread: OCaml domain 0)" : "");
+                     s->tid == s->pid ? " (main thread: OCaml domain 0)"
+                     : t->g && s->pid == ember_gc_phases_pid(t->g)
+                         ? " (OCaml domain not known: runtime events name no thread)"
+                         : "");
             put_name(w, "thread_name", s->pid, s->tid, buf);
         }
         struct ember_frame fr;
@@ -306,7 +310,7 @@ int ember_gc_timeline_chrome(const struct ember_profile *p, const struct ember_g
                              const struct ember_gc_phases *g, const struct ember_sink *out,
                              struct ember_diag *d)
 {
-    struct timeline t = {.p = p, .f = f};
+    struct timeline t = {.p = p, .g = g, .f = f};
     int err = pair(&t, d);
     if (!err)
         err = make_spans(&t);

@@ -219,6 +219,28 @@ def test_filter(work, data):
     return (sum(during.values()), sum(outside.values()), total, d_share, o_share)
 
 
+def test_one_domain(work):
+    """One domain: the main thread is domain 0, the filter is exact: --during
+    gc is the GC's functions, --outside gc has almost none, and the share of
+    samples during GC is gc-stats' GC overhead (within 3 points)."""
+    import json
+    data = os.path.join(work, "one.data")
+    rc, err = record(work, ["-F", "4000", "-o", data, "--", FIXTURE, "-iters", "200"])
+    if rc != 0:
+        golden.fail("ember record of the fixture: exit %d, %r" % (rc, err))
+    whole = sum(folded(ember(["collapse", data])[0]).values())
+    during = folded(ember(["collapse", "--during", "gc", data])[0])
+    outside = folded(ember(["collapse", "--outside", "gc", data])[0])
+    d_share, o_share = gc_share(during), gc_share(outside)
+    share = 100.0 * sum(during.values()) / whole
+    stats = json.loads(ember(["trace", "gc-stats", "--json", data + ".events"])[0])
+    if d_share < 95 or o_share > 2 or abs(share - stats["gc_overhead"]) > 3:
+        golden.fail("one domain: --during gc %.1f%% GC functions (>= 95), --outside gc %.1f%% "
+                    "(<= 2); %.1f%% of the samples during GC, gc-stats says %.1f%% of the time" %
+                    (d_share, o_share, share, stats["gc_overhead"]))
+    return d_share, o_share, share, stats["gc_overhead"]
+
+
 def check_timeline(path):
     """The Chrome trace at path: valid JSON, a GC track per domain, samples
     per thread; the share of samples in GC functions inside GC phases."""
@@ -293,6 +315,9 @@ def main():
     d, o, t, ds, os_ = test_filter(work, data)
     print("ok: filter: during %d + outside %d = %d ns; GC functions %.1f%% during, %.1f%% "
           "outside" % (d, o, t, ds, os_))
+    one = test_one_domain(work)
+    print("ok: one domain: GC functions %.1f%% during, %.1f%% outside; %.1f%% of the samples "
+          "during GC, gc-stats' overhead %.1f%%" % one)
     cpu, gc, share = test_timeline(work, data)
     print("ok: timeline: %d sample spans, %d GC slices; %.1f%% of the GC functions' samples "
           "inside GC phases" % (cpu, gc, share))
