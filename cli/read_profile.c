@@ -239,12 +239,18 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     }
     if (!err)
         err = ember_format_read(fmt, p, in, &ro, &st, &d);
+    uint64_t seen = r->gc.kept + r->gc.dropped;
+    bool foreign = (!err || err == -ENODATA) && gc_filtering(r) && seen && r->gc.foreign == seen;
     bool none_kept = err == -ENODATA && gc_filtering(r) && r->gc.dropped;
-    if (none_kept) {
+    if (foreign) {
+        cli_error("%s: none of its samples is of process %u, whose runtime events give the GC "
+                  "phases (another recording's?)",
+                  ember_input_name(in), (unsigned)ember_gc_phases_pid(r->gc_phases));
+        err = -EINVAL;
+    } else if (none_kept) {
         cli_error("%s: no samples %s GC phases (all %llu were %s)", ember_input_name(in),
                   r->during ? "inside" : "outside", (unsigned long long)r->gc.dropped,
                   r->during ? "outside" : "inside");
-        d.msg[0] = '\0';
     }
     cli_progress_done(&r->progress);
     cli_warnings_flush(&r->warnings);
@@ -256,7 +262,7 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
                     ember_read_opts_string(&ro, "event-filter")
                         ? ""
                         : " (use --event-filter=EVENT to choose)");
-    if (err && !none_kept)
+    if (err && !foreign && !none_kept)
         cli_diag_error(&d, err);
     ember_input_close(in);
     return err ? 1 : 0;

@@ -81,6 +81,7 @@ struct ember_gc_filter {
     bool during;
     bool times;
     uint64_t kept, dropped;
+    uint64_t foreign; /* samples of other processes than the events' */
     struct ember_sample_time *v;
     size_t n, cap;
     bool nomem; /* a time could not be kept */

@@ -317,6 +317,7 @@ bool ember_gc_phases_during(const struct ember_gc_phases *g, uint32_t pid, uint3
 bool ember_gc_filter_keep(void *ctx, uint32_t pid, uint32_t tid, uint64_t time)
 {
     struct ember_gc_filter *f = ctx;
+    f->foreign += f->g && pid != ember_gc_phases_pid(f->g);
     bool keep = !f->g || ember_gc_phases_during(f->g, pid, tid, time) == f->during;
     if (!keep) {
         f->dropped++;

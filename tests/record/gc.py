@@ -196,6 +196,21 @@ def test_filter(work, data):
     _, err, rc = ember(["collapse", "--outside", "gc", fold], check=False)
     if rc == 0 or "not a perf.data recording" not in err:
         golden.fail("--outside gc on folded input: exit %d, %r" % (rc, err))
+    # another program's runtime events, a cut one, a file that is none
+    corpus = os.path.join(golden.CORPUS, "ocaml5", "runtime-events", "domains.events")
+    if os.path.exists(corpus):
+        _, err, rc = ember(["collapse", "--outside", "gc", "--gc-events", corpus, data],
+                           check=False)
+        if rc == 0 or "none of its samples is of process" not in err:
+            golden.fail("--gc-events of another program: exit %d, %r" % (rc, err))
+    cut = os.path.join(work, "cut.events")
+    with open(data + ".events", "rb") as f, open(cut, "wb") as g:
+        g.write(f.read(100000))
+    for bad, said in ((cut, "cut short at byte 100000"), (fold, "nor an OCaml runtime_events")):
+        out, err, rc = ember(["collapse", "--during", "gc", "--gc-events", bad, data],
+                             check=False)
+        if rc == 0 or out or said not in err or bad not in err:
+            golden.fail("--gc-events %s: exit %d, %r" % (bad, rc, err))
     _, err, rc = ember(["collapse", "--during", "io", data], check=False)
     if rc != 2 or "expected gc" not in err:
         golden.fail("--during io: exit %d, %r" % (rc, err))
