@@ -123,7 +123,8 @@ struct cli_reader {
     /* OCaml GC phases beside a perf.data recording (ember record's
      * OUT.events, or --gc-events): --during gc / --outside gc keep the
      * samples inside / outside them; timeline: the phases are read when
-     * there (gc_phases, else NULL) and the samples' times kept (gc) */
+     * there (gc_phases, else NULL) and a perf.data input's samples' times
+     * kept (gc.times) */
     const char *during, *outside, *gc_events;
     bool timeline;
     struct ember_gc_filter gc;
@@ -210,8 +211,10 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
-/* After reading with timeline set and GC phases found: CPU samples and GC
- * phases on one time axis, as a Chrome trace, into out (NULL: stdout). */
-int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out);
+/* After reading a perf.data recording with timeline set (r->gc.times):
+ * CPU samples and GC phases (when found) on one time axis, as a Chrome
+ * trace or Perfetto's protobuf, into out (NULL: stdout). */
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+                          bool perfetto);
 
 #endif

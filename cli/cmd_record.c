@@ -50,7 +50,8 @@ static const char description[] =
     "counts them, else cpu-clock), and writes by OUT's extension: .data a perf.data\n"
     "file (perf script, perf report and hotspot read it; so does every ember\n"
     "command), .svg a flame graph, .pb.gz pprof, .folded, .speedscope.json,\n"
-    ".json a Chrome trace. Ctrl-C stops recording and still writes OUT; the exit\n"
+    ".json a Chrome trace, .pftrace Perfetto's (samples per thread in time). Ctrl-C stops "
+    "recording and still writes OUT; the exit\n"
     "status is CMD's. With -p or -a, CMD only says how long to record (as perf's\n"
     "'-a -- sleep 5'). -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
     "Running a traced program (<ember/trace.h>) and keeping its trace, which\n"
@@ -142,10 +143,21 @@ static int parse_pids(const char *s, pid_t **pids, size_t *n)
     }
 }
 
+static bool ends_with(const char *path, const char *ext)
+{
+    size_t n = strlen(path), k = strlen(ext);
+    return n >= k && strcmp(path + n - k, ext) == 0;
+}
+
 static bool is_data(const char *path)
 {
-    size_t n = strlen(path);
-    return n >= 5 && strcmp(path + n - 5, ".data") == 0;
+    return ends_with(path, ".data");
+}
+
+/* Perfetto's protobuf: the samples (and GC phases) on their time axis. */
+static bool is_perfetto(const char *path)
+{
+    return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace");
 }
 
 /* The recording of a non-.data output: a file in TMPDIR, removed on signals. */
@@ -288,7 +300,8 @@ static const char *title(const struct ember_record_opts *ro)
     return slash && slash[1] ? slash + 1 : ro->argv[0];
 }
 
-/* The recording in path, read back and written as w into out. */
+/* The recording in path, read back and written as w (NULL: Perfetto's
+ * timeline) into out. */
 static int write_from_recording(const struct ember_writer_format *w, char *path, const char *out,
                                 const char *name, const char *events, const struct record_args *a)
 {
@@ -299,9 +312,10 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     r.gc_events = events;
     r.during = a->during;
     r.outside = a->outside;
-    r.timeline = events && strcmp(w->name, "chrome") == 0; /* samples and GC on one axis */
-    r.ro.addresses = strcmp(w->name, "pprof") == 0;        /* pprof keeps addresses and mappings */
-    r.flamechart = strcmp(w->name, "chrome") == 0;         /* samples in time order */
+    /* samples and GC on one axis */
+    r.timeline = !w || (events && strcmp(w->name, "chrome") == 0);
+    r.ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
+    r.flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
     /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
      * C++ and Rust symbols perf left mangled */
     struct ember_diag dd;
@@ -319,8 +333,8 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     co.name = name;
     co.exporter = "ember@" EMBER_VERSION;
     struct cli_output o;
-    if (!ret && r.gc_phases && r.timeline)
-        ret = cli_write_gc_timeline(&r, p, out);
+    if (!ret && r.timeline && (!w || r.gc_phases))
+        ret = cli_write_gc_timeline(&r, p, out, !w);
     else if (!ret && cli_output_open(&o, out) < 0)
         ret = 1;
     else if (!ret) {
@@ -409,14 +423,15 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
      * and what was recorded is written; cleanup.c's handlers come back
      * when recording ends */
     catch_stop_signals();
-    const struct ember_writer_format *w = is_data(a->out) ? NULL : ember_writer_for_path(a->out);
-    if (!is_data(a->out) && !w) {
+    const struct ember_writer_format *w =
+        is_data(a->out) || is_perfetto(a->out) ? NULL : ember_writer_for_path(a->out);
+    if (!is_data(a->out) && !is_perfetto(a->out) && !w) {
         cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
-                  ".speedscope.json or .json",
+                  ".speedscope.json, .json or .pftrace",
                   a->out);
         return EXIT_USAGE;
     }
-    if (w && !ember_format_find("perf.data")) {
+    if (!is_data(a->out) && !ember_format_find("perf.data")) {
         cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
                   a->out);
         return 1;
@@ -424,8 +439,8 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     struct trace_side *side;
     char *events_out;
     int ret = gc_follower(ro, a->out, &side, &events_out) < 0 ? 1
-              : w                                             ? record_other(ro, a, w, side)
-                  : record_data(ro, a, side, events_out);
+              : is_data(a->out)                               ? record_data(ro, a, side, events_out)
+                                                              : record_other(ro, a, w, side);
     trace_side_free(side);
     free(events_out);
     return ret;

@@ -175,8 +175,14 @@ static int gc_setup(struct cli_reader *r, const struct ember_format *fmt, const 
         snprintf(events, sizeof(events), "%s.events", path);
     else
         events[0] = '\0';
-    if (!gc_filtering(r) && (!events[0] || access(events, F_OK) != 0))
-        return 0; /* no GC data: the timeline has samples alone */
+    if (!gc_filtering(r) && (!events[0] || access(events, F_OK) != 0)) {
+        /* no GC data: the timeline has samples alone */
+        ember_gc_filter_release(&r->gc);
+        r->gc = (struct ember_gc_filter){.times = true};
+        ro->keep_sample = ember_gc_filter_keep;
+        ro->keep_sample_ctx = &r->gc;
+        return 0;
+    }
     if (!events[0]) {
         cli_error("--%s gc: standard input has no runtime events beside it: name them with "
                   "--gc-events FILE",
@@ -352,7 +358,8 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     return 0;
 }
 
-int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out)
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+                          bool perfetto)
 {
     struct cli_output o;
     struct ember_diag d;
@@ -360,7 +367,8 @@ int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, c
     if (cli_output_open(&o, out) < 0)
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
+    int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
+                       : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
     if (err && d.msg[0]) {
         cli_error("cannot write the timeline: %s", d.msg);
         cli_output_abort(&o);

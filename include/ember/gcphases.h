@@ -99,6 +99,12 @@ EMBER_API void ember_gc_filter_release(struct ember_gc_filter *f);
  * when the sequence and the times do not pair (transforms that dropped
  * samples).
  */
+/* The same timeline as Perfetto's protobuf trace (ui.perfetto.dev,
+ * trace_processor): a track per thread and per domain, nested slices. */
+EMBER_API int ember_gc_timeline_perfetto(const struct ember_profile *p,
+                                         const struct ember_gc_filter *f,
+                                         const struct ember_gc_phases *g,
+                                         const struct ember_sink *out, struct ember_diag *d);
 EMBER_API int ember_gc_timeline_chrome(const struct ember_profile *p,
                                        const struct ember_gc_filter *f,
                                        const struct ember_gc_phases *g,

@@ -7,14 +7,17 @@ rule ember/gcphases.h states (every runtime phase but domain_condition_wait;
 an end closes its innermost open phase of that name and those open inside
 it; an end without its begin is left out; what is open at the end of the
 trace ends at its last event, marked " (open)"), with their nesting depth
-and times to the nanosecond. Needs no perf: the samples come from a
-recording in the fuzz seeds.
+and times to the nanosecond. `--to perfetto` has the same slices, decoded
+by protoc (when installed): each track's begins and ends nest, packets in
+time order. Needs no perf: the samples come from a recording in the fuzz
+seeds.
 
 usage: gc_phases.py SOURCE_DIR WORKDIR
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
@@ -85,6 +88,50 @@ def timeline_slices(text):
     return got
 
 
+def perfetto_slices(data, proto_dir):
+    """protoc's decoding of a Perfetto trace: {track name: [(begin, end,
+    name)]} in begin order, outer first; fails on an end without a begin, a
+    begin never ended, or packets out of time order."""
+    p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", proto_dir,
+                        os.path.join(proto_dir, "perfetto_subset.proto")],
+                       input=data, capture_output=True)
+    if p.returncode != 0:
+        golden.fail("protoc could not decode the Perfetto timeline: " + p.stderr.decode())
+    names, events = {}, []
+    packet = {}
+    for line in p.stdout.decode().splitlines():
+        line = line.strip()
+        key, _, value = line.partition(": ")
+        if line == "packet {":
+            packet = {}
+        elif key in ("timestamp", "uuid", "track_uuid"):
+            packet[key] = int(value)
+        elif key in ("type", "name", "thread_name"):
+            packet[key] = json.loads(value) if value.startswith('"') else value
+        elif line == "}" and "thread_name" in packet and "uuid" in packet:
+            names[packet.pop("uuid")] = packet.pop("thread_name")
+        elif line == "}" and "type" in packet and "timestamp" in packet:
+            events.append(packet)
+            packet = {}
+    out, stacks, last = {}, {}, 0
+    for e in events:
+        if e["timestamp"] < last:
+            golden.fail("Perfetto packets out of time order at %d" % e["timestamp"])
+        last = e["timestamp"]
+        track = names.get(e["track_uuid"], e["track_uuid"])
+        st = stacks.setdefault(track, [])
+        if e["type"] == "TYPE_SLICE_BEGIN":
+            out.setdefault(track, []).append([e["timestamp"], None, e["name"]])
+            st.append(out[track][-1])
+        elif not st:
+            golden.fail("Perfetto: an end without a begin on %s" % track)
+        else:
+            st.pop()[1] = e["timestamp"]
+    if any(stacks.values()):
+        golden.fail("Perfetto: slices never ended")
+    return {k: [tuple(x) for x in v] for k, v in out.items()}
+
+
 def main():
     src, work = sys.argv[1:3]
     corpus = os.path.join(golden.CORPUS, "ocaml5", "runtime-events")
@@ -112,7 +159,22 @@ def main():
                 golden.fail("%s domain %d: %d slices expected, %d got" %
                             (name, dm, len(w_flat), len(g_flat)))
         counts.append("%s %d" % (name, sum(len(v) for v in want.values())))
-    print("ok: GC phases paired as OCaml's consumer's events say: " + ", ".join(counts))
+        if not shutil.which("protoc"):
+            continue
+        out, _, _ = golden.run(["convert", "--to", "perfetto", "--gc-events", events, data])
+        pf = perfetto_slices(out, src)
+        for dm in got:
+            track = "OCaml domain %d: GC phases" % dm
+            if pf.get(track) != got[dm]:
+                golden.fail("%s: Perfetto's %s has %d slices, the Chrome timeline %d (first "
+                            "difference: %r)" % (name, track, len(pf.get(track, [])),
+                                                 len(got[dm]),
+                                                 next((x for x in zip(pf.get(track, []),
+                                                                      got[dm]) if x[0] != x[1]),
+                                                      None)))
+    print("ok: GC phases paired as OCaml's consumer's events say: " + ", ".join(counts) +
+          ("; Perfetto's the same" if shutil.which("protoc") else "; no protoc: Perfetto "
+           "not decoded"))
 
 
 if __name__ == "__main__":
