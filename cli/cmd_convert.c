@@ -117,8 +117,7 @@ int cmd_convert(int argc, char **argv)
     char to_help[512];
     writer_names(to_help, sizeof(to_help));
     snprintf(to_help + strlen(to_help), sizeof(to_help) - strlen(to_help),
-             "; perfetto: a perf.data recording's samples per thread (and GC phases per "
-             "OCaml domain, from X.data.events) on their time axis");
+             " (perfetto: a recording's samples and GC phases in time)");
     cli_reader_init(&r);
     r.verb = "convert";
     ember_convert_opts_default(&co);
