@@ -140,67 +140,59 @@ int cli_transform_option(const struct option *opt, const char *arg);
         OPT_CALLBACK, (name), 0, &(r), (argh), (help), NULL, cli_transform_option, (argh) != NULL  \
     }
 
+/* --during gc, --outside gc and --gc-events: OCaml GC phases beside a
+ * perf.data recording (the fields of struct cli_reader above). */
+#define CLI_GC_OPTION_(field, name, argh, help, def)                                               \
+    {                                                                                              \
+        OPT_STRING, (name), 0, &(field), (argh), (help), (def), NULL, false                        \
+    }
+#define CLI_GC_OPTIONS_(r)                                                                         \
+    CLI_GC_OPTION_((r).during, "during", "gc", "OCaml 5 perf.data: the samples inside GC phases",  \
+                   NULL),                                                                          \
+        CLI_GC_OPTION_((r).outside, "outside", "gc",                                               \
+                       "OCaml 5 perf.data: the samples outside GC phases", NULL),                  \
+        CLI_GC_OPTION_((r).gc_events, "gc-events", "FILE", "its runtime events (GC phases)",       \
+                       "INPUT.events, as ember record keeps them")
+
 /* The rows of the option table for reading (r must outlive parsing): the
  * input options, each format's own (from its row in the registry, built
  * by cli_reader_init), and the transforms. */
-#define CLI_READ_OPTIONS(r)                                                                          \
-    OPT_GROUP_("Input options:"),                                                                    \
-        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},        \
-        {OPT_UINT, "threads",                                                                        \
-         'j',      &(r).ro.threads,                                                                  \
-         "N",      "parser threads for large perf inputs (0: one per CPU)",                          \
-         "0",      NULL,                                                                             \
-         false},                                                                                     \
-        {OPT_STRING,                                                                                 \
-         "event",                                                                                    \
-         0,                                                                                          \
-         &(r).ro.value,                                                                              \
-         "NAME",                                                                                     \
-         "the value to show (Ir, D1mr for callgrind; cpu, alloc_space for pprof; samples), or "      \
-         "its index",                                                                                \
-         "the input's: pprof's default_sample_type, perf's periods, callgrind's first event",        \
-         NULL,                                                                                       \
-         false},                                                                                     \
-        {OPT_STRING,    "sample-type", 0,                                                            \
-         &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                         \
-         NULL,          NULL,          false},                                                       \
-        {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                   \
-        {OPT_STRING, "during",                                                                       \
-         0,          &(r).during,                                                                    \
-         "gc",       "perf.data of an OCaml 5 program: only the samples taken inside its GC phases", \
-         NULL,       NULL,                                                                           \
-         false},                                                                                     \
-        {OPT_STRING,                                                                                 \
-         "outside",                                                                                  \
-         0,                                                                                          \
-         &(r).outside,                                                                               \
-         "gc",                                                                                       \
-         "perf.data of an OCaml 5 program: only the samples taken outside its GC phases",            \
-         NULL,                                                                                       \
-         NULL,                                                                                       \
-         false},                                                                                     \
-        {OPT_STRING,                                                                                 \
-         "gc-events",                                                                                \
-         0,                                                                                          \
-         &(r).gc_events,                                                                             \
-         "FILE",                                                                                     \
-         "the program's runtime events, for --during/--outside and the Chrome timeline",             \
-         "INPUT.events (what ember record -o INPUT keeps)",                                          \
-         NULL,                                                                                       \
-         false},                                                                                     \
-        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),                 \
-        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),       \
-        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),        \
-        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),     \
-        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),              \
-        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                  \
-        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),              \
-        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                   \
-                       "fold the first frame matching RE and its callees into one (NAME)"),          \
-        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),    \
-        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),    \
-        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                                 \
-                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),          \
+#define CLI_READ_OPTIONS(r)                                                                        \
+    OPT_GROUP_("Input options:"),                                                                  \
+        {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},      \
+        {OPT_UINT, "threads",                                                                      \
+         'j',      &(r).ro.threads,                                                                \
+         "N",      "parser threads for large perf inputs (0: one per CPU)",                        \
+         "0",      NULL,                                                                           \
+         false},                                                                                   \
+        {OPT_STRING,                                                                               \
+         "event",                                                                                  \
+         0,                                                                                        \
+         &(r).ro.value,                                                                            \
+         "NAME",                                                                                   \
+         "the value to show (Ir, D1mr for callgrind; cpu, alloc_space for pprof; samples), or "    \
+         "its index",                                                                              \
+         "the input's: pprof's default_sample_type, perf's periods, callgrind's first event",      \
+         NULL,                                                                                     \
+         false},                                                                                   \
+        {OPT_STRING,    "sample-type", 0,                                                          \
+         &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                       \
+         NULL,          NULL,          false},                                                     \
+        {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                 \
+        CLI_GC_OPTIONS_(r),                                                                        \
+        OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),               \
+        CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),     \
+        CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),      \
+        CLI_TRANSFORM_(r, "skip-after", "NAME", "drop the callers of (the deepest) frame NAME"),   \
+        CLI_TRANSFORM_(r, "focus", "RE", "keep only samples with a frame matching RE"),            \
+        CLI_TRANSFORM_(r, "ignore", "RE", "drop samples with a frame matching RE"),                \
+        CLI_TRANSFORM_(r, "hide", "RE", "drop frames matching RE, keep their callees"),            \
+        CLI_TRANSFORM_(r, "collapse", "RE[=NAME]",                                                 \
+                       "fold the first frame matching RE and its callees into one (NAME)"),        \
+        CLI_TRANSFORM_(r, "collapse-gc", NULL, "fold OCaml's GC into one [GC] frame per caller"),  \
+        CLI_TRANSFORM_(r, "prune-from", "RE", "drop the callees of the first frame matching RE"),  \
+        CLI_TRANSFORM_(r, "flatten-recursion", NULL,                                               \
+                       "merge recursion (a;b;b;c, f;g;f;g;h) into one frame per function"),        \
         CLI_TRANSFORM_(r, "reverse", NULL, "stacks read from the leaf: a bottom-up view")
 /* Warns when a profile's values measure something else than (type, unit)
  * of another input: their sum or difference would mean nothing. */
