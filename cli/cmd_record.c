@@ -207,11 +207,19 @@ static double seconds_since(const struct timespec *t0)
 
 /* Follows the runtime events a little further; a follower that fails has
  * said why, and the recording goes on without them. */
-static void follow_gc(struct trace_side *side, bool final)
+static int follow_gc(struct trace_side *side, bool final)
 {
-    if (side && trace_side_poll(side, final) < 0)
+    int n = side ? trace_side_poll(side, final) : 0;
+    if (n < 0)
         cli_warning("the recording goes on without the program's GC phases");
+    return n;
 }
+
+/* An OCaml program opens its runtime events as its runtime starts: a
+ * command without them after this long is not one, and is no longer
+ * looked at while it runs (a file that comes later is still read whole
+ * when it ends: the runtime keeps it). */
+enum { GC_LOOK_SECONDS = 2 };
 
 /* Polls until the command ends, a signal or the duration. */
 static int record_loop(struct ember_recorder *rec, double duration, struct trace_side *side,
@@ -222,7 +230,8 @@ static int record_loop(struct ember_recorder *rec, double duration, struct trace
     for (;;) {
         if (stop_asked)
             return 0;
-        follow_gc(side, false);
+        if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
+            side = NULL;
         int timeout = side ? 10 : 100; /* OCaml's rings are small: read them often */
         if (duration > 0) {
             double left = duration - seconds_since(&t0);
