@@ -8,6 +8,7 @@
 
 #include "ember/error.h"
 #include "ember/formats.h"
+#include "ember/gcphases.h"
 #include "ember/profile.h"
 #include "ember/transform.h"
 #include "parse_options.h"
@@ -119,6 +120,15 @@ struct cli_reader {
     bool flamechart;                   /* keep the arrival sequence */
     struct ember_transform *transform; /* the transform options, NULL: none */
     const char *verb;                  /* for "nothing to VERB" */
+    /* OCaml GC phases beside a perf.data recording (ember record's
+     * OUT.events, or --gc-events): --during gc / --outside gc keep the
+     * samples inside / outside them; timeline: the phases are read when
+     * there (gc_phases, else NULL) and a perf.data input's samples' times
+     * kept (gc.times) */
+    const char *during, *outside, *gc_events;
+    bool timeline;
+    struct ember_gc_filter gc;
+    struct ember_gc_phases *gc_phases;
 };
 
 void cli_reader_init(struct cli_reader *r);
@@ -129,6 +139,20 @@ int cli_transform_option(const struct option *opt, const char *arg);
     {                                                                                              \
         OPT_CALLBACK, (name), 0, &(r), (argh), (help), NULL, cli_transform_option, (argh) != NULL  \
     }
+
+/* --during gc, --outside gc and --gc-events: OCaml GC phases beside a
+ * perf.data recording (the fields of struct cli_reader above). */
+#define CLI_GC_OPTION_(field, name, argh, help, def)                                               \
+    {                                                                                              \
+        OPT_STRING, (name), 0, &(field), (argh), (help), (def), NULL, false                        \
+    }
+#define CLI_GC_OPTIONS_(r)                                                                         \
+    CLI_GC_OPTION_((r).during, "during", "gc", "OCaml 5 perf.data: the samples inside GC phases",  \
+                   NULL),                                                                          \
+        CLI_GC_OPTION_((r).outside, "outside", "gc",                                               \
+                       "OCaml 5 perf.data: the samples outside GC phases", NULL),                  \
+        CLI_GC_OPTION_((r).gc_events, "gc-events", "FILE", "its runtime events (GC phases)",       \
+                       "INPUT.events, as ember record keeps them")
 
 /* The rows of the option table for reading (r must outlive parsing): the
  * input options, each format's own (from its row in the registry, built
@@ -155,6 +179,7 @@ int cli_transform_option(const struct option *opt, const char *arg);
          &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                       \
          NULL,          NULL,          false},                                                     \
         {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                 \
+        CLI_GC_OPTIONS_(r),                                                                        \
         OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),               \
         CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),     \
         CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),      \
@@ -178,5 +203,10 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 /* Reads every file (none: stdin) into p. Returns 0, or 1 after printing
  * what failed (the exit code). */
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
+/* After reading a perf.data recording with timeline set (r->gc.times):
+ * CPU samples and GC phases (when found) on one time axis, as a Chrome
+ * trace or Perfetto's protobuf, into out (NULL: stdout). */
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+                          bool perfetto);
 
 #endif

@@ -86,6 +86,19 @@ static int output(const struct ember_writer_format *w, const struct ember_profil
     return cli_output_finish(&o, err, NULL);
 }
 
+/* Whether the one input has an OCaml program's runtime events beside it
+ * (ember record's X.data.events, or --gc-events). */
+static bool gc_data_beside(const struct cli_reader *r, char **files, int nfiles)
+{
+    if (nfiles != 1 || strcmp(files[0], "-") == 0)
+        return false;
+    if (r->gc_events)
+        return true;
+    char events[4200];
+    snprintf(events, sizeof(events), "%s.events", files[0]);
+    return access(events, F_OK) == 0;
+}
+
 /* The title: --name, else the first input's file name. */
 static const char *default_name(char **files, int nfiles)
 {
@@ -101,8 +114,10 @@ int cmd_convert(int argc, char **argv)
     struct ember_convert_opts co;
     const char *out = NULL, *to = NULL, *name = NULL;
     bool tsv = false;
-    char to_help[256];
+    char to_help[512];
     writer_names(to_help, sizeof(to_help));
+    snprintf(to_help + strlen(to_help), sizeof(to_help) - strlen(to_help),
+             " (perfetto: a recording's samples and GC phases in time)");
     cli_reader_init(&r);
     r.verb = "convert";
     ember_convert_opts_default(&co);
@@ -126,13 +141,15 @@ int cmd_convert(int argc, char **argv)
     const struct ember_writer_format *w = NULL;
     int nfiles = parse_options(argc, argv, opts, usage, desc);
     int ret = nfiles < 0 ? (nfiles == -2 ? 0 : EXIT_USAGE) : 0;
-    if (nfiles >= 0 && !(w = find_target(to, tsv)))
+    /* perfetto: a recording's samples (and GC phases) on their time axis */
+    bool perfetto = to && strcmp(to, "perfetto") == 0;
+    if (nfiles >= 0 && !perfetto && !(w = find_target(to, tsv)))
         ret = EXIT_USAGE;
-    if (nfiles >= 0 && !ret && w->binary && (!out || strcmp(out, "-") == 0) &&
+    if (nfiles >= 0 && !ret && (perfetto || w->binary) && (!out || strcmp(out, "-") == 0) &&
         isatty(STDOUT_FILENO)) {
         cli_error("%s output is binary: not writing it to a terminal; give -o FILE or redirect "
                   "standard output",
-                  w->name);
+                  perfetto ? "perfetto" : w->name);
         ret = EXIT_USAGE;
     }
     co.name = name ? name : default_name(argv, nfiles);
@@ -143,9 +160,17 @@ int cmd_convert(int argc, char **argv)
         cli_error("out of memory");
         ret = 1;
     }
+    r.timeline =
+        perfetto || (w && strcmp(w->name, "chrome") == 0 && gc_data_beside(&r, argv, nfiles));
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
-    if (p && !ret)
+    if (p && !ret && perfetto && !r.gc.times) {
+        cli_error("--to perfetto draws a perf.data recording on its time axis: %s is not one",
+                  nfiles ? argv[0] : "standard input");
+        ret = 1;
+    } else if (p && !ret && (perfetto || (r.timeline && r.gc_phases)))
+        ret = cli_write_gc_timeline(&r, p, out, perfetto);
+    else if (p && !ret)
         ret = output(w, p, &co, out);
     ember_profile_free(p);
     cli_reader_release(&r);

@@ -13,9 +13,20 @@
  * failure: the output is made beside its target and renamed, the
  * recording for other outputs lives in TMPDIR until read. The exit status
  * is the command's (a shell's 126/127 when it could not run).
+ *
+ * An OCaml 5 command's runtime events are followed while it is sampled
+ * (trace_run.c's environment and follower, as `ember trace record`): its
+ * GC phases go with the recording, on the samples' clock. With -o X.data
+ * they are kept in X.data.events - beside the file rather than inside it,
+ * so that perf's tools read X.data as ever and ember trace and OCaml's own
+ * consumer read X.data.events - which every ember command reading X.data
+ * finds there (--during gc, --outside gc, convert --to chrome); other
+ * outputs are made with them at once. A command that writes no runtime
+ * events leaves nothing and says nothing.
  */
 #include "cli.h"
 #include "commands.h"
+#include "trace_run.h"
 #include "ember/convert.h"
 #include "ember/record.h"
 #include "ember/transform.h"
@@ -39,11 +50,18 @@ static const char description[] =
     "counts them, else cpu-clock), and writes by OUT's extension: .data a perf.data\n"
     "file (perf script, perf report and hotspot read it; so does every ember\n"
     "command), .svg a flame graph, .pb.gz pprof, .folded, .speedscope.json,\n"
-    ".json a Chrome trace. Ctrl-C stops recording and still writes OUT; the exit\n"
-    "status is CMD's. With -p or -a, CMD only says how long to record (as perf's\n"
-    "'-a -- sleep 5'). -a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
+    ".json a Chrome trace, .pftrace Perfetto's (the samples per thread in time).\n"
+    "Ctrl-C stops recording and still writes OUT; the exit status is CMD's. With\n"
+    "-p or -a, CMD only says how long to record (as perf's '-a -- sleep 5').\n"
+    "-a needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON.\n"
     "Running a traced program (<ember/trace.h>) and keeping its trace, which\n"
     "'ember record' did before, is 'ember trace record'.\n"
+    "An OCaml 5 CMD's runtime events are followed too (OCAMLRUNPARAM untouched):\n"
+    "-o X.data keeps them in X.data.events (removing an older one when CMD writes\n"
+    "none), where 'ember flamegraph --during gc X.data' and 'ember convert --to\n"
+    "chrome X.data' find its GC phases; -o X.json and -o X.pftrace draw the\n"
+    "samples per thread and the GC phases per domain on one time axis; --during\n"
+    "gc / --outside gc keep the samples taken inside / outside GC phases.\n"
     "With --off-cpu, the time threads spend switched out (sleeping, waiting for\n"
     "I/O or a lock, preempted) is in the profile too, under the stack where they\n"
     "blocked.\n"
@@ -51,7 +69,8 @@ static const char description[] =
     "  ember record -- ./prog args              # ember.svg\n"
     "  ember record --off-cpu -o wall.svg -- ./server\n"
     "  ember record -F 999 --call-graph dwarf -o prog.data -- ./prog\n"
-    "  ember record -p 1234 --duration 10 -o server.pb.gz";
+    "  ember record -p 1234 --duration 10 -o server.pb.gz\n"
+    "  ember record -o gc.svg --during gc -- ./ocaml_prog";
 
 static volatile sig_atomic_t stop_asked;
 
@@ -82,6 +101,7 @@ struct record_args {
     const char *call_graph, *out, *pids;
     bool all, off_cpu;
     double duration;
+    const char *during, *outside; /* gc: keep the samples inside / outside GC phases */
 };
 
 static int parse_call_graph(const char *s, struct ember_record_opts *ro)
@@ -127,10 +147,21 @@ static int parse_pids(const char *s, pid_t **pids, size_t *n)
     }
 }
 
+static bool ends_with(const char *path, const char *ext)
+{
+    size_t n = strlen(path), k = strlen(ext);
+    return n >= k && strcmp(path + n - k, ext) == 0;
+}
+
 static bool is_data(const char *path)
 {
-    size_t n = strlen(path);
-    return n >= 5 && strcmp(path + n - 5, ".data") == 0;
+    return ends_with(path, ".data");
+}
+
+/* Perfetto's protobuf: the samples (and GC phases) on their time axis. */
+static bool is_perfetto(const char *path)
+{
+    return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace");
 }
 
 /* The recording of a non-.data output: a file in TMPDIR, removed on signals. */
@@ -178,15 +209,34 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* Follows the runtime events a little further; a follower that fails has
+ * said why, and the recording goes on without them. */
+static int follow_gc(struct trace_side *side, bool final)
+{
+    int n = side ? trace_side_poll(side, final) : 0;
+    if (n < 0)
+        cli_warning("the recording goes on without the program's GC phases");
+    return n;
+}
+
+/* An OCaml program opens its runtime events as its runtime starts: a
+ * command without them after this long is not one, and is no longer
+ * looked at while it runs (a file that comes later is still read whole
+ * when it ends: the runtime keeps it). */
+enum { GC_LOOK_SECONDS = 2 };
+
 /* Polls until the command ends, a signal or the duration. */
-static int record_loop(struct ember_recorder *rec, double duration, struct ember_diag *d)
+static int record_loop(struct ember_recorder *rec, double duration, struct trace_side *side,
+                       struct ember_diag *d)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         if (stop_asked)
             return 0;
-        int timeout = 100;
+        if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
+            side = NULL;
+        int timeout = side ? 10 : 100; /* OCaml's rings are small: read them often */
         if (duration > 0) {
             double left = duration - seconds_since(&t0);
             if (left <= 0)
@@ -214,18 +264,24 @@ static int command_status(const struct ember_record_stats *st)
 
 /* Records into fd; the stats, and 0 or the exit code after saying why. */
 static int record_into(const struct ember_record_opts *ro, const struct record_args *a, int fd,
-                       const char *name, struct ember_record_stats *st)
+                       const char *name, struct trace_side *side, struct ember_record_stats *st)
 {
     struct ember_diag d;
     ember_diag_clear(&d);
     struct ember_recorder *rec = NULL;
     memset(st, 0, sizeof(*st));
     int err = ember_recorder_new(&rec, ro, fd, &d);
+    if (!err && side) {
+        ember_recorder_stats(rec, st);
+        trace_side_command(side, st->pid);
+    }
     if (!err)
         err = ember_recorder_start(rec, &d);
     if (!err)
-        err = record_loop(rec, a->duration, &d);
+        err = record_loop(rec, a->duration, side, &d);
     int stop_err = rec ? ember_recorder_stop(rec, err ? NULL : &d) : 0;
+    if (!err && !stop_err)
+        follow_gc(side, true); /* what it wrote before it ended */
     if (rec)
         ember_recorder_stats(rec, st);
     ember_recorder_free(rec);
@@ -239,16 +295,18 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     return 0;
 }
 
-static void summary(const struct ember_record_stats *st, bool off_cpu, const char *out)
+static void summary(const struct ember_record_stats *st, bool off_cpu, const char *out,
+                    const char *events)
 {
     char switches[64] = "";
     if (off_cpu)
         snprintf(switches, sizeof(switches), ", %llu context switches",
                  (unsigned long long)st->switches);
-    fprintf(stderr, "%s: %llu samples of %s%s%s, %llu lost, %.2f s, wrote %s\n", cli_command_name(),
-            (unsigned long long)st->samples, st->event,
+    fprintf(stderr, "%s: %llu samples of %s%s%s, %llu lost, %.2f s, wrote %s%s%s\n",
+            cli_command_name(), (unsigned long long)st->samples, st->event,
             st->event_fallback ? " (no cycles counter here)" : "", switches,
-            (unsigned long long)st->lost, (double)st->duration_ns / 1e9, out);
+            (unsigned long long)st->lost, (double)st->duration_ns / 1e9, out,
+            events ? " and its GC phases in " : "", events ? events : "");
 }
 
 /* The title of a flame graph: the command's name. */
@@ -260,16 +318,22 @@ static const char *title(const struct ember_record_opts *ro)
     return slash && slash[1] ? slash + 1 : ro->argv[0];
 }
 
-/* The recording in path, read back and written as w into out. */
+/* The recording in path, read back and written as w (NULL: Perfetto's
+ * timeline) into out. */
 static int write_from_recording(const struct ember_writer_format *w, char *path, const char *out,
-                                const char *name)
+                                const char *name, const char *events, const struct record_args *a)
 {
     struct cli_reader r;
     cli_reader_init(&r);
     r.verb = "write";
     r.format = "perf.data";
-    r.ro.addresses = strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
-    r.flamechart = strcmp(w->name, "chrome") == 0;  /* samples in time order */
+    r.gc_events = events;
+    r.during = a->during;
+    r.outside = a->outside;
+    /* samples and GC on one axis */
+    r.timeline = !w || (events && strcmp(w->name, "chrome") == 0);
+    r.ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
+    r.flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
     /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
      * C++ and Rust symbols perf left mangled */
     struct ember_diag dd;
@@ -287,9 +351,11 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     co.name = name;
     co.exporter = "ember@" EMBER_VERSION;
     struct cli_output o;
-    if (!ret && cli_output_open(&o, out) < 0)
+    if (!ret && r.timeline && (!w || r.gc_phases))
+        ret = cli_write_gc_timeline(&r, p, out, !w);
+    else if (!ret && cli_output_open(&o, out) < 0)
         ret = 1;
-    if (!ret) {
+    else if (!ret) {
         struct ember_diag d;
         ember_diag_clear(&d);
         struct ember_sink sink = cli_output_sink(&o);
@@ -301,51 +367,125 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     return ret;
 }
 
+/* The runtime events an OCaml command writes are followed when ember
+ * starts the command itself; with -o X.data they are kept in X.data.events. */
+static int gc_follower(const struct ember_record_opts *ro, const char *out,
+                       struct trace_side **side, char **events_out)
+{
+    *side = NULL;
+    *events_out = NULL;
+    if (!ro->argv || ro->system_wide || ro->npids)
+        return 0;
+    if (is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
+        *events_out = NULL;
+        cli_error("out of memory");
+        return -1;
+    }
+    return trace_side_begin(side, *events_out);
+}
+
+/* A recording into X.data: X.data, and X.data.events when the command
+ * wrote runtime events (an older X.data.events would pair this recording
+ * with another run's GC phases: it goes). */
+static int record_data(const struct ember_record_opts *ro, const struct record_args *a,
+                       struct trace_side *side, const char *events_out)
+{
+    struct ember_record_stats st;
+    struct cli_output o;
+    if (cli_output_open_mode(&o, a->out, 0600) < 0)
+        return 1;
+    int ret = record_into(ro, a, o.fd, a->out, side, &st);
+    if (ret) {
+        cli_output_abort(&o);
+        return ret;
+    }
+    if (cli_output_commit(&o) < 0)
+        return 1;
+    const char *events = side ? trace_side_finish(side) : NULL;
+    if (!events && events_out && unlink(events_out) < 0 && errno != ENOENT)
+        cli_warning("cannot remove %s, an older recording's runtime events: %s", events_out,
+                    strerror(errno));
+    summary(&st, a->off_cpu, a->out, events);
+    return command_status(&st);
+}
+
+/* A recording made into another output, with the GC phases when the
+ * command wrote runtime events. */
+static int record_other(const struct ember_record_opts *ro, const struct record_args *a,
+                        const struct ember_writer_format *w, struct trace_side *side)
+{
+    struct ember_record_stats st;
+    char *tmp = NULL;
+    int fd = temp_recording(&tmp);
+    if (fd < 0)
+        return 1;
+    int ret = record_into(ro, a, fd, tmp, side, &st);
+    const char *events = !ret && side ? trace_side_finish(side) : NULL;
+    if (!ret && !events && (a->during || a->outside)) {
+        cli_error("--%s gc: %s wrote no OCaml runtime events (an OCaml 5 program writes them)",
+                  a->during ? "during" : "outside", ro->argv ? ro->argv[0] : "the command");
+        ret = 1;
+    }
+    if (!ret)
+        ret = write_from_recording(w, tmp, a->out, title(ro), events, a);
+    drop_temp(tmp, fd);
+    if (ret)
+        return ret;
+    summary(&st, a->off_cpu, a->out, NULL);
+    return command_status(&st);
+}
+
 static int run(const struct ember_record_opts *ro, const struct record_args *a)
 {
     /* from here a Ctrl-C stops the recording (at once if it comes before)
      * and what was recorded is written; cleanup.c's handlers come back
      * when recording ends */
     catch_stop_signals();
-    const struct ember_writer_format *w = is_data(a->out) ? NULL : ember_writer_for_path(a->out);
-    if (!is_data(a->out) && !w) {
+    const struct ember_writer_format *w =
+        is_data(a->out) || is_perfetto(a->out) ? NULL : ember_writer_for_path(a->out);
+    if (!is_data(a->out) && !is_perfetto(a->out) && !w) {
         cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
-                  ".speedscope.json or .json",
+                  ".speedscope.json, .json or .pftrace",
                   a->out);
         return EXIT_USAGE;
     }
-    if (w && !ember_format_find("perf.data")) {
+    if (!is_data(a->out) && !ember_format_find("perf.data")) {
         cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
                   a->out);
         return 1;
     }
-    struct ember_record_stats st;
-    if (!w) {
-        struct cli_output o;
-        if (cli_output_open_mode(&o, a->out, 0600) < 0)
-            return 1;
-        int ret = record_into(ro, a, o.fd, a->out, &st);
-        if (ret) {
-            cli_output_abort(&o);
-            return ret;
-        }
-        if (cli_output_commit(&o) < 0)
-            return 1;
-        summary(&st, a->off_cpu, a->out);
-        return command_status(&st);
+    struct trace_side *side;
+    char *events_out;
+    int ret = gc_follower(ro, a->out, &side, &events_out) < 0 ? 1
+              : is_data(a->out)                               ? record_data(ro, a, side, events_out)
+                                                              : record_other(ro, a, w, side);
+    trace_side_free(side);
+    free(events_out);
+    return ret;
+}
+
+/* --during gc, --outside gc: for the outputs made from the recording. */
+static int check_gc_filter(const struct record_args *a)
+{
+    const char *what = a->during ? a->during : a->outside;
+    if (!what)
+        return 0;
+    if (a->during && a->outside) {
+        cli_error("--during and --outside: one or the other");
+        return EXIT_USAGE;
     }
-    char *tmp = NULL;
-    int fd = temp_recording(&tmp);
-    if (fd < 0)
-        return 1;
-    int ret = record_into(ro, a, fd, tmp, &st);
-    if (!ret)
-        ret = write_from_recording(w, tmp, a->out, title(ro));
-    drop_temp(tmp, fd);
-    if (ret)
-        return ret;
-    summary(&st, a->off_cpu, a->out);
-    return command_status(&st);
+    if (strcmp(what, "gc") != 0) {
+        cli_error("--%s %s: expected gc (the OCaml program's GC phases)",
+                  a->during ? "during" : "outside", what);
+        return EXIT_USAGE;
+    }
+    if (is_data(a->out)) {
+        cli_error("--%s gc: a .data recording keeps every sample; filter when reading it "
+                  "(ember flamegraph --%s gc %s)",
+                  a->during ? "during" : "outside", a->during ? "during" : "outside", a->out);
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 /* --leaf-stack in whole words. */
@@ -391,6 +531,10 @@ int cmd_record(int argc, char **argv)
          NULL, NULL, false},
         {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
+        {OPT_STRING, "during", 0, &a.during, "gc",
+         "an OCaml 5 CMD: only the samples taken inside its GC phases", NULL, NULL, false},
+        {OPT_STRING, "outside", 0, &a.outside, "gc",
+         "an OCaml 5 CMD: only the samples taken outside its GC phases", NULL, NULL, false},
         {OPT_INT, "leaf-stack", 0, &a.leaf_stack, "BYTES",
          "fp: BYTES of stack per sample, where a frameless leaf's caller is (0: none)", "128", NULL,
          false},
@@ -406,6 +550,8 @@ int cmd_record(int argc, char **argv)
     memcpy(cmdline + 1, argv, (size_t)argc * sizeof(*argv));
     int nargs = parse_options(argc, argv, opts, usage, description);
     int bad = nargs < 0 ? (nargs == -2 ? 0 : EXIT_USAGE) : check_target(nargs, &a);
+    if (!bad && nargs >= 0)
+        bad = check_gc_filter(&a);
     if (nargs < 0 || bad) {
         free(cmdline);
         return bad;

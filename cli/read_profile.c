@@ -82,6 +82,9 @@ void cli_reader_release(struct cli_reader *r)
     r->format_options = NULL;
     ember_transform_free(r->transform);
     r->transform = NULL;
+    ember_gc_phases_free(r->gc_phases);
+    r->gc_phases = NULL;
+    ember_gc_filter_release(&r->gc);
 }
 
 int cli_transform_option(const struct option *opt, const char *arg)
@@ -127,6 +130,93 @@ static unsigned thread_count(const struct cli_reader *r, const struct ember_inpu
     return cpus > 16 ? 16 : (unsigned)cpus;
 }
 
+static bool gc_filtering(const struct cli_reader *r)
+{
+    return r->during || r->outside;
+}
+
+/* --during gc, --outside gc: one of them, and only gc. */
+static int check_gc_options(const struct cli_reader *r)
+{
+    if (r->during && r->outside) {
+        cli_error("--during and --outside: one or the other");
+        return EXIT_USAGE;
+    }
+    const char *what = r->during ? r->during : r->outside;
+    if (what && strcmp(what, "gc") != 0) {
+        cli_error("--%s %s: expected gc (the OCaml program's GC phases)",
+                  r->during ? "during" : "outside", what);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The GC phases of the recording at path (perf.data, read as fmt), when
+ * filtering or drawing a timeline; the filter hook set in ro. 0, or 1
+ * after saying why (filtering needs them; a timeline goes without). */
+static int gc_setup(struct cli_reader *r, const struct ember_format *fmt, const char *path,
+                    struct ember_read_opts *ro)
+{
+    if (!gc_filtering(r) && !r->timeline)
+        return 0;
+    const char *name = path && strcmp(path, "-") ? path : "<stdin>";
+    if (strcmp(fmt->name, "perf.data") != 0) {
+        if (!gc_filtering(r))
+            return 0;
+        cli_error("--%s gc: %s is not a perf.data recording (GC phases go with ember record's "
+                  "perf.data files)",
+                  r->during ? "during" : "outside", name);
+        return 1;
+    }
+    char events[4200];
+    if (r->gc_events)
+        snprintf(events, sizeof(events), "%s", r->gc_events);
+    else if (path && strcmp(path, "-"))
+        snprintf(events, sizeof(events), "%s.events", path);
+    else
+        events[0] = '\0';
+    if (!gc_filtering(r) && (!events[0] || access(events, F_OK) != 0)) {
+        /* no GC data: the timeline has samples alone */
+        ember_gc_filter_release(&r->gc);
+        r->gc = (struct ember_gc_filter){.times = true};
+        ro->keep_sample = ember_gc_filter_keep;
+        ro->keep_sample_ctx = &r->gc;
+        ro->sample_time = ember_gc_filter_time;
+        ro->sample_time_ctx = &r->gc;
+        return 0;
+    }
+    if (!events[0]) {
+        cli_error("--%s gc: standard input has no runtime events beside it: name them with "
+                  "--gc-events FILE",
+                  r->during ? "during" : "outside");
+        return 1;
+    }
+    if (access(events, F_OK) != 0) {
+        cli_error("%s: no GC phases for it: %s: %s (ember record -o X.data keeps an OCaml 5 "
+                  "program's runtime events in X.data.events; --gc-events FILE names them)",
+                  name, events, strerror(errno));
+        return 1;
+    }
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    ember_gc_phases_free(r->gc_phases);
+    r->gc_phases = NULL;
+    int err = ember_gc_phases_read(&r->gc_phases, events, &d);
+    if (err) {
+        cli_diag_error(&d, err);
+        return 1;
+    }
+    ember_gc_filter_release(&r->gc);
+    r->gc = (struct ember_gc_filter){.g = gc_filtering(r) ? r->gc_phases : NULL,
+                                     .during = r->during != NULL,
+                                     .times = r->timeline};
+    ro->keep_sample = ember_gc_filter_keep;
+    ro->keep_sample_ctx = &r->gc;
+    ro->sample_time = ember_gc_filter_time;
+    ro->sample_time_ctx = &r->gc;
+    return 0;
+}
+
 static int read_one(struct cli_reader *r, struct ember_profile *p, const char *path)
 {
     struct ember_diag d;
@@ -153,8 +243,25 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     struct ember_read_stats st;
     memset(&st, 0, sizeof(st));
     ro.threads = thread_count(r, in);
+    if (!err && gc_setup(r, fmt, path, &ro)) {
+        ember_input_close(in);
+        return 1;
+    }
     if (!err)
         err = ember_format_read(fmt, p, in, &ro, &st, &d);
+    uint64_t seen = r->gc.kept + r->gc.dropped;
+    bool foreign = (!err || err == -ENODATA) && gc_filtering(r) && seen && r->gc.foreign == seen;
+    bool none_kept = err == -ENODATA && gc_filtering(r) && r->gc.dropped;
+    if (foreign) {
+        cli_error("%s: none of its samples is of process %u, whose runtime events give the GC "
+                  "phases (another recording's?)",
+                  ember_input_name(in), (unsigned)ember_gc_phases_pid(r->gc_phases));
+        err = -EINVAL;
+    } else if (none_kept) {
+        cli_error("%s: no samples %s GC phases (all %llu were %s)", ember_input_name(in),
+                  r->during ? "inside" : "outside", (unsigned long long)r->gc.dropped,
+                  r->during ? "outside" : "inside");
+    }
     cli_progress_done(&r->progress);
     cli_warnings_flush(&r->warnings);
     if (!err && st.filtered)
@@ -165,7 +272,7 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
                     ember_read_opts_string(&ro, "event-filter")
                         ? ""
                         : " (use --event-filter=EVENT to choose)");
-    if (err)
+    if (err && !foreign && !none_kept)
         cli_diag_error(&d, err);
     ember_input_close(in);
     return err ? 1 : 0;
@@ -208,7 +315,12 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     cli_progress_init(&r->progress);
     r->ro.progress = cli_progress_cb;
     r->ro.progress_ctx = &r->progress;
-    if (r->flamechart)
+    int bad = check_gc_options(r);
+    if (bad)
+        return bad;
+    if (r->timeline && nfiles > 1)
+        r->timeline = false; /* one recording's times */
+    if (r->flamechart || r->timeline)
         ember_profile_keep_sequence(p, true);
     /* each input has samples, or is an error (ember_format_read); each is
      * read into a profile of its own and added to p by the names of its
@@ -248,4 +360,23 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
         return 1;
     }
     return 0;
+}
+
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+                          bool perfetto)
+{
+    struct cli_output o;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    if (cli_output_open(&o, out) < 0)
+        return 1;
+    struct ember_sink sink = cli_output_sink(&o);
+    int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
+                       : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
+    if (err && d.msg[0]) {
+        cli_error("cannot write the timeline: %s", d.msg);
+        cli_output_abort(&o);
+        return 1;
+    }
+    return cli_output_finish(&o, err, NULL);
 }

@@ -79,13 +79,10 @@ static bool sets_wsize(const char *params)
     return false;
 }
 
-/* In the child: the environment of a traced run. */
-static void child_env(const struct runner *rn)
+/* The environment that makes an OCaml 5 program write its runtime events
+ * where we follow them. */
+static void ocaml_env(const struct runner *rn)
 {
-    setenv("EMBER_TRACE", rn->ember_path, 1);
-    setenv("EMBER_TRACE_MODE", "drain", 1);
-    if (rn->o->ring)
-        setenv("EMBER_TRACE_RING", rn->o->ring, 1);
     setenv("OCAML_RUNTIME_EVENTS_START", "1", 1);
     setenv("OCAML_RUNTIME_EVENTS_PRESERVE", "1", 1);
     if (rn->ocaml_dir_ours)
@@ -99,6 +96,16 @@ static void child_env(const struct runner *rn)
                  rn->o->ocaml_wsize);
         setenv("OCAMLRUNPARAM", params, 1);
     }
+}
+
+/* In the child: the environment of a traced run. */
+static void child_env(const struct runner *rn)
+{
+    setenv("EMBER_TRACE", rn->ember_path, 1);
+    setenv("EMBER_TRACE_MODE", "drain", 1);
+    if (rn->o->ring)
+        setenv("EMBER_TRACE_RING", rn->o->ring, 1);
+    ocaml_env(rn);
 }
 
 /* Runs argv; its exec's failure comes back through a close-on-exec pipe,
@@ -356,16 +363,23 @@ static int follow_loop(struct runner *rn, bool *exited, int *status, struct rusa
     return err;
 }
 
+/* Where the OCaml runtime will write: the user's OCAML_RUNTIME_EVENTS_DIR,
+ * else our directory. */
+static void choose_ocaml_dir(struct runner *rn)
+{
+    const char *dir = getenv("OCAML_RUNTIME_EVENTS_DIR");
+    rn->ocaml_dir_ours = !dir || !*dir;
+    snprintf(rn->ocaml_dir, sizeof(rn->ocaml_dir), "%s", rn->ocaml_dir_ours ? rn->r->dir : dir);
+    rn->ocaml_preserve = getenv("OCAML_RUNTIME_EVENTS_PRESERVE") != NULL;
+}
+
 int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_opts *o)
 {
     struct runner rn = {.r = r, .o = o};
     if (make_dir(r) < 0)
         return -1;
     snprintf(rn.ember_path, sizeof(rn.ember_path), "%s/rings", r->dir);
-    const char *dir = getenv("OCAML_RUNTIME_EVENTS_DIR");
-    rn.ocaml_dir_ours = !dir || !*dir;
-    snprintf(rn.ocaml_dir, sizeof(rn.ocaml_dir), "%s", rn.ocaml_dir_ours ? r->dir : dir);
-    rn.ocaml_preserve = getenv("OCAML_RUNTIME_EVENTS_PRESERVE") != NULL;
+    choose_ocaml_dir(&rn);
     int exec_err = 0;
     rn.pid = start(&rn, argv, &exec_err);
     if (rn.pid < 0 || exec_err) {
@@ -467,4 +481,68 @@ int trace_run_follow(struct trace_run *r, const char *what, const struct trace_r
     close_all(&rn);
     r->failed = err < 0;
     return err;
+}
+
+/* ---- beside another tool: ember record ---------------------------------- */
+
+struct trace_side {
+    struct trace_run r;
+    struct trace_run_opts o;
+    struct runner rn;
+    bool failed;
+};
+
+int trace_side_begin(struct trace_side **out, const char *events_out)
+{
+    struct trace_side *s = calloc(1, sizeof(*s));
+    *out = s;
+    if (!s) {
+        cli_error("out of memory");
+        return -1;
+    }
+    s->o.out = events_out;
+    s->rn.r = &s->r;
+    s->rn.o = &s->o;
+    if (make_dir(&s->r) < 0)
+        return -1;
+    for (unsigned i = 0; i < TRACE_RUN_MAX; i++)
+        s->rn.live[i].fd = s->rn.live[i].scratch = -1;
+    choose_ocaml_dir(&s->rn);
+    ocaml_env(&s->rn);
+    return 0;
+}
+
+void trace_side_command(struct trace_side *s, pid_t pid)
+{
+    snprintf(s->rn.live[1].path, sizeof(s->rn.live[1].path), "%s/%d.events", s->rn.ocaml_dir,
+             (int)pid);
+}
+
+int trace_side_poll(struct trace_side *s, bool final)
+{
+    if (s->failed || !s->rn.live[1].path[0])
+        return 0;
+    if (look(&s->rn) < 0 || poll_all(&s->rn, final) < 0) {
+        s->failed = true;
+        return -1;
+    }
+    return s->rn.live[1].t != NULL;
+}
+
+const char *trace_side_finish(struct trace_side *s)
+{
+    if (!s->rn.live[1].t)
+        return NULL;
+    if (finish_all(&s->rn, !s->failed) < 0 || s->r.n == 0)
+        return NULL;
+    return s->r.recording[0];
+}
+
+void trace_side_free(struct trace_side *s)
+{
+    if (!s)
+        return;
+    close_all(&s->rn);
+    trace_run_done(&s->r);
+    free(s);
 }

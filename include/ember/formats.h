@@ -50,6 +50,18 @@ struct ember_read_opts {
     unsigned nsettings;
     ember_warn_fn warn; /* skipped lines and other non-fatal problems */
     void *warn_ctx;
+    /* perf.data: asked for each sample, in time order, whether to keep it:
+     * its process, thread and time (ns on the recording's clock); NULL:
+     * every sample (ember --during gc / --outside gc) */
+    bool (*keep_sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time);
+    void *keep_sample_ctx;
+    /* perf.data with the profile's sequence kept: told each sample's process,
+     * thread and time in the sequence's order, once per sample the profile
+     * counts (k times for an entry of k samples; an off-CPU interval is one,
+     * at its start), after the samples not kept and the events not shown
+     * are left out; NULL: not told */
+    void (*sample_time)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time);
+    void *sample_time_ctx;
     /* Called now and then with the bytes consumed of the current input. */
     void (*progress)(void *ctx, const struct ember_input *in);
     void *progress_ctx;

@@ -62,6 +62,7 @@ struct ember_record_stats {
     bool cmd_ended;       /* the command was waited for: cmd_status is valid */
     int cmd_status;       /* its wait status (waitpid) */
     int exec_errno;       /* why the command could not run (0: it ran) */
+    pid_t pid;            /* the command's process (from ember_recorder_new), -1: none */
 };
 
 struct ember_recorder;

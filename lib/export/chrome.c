@@ -21,10 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* s as a JSON string, with suffix (never escaped) before its end quote. */
 /* The len bytes at s as a JSON string, with suffix (never escaped) before
  * its end quote. */
-static void json_bytes_with(struct ember_writer *w, const char *s, size_t len, const char *suffix)
+void ember_export_json_bytes(struct ember_writer *w, const char *s, size_t len, const char *suffix)
 {
     ember_writer_put(w, "\"", 1);
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
@@ -49,7 +48,7 @@ static void json_bytes_with(struct ember_writer *w, const char *s, size_t len, c
 
 static void json_string_with(struct ember_writer *w, const char *s, const char *suffix)
 {
-    json_bytes_with(w, s, strlen(s), suffix);
+    ember_export_json_bytes(w, s, strlen(s), suffix);
 }
 
 static void json_string(struct ember_writer *w, const char *s)
@@ -77,7 +76,7 @@ static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
         if (e->site->field_types[i] == EMBER_FT_STR)
             json_string(w, e->v[i].s);
         else if (e->site->field_types[i] == EMBER_FT_BYTES)
-            json_bytes_with(w, e->v[i].s, e->v[i].len, "");
+            ember_export_json_bytes(w, e->v[i].s, e->v[i].len, "");
         else if (e->site->field_types[i] == EMBER_FT_F64 && e->v[i].f == e->v[i].f &&
                  e->v[i].f - e->v[i].f == 0)
             ember_writer_printf(w, "%.17g", e->v[i].f);

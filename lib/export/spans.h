@@ -94,4 +94,9 @@ void ember_open_set_release(struct ember_open_set *set);
  * "ocaml" (an OCaml file read after its program ended), or "pid N". */
 const char *ember_export_process_name(const struct ember_trace *t, char *buf, size_t cap);
 
+struct ember_writer;
+/* The len bytes at s as a JSON string (invalid UTF-8 replaced), suffix
+ * (never escaped) before its end quote (chrome.c). */
+void ember_export_json_bytes(struct ember_writer *w, const char *s, size_t len, const char *suffix);
+
 #endif

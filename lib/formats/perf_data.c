@@ -87,6 +87,11 @@ struct seq_entry {
     uint64_t samples, period;
 };
 
+struct sample_time {
+    uint64_t time;
+    uint32_t pid, tid;
+};
+
 /* A recent entry's raw frame, valid while the generation of the maps it
  * was found in is the same. */
 struct entry_memo {
@@ -142,6 +147,8 @@ struct reader {
     bool keep_seq;
     struct seq_entry *seq;
     size_t nseq, seqcap;
+    struct sample_time *times; /* one per weight added to seq, for o->sample_time */
+    size_t ntimes, tcap;
 
     struct entry_memo memo[ENTRY_MEMO];
     struct entry *chain; /* the current sample's frames, leaf first */
@@ -447,6 +454,18 @@ static int add_weight(struct reader *r, uint32_t node, uint64_t period)
     return 0;
 }
 
+/* The time of the weight just added, when the caller wants the times of
+ * the sequence (one per add_weight, in its order). */
+static int note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time)
+{
+    if (!r->keep_seq || !r->o->sample_time)
+        return 0;
+    if (EMBER_VEC_RESERVE(r->times, r->tcap, r->ntimes + 1) < 0)
+        return -ENOMEM;
+    r->times[r->ntimes++] = (struct sample_time){time, pid, tid};
+    return 0;
+}
+
 static int on_sample(struct reader *r, const struct pd_record *rec)
 {
     int ai = pd_file_attr_of(&r->f, rec);
@@ -459,6 +478,8 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
     int err = pd_file_parse_sample(&r->f, &r->f.attrs[ai], rec, &s, r->d);
     if (err)
         return err;
+    if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s.pid, s.tid, s.time))
+        return 0;
     struct attr_seen *seen = &r->seen[ai];
     if (!seen->first)
         seen->first = ++r->nseen;
@@ -473,14 +494,16 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
         (err = unwound_entries(r, process, &s)) < 0 ||
         (err = stack_node(r, &r->roots[root], process, &node)) < 0)
         return err;
-    if (pd_offcpu_is_switches(&r->f.attrs[ai]) && (err = pd_offcpu_stack(r->oc, s.tid, node)) < 0)
+    if (pd_offcpu_is_switches(&r->f.attrs[ai]) &&
+        (err = pd_offcpu_stack(r->oc, s.pid, s.tid, node)) < 0)
         return err;
     uint64_t period = 1;
     if (s.has_period && s.period > 0) {
         period = s.period;
         r->weighed = true;
     }
-    return add_weight(r, node, period);
+    err = add_weight(r, node, period);
+    return err ? err : note_time(r, s.pid, s.tid, s.time);
 }
 
 /* ---- off-CPU time --------------------------------------------------------- */
@@ -500,7 +523,9 @@ static int add_interval(struct reader *r, const struct pd_offcpu_interval *iv)
         err = raw_frame(r, 0, iv->preempted ? MARK_PREEMPTED_IP : MARK_BLOCKED_IP, mark);
     if (!err)
         err = child(r, iv->node, *mark, &node);
-    return err ? err : add_weight(r, node, iv->ns);
+    if (!err)
+        err = add_weight(r, node, iv->ns);
+    return err ? err : note_time(r, iv->pid, iv->tid, iv->start);
 }
 
 static int on_switch(struct reader *r, const struct pd_record *rec)
@@ -879,34 +904,45 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
 }
 
 /* Raw node i's weight (samples, period) in its profile node n: an
- * interval's nanoseconds as off-CPU (and wall) time, a sample's period as
- * its own (and wall) time. */
+ * interval's nanoseconds as off-CPU (and wall) time, and one sample (the
+ * context switch that began it), a sample's period as its own (and wall)
+ * time. */
 static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t samples, uint64_t period,
                          const struct values *v)
 {
-    int err = 0;
-    if (is_mark(r, i)) {
+    bool mark = is_mark(r, i);
+    int err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
+    if (!err && mark)
         err = ember_profile_add(r->p, n, v->off, (int64_t)period);
-    } else {
-        if (v->period != v->samples)
-            err = ember_profile_add(r->p, n, v->period, (int64_t)period);
-        if (!err)
-            err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
-        r->st->samples += samples;
-    }
+    else if (!err && v->period != v->samples)
+        err = ember_profile_add(r->p, n, v->period, (int64_t)period);
     if (!err && v->wall != NO_VALUE)
         err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
+    if (!mark)
+        r->st->samples += samples;
     return err;
+}
+
+/* The times of the k samples from *next, told when placed. */
+static void tell_times(struct reader *r, size_t *next, uint64_t k, bool placed)
+{
+    for (uint64_t j = 0; j < k && *next < r->ntimes; j++, ++*next)
+        if (placed)
+            r->o->sample_time(r->o->sample_time_ctx, r->times[*next].pid, r->times[*next].tid,
+                              r->times[*next].time);
 }
 
 static int add_weights(struct reader *r, const uint32_t *pnode, const struct values *v)
 {
     int err = 0;
     if (r->keep_seq) {
+        size_t next = 0;
         for (size_t i = 0; i < r->nseq && !err; i++) {
             uint32_t n = pnode[r->seq[i].node];
             if (n != NO_NODE)
                 err = add_weight_to(r, r->seq[i].node, n, r->seq[i].samples, r->seq[i].period, v);
+            if (r->o->sample_time)
+                tell_times(r, &next, r->seq[i].samples, n != NO_NODE);
         }
         return err;
     }
@@ -1013,6 +1049,7 @@ static void reader_release(struct reader *r)
     ember_strmap_release(&r->root_ids);
     free(r->seen);
     free(r->seq);
+    free(r->times);
     free(r->chain);
 }
 

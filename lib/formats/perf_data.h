@@ -263,9 +263,9 @@ int pd_leaf_caller(struct pd_leaf *l, const struct pd_tasks *t, const struct pd_
 /* A thread's time away: from its switch-out to its switch-in, under the
  * stack of its last context-switch sample (a raw node of the reader). */
 struct pd_offcpu_interval {
-    uint32_t node;
+    uint32_t node, pid, tid;
     bool preempted; /* switched out still runnable, not blocked */
-    uint64_t ns;
+    uint64_t start, ns;
 };
 
 struct pd_offcpu;
@@ -274,7 +274,7 @@ void pd_offcpu_free(struct pd_offcpu *o);
 /* Is attribute a the kernel's context-switches event? */
 bool pd_offcpu_is_switches(const struct pd_attr *a);
 /* A context-switch sample of tid: where it is about to block. */
-int pd_offcpu_stack(struct pd_offcpu *o, uint32_t tid, uint32_t node);
+int pd_offcpu_stack(struct pd_offcpu *o, uint32_t pid, uint32_t tid, uint32_t node);
 /* A PERF_RECORD_SWITCH(_CPU_WIDE) of tid at time: 1 with *iv when it ends
  * an interval, else 0. */
 int pd_offcpu_switch(struct pd_offcpu *o, uint32_t tid, uint64_t time, uint16_t misc,

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 
 struct thread {
-    uint32_t tid, node;
+    uint32_t pid, tid, node;
     uint64_t out; /* switch-out time, when away */
     bool has_stack, away, preempted;
 };
@@ -74,15 +74,27 @@ static int add(struct pd_offcpu *o, uint32_t tid, struct thread **t)
     return 0;
 }
 
-int pd_offcpu_stack(struct pd_offcpu *o, uint32_t tid, uint32_t node)
+int pd_offcpu_stack(struct pd_offcpu *o, uint32_t pid, uint32_t tid, uint32_t node)
 {
     struct thread *t = find(o, tid);
     int err = t ? 0 : add(o, tid, &t);
     if (err)
         return err;
+    t->pid = pid;
     t->node = node;
     t->has_stack = true;
     return 0;
+}
+
+/* t's time away, from its switch-out to end. */
+static struct pd_offcpu_interval interval(const struct thread *t, uint64_t end)
+{
+    return (struct pd_offcpu_interval){.node = t->node,
+                                       .pid = t->pid,
+                                       .tid = t->tid,
+                                       .preempted = t->preempted,
+                                       .start = t->out,
+                                       .ns = end > t->out ? end - t->out : 0};
 }
 
 int pd_offcpu_switch(struct pd_offcpu *o, uint32_t tid, uint64_t time, uint16_t misc,
@@ -100,7 +112,7 @@ int pd_offcpu_switch(struct pd_offcpu *o, uint32_t tid, uint64_t time, uint16_t 
     if (!t->away)
         return 0;
     t->away = t->has_stack = false;
-    *iv = (struct pd_offcpu_interval){t->node, t->preempted, time > t->out ? time - t->out : 0};
+    *iv = interval(t, time);
     o->intervals++;
     return 1;
 }
@@ -119,7 +131,7 @@ int pd_offcpu_close_next(struct pd_offcpu *o, uint64_t end, struct pd_offcpu_int
         if (!t->away || !t->has_stack)
             continue;
         t->away = t->has_stack = false;
-        *iv = (struct pd_offcpu_interval){t->node, t->preempted, end > t->out ? end - t->out : 0};
+        *iv = interval(t, end);
         o->intervals++;
         return 1;
     }

@@ -8,8 +8,11 @@
  * mode), mmap2 with build-ids, comm, task, sample_id_all. When the first
  * event cannot be opened, perf's fallbacks are tried in turn: cpu-clock for
  * cycles, user space only when the kernel is not permitted, no build-ids in
- * mmap records on kernels without them. Every later event uses the
- * attributes that worked, so the file has one attr.
+ * mmap records on kernels without them, the default clock on kernels that
+ * refuse to stamp samples with CLOCK_MONOTONIC (use_clockid: the clock of
+ * OCaml's runtime events, so that samples and GC phases share one time
+ * axis). Every later event uses the attributes that worked, so the file has
+ * one attr.
  */
 #include "record_impl.h"
 #include "util/diag.h"
@@ -23,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* perf's user registers for DWARF unwinding (arch__user_reg_mask), and
@@ -91,7 +95,8 @@ bool rec_command_only(const struct ember_recorder *r)
     return has_command(r) && !r->o.system_wide && !r->o.npids;
 }
 
-static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, bool build_id)
+static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, bool build_id,
+                      bool mono)
 {
     struct perf_event_attr *a = &r->attr;
     const struct ember_record_opts *o = &r->o;
@@ -126,6 +131,8 @@ static void attr_init(struct ember_recorder *r, bool cycles, bool user_only, boo
     a->task = 1;
     a->sample_id_all = 1;
     a->build_id = build_id;
+    a->use_clockid = mono;
+    a->clockid = mono ? CLOCK_MONOTONIC : 0;
     a->exclude_kernel = user_only;
     if (o->off_cpu)
         a->sample_type |= PERF_SAMPLE_IDENTIFIER;
@@ -206,9 +213,9 @@ static int permission_error(struct ember_recorder *r, int err, pid_t pid, struct
 static int open_first(struct ember_recorder *r, pid_t pid, int cpu, struct ember_diag *d)
 {
     /* off-CPU time is in nanoseconds: on-CPU time must be too */
-    bool cycles = !r->o.off_cpu, user_only = false, build_id = true;
+    bool cycles = !r->o.off_cpu, user_only = false, build_id = true, mono = true;
     for (;;) {
-        attr_init(r, cycles, user_only, build_id);
+        attr_init(r, cycles, user_only, build_id, mono);
         int fd = perf_open(&r->attr, pid, cpu, -1);
         if (fd >= 0) {
             r->event_fallback = !cycles && !r->o.off_cpu;
@@ -223,6 +230,8 @@ static int open_first(struct ember_recorder *r, pid_t pid, int cpu, struct ember
             user_only = true;
         else if (build_id && fd == -EINVAL)
             build_id = false;
+        else if (mono && fd == -EINVAL)
+            mono = false; /* before 4.1: samples on the kernel's own clock */
         else if (fd == -EACCES || fd == -EPERM)
             return permission_error(r, fd, pid, d);
         else if (fd == -ESRCH)

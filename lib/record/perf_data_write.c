@@ -12,7 +12,11 @@
  * half a section. Strings in features are perf's: a u32 length (NUL
  * included, padded to 64) then the bytes. Build-ids are the kernel's from
  * the mmap records, else read from the files with libelf when they are
- * ELF; files without one are left out, as perf does.
+ * ELF; files without one are left out, as perf does. Samples stamped with
+ * CLOCK_MONOTONIC (use_clockid) get perf's HEADER_CLOCKID (the clock's
+ * resolution) and HEADER_CLOCK_DATA (the clock and the wall clock read
+ * together), which perf script and perf report need to read them without a
+ * warning and to print wall-clock times.
  */
 #include "record_impl.h"
 #include "util/diag.h"
@@ -23,7 +27,9 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "formats/perf_data_format.h"
@@ -256,6 +262,27 @@ static void feat_sample_time(const struct ember_recorder *r, struct fbuf *b)
     fput_u64(b, r->last_time);
 }
 
+static void feat_clockid(struct fbuf *b)
+{
+    struct timespec res;
+    bool known = clock_getres(CLOCK_MONOTONIC, &res) == 0;
+    fput_u64(b, known ? (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec : 1);
+}
+
+/* perf's layout (record__init_clock): version 1, the clock, then the
+ * time of day and the clock read one after the other, in ns. */
+static void feat_clock_data(const struct ember_recorder *r, struct fbuf *b)
+{
+    struct timeval tod;
+    struct timespec mono;
+    gettimeofday(&tod, NULL);
+    clock_gettime((clockid_t)r->attr.clockid, &mono);
+    fput_u32(b, 1);
+    fput_u32(b, (uint32_t)r->attr.clockid);
+    fput_u64(b, (uint64_t)tod.tv_sec * 1000000000u + (uint64_t)tod.tv_usec * 1000u);
+    fput_u64(b, (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec);
+}
+
 /* Feature fid's section appended to b. */
 static void feature(struct ember_recorder *r, int fid, const struct utsname *u, struct fbuf *b)
 {
@@ -287,15 +314,28 @@ static void feature(struct ember_recorder *r, int fid, const struct utsname *u, 
     case PD_FEAT_SAMPLE_TIME:
         feat_sample_time(r, b);
         break;
+    case PD_FEAT_CLOCKID:
+        feat_clockid(b);
+        break;
+    case PD_FEAT_CLOCK_DATA:
+        feat_clock_data(r, b);
+        break;
     default:
         break;
     }
 }
 
 static const int features[] = {
-    PD_FEAT_BUILD_ID, PD_FEAT_HOSTNAME, PD_FEAT_OSRELEASE,  PD_FEAT_VERSION,     PD_FEAT_ARCH,
-    PD_FEAT_NRCPUS,   PD_FEAT_CMDLINE,  PD_FEAT_EVENT_DESC, PD_FEAT_SAMPLE_TIME,
+    PD_FEAT_BUILD_ID,    PD_FEAT_HOSTNAME, PD_FEAT_OSRELEASE,  PD_FEAT_VERSION,
+    PD_FEAT_ARCH,        PD_FEAT_NRCPUS,   PD_FEAT_CMDLINE,    PD_FEAT_EVENT_DESC,
+    PD_FEAT_SAMPLE_TIME, PD_FEAT_CLOCKID,  PD_FEAT_CLOCK_DATA,
 };
+
+/* The clock's sections only for samples on a chosen clock, as perf. */
+static bool feature_wanted(const struct ember_recorder *r, int fid)
+{
+    return r->attr.use_clockid || (fid != PD_FEAT_CLOCKID && fid != PD_FEAT_CLOCK_DATA);
+}
 enum { NFEATURES = sizeof(features) / sizeof(features[0]) };
 
 /* The (offset, size) table then the sections, after the data. */
@@ -306,15 +346,20 @@ static int write_features(struct ember_recorder *r, uint64_t *bits, struct ember
         memset(&u, 0, sizeof(u));
     struct fbuf b = {0};
     uint64_t table[NFEATURES][2];
-    uint64_t at = r->data_offset + r->data_size + sizeof(table);
-    for (size_t i = 0; i < NFEATURES; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < NFEATURES; i++)
+        n += feature_wanted(r, features[i]);
+    uint64_t at = r->data_offset + r->data_size + n * sizeof(table[0]);
+    for (size_t i = 0, k = 0; i < NFEATURES; i++) {
+        if (!feature_wanted(r, features[i]))
+            continue;
         size_t before = b.len;
         feature(r, features[i], &u, &b);
-        table[i][0] = at + before;
-        table[i][1] = b.len - before;
+        table[k][0] = at + before;
+        table[k++][1] = b.len - before;
         bits[features[i] / 64] |= 1ULL << (features[i] % 64);
     }
-    int err = b.err ? b.err : rec_write(r, table, sizeof(table), d);
+    int err = b.err ? b.err : rec_write(r, table, n * sizeof(table[0]), d);
     if (!err)
         err = rec_write(r, b.p, b.len, d);
     free(b.p);

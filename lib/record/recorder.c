@@ -323,6 +323,7 @@ void ember_recorder_stats(const struct ember_recorder *r, struct ember_record_st
     s->cmd_ended = r->cmd_ended;
     s->cmd_status = r->cmd_status;
     s->exec_errno = r->exec_errno;
+    s->pid = r->child;
 }
 
 static void close_all(struct ember_recorder *r)
