@@ -24,12 +24,15 @@ pointers) and by `perf record -e cpu-clock -e context-switches/period=1/
     ember collapse` (the on-CPU samples, the switches not counted; the
     sampled event named on both sides, as perf script text keeps the event
     of its first sample, which may be a switch);
-  - the SVG draws the marks in FlameGraph's off-CPU blue.
+  - the SVG draws the marks in FlameGraph's off-CPU blue;
+  - with the OCaml fixture, `-o X.json` draws the samples, the intervals
+    and the GC phases on one time axis.
 
 Skips (77) without cc or perf, or where perf_event_open is not permitted.
 
 usage: offcpu.py SOURCE_DIR WORKDIR
 """
+import json
 import os
 import re
 import shutil
@@ -167,6 +170,31 @@ def test_perf(work, prog):
                     "perf script | ember collapse:\n%s\n---\n%s" % (ours[:1500], text[:1500]))
 
 
+def test_timeline(work):
+    """--off-cpu with the OCaml fixture's GC timeline: the samples, the
+    off-CPU intervals (one sample each, from the switch-out for its length)
+    and the GC phases on one axis (a second event made it refuse)."""
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if not os.access(fixture, os.X_OK):
+        print("note: no OCaml fixture (%s): the timeline with off-CPU time not checked" % fixture)
+        return
+    out = os.path.join(work, "fx.json")
+    p = subprocess.run([golden.EMBER, "record", "--off-cpu", "-o", out, "--", fixture,
+                        "-domains", "2"], capture_output=True, text=True, cwd=work)
+    if p.returncode != 0:
+        golden.fail("ember record --off-cpu -o fx.json of the fixture: exit %d: %r" %
+                    (p.returncode, p.stderr))
+    events = json.load(open(out))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    slices = [e for e in events if e.get("ph") == "X"]
+    away = [e for e in slices if e["name"] in MARKS]
+    gc = [e for e in slices if e.get("cat") == "gc"]
+    if not away or not gc or any(e["dur"] <= 0 for e in away):
+        golden.fail("fixture timeline: %d off-CPU slices, %d GC slices" % (len(away), len(gc)))
+    print("fixture timeline: %d slices, %d off-CPU, %d GC phases" % (len(slices), len(away),
+                                                                     len(gc)))
+
+
 def main():
     src, work = sys.argv[1], sys.argv[2]
     if not shutil.which("perf"):
@@ -179,6 +207,7 @@ def main():
     test_ember_fp(work, fp)
     test_ember_dwarf(work, nofp)
     test_perf(work, fp)
+    test_timeline(work)
     print("ok")
 
 
