@@ -250,7 +250,7 @@ static void write_samples(struct out *w, const struct timeline *t)
     for (size_t i = 0; i < t->nspans; i++) {
         const struct span *s = &t->spans[i];
         if (i == 0 || s->tid != t->spans[i - 1].tid || s->pid != t->spans[i - 1].pid) {
-            snprintf(buf, sizeof(buf), "thread %u: CPU samples%s", s->tid,
+            snprintf(buf, sizeof(buf), "thread %u: samples%s", s->tid,
                      s->tid == s->pid ? " (main thread: OCaml domain 0)"
                      : t->g && s->pid == ember_gc_phases_pid(t->g)
                          ? " (OCaml domain not known: runtime events name no thread)"
@@ -261,7 +261,7 @@ static void write_samples(struct out *w, const struct timeline *t)
         ember_profile_frame(t->p, ember_profile_node_frame(t->p, s->node), &fr);
         size_t n = ember_frame_spell(&fr, buf, sizeof(buf));
         put_x(w, s->pid, s->tid, s->begin, s->end, buf, n < sizeof(buf) ? n : sizeof(buf) - 1,
-              "cpu", "");
+              fr.kind == EMBER_FRAME_OFFCPU ? "off-cpu" : "cpu", "");
     }
 }
 
@@ -436,7 +436,7 @@ static void pf_tracks(struct pf *f, const struct timeline *t, const struct ember
             gc_described = gc_described || s->pid == ember_gc_phases_pid(g);
         }
         if (new_pid || s->tid != t->spans[i - 1].tid) {
-            snprintf(buf, sizeof(buf), "thread %u: CPU samples%s", s->tid,
+            snprintf(buf, sizeof(buf), "thread %u: samples%s", s->tid,
                      s->tid == s->pid ? " (main thread: OCaml domain 0)" : "");
             pf_thread(f, s->pid, s->tid, buf);
         }

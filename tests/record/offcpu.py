@@ -188,6 +188,8 @@ def test_timeline(work):
     events = events["traceEvents"] if isinstance(events, dict) else events
     slices = [e for e in events if e.get("ph") == "X"]
     away = [e for e in slices if e["name"] in MARKS]
+    if any(e.get("cat") != "off-cpu" for e in away):
+        golden.fail("fixture timeline: off-CPU slices not in category off-cpu: %r" % away[:2])
     gc = [e for e in slices if e.get("cat") == "gc"]
     if not away or not gc or any(e["dur"] <= 0 for e in away):
         golden.fail("fixture timeline: %d off-CPU slices, %d GC slices" % (len(away), len(gc)))
