@@ -143,6 +143,14 @@ EMBER_API const char *ember_frame_kind_suffix(enum ember_frame_kind kind);
 EMBER_API size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap);
 /* Whether ember_frame_spell writes more than the name. */
 EMBER_API bool ember_frame_spelled(const struct ember_frame *f);
+/* The frame as a piece of a folded stack, what folded stacks, flame graphs,
+ * reports and the rules that match names (--hide, --focus...) show:
+ * ember_frame_spell, and each ';' of the name (which separates frames
+ * there) as ':'. Names keep their ';' everywhere else (the pprof,
+ * speedscope and Chrome exports). */
+EMBER_API size_t ember_frame_spell_folded(const struct ember_frame *f, char *buf, size_t cap);
+/* Whether ember_frame_spell_folded writes more than the name, or else. */
+EMBER_API bool ember_frame_spelled_folded(const struct ember_frame *f);
 
 /* A mapping of a binary (pprof's Mapping): what addresses belong to. */
 enum {

@@ -210,7 +210,7 @@ int ember_write_chrome(const struct ember_profile *p, const struct ember_convert
                        const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_profile *named; /* a flame chart of names */
-    int err = ember_profile_names(p, &named);
+    int err = ember_profile_function_names(p, &named);
     if (!err)
         err = write_chrome(named ? named : p, opts, out, d);
     ember_profile_free(named);

@@ -195,7 +195,7 @@ int ember_write_speedscope(const struct ember_profile *p, const struct ember_con
                            const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_profile *named; /* speedscope's frames are functions, with their place */
-    int err = ember_profile_names(p, &named);
+    int err = ember_profile_function_names(p, &named);
     if (!err)
         err = write_speedscope(named ? named : p, opts, out, d);
     ember_profile_free(named);

@@ -60,6 +60,7 @@ struct ember_frames {
     uint32_t *slots;
     uint32_t mask;
     bool detailed;             /* some frame has a loc */
+    bool semicolons;           /* some name has a ';', which folded views spell ':' */
     struct ember_strmap files; /* file names, each stored once */
 };
 
@@ -79,6 +80,11 @@ struct ember_child_bucket {
     struct ember_child_slot slot[EMBER_CHILD_BUCKET];
     uint32_t over; /* a child whose home is here or before went further */
 };
+
+/* The views of names a profile can be (ember_profile_names and friends):
+ * its frames are names alone, spelled for folded stacks (';' as ':') or as
+ * read. */
+enum { EMBER_VIEW_NONE, EMBER_VIEW_FOLDED, EMBER_VIEW_NAMES };
 
 struct ember_value_type {
     char type[EMBER_UNIT_MAX]; /* what the weights measure ... */
@@ -109,7 +115,7 @@ struct ember_profile {
     unsigned selected;              /* the value views show */
     bool weighed;                   /* a weight was added ... */
     bool named;                     /* ... or a value named: the default value is taken */
-    bool names_view;                /* made by ember_profile_names: a frame per name */
+    uint8_t view;                   /* a view of names, which: EMBER_VIEW_* */
     bool diff;                      /* values are "before" and "after" ... */
     char diff_type[EMBER_UNIT_MAX]; /* ... of this */
     unsigned decimals;

@@ -219,11 +219,12 @@ static int diff_into(struct ember_profile *before, const struct ember_profile *a
  * scaled (and normalized), as value 0, its nodes keeping their indices as
  * add_side would give them, then after's added as value 1. One tree less
  * than ember_profile_diff. Only where the result is the same: add_side
- * copies frames by name, renamed by --strip-hex, without their places. */
+ * copies frames by name, renamed by --strip-hex, without their places,
+ * and as the folded view spells them (';' as ':'). */
 int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
                             const struct ember_diff_opts *o)
 {
-    if (o->strip_hex || before->frames.detailed)
+    if (o->strip_hex || before->frames.detailed || before->frames.semicolons)
         return -EINVAL;
     struct ember_profile *named = NULL; /* after as its view's names, if they differ */
     int err = ember_profile_names(after, &named);

@@ -227,14 +227,14 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
         err = merged_process(dst, &rec, s, n, &fi->merged);
     /* rules see the name as views show it ("f_[k]", "f:file.c:12") */
     char *spelled = NULL;
-    if (!err && ember_frame_spelled(&rec)) {
+    if (!err && ember_frame_spelled_folded(&rec)) {
         rec.name = s;
         rec.name_len = n;
-        size_t sn = ember_frame_spell(&rec, NULL, 0);
+        size_t sn = ember_frame_spell_folded(&rec, NULL, 0);
         if (!(spelled = malloc(sn + 1)))
             err = -ENOMEM;
         else
-            n = ember_frame_spell(&rec, spelled, sn + 1), s = spelled;
+            n = ember_frame_spell_folded(&rec, spelled, sn + 1), s = spelled;
     }
     for (int k = 0; k < NKINDS && !err; k++)
         for (size_t i = 0; i < t->nrules[k]; i++)
