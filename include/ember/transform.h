@@ -24,6 +24,9 @@ EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_
  * Chrome): frames spelled by ember_frame_spell, a ';' kept. */
 EMBER_API int ember_profile_function_names(const struct ember_profile *src,
                                            struct ember_profile **out);
+/* Whether src's frames are its view's names already (ember_profile_names
+ * would give NULL). */
+EMBER_API bool ember_profile_is_names(const struct ember_profile *src);
 /* src by source line: each frame named "function file:line" as go tool
  * pprof -lines names it (frames without a file keep their name). */
 EMBER_API int ember_profile_lines(const struct ember_profile *src, struct ember_profile **out);

@@ -117,7 +117,8 @@ static int put_span(struct chrome *c, const struct span *s, double limit, double
     if (err)
         return err;
     size_t len;
-    const char *name = ember_profile_frame_name(c->p, c->p->nodes[s->node].frame, &len);
+    const char *name =
+        ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, s->node), &len);
     ember_writer_puts(&c->w, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":");
     ember_writer_puts(&c->w, ts);
     ember_writer_puts(&c->w, ",\"dur\":");

@@ -101,7 +101,6 @@ static int frames_append(struct ember_frames *f, const char *copy, size_t n, uin
         f->cap = cap;
     }
     uint32_t nid = f->count;
-    f->semicolons |= n && memchr(copy, ';', n);
     f->str[nid] = copy;
     f->len[nid] = (uint32_t)n;
     f->tag[nid] = loc ? (uint32_t)(h >> 32) & ~1u : (uint32_t)(h >> 32) | 1u;

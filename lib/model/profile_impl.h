@@ -60,7 +60,6 @@ struct ember_frames {
     uint32_t *slots;
     uint32_t mask;
     bool detailed;             /* some frame has a loc */
-    bool semicolons;           /* some name has a ';', which folded views spell ':' */
     struct ember_strmap files; /* file names, each stored once */
 };
 
@@ -158,28 +157,11 @@ int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profi
  * index in dst of src's value v. */
 int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
                               unsigned map[EMBER_MAX_VALUES]);
-/* p's selected value alone becomes "before" of a differential profile of
- * (type, unit), with an "after" of zeros; its other values and its
- * sequence are dropped. */
-int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit);
 /* rank[2 * frame + kind]: from 1, the byte order of every frame's name
  * (kind 0) and name followed by ';' (kind 1), which is the order of
  * folded lines ending at a frame and going on below it. */
 int ember_piece_ranks(const struct ember_frames *f, uint32_t **rank);
 
-/* Pruning a walk: below a node whose bit is set in skip, the walk calls
- * below(ctx, path, depth), path[depth - 1] the node, instead of visiting
- * the lines below it (the line ending at it is still visited). */
-struct ember_walk_prune {
-    const uint64_t *skip;
-    int (*below)(void *ctx, const uint32_t *path, size_t depth);
-};
-int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
-                              const struct ember_walk_prune *prune, void *ctx);
-
-/* Exchanges the contents of two profiles (a transform's result replaces
- * its input in place). */
-void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
 /* Adds the child (parent, frame), whose path hash is h, and sets *node. */
 int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
                                uint32_t *node);

@@ -121,3 +121,25 @@ size_t ember_frame_spell_folded(const struct ember_frame *f, char *buf, size_t c
 {
     return spell(f, buf, cap, true);
 }
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+size_t ember_name_strip_hex(const char *s, size_t n, char *buf)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + 2 < n && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_hex(s[i + 2])) {
+            i += 2;
+            while (i < n && is_hex(s[i]))
+                i++;
+            memcpy(buf + o, "0x...", 5);
+            o += 5;
+        } else {
+            buf[o++] = s[i++];
+        }
+    }
+    return o;
+}

@@ -16,7 +16,7 @@
  * exports name functions as read, ';' kept (ember_profile_function_names).
  */
 #include "ember/transform.h"
-#include "map.h"
+#include "profile_impl.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -105,13 +105,23 @@ static int name_frame(void *ctx, struct ember_profile *dst, const struct ember_p
                    : ember_frames_intern(&dst->frames, name, len, out);
 }
 
+/* Whether some name has a ';' (looked for when a view is asked for, not
+ * by every reader as it interns names: most inputs have none). */
+static bool has_semicolons(const struct ember_frames *f)
+{
+    for (uint32_t i = 0; i < f->count; i++)
+        if (f->len[i] && memchr(f->str[i], ';', f->len[i]))
+            return true;
+    return false;
+}
+
 /* Whether p differs from its view: some frame spelled otherwise. */
 static bool needs_view(const struct ember_profile *p, bool folded)
 {
     if (p->view == EMBER_VIEW_FOLDED || (p->view == EMBER_VIEW_NAMES && !folded))
         return false;
     bool names_only = p->view == EMBER_VIEW_NAMES || !ember_profile_detailed(p);
-    return !names_only || (folded && p->frames.semicolons);
+    return !names_only || (folded && has_semicolons(&p->frames));
 }
 
 static int names_view(const struct ember_profile *p, bool folded, struct ember_profile **out)
@@ -138,6 +148,11 @@ static int names_view(const struct ember_profile *p, bool folded, struct ember_p
     return err;
 }
 
+bool ember_profile_is_names(const struct ember_profile *p)
+{
+    return !needs_view(p, true);
+}
+
 int ember_profile_names(const struct ember_profile *p, struct ember_profile **out)
 {
     return names_view(p, true, out);
@@ -150,7 +165,7 @@ int ember_profile_function_names(const struct ember_profile *p, struct ember_pro
 
 /* A frame as go tool pprof -lines names it: "function file:line". */
 static int line_name(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                     const uint32_t *in, size_t n, struct stack_out *out)
+                     const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
     (void)ctx;
     char *buf = NULL;
