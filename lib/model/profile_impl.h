@@ -1,6 +1,7 @@
 /*
- * profile_impl.h - the profile's representation, for the library's readers
- * and writers (the public view is include/ember/profile.h).
+ * profile_impl.h - the profile's representation, private to lib/model:
+ * every reader, writer, renderer and transform elsewhere goes through
+ * include/ember/profile.h (the style/model-private test checks it).
  *
  * Invariants:
  * - nodes[0] is the root; a node's parent always has a smaller index, so a
