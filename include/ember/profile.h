@@ -81,6 +81,17 @@ EMBER_API const char *ember_profile_unit(const struct ember_profile *p);
 EMBER_API int ember_profile_set_differential(struct ember_profile *p, const char *type,
                                              const char *unit);
 EMBER_API bool ember_profile_is_differential(const struct ember_profile *p);
+/* p, whose frames are names alone, becomes a differential profile of
+ * (type, unit) in place: its selected value is "before" (its other values,
+ * its sequence and its modules are dropped), at decimals (at least p's),
+ * and, when norm is not NULL and neither total is 0, scaled to the total
+ * norm and truncated, as difffolded.pl -n does; the empty stack's weight
+ * is dropped; "after" is zeros. On an error p is changed. */
+EMBER_API int ember_profile_to_before(struct ember_profile *p, const char *type, const char *unit,
+                                      unsigned decimals, const struct ember_decimal *norm);
+/* Raises p's decimals to decimals, rescaling its weights (-ERANGE when one
+ * overflows); never lowers them. */
+EMBER_API int ember_profile_rescale(struct ember_profile *p, unsigned decimals);
 EMBER_API unsigned ember_profile_decimals(const struct ember_profile *p);
 /* What a count counts, for labels ("samples", "cycles", "Ir"): the sample
  * type when the unit is a count; NULL when values are times or sizes, which
@@ -145,6 +156,18 @@ EMBER_API const char *ember_frame_kind_suffix(enum ember_frame_kind kind);
 EMBER_API size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap);
 /* Whether ember_frame_spell writes more than the name. */
 EMBER_API bool ember_frame_spelled(const struct ember_frame *f);
+/* The frame as a piece of a folded stack, what folded stacks, flame graphs,
+ * reports and the rules that match names (--hide, --focus...) show:
+ * ember_frame_spell, and each ';' of the name (which separates frames
+ * there) as ':'. Names keep their ';' everywhere else (the pprof,
+ * speedscope and Chrome exports). */
+EMBER_API size_t ember_frame_spell_folded(const struct ember_frame *f, char *buf, size_t cap);
+/* Whether ember_frame_spell_folded writes more than the name, or else. */
+EMBER_API bool ember_frame_spelled_folded(const struct ember_frame *f);
+/* The name [s, s+n) with each 0x-prefixed hex number as "0x..." (diff
+ * --strip-hex: stacks that differ only by addresses compare equal) into
+ * buf (2 * n + 1 bytes suffice: "0x1" grows to "0x..."); returns its length. */
+EMBER_API size_t ember_name_strip_hex(const char *s, size_t n, char *buf);
 
 /* A mapping of a binary (pprof's Mapping): what addresses belong to. */
 enum {
@@ -164,9 +187,13 @@ EMBER_API int ember_profile_intern(struct ember_profile *p, const char *name, si
                                    uint32_t *frame);
 EMBER_API int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame *f,
                                          uint32_t *frame);
-/* The record of a frame (pointers valid while p lives). */
+/* The record of a frame (pointers valid while p lives). Files are stored
+ * once per profile: two frames of one file have equal file pointers. */
 EMBER_API void ember_profile_frame(const struct ember_profile *p, uint32_t frame,
                                    struct ember_frame *out);
+/* Whether a frame carries more than its name (made by
+ * ember_profile_intern_frame with something known beyond the name). */
+EMBER_API bool ember_profile_frame_detailed(const struct ember_profile *p, uint32_t frame);
 /* Whether some frame carries more than its name. */
 EMBER_API bool ember_profile_detailed(const struct ember_profile *p);
 /* Modules, interned by every field. */
@@ -183,9 +210,16 @@ EMBER_API uint32_t ember_profile_frame_count(const struct ember_profile *p);
 EMBER_API int ember_profile_child(struct ember_profile *p, uint32_t parent, uint32_t frame,
                                   uint32_t *node);
 EMBER_API uint32_t ember_profile_node_count(const struct ember_profile *p);
+/* The child (parent, frame), 0 when there is none. */
+EMBER_API uint32_t ember_profile_child_lookup(const struct ember_profile *p, uint32_t parent,
+                                              uint32_t frame);
 EMBER_API uint32_t ember_profile_node_frame(const struct ember_profile *p, uint32_t node);
 EMBER_API uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node);
 EMBER_API int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned value);
+/* The self weights of a value by node, ember_profile_node_count of them
+ * (NULL when there is no such value), for passes over every node; valid
+ * until the profile changes. */
+EMBER_API const int64_t *ember_profile_self_values(const struct ember_profile *p, unsigned value);
 /* Sum of all self weights of a value. */
 EMBER_API int64_t ember_profile_total(const struct ember_profile *p, unsigned value);
 
@@ -240,6 +274,49 @@ EMBER_API int ember_profile_merge_renamed(struct ember_profile *dst,
                                           const struct ember_profile *src,
                                           ember_frame_rename_fn rename, void *ctx);
 
+/*
+ * Rebuilding a profile stack by stack: the mechanism under the transforms
+ * that rewrite stacks (reverse, hide, focus, collapse...). fn is given each
+ * stack of src that carries weight, as src frame ids from the root, once
+ * (memoized, however long the arrival sequence), and appends dst frames to
+ * out, or drops the stack and its weight. dst starts with src's values,
+ * decimals and modules (under the same ids).
+ */
+struct ember_stack_out;
+typedef int (*ember_stack_map_fn)(void *ctx, struct ember_profile *dst,
+                                  const struct ember_profile *src, const uint32_t *in, size_t n,
+                                  struct ember_stack_out *out);
+/* Appends dst frame f. */
+EMBER_API int ember_stack_out_push(struct ember_stack_out *out, uint32_t f);
+/* Appends src frame f, with its record, interned in dst. */
+EMBER_API int ember_stack_out_copy(struct ember_stack_out *out, struct ember_profile *dst,
+                                   const struct ember_profile *src, uint32_t f);
+/* Appends the name [s, s+len) interned in dst. */
+EMBER_API int ember_stack_out_name(struct ember_stack_out *out, struct ember_profile *dst,
+                                   const char *s, size_t len);
+/* Leaves the stack and its weight out. */
+EMBER_API void ember_stack_out_drop(struct ember_stack_out *out);
+/* A new profile with every stack of src (weights, and the arrival sequence
+ * if kept) passed through fn. */
+EMBER_API int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, void *ctx,
+                                struct ember_profile **out);
+/* Each src frame's dst frame: called once per frame that some weighted
+ * stack holds. */
+typedef int (*ember_frame_map_fn)(void *ctx, struct ember_profile *dst,
+                                  const struct ember_profile *src, uint32_t frame, uint32_t *out);
+/* ember_profile_map for a rewrite frame by frame (the stack's shape kept):
+ * one child lookup per node rather than a pass over each stack. */
+EMBER_API int ember_profile_map_frames(const struct ember_profile *src, ember_frame_map_fn fn,
+                                       void *ctx, struct ember_profile **out);
+/* Src's frame in dst, with its record, under name [name, name+len) (NULL:
+ * its own): dst has src's modules under the same ids (made by
+ * ember_profile_map*). */
+EMBER_API int ember_profile_frame_copy(struct ember_profile *dst, const struct ember_profile *src,
+                                       uint32_t frame, const char *name, size_t len, uint32_t *out);
+/* Exchanges the contents of two profiles (a transform's result replaces
+ * its input in place). */
+EMBER_API void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
+
 /* Arrival order, for flame charts: when enabled before reading, every
  * ember_profile_add* also records (node, value); consecutive additions to
  * the same node are merged. */
@@ -255,6 +332,14 @@ EMBER_API bool ember_profile_has_sequence(const struct ember_profile *p);
  */
 typedef int (*ember_walk_fn)(void *ctx, const uint32_t *path, size_t depth, const int64_t *self);
 EMBER_API int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx);
+
+/* ember_profile_walk, pruned: below a node whose bit is set in skip (a
+ * bit per node, skip[n / 64] >> n % 64; NULL: none), the walk calls
+ * below(ctx, path, depth), path[depth - 1] the node, instead of visiting
+ * the lines below it (the line ending at it is still visited). */
+typedef int (*ember_walk_below_fn)(void *ctx, const uint32_t *path, size_t depth);
+EMBER_API int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
+                                        const uint64_t *skip, ember_walk_below_fn below, void *ctx);
 
 /* The same callback over the arrival sequence (flame charts). */
 EMBER_API int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,

@@ -117,7 +117,8 @@ static int put_span(struct chrome *c, const struct span *s, double limit, double
     if (err)
         return err;
     size_t len;
-    const char *name = ember_profile_frame_name(c->p, c->p->nodes[s->node].frame, &len);
+    const char *name =
+        ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, s->node), &len);
     ember_writer_puts(&c->w, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":");
     ember_writer_puts(&c->w, ts);
     ember_writer_puts(&c->w, ",\"dur\":");
@@ -210,7 +211,7 @@ int ember_write_chrome(const struct ember_profile *p, const struct ember_convert
                        const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_profile *named; /* a flame chart of names */
-    int err = ember_profile_names(p, &named);
+    int err = ember_profile_function_names(p, &named);
     if (!err)
         err = write_chrome(named ? named : p, opts, out, d);
     ember_profile_free(named);

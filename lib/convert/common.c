@@ -135,7 +135,7 @@ void ember_put_weight(struct ember_writer *w, int64_t v, unsigned decimals)
 
 int ember_used_frames(const struct ember_profile *p, struct ember_used_frames *u)
 {
-    uint32_t nf = p->frames.count;
+    uint32_t nf = ember_profile_frame_count(p);
     u->count = 0;
     u->map = malloc(((size_t)nf + 1) * sizeof(*u->map));
     u->frames = malloc(((size_t)nf + 1) * sizeof(*u->frames));
@@ -144,8 +144,8 @@ int ember_used_frames(const struct ember_profile *p, struct ember_used_frames *u
         return -ENOMEM;
     }
     memset(u->map, 0xff, ((size_t)nf + 1) * sizeof(*u->map));
-    for (uint32_t n = 1; n < p->nnodes; n++)
-        u->map[p->nodes[n].frame] = 0;
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++)
+        u->map[ember_profile_node_frame(p, n)] = 0;
     for (uint32_t f = 0; f < nf; f++)
         if (u->map[f] == 0) {
             u->map[f] = u->count;
@@ -163,14 +163,14 @@ void ember_used_frames_release(struct ember_used_frames *u)
 
 unsigned ember_convert_metric(const struct ember_profile *p)
 {
-    return p->diff ? 1 : p->selected;
+    return ember_profile_is_differential(p) ? 1 : ember_profile_selected(p);
 }
 
 int ember_convert_check_positive(const struct ember_profile *p, unsigned metric, const char *what,
                                  struct ember_diag *d)
 {
-    for (uint32_t n = 1; n < p->nnodes; n++)
-        if (p->self[metric][n] < 0)
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++)
+        if (ember_profile_self(p, n, metric) < 0)
             return ember_diag_set(d, -EINVAL, "", 0,
                                   "%s cannot show negative weights (the profile has some: a "
                                   "difference of profiles?); use --to pprof, csv or folded",
@@ -184,7 +184,7 @@ struct ember_us ember_us_of(const struct ember_profile *p)
         const char *unit;
         int exp10;
     } units[] = {{"nanoseconds", -3}, {"microseconds", 0}, {"milliseconds", 3}, {"seconds", 6}};
-    struct ember_us u = {0, p->decimals};
+    struct ember_us u = {0, ember_profile_decimals(p)};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
         if (strcmp(ember_profile_unit(p), units[i].unit) == 0)
             u.exp10 = units[i].exp10;

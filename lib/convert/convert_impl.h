@@ -9,7 +9,7 @@
 #include "ember/convert.h"
 #include "ember/transform.h"
 #include "io/writer.h"
-#include "model/profile_impl.h"
+#include "ember/profile.h"
 
 /* The options with defaults for what o (possibly NULL) leaves unset. */
 struct ember_convert_opts ember_convert_opts_fill(const struct ember_convert_opts *o);

@@ -65,14 +65,14 @@ static int put_row(void *ctx, const uint32_t *path, size_t depth, const int64_t 
     bool quote = false;
     for (size_t i = 0; i < depth && !quote; i++) {
         size_t len;
-        const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
+        const char *name = ember_profile_frame_name(p, ember_profile_node_frame(p, path[i]), &len);
         quote = needs_quotes(name, len, c->sep);
     }
     if (quote)
         ember_writer_put(&c->w, "\"", 1);
     for (size_t i = 0; i < depth; i++) {
         size_t len;
-        const char *name = ember_profile_frame_name(p, p->nodes[path[i]].frame, &len);
+        const char *name = ember_profile_frame_name(p, ember_profile_node_frame(p, path[i]), &len);
         if (i)
             ember_writer_put(&c->w, ";", 1);
         if (quote)
@@ -82,9 +82,9 @@ static int put_row(void *ctx, const uint32_t *path, size_t depth, const int64_t 
     }
     if (quote)
         ember_writer_put(&c->w, "\"", 1);
-    for (unsigned v = 0; v < p->nvalues; v++) {
+    for (unsigned v = 0; v < ember_profile_values(p); v++) {
         ember_writer_put(&c->w, &c->sep, 1);
-        ember_put_weight(&c->w, self[v], p->decimals);
+        ember_put_weight(&c->w, self[v], ember_profile_decimals(p));
     }
     ember_writer_puts(&c->w, c->eol);
     return c->w.err;
@@ -104,9 +104,9 @@ static int write_csv(const struct ember_profile *p, const struct ember_convert_o
     /* one column per value: "weight" when there is one, else their types
      * ("before" and "after" for a difference) */
     ember_writer_puts(&c->w, "stack");
-    for (unsigned v = 0; v < p->nvalues; v++) {
+    for (unsigned v = 0; v < ember_profile_values(p); v++) {
         ember_writer_put(&c->w, &c->sep, 1);
-        put_column(c, p->nvalues == 1 ? "weight" : p->vt[v].type);
+        put_column(c, ember_profile_values(p) == 1 ? "weight" : ember_profile_value_type(p, v));
     }
     ember_writer_puts(&c->w, c->eol);
     int err = ember_profile_walk(p, put_row, c);

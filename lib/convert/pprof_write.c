@@ -25,6 +25,7 @@
  */
 #include "convert_impl.h"
 #include "formats/pprof_wire.h"
+#include "util/hash.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -133,19 +134,19 @@ static void put_header(struct pprof_out *o, const char *name, char *comment)
     fixed_string(o, "");
     o->self_name = fixed_string(o, name);
     o->name = name;
-    for (unsigned v = 0; v < p->nvalues; v++) {
+    for (unsigned v = 0; v < ember_profile_values(p); v++) {
         perftools__profiles__value_type__init(&vt[v]);
-        vt[v].type = (int64_t)fixed_string(o, p->vt[v].type);
-        vt[v].unit = (int64_t)fixed_string(o, p->vt[v].unit);
+        vt[v].type = (int64_t)fixed_string(o, ember_profile_value_type(p, v));
+        vt[v].unit = (int64_t)fixed_string(o, ember_profile_value_unit(p, v));
         vtp[v] = &vt[v];
     }
-    part.n_sample_type = p->nvalues;
+    part.n_sample_type = ember_profile_values(p);
     part.sample_type = vtp;
     part.default_sample_type = vt[ember_convert_metric(p)].type;
-    if (p->decimals) {
+    if (ember_profile_decimals(p)) {
         /* one digit: decimals <= EMBER_MAX_DECIMALS = 9 */
         snprintf(comment, sizeof(EMBER_PPROF_DECIMALS_COMMENT) + 1, "%s%c",
-                 EMBER_PPROF_DECIMALS_COMMENT, (char)('0' + p->decimals));
+                 EMBER_PPROF_DECIMALS_COMMENT, (char)('0' + ember_profile_decimals(p)));
         comment_idx = (int64_t)fixed_string(o, comment);
         part.n_comment = 1;
         part.comment = &comment_idx;
@@ -205,9 +206,13 @@ static int group_id(struct pprof_out *o, const uint32_t *f, size_t n, uint64_t *
 /* Does frame b sit inlined at frame a's address? */
 static bool inlined_into(const struct ember_profile *p, uint32_t a, uint32_t b)
 {
-    const struct ember_frame_loc *la = &p->frames.loc[a], *lb = &p->frames.loc[b];
-    return lb->detailed && lb->kind == EMBER_FRAME_INLINED && lb->module == la->module &&
-           lb->address == la->address && lb->has_address == la->has_address;
+    if (!ember_profile_frame_detailed(p, b))
+        return false;
+    struct ember_frame la, lb;
+    ember_profile_frame(p, a, &la);
+    ember_profile_frame(p, b, &lb);
+    return lb.kind == EMBER_FRAME_INLINED && lb.module == la.module && lb.address == la.address &&
+           lb.has_address == la.has_address;
 }
 
 /* A stack's Location ids, leaf first, into o->ids; their count. */
@@ -217,10 +222,12 @@ static int stack_locations(struct pprof_out *o, const uint32_t *path, size_t dep
     uint32_t f[256];
     *n = 0;
     for (size_t i = 0; i < depth;) {
-        uint32_t fr = p->nodes[path[i]].frame;
-        if (!p->frames.loc[fr].detailed || p->frames.loc[fr].module == EMBER_NO_MODULE)
+        uint32_t fr = ember_profile_node_frame(p, path[i]);
+        struct ember_frame rec; /* a frame of a name alone has no module */
+        ember_profile_frame(p, fr, &rec);
+        if (rec.module == EMBER_NO_MODULE)
             o->self_used = true;
-        if (!p->frames.loc[fr].detailed) {
+        if (!ember_profile_frame_detailed(p, fr)) {
             o->ids[(*n)++] = o->used.map[fr] + 1u;
             i++;
             continue;
@@ -228,9 +235,9 @@ static int stack_locations(struct pprof_out *o, const uint32_t *path, size_t dep
         size_t k = 0;
         f[k++] = fr;
         for (i++; i < depth && k < sizeof(f) / sizeof(f[0]) &&
-                  inlined_into(p, fr, p->nodes[path[i]].frame);
+                  inlined_into(p, fr, ember_profile_node_frame(p, path[i]));
              i++)
-            f[k++] = p->nodes[path[i]].frame;
+            f[k++] = ember_profile_node_frame(p, path[i]);
         int err = group_id(o, f, k, &o->ids[*n]);
         if (err)
             return err;
@@ -256,7 +263,7 @@ static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64
     Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT, *sp = &s;
     s.n_location_id = nids;
     s.location_id = o->ids;
-    s.n_value = o->p->nvalues;
+    s.n_value = ember_profile_values(o->p);
     s.value = (int64_t *)self;
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     part.n_sample = 1;
@@ -283,17 +290,21 @@ static int file_strings(struct pprof_out *o)
     if (!o->file_string)
         return -ENOMEM;
     for (uint32_t i = 0; i < o->used.count; i++) {
-        const struct ember_frame_loc *l = &o->p->frames.loc[o->used.frames[i]];
-        if (!l->detailed || !l->file)
+        struct ember_frame l, e;
+        ember_profile_frame(o->p, o->used.frames[i], &l);
+        if (!l.file)
             continue;
-        uint32_t j = 0; /* an earlier frame of the same file */
-        while (j < i && o->p->frames.loc[o->used.frames[j]].file != l->file)
-            j++;
+        uint32_t j = 0; /* an earlier frame of the same file (files are stored once) */
+        for (; j < i; j++) {
+            ember_profile_frame(o->p, o->used.frames[j], &e);
+            if (e.file == l.file)
+                break;
+        }
         if (j < i) {
             o->file_string[i] = o->file_string[j];
             continue;
         }
-        int err = extra_string(o, l->file, l->file_len, &o->file_string[i]);
+        int err = extra_string(o, l.file, l.file_len, &o->file_string[i]);
         if (err)
             return err;
     }
@@ -306,8 +317,9 @@ static int file_strings(struct pprof_out *o)
 static uint32_t main_module(const struct pprof_out *o)
 {
     const struct ember_profile *p = o->p;
-    for (uint32_t m = 0; o->name && m < p->nmodules; m++) {
-        const char *path = p->modules[m].path, *base = path ? strrchr(path, '/') : NULL;
+    for (uint32_t m = 0; o->name && m < ember_profile_module_count(p); m++) {
+        const char *path = ember_profile_module_info(p, m)->path,
+                   *base = path ? strrchr(path, '/') : NULL;
         if (path && strcmp(base ? base + 1 : path, o->name) == 0)
             return m;
     }
@@ -316,7 +328,7 @@ static uint32_t main_module(const struct pprof_out *o)
 
 static int put_mapping(struct pprof_out *o, uint32_t m)
 {
-    const struct ember_module *mod = &o->p->modules[m];
+    const struct ember_module *mod = ember_profile_module_info(o->p, m);
     Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
     uint64_t path = 0, bid = 0;
     int err = mod->path ? extra_string(o, mod->path, strlen(mod->path), &path) : 0;
@@ -348,12 +360,12 @@ static int put_mappings(struct pprof_out *o)
 {
     const struct ember_profile *p = o->p;
     uint32_t first = main_module(o);
-    int err = p->nmodules ? put_mapping(o, first) : 0;
-    for (uint32_t m = 0; m < p->nmodules && !err && !o->gz->err; m++)
+    int err = ember_profile_module_count(p) ? put_mapping(o, first) : 0;
+    for (uint32_t m = 0; m < ember_profile_module_count(p) && !err && !o->gz->err; m++)
         err = m == first ? 0 : put_mapping(o, m);
     if (err)
         return err;
-    if (o->self_used || !p->nmodules) {
+    if (o->self_used || !ember_profile_module_count(p)) {
         Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
         map.id = 1;
         map.filename = (int64_t)o->self_name;
@@ -371,14 +383,15 @@ static int put_mappings(struct pprof_out *o)
 static void put_frames(struct pprof_out *o)
 {
     for (uint32_t i = 0; i < o->used.count && !o->gz->err; i++) {
-        const struct ember_frame_loc *fl = &o->p->frames.loc[o->used.frames[i]];
+        struct ember_frame fl;
+        ember_profile_frame(o->p, o->used.frames[i], &fl);
         Perftools__Profiles__Function f = PERFTOOLS__PROFILES__FUNCTION__INIT, *fp = &f;
         Perftools__Profiles__Line l = PERFTOOLS__PROFILES__LINE__INIT, *lp = &l;
         Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT, *locp = &loc;
         f.id = i + 1u;
         f.name = (int64_t)(o->nfixed + i);
         f.filename = (int64_t)o->file_string[i];
-        f.start_line = fl->start_line;
+        f.start_line = fl.start_line;
         l.function_id = f.id;
         loc.id = f.id;
         loc.mapping_id = 1;
@@ -387,7 +400,7 @@ static void put_frames(struct pprof_out *o)
         pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
         part.n_function = 1;
         part.function = &fp;
-        part.n_location = fl->detailed ? 0 : 1;
+        part.n_location = ember_profile_frame_detailed(o->p, o->used.frames[i]) ? 0 : 1;
         part.location = &locp;
         pack(o, &part);
     }
@@ -401,17 +414,19 @@ static int put_groups(struct pprof_out *o)
     for (size_t k = 0; k < o->ngroups && !o->gz->err; k++) {
         const struct group *g = &o->groups[k];
         const uint32_t *f = o->grp + g->first;
-        const struct ember_frame_loc *base = &o->p->frames.loc[f[0]];
+        struct ember_frame base;
+        ember_profile_frame(o->p, f[0], &base);
         Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT, *locp = &loc;
         loc.id = o->used.count + k + 1;
-        loc.mapping_id = base->module == EMBER_NO_MODULE ? 1 : base->module + 2u;
-        loc.address = base->address;
+        loc.mapping_id = base.module == EMBER_NO_MODULE ? 1 : base.module + 2u;
+        loc.address = base.address;
         for (uint32_t j = 0; j < g->n; j++) {
-            const struct ember_frame_loc *fl = &o->p->frames.loc[f[g->n - 1 - j]];
+            struct ember_frame fl;
+            ember_profile_frame(o->p, f[g->n - 1 - j], &fl);
             perftools__profiles__line__init(&lines[j]);
             lines[j].function_id = o->used.map[f[g->n - 1 - j]] + 1u;
-            lines[j].line = fl->line;
-            lines[j].column = fl->column;
+            lines[j].line = fl.line;
+            lines[j].column = fl.column;
             lp[j] = &lines[j];
         }
         loc.n_line = g->n;

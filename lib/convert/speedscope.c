@@ -73,7 +73,7 @@ static void put_profile_head(struct speedscope *s, const char *type,
     ember_json_string(w, o->name, strlen(o->name));
     ember_writer_printf(w,
                         ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":", speedscope_unit(s->p));
-    ember_put_weight(w, end, s->p->decimals);
+    ember_put_weight(w, end, ember_profile_decimals(s->p));
 }
 
 static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
@@ -90,7 +90,7 @@ static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64
     for (size_t i = 0; i < depth; i++) {
         if (i)
             ember_writer_put(&s->w, ",", 1);
-        ember_put_u64(&s->w, s->used.map[s->p->nodes[path[i]].frame]);
+        ember_put_u64(&s->w, s->used.map[ember_profile_node_frame(s->p, path[i])]);
     }
     ember_writer_put(&s->w, "]", 1);
     return s->w.err;
@@ -98,7 +98,7 @@ static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64
 
 static int write_sampled(struct speedscope *s, const struct ember_convert_opts *o)
 {
-    put_profile_head(s, "sampled", o, s->p->total[s->metric]);
+    put_profile_head(s, "sampled", o, ember_profile_total(s->p, s->metric));
     ember_writer_puts(&s->w, ",\n\"samples\":[");
     s->first = true;
     int err = ember_profile_walk(s->p, put_sample, s);
@@ -108,7 +108,7 @@ static int write_sampled(struct speedscope *s, const struct ember_convert_opts *
     for (size_t i = 0; i < s->nweights; i++) {
         if (i)
             ember_writer_put(&s->w, ",", 1);
-        ember_put_weight(&s->w, s->weights[i], s->p->decimals);
+        ember_put_weight(&s->w, s->weights[i], ember_profile_decimals(s->p));
     }
     ember_writer_puts(&s->w, "]}]}\n");
     return 0;
@@ -120,9 +120,9 @@ static int put_event(struct speedscope *s, char type, uint32_t node, int64_t at)
     s->first = false;
     ember_writer_put(&s->w, &type, 1);
     ember_writer_puts(&s->w, "\",\"frame\":");
-    ember_put_u64(&s->w, s->used.map[s->p->nodes[node].frame]);
+    ember_put_u64(&s->w, s->used.map[ember_profile_node_frame(s->p, node)]);
     ember_writer_puts(&s->w, ",\"at\":");
-    ember_put_weight(&s->w, at, s->p->decimals);
+    ember_put_weight(&s->w, at, ember_profile_decimals(s->p));
     ember_writer_put(&s->w, "}", 1);
     return s->w.err;
 }
@@ -145,17 +145,31 @@ static int chart_stack(void *ctx, const uint32_t *path, size_t depth, const int6
     return ember_chart_step(c, path, depth, self[s->metric]);
 }
 
+struct seq_end {
+    unsigned metric;
+    int64_t end;
+};
+
+static int add_positive(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct seq_end *e = ctx;
+    (void)path;
+    (void)depth;
+    return self[e->metric] > 0 && __builtin_add_overflow(e->end, self[e->metric], &e->end) ? -ERANGE
+                                                                                           : 0;
+}
+
 /* endValue, written before the events, is where the last one closes: the
  * sum of the sequence's weights (the chart skips those that are not
  * positive). */
 static int write_evented(struct speedscope *s, const struct ember_convert_opts *o)
 {
     struct ember_chart c = {.on_open = on_open, .on_close = on_close, .ctx = s};
-    int64_t end = 0;
-    for (size_t i = 0; i < s->p->seq_len; i++)
-        if (s->p->seq_w[s->metric][i] > 0 &&
-            __builtin_add_overflow(end, s->p->seq_w[s->metric][i], &end))
-            return -ERANGE;
+    struct seq_end se = {s->metric, 0};
+    int serr = ember_profile_walk_sequence(s->p, add_positive, &se);
+    if (serr)
+        return serr;
+    int64_t end = se.end;
     put_profile_head(s, "evented", o, end);
     ember_writer_puts(&s->w, ",\n\"events\":[");
     s->first = true;
@@ -195,7 +209,7 @@ int ember_write_speedscope(const struct ember_profile *p, const struct ember_con
                            const struct ember_sink *out, struct ember_diag *d)
 {
     struct ember_profile *named; /* speedscope's frames are functions, with their place */
-    int err = ember_profile_names(p, &named);
+    int err = ember_profile_function_names(p, &named);
     if (!err)
         err = write_speedscope(named ? named : p, opts, out, d);
     ember_profile_free(named);

@@ -33,7 +33,7 @@
  *   unreached (an inconsistent file).
  * - Names. The frame of f'2 is f: callgrind's --separate-recs level is not a
  *   function of the program, and a recursion is drawn f;f;f as the other
- *   readers draw it. ';' becomes ':', as in the other readers.
+ *   readers draw it. A ';' is kept (folded views spell it ':').
  * - Bounds. A graph can have exponentially many paths: after EXPAND_BUDGET
  *   nodes, a component entered again is drawn as its entry function alone,
  *   and not at all if that has no self cost, or has a node already and
@@ -267,15 +267,6 @@ static int frame_of(struct expansion *x, uint32_t func, uint32_t *frame)
         size_t len;
         const char *name = ember_profile_frame_name(x->out->names, x->g->funcs[func].name, &len);
         len = without_recursion_level(name, len);
-        char *copy = NULL;
-        if (memchr(name, ';', len)) {
-            /* ';' separates frames: it becomes ':', as in the other readers */
-            if (!(copy = malloc(len)))
-                return -ENOMEM;
-            for (size_t i = 0; i < len; i++)
-                copy[i] = name[i] == ';' ? ':' : name[i];
-            name = copy;
-        }
         /* the function's source file, when callgrind knows it ("???" if not) */
         size_t flen;
         const char *file = ember_profile_frame_name(x->out->names, x->g->funcs[func].file, &flen);
@@ -285,7 +276,6 @@ static int frame_of(struct expansion *x, uint32_t func, uint32_t *frame)
                                  .file_len = flen,
                                  .module = EMBER_NO_MODULE};
         int err = ember_profile_intern_frame(x->out->p, &fr, &s->frame);
-        free(copy);
         if (err)
             return err;
         s->frame_known = true;

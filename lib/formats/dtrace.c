@@ -99,9 +99,6 @@ static int add_piece(struct dtrace_reader *r, const char *s, size_t n, bool inli
     size_t i = n > 0 && s[0] == 'L' && memchr(s, '/', n) ? 1 : 0;
     memcpy(b, s + i, n - i);
     size_t len = tidy_rust(b, n - i);
-    /* after Rust's escapes, which may give a ';' ("$u3b$") */
-    for (char *c = b; (c = memchr(c, ';', len - (size_t)(c - b))) != NULL;)
-        *c = ':';
     if (EMBER_VEC_RESERVE(r->frames, r->cap, r->n + 1) < 0)
         return -ENOMEM;
     if (!inlined)

@@ -21,7 +21,7 @@
  * µs, ms, s, min, h), cycles for counters (Kc, Mc, Gc, Tc), bytes for
  * sizes (Bytes, KB, MB, GB, TB: powers of 1024), a bare number in the
  * header's unit ("Self (ms)") or as a count; "-" is zero. Symbols are kept
- * as written, ';' becoming ':'.
+ * as written.
  *
  * Deliberate differences from speedscope: it reads a weight with parseInt,
  * so "73.35 MB" counts 73 MB and "2.45 s" 2000 ms, and its self weights
@@ -79,8 +79,6 @@ struct inst_reader {
     bool base_set;
     struct open_row *path;
     size_t depth, cap;
-    char *buf;
-    size_t bcap;
 };
 
 static bool starts_with(const char *s, size_t n, const char *lit)
@@ -310,14 +308,11 @@ static int row_depth(struct inst_reader *r, size_t indent, size_t *depth, const 
 static int push_row(struct inst_reader *r, const char *sym, size_t len, struct ember_decimal w,
                     uint64_t line)
 {
-    if (EMBER_VEC_RESERVE(r->buf, r->bcap, len + 1) < 0 ||
-        EMBER_VEC_RESERVE(r->path, r->cap, r->depth + 1) < 0)
+    if (EMBER_VEC_RESERVE(r->path, r->cap, r->depth + 1) < 0)
         return -ENOMEM;
-    for (size_t i = 0; i < len; i++)
-        r->buf[i] = sym[i] == ';' ? ':' : sym[i];
     uint32_t frame, node;
     uint32_t parent = r->depth ? r->path[r->depth - 1].node : EMBER_ROOT;
-    int err = ember_profile_intern(r->p, r->buf, len, &frame);
+    int err = ember_profile_intern(r->p, sym, len, &frame);
     if (!err)
         err = ember_profile_child(r->p, parent, frame, &node);
     if (err)
@@ -401,7 +396,6 @@ static int inst_read(struct ember_profile *p, struct ember_input *in,
                              "expected the header of an Instruments deep copy (\"Weight<TAB>Self "
                              "Weight<TAB>Symbol Name\"), the input is empty");
     free(r.path);
-    free(r.buf);
     return err;
 }
 

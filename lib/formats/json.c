@@ -278,9 +278,7 @@ int ember_json_decimal(ember_fixed v, struct ember_decimal *out)
 void ember_json_frame_name(char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == ';')
-            s[i] = ':';
-        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0' || s[i] == EMBER_JSON_PLACEHOLDER)
+        if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0' || s[i] == EMBER_JSON_PLACEHOLDER)
             s[i] = ' ';
     }
 }

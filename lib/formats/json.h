@@ -83,9 +83,9 @@ bool ember_json_fixed(const char *s, size_t n, ember_fixed *v);
  * that fit an int64); -ERANGE if even its integer part does not fit. */
 int ember_json_decimal(ember_fixed v, struct ember_decimal *out);
 
-/* Makes a name read from JSON a frame name of folded stacks, in place, as
- * the other readers do: ';' (the frame separator) becomes ':', and line
- * ends, NUL and EMBER_JSON_PLACEHOLDER become spaces (other bytes stay). */
+/* Makes a name read from JSON a frame name, in place: line ends, NUL and
+ * EMBER_JSON_PLACEHOLDER become spaces (other bytes stay; a ';' is kept,
+ * and folded views spell it ':'). */
 void ember_json_frame_name(char *s, size_t n);
 
 /* The readers build their stacks in one scratch profile, each thread or

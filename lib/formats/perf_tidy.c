@@ -50,9 +50,6 @@ size_t ember_tidy_generic(char *s, size_t len)
 {
     int depth = 0;
     size_t cut = len;
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == ';')
-            s[i] = ':';
     for (size_t i = 0; i < len && cut == len;) {
         size_t op = skip_operator(s, len, i);
         if (op != i) {

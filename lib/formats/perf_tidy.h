@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* ';' becomes ':' (';' separates frames); the top-level parameter list is
+/* The top-level parameter list is
  * cut, keeping templates, lambdas, "(anonymous namespace)", Go receivers
  * "pkg.(*T).M" and operator names intact; '"' and '\'' are deleted, as
  * FlameGraph does. */

@@ -83,8 +83,6 @@ struct raw_reader {
     size_t nlocs, lcap;
     uint32_t *frames;
     size_t nframes, fcap;
-    char *name; /* a function's name, ';' made ':' */
-    size_t ncap;
     struct ember_u64map by_id;
     uint64_t last; /* the last line: where errors found at the end are */
 };
@@ -293,12 +291,9 @@ static int add_function(struct raw_reader *r, const char *s, size_t n)
         s = l->addr;
         len = strlen(l->addr);
     }
-    if (EMBER_VEC_RESERVE(r->name, r->ncap, len) < 0 ||
-        EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1) < 0)
+    if (EMBER_VEC_RESERVE(r->frames, r->fcap, r->nframes + 1) < 0)
         return -ENOMEM;
-    for (size_t i = 0; i < len; i++)
-        r->name[i] = s[i] == ';' ? ':' : s[i];
-    int err = ember_profile_intern(r->p, r->name, len, &r->frames[r->nframes]);
+    int err = ember_profile_intern(r->p, s, len, &r->frames[r->nframes]);
     if (!err) {
         r->nframes++;
         l->n++;
@@ -468,7 +463,6 @@ static int raw_read(struct ember_profile *p, struct ember_input *in,
     free(r.ids);
     free(r.locs);
     free(r.frames);
-    free(r.name);
     return err;
 }
 

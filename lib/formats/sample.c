@@ -191,9 +191,6 @@ static int push_frame(struct sample_reader *r, const char *s, size_t n)
         memmove(r->buf + mlen + 1, r->buf, flen);
         memcpy(r->buf, mod, mlen);
         r->buf[mlen] = '`';
-        for (size_t i = 0; i < mlen; i++)
-            if (r->buf[i] == ';')
-                r->buf[i] = ':';
         flen += mlen + 1;
     }
     uint32_t frame, parent = r->depth ? r->path[r->depth - 1] : EMBER_ROOT;

@@ -189,8 +189,7 @@ static int on_frame(struct xc_reader *r)
         size_t len = strlen((const char *)name);
         int err = EMBER_VEC_RESERVE(r->buf, r->bcap, len + 1);
         if (!err) {
-            for (size_t i = 0; i <= len; i++)
-                r->buf[i] = name[i] == ';' ? ':' : (char)name[i];
+            memcpy(r->buf, name, len + 1);
             len = ember_tidy_rust(r->buf, len);
             err = ember_profile_intern(r->p, r->buf, len, &frame);
         }

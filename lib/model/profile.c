@@ -225,7 +225,10 @@ int ember_profile_set_differential(struct ember_profile *p, const char *type, co
     return 0;
 }
 
-int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit)
+/* p's selected value alone becomes "before" of a differential profile of
+ * (type, unit), with an "after" of zeros; its other values and its
+ * sequence are dropped. */
+static int to_differential(struct ember_profile *p, const char *type, const char *unit)
 {
     unsigned v = p->selected;
     int64_t *self = p->self[v], total = p->total[v];
@@ -351,6 +354,11 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
         loc.tid = fr->kind == EMBER_FRAME_THREAD && fr->tid >= 0 ? fr->tid : -1;
     }
     return ember_frames_intern_loc(&p->frames, fr->name, fr->name_len, &loc, frame);
+}
+
+bool ember_profile_frame_detailed(const struct ember_profile *p, uint32_t frame)
+{
+    return frame < p->frames.count && p->frames.loc[frame].detailed;
 }
 
 void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct ember_frame *out)
@@ -590,6 +598,11 @@ uint32_t ember_profile_node_count(const struct ember_profile *p)
     return p->nnodes;
 }
 
+uint32_t ember_profile_child_lookup(const struct ember_profile *p, uint32_t parent, uint32_t frame)
+{
+    return parent < p->nnodes ? ember_profile_child_find(p, parent, frame) : 0;
+}
+
 uint32_t ember_profile_node_frame(const struct ember_profile *p, uint32_t node)
 {
     return p->nodes[node].frame;
@@ -603,6 +616,11 @@ uint32_t ember_profile_node_parent(const struct ember_profile *p, uint32_t node)
 int64_t ember_profile_self(const struct ember_profile *p, uint32_t node, unsigned value)
 {
     return value < p->nvalues && node < p->nnodes ? p->self[value][node] : 0;
+}
+
+const int64_t *ember_profile_self_values(const struct ember_profile *p, unsigned value)
+{
+    return value < p->nvalues ? p->self[value] : NULL;
 }
 
 int64_t ember_profile_total(const struct ember_profile *p, unsigned value)
@@ -660,6 +678,58 @@ int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value, in
 }
 
 /* Multiplies every stored weight by 10^by. */
+static int rescale(struct ember_profile *p, unsigned by);
+
+int ember_profile_rescale(struct ember_profile *p, unsigned decimals)
+{
+    if (decimals > EMBER_MAX_DECIMALS)
+        return -EINVAL;
+    return decimals > p->decimals ? rescale(p, decimals - p->decimals) : 0;
+}
+
+/* The before weight of a node: at the new decimals (times scale), then
+ * normalized (times num / den, truncated) when den is not 0. */
+static int before_weight(int64_t *v, int64_t scale, __int128 num, __int128 den)
+{
+    if (__builtin_mul_overflow(*v, scale, v))
+        return -ERANGE;
+    if (den)
+        *v = (int64_t)(*v * num / den);
+    return 0;
+}
+
+int ember_profile_to_before(struct ember_profile *p, const char *type, const char *unit,
+                            unsigned decimals, const struct ember_decimal *norm)
+{
+    if (decimals < p->decimals || decimals > EMBER_MAX_DECIMALS ||
+        (norm && norm->digits > decimals))
+        return -EINVAL;
+    int64_t scale = pow10_table[decimals - p->decimals], bt = p->total[p->selected];
+    __int128 num = 0, den = 0;
+    if (norm && norm->mant && bt) {
+        num = (__int128)norm->mant * pow10_table[decimals - norm->digits];
+        den = (__int128)bt * scale;
+    }
+    int err = to_differential(p, type, unit);
+    int64_t total = 0;
+    p->self[0][EMBER_ROOT] = 0; /* the empty stack's weight is no line */
+    for (uint32_t n = 0; n < p->nnodes && !err; n++) {
+        int64_t v = p->self[0][n];
+        if (!v)
+            continue;
+        err = before_weight(&v, scale, num, den);
+        if (!err && __builtin_add_overflow(total, v, &total))
+            err = -ERANGE;
+        p->self[0][n] = v;
+    }
+    if (err)
+        return err;
+    p->total[0] = total;
+    p->decimals = decimals;
+    p->nmodules = 0; /* no frame names one: they are names alone */
+    return 0;
+}
+
 static int rescale(struct ember_profile *p, unsigned by)
 {
     int64_t f = pow10_table[by];

@@ -1,6 +1,7 @@
 /*
- * profile_impl.h - the profile's representation, for the library's readers
- * and writers (the public view is include/ember/profile.h).
+ * profile_impl.h - the profile's representation, private to lib/model:
+ * every reader, writer, renderer and transform elsewhere goes through
+ * include/ember/profile.h (the style/model-private test checks it).
  *
  * Invariants:
  * - nodes[0] is the root; a node's parent always has a smaller index, so a
@@ -80,6 +81,11 @@ struct ember_child_bucket {
     uint32_t over; /* a child whose home is here or before went further */
 };
 
+/* The views of names a profile can be (ember_profile_names and friends):
+ * its frames are names alone, spelled for folded stacks (';' as ':') or as
+ * read. */
+enum { EMBER_VIEW_NONE, EMBER_VIEW_FOLDED, EMBER_VIEW_NAMES };
+
 struct ember_value_type {
     char type[EMBER_UNIT_MAX]; /* what the weights measure ... */
     char unit[EMBER_UNIT_MAX]; /* ... and in what */
@@ -109,7 +115,7 @@ struct ember_profile {
     unsigned selected;              /* the value views show */
     bool weighed;                   /* a weight was added ... */
     bool named;                     /* ... or a value named: the default value is taken */
-    bool names_view;                /* made by ember_profile_names: a frame per name */
+    uint8_t view;                   /* a view of names, which: EMBER_VIEW_* */
     bool diff;                      /* values are "before" and "after" ... */
     char diff_type[EMBER_UNIT_MAX]; /* ... of this */
     unsigned decimals;
@@ -152,28 +158,11 @@ int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profi
  * index in dst of src's value v. */
 int ember_profile_values_like(struct ember_profile *dst, const struct ember_profile *src,
                               unsigned map[EMBER_MAX_VALUES]);
-/* p's selected value alone becomes "before" of a differential profile of
- * (type, unit), with an "after" of zeros; its other values and its
- * sequence are dropped. */
-int ember_profile_to_differential(struct ember_profile *p, const char *type, const char *unit);
 /* rank[2 * frame + kind]: from 1, the byte order of every frame's name
  * (kind 0) and name followed by ';' (kind 1), which is the order of
  * folded lines ending at a frame and going on below it. */
 int ember_piece_ranks(const struct ember_frames *f, uint32_t **rank);
 
-/* Pruning a walk: below a node whose bit is set in skip, the walk calls
- * below(ctx, path, depth), path[depth - 1] the node, instead of visiting
- * the lines below it (the line ending at it is still visited). */
-struct ember_walk_prune {
-    const uint64_t *skip;
-    int (*below)(void *ctx, const uint32_t *path, size_t depth);
-};
-int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
-                              const struct ember_walk_prune *prune, void *ctx);
-
-/* Exchanges the contents of two profiles (a transform's result replaces
- * its input in place). */
-void ember_profile_swap(struct ember_profile *a, struct ember_profile *b);
 /* Adds the child (parent, frame), whose path hash is h, and sets *node. */
 int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
                                uint32_t *node);

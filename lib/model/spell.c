@@ -5,7 +5,10 @@
  *
  * Readers keep what they know in the record (the kind, the file and line)
  * and say with kind_in_name and place_in_name whether FlameGraph's spelling
- * shows it; the name itself never carries an annotation a reader added.
+ * shows it; the name itself never carries an annotation a reader added, and
+ * keeps its ';' (which separates the frames of a folded stack): only the
+ * folded spelling writes it as ':' (put_name), the one place where a name
+ * is made fit to be joined.
  */
 #include "ember/profile.h"
 
@@ -36,6 +39,21 @@ static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
     *at += n;
 }
 
+/* A name as a piece of a folded stack: each ';' (the frames' separator)
+ * as ':', as FlameGraph's stackcollapse scripts write it. */
+static void put_name(char *buf, size_t cap, size_t *at, const char *s, size_t n, bool folded)
+{
+    const char *semi;
+    while (folded && n && (semi = memchr(s, ';', n)) != NULL) {
+        size_t head = (size_t)(semi - s);
+        put(buf, cap, at, s, head);
+        put(buf, cap, at, ":", 1);
+        s += head + 1;
+        n -= head + 1;
+    }
+    put(buf, cap, at, s, n);
+}
+
 /* A process or thread spelled as perf's scripts do: "comm-PID/TID". */
 static bool is_task(const struct ember_frame *f)
 {
@@ -48,11 +66,16 @@ bool ember_frame_spelled(const struct ember_frame *f)
            (f->place_in_name && f->file) || is_task(f);
 }
 
+bool ember_frame_spelled_folded(const struct ember_frame *f)
+{
+    return ember_frame_spelled(f) || (f->name_len && memchr(f->name, ';', f->name_len));
+}
+
 /* "comm-PID/TID": the command's spaces as '_' (the script's tr/ /_/). */
-static void put_task(const struct ember_frame *f, char *buf, size_t cap, size_t *at)
+static void put_task(const struct ember_frame *f, char *buf, size_t cap, size_t *at, bool folded)
 {
     for (size_t i = 0; i < f->name_len; i++)
-        put(buf, cap, at, f->name[i] == ' ' ? "_" : f->name + i, 1);
+        put_name(buf, cap, at, f->name[i] == ' ' ? "_" : f->name + i, 1, folded);
     char ids[48];
     int n = f->pid < 0 ? snprintf(ids, sizeof(ids), "-?")
                        : snprintf(ids, sizeof(ids), "-%lld", (long long)f->pid);
@@ -61,16 +84,16 @@ static void put_task(const struct ember_frame *f, char *buf, size_t cap, size_t 
     put(buf, cap, at, ids, (size_t)n);
 }
 
-size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap)
+static size_t spell(const struct ember_frame *f, char *buf, size_t cap, bool folded)
 {
     size_t at = 0;
     if (is_task(f)) {
-        put_task(f, buf, cap, &at);
+        put_task(f, buf, cap, &at, folded);
         if (cap)
             buf[at < cap ? at : cap - 1] = '\0';
         return at;
     }
-    put(buf, cap, &at, f->name, f->name_len);
+    put_name(buf, cap, &at, f->name, f->name_len, folded);
     if (f->kind_in_name) {
         const char *sfx = ember_frame_kind_suffix(f->kind);
         put(buf, cap, &at, sfx, strlen(sfx));
@@ -87,4 +110,36 @@ size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap)
     if (cap)
         buf[at < cap ? at : cap - 1] = '\0';
     return at;
+}
+
+size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_t cap)
+{
+    return spell(f, buf, cap, false);
+}
+
+size_t ember_frame_spell_folded(const struct ember_frame *f, char *buf, size_t cap)
+{
+    return spell(f, buf, cap, true);
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+size_t ember_name_strip_hex(const char *s, size_t n, char *buf)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + 2 < n && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_hex(s[i + 2])) {
+            i += 2;
+            while (i < n && is_hex(s[i]))
+                i++;
+            memcpy(buf + o, "0x...", 5);
+            o += 5;
+        } else {
+            buf[o++] = s[i++];
+        }
+    }
+    return o;
 }

@@ -36,9 +36,15 @@ struct walk_level {
     size_t start, pos, end; /* this level's items in the item stack */
 };
 
+/* Pruning: below a node whose bit is set in skip, below() instead. */
+struct walk_prune {
+    const uint64_t *skip;
+    ember_walk_below_fn below;
+};
+
 struct walk {
     const struct ember_profile *p;
-    const struct ember_walk_prune *prune;
+    const struct walk_prune *prune;
     uint32_t *rank;
     uint64_t *has_kids; /* bit per node */
     uint32_t *first;    /* a visited node n's children: kids[first[n] .. first[n+1]) */
@@ -193,8 +199,8 @@ static int push_items(const struct walk *w, uint32_t n, struct walk_item **items
     return 0;
 }
 
-int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
-                              const struct ember_walk_prune *prune, void *ctx)
+static int walk(const struct ember_profile *p, ember_walk_fn fn, const struct walk_prune *prune,
+                void *ctx)
 {
     struct walk w = {.p = p, .prune = prune};
     struct walk_item *items = NULL;
@@ -253,9 +259,16 @@ int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
     return ret;
 }
 
+int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn, const uint64_t *skip,
+                              ember_walk_below_fn below, void *ctx)
+{
+    struct walk_prune prune = {skip, below};
+    return walk(p, fn, skip ? &prune : NULL, ctx);
+}
+
 int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
 {
-    return ember_profile_walk_pruned(p, fn, NULL, ctx);
+    return walk(p, fn, NULL, ctx);
 }
 
 int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn, void *ctx)

@@ -19,7 +19,7 @@
 #include "color.h"
 #include "flame_internal.h"
 #include "io/writer.h"
-#include "model/profile_impl.h"
+#include "ember/profile.h"
 #include "util/diag.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -163,7 +163,7 @@ static int flow_below(void *ctx, const uint32_t *path, size_t depth)
     int err = open_path(l, path, depth);
     if (err)
         return err;
-    l->time += b->total[x] - l->p->self[l->wm][x];
+    l->time += b->total[x] - ember_profile_self(l->p, x, l->wm);
     l->hidden_frames += b->frames[x];
     if (l->diff && b->maxd[x] > l->maxdelta)
         l->maxdelta = b->maxd[x];
@@ -180,9 +180,29 @@ static void set_bit(uint64_t *b, uint32_t n)
     b[n >> 6] |= (uint64_t)1 << (n & 63);
 }
 
+/* The frames' names, read once for sorting. */
+struct frame_names {
+    const char **str;
+    size_t *len;
+    uint32_t count;
+};
+
+static int frame_names_get(const struct ember_profile *p, struct frame_names *f)
+{
+    f->count = ember_profile_frame_count(p);
+    size_t n = f->count ? f->count : 1;
+    f->str = malloc(n * sizeof(*f->str));
+    f->len = malloc(n * sizeof(*f->len));
+    if (!f->str || !f->len)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < f->count; i++)
+        f->str[i] = ember_profile_frame_name(p, i, &f->len[i]);
+    return 0;
+}
+
 static int name_cmp(const void *va, const void *vb, void *ctx)
 {
-    const struct ember_frames *f = ctx;
+    const struct frame_names *f = ctx;
     uint32_t a = *(const uint32_t *)va, b = *(const uint32_t *)vb;
     int c = memcmp(f->str[a], f->str[b], f->len[a] < f->len[b] ? f->len[a] : f->len[b]);
     return c ? c : (f->len[a] > f->len[b]) - (f->len[a] < f->len[b]);
@@ -193,15 +213,20 @@ enum { MAX_EXTENSIONS = 32 };
 /* For each frame, the frames whose names extend its name by a byte below
  * ';' (they sort right after it): ext[f] .. ext[f] + next[f] in sorted,
  * next[f] > MAX_EXTENSIONS: too many to look up. */
-static int name_extensions(const struct ember_frames *f, uint32_t **sorted, uint32_t **ext,
+static int name_extensions(const struct ember_profile *p, uint32_t **sorted, uint32_t **ext,
                            uint32_t **next)
 {
+    struct frame_names names, *f = &names;
+    int err = frame_names_get(p, f);
     size_t n = f->count ? f->count : 1;
     *sorted = malloc(n * sizeof(**sorted));
     *ext = malloc(n * sizeof(**ext));
     *next = calloc(n, sizeof(**next));
-    if (!*sorted || !*ext || !*next)
+    if (err || !*sorted || !*ext || !*next) {
+        free(f->str);
+        free(f->len);
         return -ENOMEM;
+    }
     for (uint32_t i = 0; i < f->count; i++)
         (*sorted)[i] = i;
     qsort_r(*sorted, f->count, sizeof(**sorted), name_cmp, (void *)f);
@@ -216,30 +241,39 @@ static int name_extensions(const struct ember_frames *f, uint32_t **sorted, uint
         (*ext)[a] = i + 1;
         (*next)[a] = j - i - 1;
     }
+    free(f->str);
+    free(f->len);
     return 0;
+}
+
+/* The self weights the layout reads, by node: the drawn value's, and in a
+ * differential profile (two values) also BEFORE's. */
+struct weights {
+    const int64_t *drawn, *before; /* before: NULL unless differential */
+};
+
+static struct weights weights_of(const struct ember_profile *p, unsigned wm, bool diff)
+{
+    return (struct weights){ember_profile_self_values(p, wm),
+                            diff ? ember_profile_self_values(p, 0) : NULL};
 }
 
 /* Whether node n's own line is drawn: flow skips the lines without weight
  * in the drawn value (a differential graph draws any line with weight). */
-static bool drawn(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n)
+static bool drawn(const struct weights *w, uint32_t n)
 {
-    if (!diff)
-        return p->self[wm][n] != 0;
-    for (unsigned v = 0; v < p->nvalues; v++)
-        if (p->self[v][n])
-            return true;
-    return false;
+    return w->drawn[n] != 0 || (w->before && w->before[n] != 0);
 }
 
 /* The frames node n makes: none without drawn lines, two when split.
  * lines: bit per node, drawn lines below it. bad: the siblings that could
  * split it were too many to look up. */
-static uint32_t node_frames(const struct ember_profile *p, unsigned wm, bool diff, uint32_t n,
+static uint32_t node_frames(const struct ember_profile *p, const struct weights *w, uint32_t n,
                             const uint64_t *lines, const uint32_t *sorted, const uint32_t *ext,
                             const uint32_t *next, bool *bad)
 {
-    bool self = drawn(p, wm, diff, n), below = bit(lines, n);
-    uint32_t f = p->nodes[n].frame, up = p->nodes[n].parent;
+    bool self = drawn(w, n), below = bit(lines, n);
+    uint32_t f = ember_profile_node_frame(p, n), up = ember_profile_node_parent(p, n);
     if (!self || !below || next[f] == 0)
         return self || below;
     if (next[f] > MAX_EXTENSIONS) {
@@ -247,8 +281,8 @@ static uint32_t node_frames(const struct ember_profile *p, unsigned wm, bool dif
         return 2;
     }
     for (uint32_t i = ext[f]; i < ext[f] + next[f]; i++) {
-        uint32_t sib = ember_profile_child_find(p, up, sorted[i]);
-        if (sib && (drawn(p, wm, diff, sib) || bit(lines, sib)))
+        uint32_t sib = ember_profile_child_lookup(p, up, sorted[i]);
+        if (sib && (drawn(w, sib) || bit(lines, sib)))
             return 2;
     }
     return 1;
@@ -269,7 +303,8 @@ static void below_free(struct below *b)
 static int below_build(const struct ember_profile *p, unsigned wm, bool diff, double min_time,
                        struct below *b)
 {
-    size_t nn = p->nnodes, words = (nn + 63) / 64;
+    size_t nn = ember_profile_node_count(p), words = (nn + 63) / 64;
+    struct weights w = weights_of(p, wm, diff);
     uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
     uint64_t *lines = calloc(words, sizeof(*lines)), *bad = calloc(words, sizeof(*bad));
     /* read at each node's parent, anywhere: huge pages spare the TLB */
@@ -279,25 +314,25 @@ static int below_build(const struct ember_profile *p, unsigned wm, bool diff, do
     b->skip = calloc(words, sizeof(*b->skip));
     int err = !lines || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
                   ? -ENOMEM
-                  : name_extensions(&p->frames, &sorted, &ext, &next);
+                  : name_extensions(p, &sorted, &ext, &next);
     bool negative = false;
     for (uint32_t n = (uint32_t)nn; !err && n-- > 1;) {
-        if (drawn(p, wm, diff, n) || bit(lines, n))
-            set_bit(lines, p->nodes[n].parent);
-        negative |= p->self[wm][n] < 0;
+        if (drawn(&w, n) || bit(lines, n))
+            set_bit(lines, ember_profile_node_parent(p, n));
+        negative |= w.drawn[n] < 0;
     }
     for (uint32_t n = (uint32_t)nn; !err && !negative && n-- > 1;) {
-        uint32_t up = p->nodes[n].parent;
+        uint32_t up = ember_profile_node_parent(p, n);
         bool nb = false;
         uint64_t fr = (uint64_t)b->frames[up] + b->frames[n] +
-                      node_frames(p, wm, diff, n, lines, sorted, ext, next, &nb);
+                      node_frames(p, &w, n, lines, sorted, ext, next, &nb);
         if (nb || bit(bad, n) || fr > UINT32_MAX)
             set_bit(bad, up);
         b->frames[up] = fr > UINT32_MAX ? UINT32_MAX : (uint32_t)fr;
-        b->total[n] += p->self[wm][n];
+        b->total[n] += w.drawn[n];
         b->total[up] += b->total[n];
         if (diff) {
-            int64_t d = llabs(p->self[1][n] - p->self[0][n]);
+            int64_t d = llabs(w.drawn[n] - w.before[n]);
             d = d > b->maxd[n] ? d : b->maxd[n];
             b->maxd[up] = d > b->maxd[up] ? d : b->maxd[up];
         }
@@ -624,7 +659,7 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         c = (struct ember_rgb){160, 160, 160};
     else if (len == 1 && name[0] == '-')
         c = (struct ember_rgb){200, 200, 200};
-    else if (s->p->diff)
+    else if (ember_profile_is_differential(s->p))
         c = ember_color_scale((double)(o->negate ? -f->delta : f->delta), s->maxdelta);
     else {
         const char *mapped = o->palette ? ember_palette_get(o->palette, name, len) : NULL;
@@ -637,7 +672,7 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
                                                  : EMBER_COLOR_NAME;
         struct ember_frame fr = {.kind = EMBER_FRAME_USER}; /* "all" has no record */
         if (f->depth > 0)
-            ember_profile_frame(s->p, s->p->nodes[f->node].frame, &fr);
+            ember_profile_frame(s->p, ember_profile_node_frame(s->p, f->node), &fr);
         c = ember_color(o->colors, mode, name, len, fr.kind, &s->rng);
         put_rgb(fill, c);
         if (o->palette)
@@ -655,7 +690,8 @@ static void write_frame(struct svg *s, const struct frame *f)
     const struct ember_profile *p = s->p;
     size_t len;
     const char *name =
-        f->depth == 0 ? "" : ember_profile_frame_name(p, p->nodes[f->node].frame, &len);
+        f->depth == 0 ? ""
+                      : ember_profile_frame_name(p, ember_profile_node_frame(p, f->node), &len);
     if (f->depth == 0)
         len = 0;
     double x1 = XPAD + (double)f->start * s->wpt;
@@ -697,7 +733,7 @@ static void write_frame(struct svg *s, const struct frame *f)
     if (at && at->g_extra && at->g_extra[0])
         ember_writer_printf(w, " %s", at->g_extra);
     char exact[40];
-    ember_weight_format(exact, f->end - f->start, p->decimals);
+    ember_weight_format(exact, f->end - f->start, ember_profile_decimals(p));
     ember_writer_puts(w, " ember:w=\"");
     ember_writer_puts(w, exact);
     ember_writer_puts(w, "\">\n<title>");
@@ -717,13 +753,13 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_puts(w, ", ");
         ember_writer_puts(w, pct);
         ember_writer_puts(w, "%");
-        if (p->diff) {
+        if (ember_profile_is_differential(p)) {
             double d = (double)(o->negate ? -f->delta : f->delta) / s->scale;
             char dp[64];
             ember_svg_fixed(dp, 100 * d / (s->timemax / s->scale * o->factor), 2, NULL);
             ember_writer_printf(w, "; %s%s%%", d > 0 ? "+" : "", f->delta == 0 ? "0.00" : dp);
         }
-        put_place(w, p, p->nodes[f->node].frame);
+        put_place(w, p, ember_profile_node_frame(p, f->node));
         ember_writer_puts(w, ")");
     }
     ember_writer_puts(w, "</title>");
@@ -831,8 +867,8 @@ static int render(const struct ember_profile *p, const struct ember_flame_opts *
     if (bad)
         return bad;
     ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2);
-    unsigned wm = p->diff ? 1 : p->selected;
-    double scale = pow(10, p->decimals);
+    unsigned wm = ember_profile_is_differential(p) ? 1 : ember_profile_selected(p);
+    double scale = pow(10, ember_profile_decimals(p));
     double time = (double)ember_profile_total(p, wm);
     if (time <= 0)
         return ember_diag_set(d, -ENODATA, NULL, 0,
@@ -859,18 +895,19 @@ static int render(const struct ember_profile *p, const struct ember_flame_opts *
 
     double wpt = (o->width - 2.0 * XPAD) / timemax;
     struct below below = {0};
-    struct layout l = {
-        .p = p, .below = &below, .wm = wm, .diff = p->diff, .root = {EMBER_ROOT, 0, 0, 0}};
+    struct layout l = {.p = p,
+                       .below = &below,
+                       .wm = wm,
+                       .diff = ember_profile_is_differential(p),
+                       .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
-    struct ember_walk_prune prune = {NULL, flow_below};
     int err = 0;
     if (o->flamechart) {
         err = ember_profile_walk_sequence(p, flow, &l);
     } else {
         err = l.min_time > 0 ? below_build(p, wm, l.diff, l.min_time, &below) : 0;
-        prune.skip = below.skip;
         if (!err)
-            err = ember_profile_walk_pruned(p, flow, below.skip ? &prune : NULL, &l);
+            err = ember_profile_walk_pruned(p, flow, below.skip, flow_below, &l);
     }
     below_free(&below);
     for (size_t k = l.nopen; k-- > 0 && !err;)

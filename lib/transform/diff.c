@@ -3,57 +3,27 @@
  * with its weight before (value 0) and after (value 1), what
  * FlameGraph's difffolded.pl computes and flamegraph.pl draws red and blue.
  *
- * Nodes are copied in index order, so a node's parent is always mapped
- * before it. --normalize scales BEFORE to AFTER's total and truncates at
- * the profile's precision, as difffolded.pl -n does (int()); --strip-hex
+ * Stacks compare by the names their views show (ember_profile_names). Nodes
+ * are copied in index order, so a node's parent is always mapped before
+ * it. --normalize scales BEFORE to AFTER's total and truncates at the
+ * profile's precision, as difffolded.pl -n does (int()); --strip-hex
  * writes every 0x-prefixed hex number in a name as "0x...", so that stacks
- * that differ only by addresses compare equal.
- *
- * Two folded inputs diff without any tree (ember_stack_diff): each line's
- * stack is found by the 128-bit hash of its text in one table of distinct
- * stacks (as the folded reader's stack cache finds nodes), which keeps its
- * frames as name ids and a weight per side. Nothing else is kept, so memory
- * follows the distinct stacks, not the inputs. The lines come out in byte
- * order as the tree's walk writes them: stacks are sorted by the ranks of
- * their frames as text pieces ("name;" inside a stack, "name" at its end,
- * ember_piece_ranks), whose order is the order of the whole lines. The numbers follow the
- * tree's arithmetic step by step (per side: decimals rescaled as they grow,
- * totals checked for overflow; then normalized per input stack), so both
- * ways print the same bytes.
+ * that differ only by addresses compare equal. Two folded inputs diff
+ * without any tree (lib/model/stack_diff.c); both ways print the same
+ * bytes. Everything here goes through the profile's public API.
  */
 #include "ember/transform.h"
-#include "formats/formats_impl.h"
-#include "io/writer.h"
-#include "model/name_cache.h"
-#include "model/profile_impl.h"
-#include "util/table.h"
-#include "util/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_hex(char c)
+static int64_t pow10i(unsigned n)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* name with hex numbers as "0x..." into buf (len + 1 bytes at least). */
-static size_t strip_hex(const char *s, size_t n, char *buf)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        if (i + 2 < n && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_hex(s[i + 2])) {
-            i += 2;
-            while (i < n && is_hex(s[i]))
-                i++;
-            memcpy(buf + o, "0x...", 5);
-            o += 5;
-        } else {
-            buf[o++] = s[i++];
-        }
-    }
-    return o;
+    int64_t v = 1;
+    while (n--)
+        v *= 10;
+    return v;
 }
 
 struct side {
@@ -72,62 +42,62 @@ static int map_frame(struct ember_profile *dst, const struct ember_profile *src,
         *out = fmap[f] - 1;
         return 0;
     }
-    const char *name = src->frames.str[f];
-    size_t len = src->frames.len[f];
+    size_t len;
+    const char *name = ember_profile_frame_name(src, f, &len);
     if (hex && memmem(name, len, "0x", 2)) {
-        if (*bcap < len * 3 + 1) { /* "0x1" grows to "0x..." */
+        if (*bcap < len * 2 + 1) { /* "0x1" grows to "0x..." */
             free(*buf);
-            *bcap = len * 3 + 1;
+            *bcap = len * 2 + 1;
             if (!(*buf = malloc(*bcap)))
                 return *bcap = 0, -ENOMEM;
         }
-        len = strip_hex(name, len, *buf);
+        len = ember_name_strip_hex(name, len, *buf);
         name = *buf;
     }
-    int err = ember_frames_intern(&dst->frames, name, len, out);
+    int err = ember_profile_intern(dst, name, len, out);
     if (!err)
         fmap[f] = *out + 1;
     return err;
 }
 
+/* One side's weight of a node at dst's precision, normalized if asked. */
+static int side_weight(const struct side *s, int64_t *v)
+{
+    if (__builtin_mul_overflow(*v, s->scale, v))
+        return -ERANGE;
+    if (s->den)
+        *v = (int64_t)(*v * s->num / s->den);
+    return 0;
+}
+
 static int add_side(struct ember_profile *dst, const struct side *s, bool hex)
 {
     const struct ember_profile *src = s->src;
-    uint32_t *map = malloc((size_t)src->nnodes * sizeof(*map));
-    uint32_t *fmap = calloc((size_t)src->frames.count + 1, sizeof(*fmap));
+    uint32_t nn = ember_profile_node_count(src);
+    unsigned sel = ember_profile_selected(src);
+    uint32_t *map = malloc((size_t)nn * sizeof(*map));
+    uint32_t *fmap = calloc((size_t)ember_profile_frame_count(src) + 1, sizeof(*fmap));
     char *buf = NULL;
     size_t bcap = 0;
     int err = map && fmap ? 0 : -ENOMEM;
     if (map)
         map[0] = EMBER_ROOT;
-    for (uint32_t n = 1; n < src->nnodes && !err; n++) {
-        const struct ember_node *sn = &src->nodes[n];
+    for (uint32_t n = 1; n < nn && !err; n++) {
         uint32_t frame;
-        err = map_frame(dst, src, sn->frame, hex, fmap, &buf, &bcap, &frame);
+        err = map_frame(dst, src, ember_profile_node_frame(src, n), hex, fmap, &buf, &bcap, &frame);
         if (!err)
-            err = ember_profile_child_fast(dst, map[sn->parent], frame, &map[n]);
-        int64_t v = src->self[src->selected][n];
+            err = ember_profile_child(dst, map[ember_profile_node_parent(src, n)], frame, &map[n]);
+        int64_t v = ember_profile_self(src, n, sel);
         if (err || !v)
             continue;
-        if (__builtin_mul_overflow(v, s->scale, &v))
-            err = -ERANGE;
-        else if (s->den)
-            v = (int64_t)(v * s->num / s->den);
+        err = side_weight(s, &v);
         if (!err && v)
-            err = ember_profile_add_raw(dst, map[n], s->value, v);
+            err = ember_profile_add(dst, map[n], s->value, v);
     }
     free(buf);
     free(map);
     free(fmap);
     return err;
-}
-
-static int64_t pow10i(unsigned n)
-{
-    int64_t v = 1;
-    while (n--)
-        v *= 10;
-    return v;
 }
 
 static int diff_of(const struct ember_profile *before, const struct ember_profile *after,
@@ -136,14 +106,17 @@ static int diff_of(const struct ember_profile *before, const struct ember_profil
     struct ember_profile *d = ember_profile_new();
     if (!d)
         return -ENOMEM;
-    unsigned dec = before->decimals > after->decimals ? before->decimals : after->decimals;
+    unsigned bd = ember_profile_decimals(before), ad = ember_profile_decimals(after);
+    unsigned dec = bd > ad ? bd : ad;
     /* each side's selected value; the difference is in AFTER's unit */
     int err = ember_profile_set_differential(d, ember_profile_sample_type(after),
                                              ember_profile_unit(after));
-    d->decimals = dec;
-    struct side b = {before, 0, pow10i(dec - before->decimals), 0, 0};
-    struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
-    int64_t bt = before->total[before->selected], at = after->total[after->selected];
+    if (!err)
+        err = ember_profile_rescale(d, dec);
+    struct side b = {before, 0, pow10i(dec - bd), 0, 0};
+    struct side a = {after, 1, pow10i(dec - ad), 0, 0};
+    int64_t bt = ember_profile_total(before, ember_profile_selected(before));
+    int64_t at = ember_profile_total(after, ember_profile_selected(after));
     if (o->normalize && bt && at) {
         b.num = (__int128)at * a.scale; /* both totals at dst precision */
         b.den = (__int128)bt * b.scale;
@@ -176,647 +149,30 @@ int ember_profile_diff(const struct ember_profile *before, const struct ember_pr
     return err;
 }
 
-/* ember_profile_diff_into of a BEFORE it can be made of, and an AFTER of
- * names. */
-static int diff_into(struct ember_profile *before, const struct ember_profile *after,
-                     const struct ember_diff_opts *o)
-{
-    struct ember_profile *d = before;
-    unsigned dec = d->decimals > after->decimals ? d->decimals : after->decimals;
-    int64_t scale = pow10i(dec - d->decimals);
-    int64_t bt = d->total[d->selected], at = after->total[after->selected];
-    __int128 num = 0, den = 0;
-    if (o->normalize && bt && at) {
-        num = (__int128)at * pow10i(dec - after->decimals);
-        den = (__int128)bt * scale;
-    }
-    int err = ember_profile_to_differential(d, ember_profile_sample_type(after),
-                                            ember_profile_unit(after));
-    int64_t total = 0;
-    d->self[0][EMBER_ROOT] = 0; /* the empty stack's weight is no line */
-    for (uint32_t n = 0; n < d->nnodes && !err; n++) {
-        int64_t v = d->self[0][n];
-        if (!v)
-            continue;
-        if (__builtin_mul_overflow(v, scale, &v))
-            err = -ERANGE;
-        else if (den)
-            v = (int64_t)(v * num / den);
-        if (!err && __builtin_add_overflow(total, v, &total))
-            err = -ERANGE;
-        d->self[0][n] = v;
-    }
-    if (err)
-        return err;
-    d->total[0] = total;
-    d->decimals = dec;
-    d->nmodules = 0; /* no frame names one: they are names alone */
-    struct side a = {after, 1, pow10i(dec - after->decimals), 0, 0};
-    return add_side(d, &a, false);
-}
-
 /* before becomes the differential profile in place: its selected value,
  * scaled (and normalized), as value 0, its nodes keeping their indices as
  * add_side would give them, then after's added as value 1. One tree less
  * than ember_profile_diff. Only where the result is the same: add_side
- * copies frames by name, renamed by --strip-hex, without their places. */
+ * copies frames by name, renamed by --strip-hex, without their places,
+ * and as the folded view spells them (';' as ':'). */
 int ember_profile_diff_into(struct ember_profile *before, const struct ember_profile *after,
                             const struct ember_diff_opts *o)
 {
-    if (o->strip_hex || before->frames.detailed)
+    if (o->strip_hex || !ember_profile_is_names(before))
         return -EINVAL;
     struct ember_profile *named = NULL; /* after as its view's names, if they differ */
     int err = ember_profile_names(after, &named);
     if (err)
         return err;
-    err = diff_into(before, named ? named : after, o);
+    const struct ember_profile *a = named ? named : after;
+    unsigned bd = ember_profile_decimals(before), ad = ember_profile_decimals(a);
+    unsigned dec = bd > ad ? bd : ad;
+    struct ember_decimal norm = {ember_profile_total(a, ember_profile_selected(a)), ad};
+    err = ember_profile_to_before(before, ember_profile_sample_type(a), ember_profile_unit(a), dec,
+                                  o->normalize ? &norm : NULL);
+    struct side as = {a, 1, pow10i(dec - ad), 0, 0};
+    if (!err)
+        err = add_side(before, &as, false);
     ember_profile_free(named);
     return err;
-}
-
-/* ---- two folded inputs, no tree ----------------------------------------- */
-
-struct sd_entry {
-    uint64_t off; /* its frames: ids[off .. off + n), names after --strip-hex */
-    uint32_t n;
-    uint32_t len; /* of its text, UINT32_MAX: longer */
-    int64_t w[2]; /* per side, in units of 10^-decimals of that side */
-};
-
-/* 96 bits of the text's hash identify a stack (as perf's line cache). */
-struct sd_slot {
-    uint64_t lo;
-    uint32_t hi;
-    uint32_t entry; /* + 1; 0: empty */
-};
-
-struct sd_item {
-    uint64_t key; /* the ranks of two pieces from the depth sorted on */
-    uint32_t entry;
-};
-
-/* What the profile keeps of one input beyond its stacks: a differential
- * input has values before (0) and after (1), and after is its selected
- * value, the side's weight; the other value's total counts only for the
- * "no samples" and overflow rules. An input that becomes differential has
- * had its lines so far unchanged, after as before
- * (ember_profile_set_differential). */
-struct sd_side {
-    bool diff;
-    unsigned decimals;
-    int64_t total[2];
-};
-
-struct ember_stack_diff {
-    struct ember_diff_opts o;
-    struct ember_frames names;
-    struct ember_name_cache memo;
-    uint64_t *hashes; /* of a new stack's names */
-    size_t *ends;
-    size_t hcap, ecap2;
-    struct sd_slot *slots;
-    uint32_t mask;
-    struct sd_entry *entries;
-    size_t nentries, ecap;
-    uint32_t *ids;
-    size_t nids, icap;
-    struct sd_side side[2];
-    char *buf; /* a stack's text with hex numbers stripped */
-    size_t bcap;
-    /* after prepare: the weights as the differential profile has them, at
-     * dec decimals, and the entries in line order */
-    int64_t (*w)[2];
-    struct sd_item *order;
-    unsigned dec;
-    bool ready;
-};
-
-int ember_stack_diff_new(struct ember_stack_diff **out, const struct ember_diff_opts *o)
-{
-    struct ember_stack_diff *sd = calloc(1, sizeof(*sd));
-    if (!sd)
-        return -ENOMEM;
-    sd->o = *o;
-    sd->mask = 1023;
-    sd->slots = calloc(sd->mask + 1, sizeof(*sd->slots));
-    if (!sd->slots || ember_frames_init(&sd->names) < 0 || ember_name_cache_init(&sd->memo) < 0) {
-        ember_stack_diff_free(sd);
-        return -ENOMEM;
-    }
-    *out = sd;
-    return 0;
-}
-
-void ember_stack_diff_free(struct ember_stack_diff *sd)
-{
-    if (!sd)
-        return;
-    ember_frames_release(&sd->names);
-    ember_name_cache_release(&sd->memo);
-    free(sd->hashes);
-    free(sd->ends);
-    free(sd->slots);
-    free(sd->entries);
-    free(sd->ids);
-    free(sd->buf);
-    free(sd->w);
-    free(sd->order);
-    free(sd);
-}
-
-static struct sd_slot *sd_find(struct sd_slot *slots, uint32_t mask, uint64_t lo, uint32_t hi)
-{
-    for (uint32_t i = (uint32_t)lo & mask;; i = (i + 1) & mask)
-        if (!slots[i].entry || (slots[i].lo == lo && slots[i].hi == hi))
-            return &slots[i];
-}
-
-static int sd_grow(struct ember_stack_diff *sd)
-{
-    uint32_t nmask = sd->mask * 2 + 1;
-    struct sd_slot *slots = nmask ? ember_table_calloc((size_t)nmask + 1, sizeof(*slots)) : NULL;
-    if (!slots)
-        return -ENOMEM;
-    for (uint32_t i = 0; i <= sd->mask; i++)
-        if (sd->slots[i].entry)
-            *sd_find(slots, nmask, sd->slots[i].lo, sd->slots[i].hi) = sd->slots[i];
-    free(sd->slots);
-    sd->slots = slots;
-    sd->mask = nmask;
-    return 0;
-}
-
-/* The frames of a new stack, as name ids (hex numbers stripped if asked). */
-static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struct sd_entry *e)
-{
-    if (sd->o.strip_hex && memmem(s, n, "0x", 2)) {
-        if (n * 2 + 1 > sd->bcap) { /* "0x1" grows to "0x..." */
-            free(sd->buf);
-            sd->bcap = n * 2 + 1;
-            if (!(sd->buf = malloc(sd->bcap)))
-                return sd->bcap = 0, -ENOMEM;
-        }
-        n = strip_hex(s, n, sd->buf);
-        s = sd->buf;
-    }
-    /* split and hashed, their memo slots fetched at once, then interned */
-    size_t k = 0;
-    for (size_t pos = 0; pos <= n; k++) {
-        const char *semi = memchr(s + pos, ';', n - pos);
-        size_t end = semi ? (size_t)(semi - s) : n;
-        if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k + 1) < 0 ||
-            EMBER_VEC_RESERVE(sd->ends, sd->ecap2, k + 1) < 0)
-            return -ENOMEM;
-        sd->hashes[k] = ember_name_hash(s + pos, end - pos);
-        ember_name_cache_prefetch(&sd->memo, sd->hashes[k]);
-        sd->ends[k] = end;
-        pos = end + 1;
-    }
-    if (k > UINT32_MAX || EMBER_VEC_RESERVE(sd->ids, sd->icap, sd->nids + k) < 0)
-        return -ENOMEM;
-    for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1) {
-        int err = ember_name_cache_intern(&sd->memo, &sd->names, s + pos, sd->ends[i] - pos,
-                                          sd->hashes[i], &sd->ids[sd->nids + i]);
-        if (err)
-            return err;
-    }
-    e->off = sd->nids;
-    e->n = (uint32_t)k;
-    e->len = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
-    sd->nids += k;
-    return 0;
-}
-
-/* The entry of the line's stack, made if new. */
-static int sd_entry(struct ember_stack_diff *sd, const struct ember_folded_line *l,
-                    struct sd_entry **out)
-{
-    const char *s = l->stack;
-    size_t n = l->len;
-    XXH128_hash_t h = {l->hash[0], l->hash[1]};
-    struct sd_slot *slot = sd_find(sd->slots, sd->mask, h.low64, (uint32_t)h.high64);
-    if (slot->entry) {
-        *out = &sd->entries[slot->entry - 1];
-        return 0;
-    }
-    if (sd->nentries >= UINT32_MAX - 1)
-        return -ERANGE;
-    if (EMBER_VEC_RESERVE(sd->entries, sd->ecap, sd->nentries + 1) < 0)
-        return -ENOMEM;
-    struct sd_entry *e = &sd->entries[sd->nentries];
-    *e = (struct sd_entry){0};
-    int err = sd_frames(sd, s, n, e);
-    if (err)
-        return err;
-    if ((sd->nentries + 1) * 2 > (size_t)sd->mask + 1) {
-        if (sd_grow(sd) < 0)
-            return -ENOMEM;
-        slot = sd_find(sd->slots, sd->mask, h.low64, (uint32_t)h.high64);
-    }
-    *slot = (struct sd_slot){h.low64, (uint32_t)h.high64, (uint32_t)++sd->nentries};
-    *out = e;
-    return 0;
-}
-
-/* Multiplies the side's weights by 10^by (the profile's rescale). */
-static int sd_rescale(struct ember_stack_diff *sd, unsigned side, unsigned by)
-{
-    struct sd_side *sv = &sd->side[side];
-    int64_t f = pow10i(by);
-    for (unsigned m = 0; m < 1u + sv->diff; m++)
-        if (__builtin_mul_overflow(sv->total[m], f, &sv->total[m]))
-            return -ERANGE;
-    for (size_t i = 0; i < sd->nentries; i++)
-        if (__builtin_mul_overflow(sd->entries[i].w[side], f, &sd->entries[i].w[side]))
-            return -ERANGE;
-    sv->decimals += by;
-    return 0;
-}
-
-/* ember_profile_add_decimal on one side: the selected value goes to the
- * entry (NULL: the empty stack, the root's), the other only to its total. */
-static int sd_add(struct ember_stack_diff *sd, unsigned side, struct sd_entry *e, unsigned m,
-                  struct ember_decimal v)
-{
-    struct sd_side *sv = &sd->side[side];
-    if (v.digits > EMBER_MAX_DECIMALS) {
-        int64_t f = pow10i(v.digits - EMBER_MAX_DECIMALS);
-        v.mant = (v.mant + f / 2) / f;
-        v.digits = EMBER_MAX_DECIMALS;
-    }
-    int err = v.digits > sv->decimals ? sd_rescale(sd, side, v.digits - sv->decimals) : 0;
-    int64_t x, total, self = 0;
-    if (err || __builtin_mul_overflow(v.mant, pow10i(sv->decimals - v.digits), &x) ||
-        __builtin_add_overflow(sv->total[m], x, &total) ||
-        (e && m == sv->diff && __builtin_add_overflow(e->w[side], x, &self)))
-        return err ? err : -ERANGE;
-    sv->total[m] = total;
-    if (e && m == sv->diff)
-        e->w[side] = self;
-    return 0;
-}
-
-struct sd_reader {
-    struct ember_stack_diff *sd;
-    unsigned side;
-};
-
-/* A line to come: its stack's hash, and its slot fetched. */
-static void sd_hint(void *ctx, struct ember_folded_line *l)
-{
-    const struct sd_reader *r = ctx;
-    XXH128_hash_t h = XXH3_128bits(l->stack, l->len);
-    l->hash[0] = h.low64;
-    l->hash[1] = h.high64;
-    __builtin_prefetch(&r->sd->slots[(uint32_t)h.low64 & r->sd->mask]);
-}
-
-/* A line of one input, as the folded reader adds it to a profile. */
-static int sd_line(void *ctx, const struct ember_folded_line *l)
-{
-    struct sd_reader *r = ctx;
-    struct ember_stack_diff *sd = r->sd;
-    struct sd_side *sv = &sd->side[r->side];
-    struct sd_entry *e = NULL;
-    if (l->diff && !sv->diff) {
-        sv->diff = true;
-        sv->total[1] = sv->total[0];
-    }
-    int err = l->len ? sd_entry(sd, l, &e) : 0;
-    if (!err && l->diff) {
-        err = sd_add(sd, r->side, e, 0, l->before);
-        if (!err)
-            err = sd_add(sd, r->side, e, 1, l->count);
-    }
-    for (unsigned m = 0; !err && !l->diff && m < 1u + sv->diff; m++)
-        err = sd_add(sd, r->side, e, m, l->count);
-    return err;
-}
-
-int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side, struct ember_input *in,
-                          const struct ember_read_opts *ro, struct ember_read_stats *st,
-                          struct ember_diag *d)
-{
-    static const struct ember_folded_calls calls = {sd_hint, sd_line};
-    struct sd_reader r = {sd, side & 1};
-    int err = ember_folded_scan(in, ro, st, d, &calls, &r);
-    const struct sd_side *sv = &sd->side[r.side];
-    return err ? err
-               : ember_format_check_samples(&ember_format_folded, ember_input_name(in), st,
-                                            sv->total[0] == 0 && sv->total[1] == 0, d);
-}
-
-/* ---- the order of lines ----------------------------------------------- */
-
-static int item_cmp(const void *va, const void *vb)
-{
-    const struct sd_item *a = va, *b = vb;
-    return (a->key > b->key) - (a->key < b->key);
-}
-
-static uint64_t piece_at(const struct ember_stack_diff *sd, const uint32_t *rank,
-                         const struct sd_entry *e, size_t depth)
-{
-    if (depth >= e->n)
-        return 0;
-    return rank[2 * (size_t)sd->ids[e->off + depth] + (depth + 1 < e->n)];
-}
-
-/* As many pieces from depth as fit a key, bits each (0 past the end). */
-static uint64_t item_key(const struct ember_stack_diff *sd, const uint32_t *rank,
-                         const struct sd_entry *e, size_t depth, unsigned bits, unsigned per)
-{
-    uint64_t key = 0;
-    for (unsigned k = 0; k < per; k++)
-        key = key << bits | piece_at(sd, rank, e, depth + k);
-    return key;
-}
-
-/* Sorts n items by key, whose set bits are below 1 << bits: least
- * significant digit first through tmp (n items); small runs by qsort. */
-static void sort_keys(struct sd_item *it, struct sd_item *tmp, size_t n, unsigned bits)
-{
-    enum { DIGIT = 11, SMALL = 256 };
-    if (n < SMALL) {
-        qsort(it, n, sizeof(*it), item_cmp);
-        return;
-    }
-    size_t count[1 << DIGIT];
-    struct sd_item *from = it, *to = tmp;
-    for (unsigned shift = 0; shift < bits; shift += DIGIT) {
-        memset(count, 0, sizeof(count));
-        for (size_t i = 0; i < n; i++)
-            count[(from[i].key >> shift) & ((1u << DIGIT) - 1)]++;
-        size_t sum = 0;
-        for (size_t d = 0; d < (1u << DIGIT); d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            to[count[(from[i].key >> shift) & ((1u << DIGIT) - 1)]++] = from[i];
-        struct sd_item *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != it)
-        memcpy(it, from, n * sizeof(*it));
-}
-
-/* Sorts the entries in line order: by the first pieces that fit a 64-bit
- * key, then each run that agrees on them by the next ones (a run whose
- * stacks all ended is one stack, written with --strip-hex by several input
- * stacks). */
-static int sd_sort(const struct ember_stack_diff *sd, const uint32_t *rank, struct sd_item *it,
-                   struct sd_item *tmp)
-{
-    struct run {
-        size_t lo, hi, depth;
-    } *todo = NULL;
-    size_t ntodo = 0, tcap = 0;
-    unsigned bits = 1;
-    while (bits < 32 && ((uint64_t)sd->names.count * 2 + 1) >> bits)
-        bits++;
-    unsigned per = 64 / bits;
-    for (size_t i = 0; i < sd->nentries; i++)
-        it[i].entry = (uint32_t)i;
-    if (EMBER_VEC_RESERVE(todo, tcap, 1) < 0)
-        return -ENOMEM;
-    todo[ntodo++] = (struct run){0, sd->nentries, 0};
-    while (ntodo) {
-        struct run r = todo[--ntodo];
-        for (size_t i = r.lo; i < r.hi; i++)
-            it[i].key = item_key(sd, rank, &sd->entries[it[i].entry], r.depth, bits, per);
-        sort_keys(it + r.lo, tmp, r.hi - r.lo, bits * per);
-        for (size_t i = r.lo, j; i < r.hi; i = j) {
-            for (j = i + 1; j < r.hi && it[j].key == it[i].key;)
-                j++;
-            /* the last piece 0: every stack of the run ended in this key */
-            if (j - i < 2 || (it[i].key & (((uint64_t)1 << bits) - 1)) == 0)
-                continue;
-            if (EMBER_VEC_RESERVE(todo, tcap, ntodo + 1) < 0) {
-                free(todo);
-                return -ENOMEM;
-            }
-            todo[ntodo++] = (struct run){i, j, r.depth + per};
-        }
-    }
-    free(todo);
-    return 0;
-}
-
-static bool same_frames(const struct ember_stack_diff *sd, const struct sd_entry *a,
-                        const struct sd_entry *b)
-{
-    return a->n == b->n && memcmp(sd->ids + a->off, sd->ids + b->off, a->n * sizeof(*sd->ids)) == 0;
-}
-
-/* ---- the numbers and the lines ---------------------------------------- */
-
-/* Each entry's two weights as the differential profile holds them (at the
- * larger precision, BEFORE normalized), into w; the totals are checked
- * for overflow as the profile's are. */
-static int sd_weights(const struct ember_stack_diff *sd, int64_t (*w)[2], unsigned *dec)
-{
-    const struct sd_side *b = &sd->side[0], *a = &sd->side[1];
-    *dec = b->decimals > a->decimals ? b->decimals : a->decimals;
-    int64_t scale[2] = {pow10i(*dec - b->decimals), pow10i(*dec - a->decimals)};
-    __int128 num = 0, den = 0;
-    int64_t bt = b->total[b->diff], at = a->total[a->diff]; /* of the selected values */
-    if (sd->o.normalize && bt && at) {
-        num = (__int128)at * scale[1];
-        den = (__int128)bt * scale[0];
-    }
-    int64_t total[2] = {0, 0};
-    for (size_t i = 0; i < sd->nentries; i++)
-        for (unsigned s = 0; s < 2; s++) {
-            int64_t v = sd->entries[i].w[s];
-            w[i][s] = 0;
-            if (!v)
-                continue;
-            if (__builtin_mul_overflow(v, scale[s], &v))
-                return -ERANGE;
-            if (s == 0 && den)
-                v = (int64_t)(v * num / den);
-            if (__builtin_add_overflow(total[s], v, &total[s]))
-                return -ERANGE;
-            w[i][s] = v;
-        }
-    return 0;
-}
-
-/* Every name once more, each followed by ';' and all by PIECE_PAD bytes,
- * so that a line is made of whole blocks copied: piece f is
- * text[at[f] .. at[f] + len + 1). */
-enum { PIECE_BLOCK = 32, PIECE_PAD = 2 * PIECE_BLOCK };
-
-struct pieces {
-    char *text;
-    size_t *at;
-};
-
-static int pieces_build(const struct ember_frames *f, struct pieces *pc)
-{
-    size_t total = PIECE_PAD;
-    for (uint32_t i = 0; i < f->count; i++)
-        total += (size_t)f->len[i] + 1;
-    pc->text = malloc(total);
-    pc->at = malloc(((size_t)f->count + 1) * sizeof(*pc->at));
-    if (!pc->text || !pc->at)
-        return -ENOMEM;
-    size_t o = 0;
-    for (uint32_t i = 0; i < f->count; i++) {
-        pc->at[i] = o;
-        memcpy(pc->text + o, f->str[i], f->len[i]);
-        o += f->len[i];
-        pc->text[o++] = ';';
-    }
-    memset(pc->text + o, 0, PIECE_PAD);
-    return 0;
-}
-
-static void sd_put_line(struct ember_writer *wr, const struct ember_stack_diff *sd,
-                        const struct pieces *pc, const struct sd_entry *e, const int64_t *v,
-                        unsigned dec)
-{
-    const uint32_t *ids = sd->ids + e->off;
-    /* the text, blocks past its end, two numbers of 20 digits and more */
-    size_t len = (size_t)e->len + PIECE_PAD + 2 * 24;
-    char *o = e->len < UINT32_MAX ? ember_writer_reserve(wr, len) : NULL, *at = o;
-    if (!o) { /* longer than the buffer: piece by piece */
-        for (uint32_t k = 0; k < e->n; k++) {
-            if (k)
-                ember_writer_put(wr, ";", 1);
-            ember_writer_put(wr, sd->names.str[ids[k]], sd->names.len[ids[k]]);
-        }
-        char num[56];
-        size_t n = 0;
-        for (unsigned s = 0; s < 2; s++) {
-            num[n++] = ' ';
-            n += ember_weight_format(num + n, v[s], dec);
-        }
-        num[n++] = '\n';
-        ember_writer_put(wr, num, n);
-        return;
-    }
-    for (uint32_t k = 0; k < e->n; k++) {
-        const char *src = pc->text + pc->at[ids[k]];
-        size_t n = sd->names.len[ids[k]] + 1; /* with its ';' */
-        for (size_t b = 0; b < n; b += PIECE_BLOCK)
-            memcpy(at + b, src + b, PIECE_BLOCK);
-        at += n;
-    }
-    at--; /* the last ';' */
-    for (unsigned s = 0; s < 2; s++) {
-        *at++ = ' ';
-        at += ember_weight_format(at, v[s], dec);
-    }
-    *at++ = '\n';
-    ember_writer_commit(wr, (size_t)(at - o));
-}
-
-int ember_stack_diff_prepare(struct ember_stack_diff *sd)
-{
-    size_t n = sd->nentries ? sd->nentries : 1;
-    if (!sd->w && !(sd->w = malloc(n * sizeof(*sd->w))))
-        return -ENOMEM;
-    if (!sd->order && !(sd->order = malloc(n * sizeof(*sd->order))))
-        return -ENOMEM;
-    int err = sd_weights(sd, sd->w, &sd->dec);
-    uint32_t *rank = NULL;
-    struct sd_item *tmp = err ? NULL : malloc(n * sizeof(*tmp));
-    if (!err && !tmp)
-        err = -ENOMEM;
-    if (!err)
-        err = ember_piece_ranks(&sd->names, &rank);
-    if (!err)
-        err = sd_sort(sd, rank, sd->order, tmp);
-    free(rank);
-    free(tmp);
-    sd->ready = !err;
-    return err;
-}
-
-int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink *out)
-{
-    int err = sd->ready ? 0 : ember_stack_diff_prepare(sd);
-    struct ember_writer *wr = err ? NULL : malloc(sizeof(*wr));
-    if (err || !wr)
-        return err ? err : -ENOMEM;
-    const struct sd_item *it = sd->order;
-    int64_t(*w)[2] = sd->w;
-    struct pieces pc = {0};
-    if ((err = pieces_build(&sd->names, &pc)) < 0) {
-        free(pc.text);
-        free(pc.at);
-        free(wr);
-        return err;
-    }
-    ember_writer_init(wr, out);
-    for (size_t i = 0, j; i < sd->nentries; i = j) {
-        /* the entries come in line order, from anywhere: fetched ahead */
-        if (i + 16 < sd->nentries)
-            __builtin_prefetch(&sd->entries[it[i + 16].entry]);
-        if (i + 8 < sd->nentries) {
-            __builtin_prefetch(&w[it[i + 8].entry]);
-            __builtin_prefetch(sd->ids + sd->entries[it[i + 8].entry].off);
-        }
-        /* stacks that --strip-hex made one add up */
-        const struct sd_entry *e = &sd->entries[it[i].entry];
-        int64_t v[2] = {w[it[i].entry][0], w[it[i].entry][1]};
-        for (j = i + 1; j < sd->nentries && same_frames(sd, e, &sd->entries[it[j].entry]); j++)
-            for (unsigned s = 0; s < 2; s++)
-                v[s] += w[it[j].entry][s];
-        if (v[0] || v[1])
-            sd_put_line(wr, sd, &pc, e, v, sd->dec);
-    }
-    err = ember_writer_flush(wr);
-    free(pc.text);
-    free(pc.at);
-    free(wr);
-    return err;
-}
-
-/* ---- the same differential profile, built once ---------------------- */
-
-int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out)
-{
-    size_t n = sd->nentries ? sd->nentries : 1;
-    if (!sd->w && !(sd->w = malloc(n * sizeof(*sd->w))))
-        return -ENOMEM;
-    int err = sd_weights(sd, sd->w, &sd->dec);
-    struct ember_profile *p = err ? NULL : ember_profile_new();
-    uint32_t *fmap = err ? NULL : malloc(((size_t)sd->names.count + 1) * sizeof(*fmap));
-    uint32_t *path = NULL;
-    size_t pcap = 0;
-    if (!err && (!p || !fmap))
-        err = -ENOMEM;
-    if (!err)
-        err = ember_profile_set_differential(p, "samples", "count");
-    if (!err) /* what a folded input measures, as the reader leaves it */
-        p->decimals = sd->dec;
-    for (uint32_t f = 0; f < sd->names.count && !err; f++)
-        err = ember_frames_intern(&p->frames, sd->names.str[f], sd->names.len[f], &fmap[f]);
-    for (size_t i = 0; i < sd->nentries && !err; i++) {
-        const struct sd_entry *e = &sd->entries[i];
-        uint32_t leaf;
-        if (EMBER_VEC_RESERVE(path, pcap, e->n) < 0) {
-            err = -ENOMEM;
-            break;
-        }
-        for (uint32_t k = 0; k < e->n; k++)
-            path[k] = fmap[sd->ids[e->off + k]];
-        err = ember_profile_child_path(p, EMBER_ROOT, path, e->n, 1, NULL, &leaf);
-        for (unsigned s = 0; s < 2 && !err; s++)
-            if (sd->w[i][s])
-                err = ember_profile_add_raw(p, leaf, s, sd->w[i][s]);
-    }
-    free(fmap);
-    free(path);
-    if (err) {
-        ember_profile_free(p);
-        return err;
-    }
-    *out = p;
-    return 0;
 }

@@ -3,10 +3,9 @@
  * (flamegraph.pl --reverse).
  */
 #include "ember/transform.h"
-#include "map.h"
 
 static int reverse_stack(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                         const uint32_t *in, size_t n, struct stack_out *out)
+                         const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
     (void)ctx;
     int err = 0;

@@ -1,6 +1,6 @@
 /*
  * steps.c - the transforms of ember/transform.h, applied in one pass over
- * the profile's distinct stacks (map.c).
+ * the profile's distinct stacks (ember_profile_map).
  *
  * What a step decides about a frame depends only on its name, so each
  * source frame is looked at once: its demangled name, re-interned in the
@@ -10,7 +10,6 @@
  */
 #include "demangle.h"
 #include "ember/transform.h"
-#include "map.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
@@ -202,7 +201,7 @@ static int merged_process(struct ember_profile *dst, const struct ember_frame *r
         return ember_profile_intern_frame(dst, &proc, merged);
     }
     size_t pn = task ? 0 : process_of(s, n);
-    return pn ? ember_frames_intern(&dst->frames, s, pn, merged) : 0;
+    return pn ? ember_profile_intern(dst, s, pn, merged) : 0;
 }
 
 static int learn_frame(struct apply *a, struct ember_profile *dst, const struct ember_profile *src,
@@ -210,8 +209,8 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
 {
     const struct ember_transform *t = a->t;
     struct frame_info *fi = &a->info[f];
-    const char *s = src->frames.str[f];
-    size_t n = src->frames.len[f];
+    size_t n;
+    const char *s = ember_profile_frame_name(src, f, &n);
     char buf[EMBER_DEMANGLE_MAX];
     size_t dn = t->demangle ? ember_demangle(s, n, buf) : 0;
     if (dn) {
@@ -219,7 +218,7 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
         n = dn;
     }
     /* the frame's record goes with its new name */
-    int err = ember_profile_copy_frame(dst, src, f, s, n, NULL, &fi->name);
+    int err = ember_profile_frame_copy(dst, src, f, s, n, &fi->name);
     fi->merged = fi->name;
     struct ember_frame rec;
     ember_profile_frame(src, f, &rec);
@@ -227,14 +226,14 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
         err = merged_process(dst, &rec, s, n, &fi->merged);
     /* rules see the name as views show it ("f_[k]", "f:file.c:12") */
     char *spelled = NULL;
-    if (!err && ember_frame_spelled(&rec)) {
+    if (!err && ember_frame_spelled_folded(&rec)) {
         rec.name = s;
         rec.name_len = n;
-        size_t sn = ember_frame_spell(&rec, NULL, 0);
+        size_t sn = ember_frame_spell_folded(&rec, NULL, 0);
         if (!(spelled = malloc(sn + 1)))
             err = -ENOMEM;
         else
-            n = ember_frame_spell(&rec, spelled, sn + 1), s = spelled;
+            n = ember_frame_spell_folded(&rec, spelled, sn + 1), s = spelled;
     }
     for (int k = 0; k < NKINDS && !err; k++)
         for (size_t i = 0; i < t->nrules[k]; i++)
@@ -291,24 +290,21 @@ static int grow_stamps(struct apply *a, uint32_t frames)
  * root-ward) call, and its inclusive weight is its cumulative weight as
  * pprof counts it, once per stack, in direct and mutual recursion alike
  * (main;r0;r2;r1;r0;leaf becomes main;r0;r2;r1;leaf). */
-static int push(struct apply *a, struct ember_profile *dst, struct stack_out *out, uint32_t f)
+static int push(struct apply *a, struct ember_profile *dst, struct ember_stack_out *out, uint32_t f)
 {
     if (a->t->flatten) {
-        int err = grow_stamps(a, dst->frames.count);
+        int err = grow_stamps(a, ember_profile_frame_count(dst));
         if (err)
             return err;
         if (a->stamp[f] == a->now)
             return 0;
         a->stamp[f] = a->now;
     }
-    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
-        return -ENOMEM;
-    out->frames[out->n++] = f;
-    return 0;
+    return ember_stack_out_push(out, f);
 }
 
 static int rewrite_stack(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                         const uint32_t *in, size_t n, struct stack_out *out)
+                         const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
     struct apply *a = ctx;
     int err = 0;
@@ -317,7 +313,8 @@ static int rewrite_stack(void *ctx, struct ember_profile *dst, const struct embe
             err = learn_frame(a, dst, src, in[i]);
     size_t from;
     if (err || !keep_stack(a, in, n, &from)) {
-        out->drop = !err;
+        if (!err)
+            ember_stack_out_drop(out);
         return err;
     }
     a->now++;
@@ -329,7 +326,7 @@ static int rewrite_stack(void *ctx, struct ember_profile *dst, const struct embe
             const char *name = a->t->rules[COLLAPSE][fi->collapse - 1].name;
             uint32_t f = fi->name;
             if (name)
-                err = ember_frames_intern(&dst->frames, name, strlen(name), &f);
+                err = ember_profile_intern(dst, name, strlen(name), &f);
             if (!err)
                 err = push(a, dst, out, f);
             break;
@@ -364,7 +361,8 @@ static bool rewrites_stacks(const struct ember_transform *t)
 static int rewrite(const struct ember_transform *t, struct ember_profile *p)
 {
     struct apply a = {.t = t};
-    a.info = calloc(p->frames.count ? p->frames.count : 1, sizeof(*a.info));
+    uint32_t nframes = ember_profile_frame_count(p);
+    a.info = calloc(nframes ? nframes : 1, sizeof(*a.info));
     if (!a.info)
         return -ENOMEM;
     struct ember_profile *out;

@@ -6,12 +6,11 @@
  * is a bug, which ember does not reproduce.
  */
 #include "ember/transform.h"
-#include "map.h"
 
 #include <string.h>
 
 static int annotate_stack(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                          const uint32_t *in, size_t n, struct stack_out *out)
+                          const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
     (void)ctx;
     bool waker = false;

@@ -147,8 +147,8 @@ def pprof_top(d):
     rows = {}
     for line in text.split("\n"):
         r = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.*)$", line)
-        if r:
-            rows[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+        if r:  # Java's "Lfoo/Bar;.m": pprof keeps the ';' that the report spells ':'
+            rows[r.group(3).replace(";", ":")] = (int(r.group(1)), int(r.group(2)))
     want = report
     if rows != want:
         diff = sorted(set(rows.items()) ^ set(want.items()))[:10]
@@ -191,6 +191,47 @@ def spellings_at_edges(d):
         golden.fail("perf.data --kernel: _[k] in folded stacks (%s), not in pprof names (%s)" %
                     (b"_[k]" in folded, "_[k]" in raw))
     print("  _[k] in folded stacks and --hide, not in pprof names (perf script and perf.data)")
+
+
+@case
+def semicolons_at_edges(d):
+    """A ';' in a function's name (Java's "LFoo;.m", Rust's "$u3b$") is
+    kept by readers: the pprof and speedscope exports name the function as
+    read, and folded stacks, the SVG and what --hide matches spell it ':'
+    (';' separates their frames). A pprof read back is drawn the same."""
+    src = os.path.join(d, "semi.speedscope.json")
+    with open(src, "w") as f:
+        json.dump({"$schema": SCHEMA,
+                   "shared": {"frames": [{"name": "main"}, {"name": "Lcom/Foo;.run"},
+                                         {"name": "Lcom/Foo:.run"}, {"name": "leaf"}]},
+                   "profiles": [{"type": "sampled", "name": "p", "unit": "none",
+                                 "startValue": 0, "endValue": 6,
+                                 "samples": [[0, 1, 3], [0, 1], [0, 2, 3]],
+                                 "weights": [2, 1, 3]}]}, f)
+    # the two spellings are one frame where names are shown, as before
+    want = {b"main;Lcom/Foo:.run;leaf": "5", b"main;Lcom/Foo:.run": "1"}
+    got = folded_lines(collapse(src))
+    if got != want:
+        golden.fail("folded stacks should spell ';' as ':': %r" % got)
+    hidden = folded_lines(collapse(src, "--hide", r"^Lcom/Foo:\.run$"))
+    if hidden != {b"main;leaf": "5", b"main": "1"}:
+        golden.fail("--hide should match the name as folded stacks show it: %r" % hidden)
+    svg, _, _ = golden.run(["flamegraph", src])
+    if b"Lcom/Foo:.run" not in svg or b"Foo;" in svg:
+        golden.fail("the SVG should show Lcom/Foo:.run")
+    pb = os.path.join(d, "semi.pb.gz")
+    golden.run(["convert", "--to", "pprof", src, "-o", pb])
+    raw = golden.go(["tool", "pprof", "-raw", pb], d)
+    if not re.search(r" Lcom/Foo;\.run ", raw) or not re.search(r" Lcom/Foo:\.run ", raw):
+        golden.fail("pprof should name both functions as read:\n%s" % raw)
+    if folded_lines(collapse(pb)) != want:
+        golden.fail("the pprof read back should draw as its source: %r" %
+                    folded_lines(collapse(pb)))
+    doc = json.loads(golden.run(["convert", "--to", "speedscope", src])[0])
+    names = {fr["name"] for fr in doc["shared"]["frames"]}
+    if "Lcom/Foo;.run" not in names:
+        golden.fail("speedscope should name the function as read: %r" % names)
+    print("  ';' kept in pprof and speedscope names, ':' in folded stacks, the SVG and --hide")
 
 
 # ---- round trips -------------------------------------------------------------

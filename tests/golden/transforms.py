@@ -89,8 +89,8 @@ def pprof_cum(path):
     for line in text.splitlines():
         r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*)$",
                      line)
-        if r:
-            cum[r.group(3)] = int(r.group(2))
+        if r:  # pprof names functions as read; folded stacks spell ';' as ':'
+            cum[r.group(3).replace(";", ":")] = int(r.group(2))
     return cum
 
 

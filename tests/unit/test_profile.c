@@ -10,6 +10,7 @@
 
 #include "ember/formats.h"
 #include "ember/profile.h"
+#include "ember/transform.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,64 @@ static void test_spell(void **state)
     assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 4);
 }
 
+/* A ';' is kept in the name and spelled ':' only where frames are joined. */
+static void test_spell_folded(void **state)
+{
+    (void)state;
+    char buf[64];
+    struct ember_frame f = {.name = "a;b;c",
+                            .name_len = 5,
+                            .kind = EMBER_FRAME_KERNEL,
+                            .kind_in_name = true,
+                            .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), 9);
+    assert_string_equal(buf, "a;b;c_[k]");
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 9);
+    assert_string_equal(buf, "a:b:c_[k]");
+    assert_int_equal(ember_frame_spell_folded(&f, buf, 3), 9);
+    assert_string_equal(buf, "a:");
+    f.kind_in_name = false;
+    assert_false(ember_frame_spelled(&f));
+    assert_true(ember_frame_spelled_folded(&f));
+    f = (struct ember_frame){.name = "my;cmd",
+                             .name_len = 6,
+                             .kind = EMBER_FRAME_PROCESS,
+                             .kind_in_name = true,
+                             .pid = 7,
+                             .tid = -1,
+                             .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 8);
+    assert_string_equal(buf, "my:cmd-7");
+}
+
+/* The folded view makes "x;y" and "x:y" one frame, "x:y"; the exports'
+ * view keeps the names as read. */
+static void test_names_view_spells_semicolons(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new(), *v = NULL;
+    uint32_t semi, colon, n1, n2;
+    assert_int_equal(ember_profile_intern(p, "x;y", 3, &semi), 0);
+    assert_int_equal(ember_profile_intern(p, "x:y", 3, &colon), 0);
+    assert_int_equal(ember_profile_add_stack(p, &semi, 1, EMBER_ROOT_FIRST, (int64_t[]){2}, &n1),
+                     0);
+    assert_int_equal(ember_profile_add_stack(p, &colon, 1, EMBER_ROOT_FIRST, (int64_t[]){3}, &n2),
+                     0);
+    assert_false(ember_profile_is_names(p));
+    assert_int_equal(ember_profile_function_names(p, &v), 0);
+    assert_null(v);
+    assert_int_equal(ember_profile_names(p, &v), 0);
+    assert_non_null(v);
+    assert_true(ember_profile_is_names(v));
+    uint32_t one = ember_profile_child_lookup(v, EMBER_ROOT, 0);
+    size_t len;
+    assert_int_equal(ember_profile_frame_count(v), 1);
+    assert_string_equal(ember_profile_frame_name(v, 0, &len), "x:y");
+    assert_int_equal(ember_profile_self(v, one, 0), 5);
+    ember_profile_free(v);
+    ember_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +263,8 @@ int main(void)
         cmocka_unit_test(test_overflow_is_an_error),
         cmocka_unit_test(test_weight_format),
         cmocka_unit_test(test_spell),
+        cmocka_unit_test(test_spell_folded),
+        cmocka_unit_test(test_names_view_spells_semicolons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,10 +28,11 @@ static void test_generic_flamegraph_rules(void **state)
 {
     (void)state;
     check(ember_tidy_generic, "main(int, char**)", "main");
-    check(ember_tidy_generic, "a;b", "a:b");
+    /* a ';' stays in the name: folded views spell it ':' */
+    check(ember_tidy_generic, "a;b", "a;b");
     check(ember_tidy_generic, "RegExp:[&<>\"']", "RegExp:[&<>]");
     check(ember_tidy_generic, "Lorg/mozilla/javascript/ContextFactory;.call(Lorg/mozilla/Ctx;)V",
-          "Lorg/mozilla/javascript/ContextFactory:.call");
+          "Lorg/mozilla/javascript/ContextFactory;.call");
     check(ember_tidy_generic, "(anonymous namespace)::helper(int)",
           "(anonymous namespace)::helper");
     check(ember_tidy_generic, "net/http.(*Client).Do", "net/http.(*Client).Do");

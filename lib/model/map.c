@@ -1,15 +1,46 @@
 /*
- * map.c - rebuilding a profile stack by stack (see map.h). Each node of src
- * that carries weight is mapped once (memoized), so the cost is one pass
- * over the stacks however long the arrival sequence is.
+ * map.c - rebuilding a profile stack by stack (ember_profile_map in
+ * ember/profile.h): the mechanism under every transform that rewrites
+ * stacks. Each node of src that carries weight is mapped once (memoized),
+ * so the cost is one pass over the stacks however long the arrival
+ * sequence is. dst gets src's modules in src's order, so that a frame's
+ * record is copied with its module id unchanged.
  */
-#include "map.h"
+#include "profile_impl.h"
 #include "util/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const char *s,
+/* The new stack a map function builds. */
+struct ember_stack_out {
+    uint32_t *frames;
+    size_t n, cap;
+    bool drop; /* the stack and its weight are left out */
+};
+
+int ember_stack_out_push(struct ember_stack_out *out, uint32_t f)
+{
+    if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
+        return -ENOMEM;
+    out->frames[out->n++] = f;
+    return 0;
+}
+
+void ember_stack_out_drop(struct ember_stack_out *out)
+{
+    out->drop = true;
+}
+
+int ember_profile_frame_copy(struct ember_profile *dst, const struct ember_profile *src,
+                             uint32_t frame, const char *name, size_t len, uint32_t *out)
+{
+    if (frame >= src->frames.count)
+        return -EINVAL;
+    return ember_profile_copy_frame(dst, src, frame, name, len, NULL, out);
+}
+
+int ember_stack_out_name(struct ember_stack_out *out, struct ember_profile *dst, const char *s,
                          size_t len)
 {
     if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
@@ -17,7 +48,7 @@ int ember_stack_out_name(struct stack_out *out, struct ember_profile *dst, const
     return ember_frames_intern(&dst->frames, s, len, &out->frames[out->n++]);
 }
 
-int ember_stack_out_copy(struct stack_out *out, struct ember_profile *dst,
+int ember_stack_out_copy(struct ember_stack_out *out, struct ember_profile *dst,
                          const struct ember_profile *src, uint32_t f)
 {
     if (EMBER_VEC_RESERVE(out->frames, out->cap, out->n + 1) < 0)
@@ -34,7 +65,7 @@ struct mapper {
     uint32_t *memo; /* src node -> dst node + 1 */
     uint32_t *path;
     size_t pcap;
-    struct stack_out out;
+    struct ember_stack_out out;
 };
 
 enum { DROPPED = UINT32_MAX }; /* memo of a stack left out */

@@ -10,9 +10,13 @@
  * say where the function is; the rest is dropped. A view is built once:
  * the result is marked as one, and profiles whose frames are names already
  * are not copied.
+ *
+ * Two views: folded stacks, flame graphs and reports join frames with ';'
+ * and see a ';' in a name as ':' (ember_frame_spell_folded); the JSON
+ * exports name functions as read, ';' kept (ember_profile_function_names).
  */
 #include "ember/transform.h"
-#include "map.h"
+#include "profile_impl.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -26,6 +30,7 @@ struct agreed {
 };
 
 struct names {
+    bool folded;                         /* ';' spelled ':' */
     const struct ember_profile *scratch; /* the view's names, each once */
     struct agreed *by_name;              /* by the view's name */
     uint32_t *name_of;                   /* src frame -> its view name in scratch */
@@ -66,19 +71,22 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
 }
 
 /* Frame f's name in the view, interned in scratch: FlameGraph's spelling
- * of its record (ember_frame_spell: "name_[k]", "name:file:line"). */
+ * of its record (ember_frame_spell: "name_[k]", "name:file:line"), and
+ * ';' as ':' in the folded view. */
 static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
-                     uint32_t *id)
+                     bool folded, uint32_t *id)
 {
     struct ember_frame fr;
     ember_profile_frame(p, f, &fr);
-    if (!ember_frame_spelled(&fr))
+    size_t (*spell)(const struct ember_frame *, char *, size_t) =
+        folded ? ember_frame_spell_folded : ember_frame_spell;
+    if (folded ? !ember_frame_spelled_folded(&fr) : !ember_frame_spelled(&fr))
         return ember_frames_intern(&scratch->frames, fr.name, fr.name_len, id);
-    size_t n = ember_frame_spell(&fr, NULL, 0);
+    size_t n = spell(&fr, NULL, 0);
     char *buf = malloc(n + 1);
     if (!buf)
         return -ENOMEM;
-    ember_frame_spell(&fr, buf, n + 1);
+    spell(&fr, buf, n + 1);
     int err = ember_frames_intern(&scratch->frames, buf, n, id);
     free(buf);
     return err;
@@ -97,33 +105,67 @@ static int name_frame(void *ctx, struct ember_profile *dst, const struct ember_p
                    : ember_frames_intern(&dst->frames, name, len, out);
 }
 
-int ember_profile_names(const struct ember_profile *p, struct ember_profile **out)
+/* Whether some name has a ';' (looked for when a view is asked for, not
+ * by every reader as it interns names: most inputs have none). */
+static bool has_semicolons(const struct ember_frames *f)
+{
+    for (uint32_t i = 0; i < f->count; i++)
+        if (f->len[i] && memchr(f->str[i], ';', f->len[i]))
+            return true;
+    return false;
+}
+
+/* Whether p differs from its view: some frame spelled otherwise. */
+static bool needs_view(const struct ember_profile *p, bool folded)
+{
+    if (p->view == EMBER_VIEW_FOLDED || (p->view == EMBER_VIEW_NAMES && !folded))
+        return false;
+    bool names_only = p->view == EMBER_VIEW_NAMES || !ember_profile_detailed(p);
+    return !names_only || (folded && has_semicolons(&p->frames));
+}
+
+static int names_view(const struct ember_profile *p, bool folded, struct ember_profile **out)
 {
     *out = NULL;
-    if (!ember_profile_detailed(p) || p->names_view)
+    if (!needs_view(p, folded))
         return 0;
     struct ember_profile *scratch = ember_profile_new(); /* the view's names */
-    struct names nm = {scratch, calloc(p->frames.count, sizeof(*nm.by_name)),
+    struct names nm = {folded, scratch, calloc(p->frames.count, sizeof(*nm.by_name)),
                        malloc(p->frames.count * sizeof(*nm.name_of))};
     int err = scratch && nm.by_name && nm.name_of ? 0 : -ENOMEM;
     /* scratch gets at most one name per frame of p: its ids stay < count */
     for (uint32_t f = 0; f < p->frames.count && !err; f++)
-        err = view_name(scratch, p, f, &nm.name_of[f]);
+        err = view_name(scratch, p, f, folded, &nm.name_of[f]);
     for (uint32_t f = 0; f < p->frames.count && !err; f++)
         agree(&nm.by_name[nm.name_of[f]], &p->frames.loc[f]);
     if (!err)
         err = ember_profile_map_frames(p, name_frame, &nm, out);
     if (!err)
-        (*out)->names_view = true;
+        (*out)->view = folded ? EMBER_VIEW_FOLDED : EMBER_VIEW_NAMES;
     ember_profile_free(scratch);
     free(nm.by_name);
     free(nm.name_of);
     return err;
 }
 
+bool ember_profile_is_names(const struct ember_profile *p)
+{
+    return !needs_view(p, true);
+}
+
+int ember_profile_names(const struct ember_profile *p, struct ember_profile **out)
+{
+    return names_view(p, true, out);
+}
+
+int ember_profile_function_names(const struct ember_profile *p, struct ember_profile **out)
+{
+    return names_view(p, false, out);
+}
+
 /* A frame as go tool pprof -lines names it: "function file:line". */
 static int line_name(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
-                     const uint32_t *in, size_t n, struct stack_out *out)
+                     const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
     (void)ctx;
     char *buf = NULL;
@@ -162,6 +204,6 @@ int ember_profile_lines(const struct ember_profile *p, struct ember_profile **ou
 {
     int err = ember_profile_map(p, line_name, NULL, out);
     if (!err)
-        (*out)->names_view = true;
+        (*out)->view = EMBER_VIEW_NAMES;
     return err;
 }
