@@ -36,14 +36,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
+from recording import perf, skip  # noqa: E402
 
-SKIP = 77
 FIXTURE = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
 
 
 def record(work, args, env=None):
@@ -51,15 +46,6 @@ def record(work, args, env=None):
     p = subprocess.run([golden.EMBER, "record"] + args, capture_output=True, text=True,
                        cwd=work, env=env)
     return p.returncode, p.stderr
-
-
-def perf(args):
-    """perf ARGS: stdout; fails on a warning or error on stderr."""
-    p = subprocess.run(["perf"] + args, capture_output=True, text=True)
-    if p.returncode != 0 or p.stderr.strip():
-        golden.fail("perf %s: exit %d, stderr %r" % (" ".join(args), p.returncode,
-                                                     p.stderr[:2000]))
-    return p.stdout
 
 
 def check_probe(work):

@@ -1,4 +1,4 @@
-"""Helpers shared by the sampler's tests (record.py, against_perf.py,
+"""Helpers shared by the sampler's tests (record.py, against_perf.py, gc.py,
 offcpu.py): skipping where the machine cannot record, compiling the test
 programs, and running perf so that a word on its stderr fails the test."""
 import shutil
