@@ -189,6 +189,7 @@ struct encoder {
     struct ember_trace *t;
     char buf[PACKET];
     size_t used;     /* 0: no packet open */
+    size_t end;      /* where its last event's fields end (no padding after) */
     unsigned ring;   /* the open packet's */
     uint64_t seq;    /* packets written in the ring */
     uint64_t events; /* events of the ring before the open packet... */
@@ -206,7 +207,7 @@ static void flush_packet(struct encoder *en)
         .stream_id = 0,
         .ctx = {.timestamp_begin = en->first,
                 .timestamp_end = en->last,
-                .content_size = (uint64_t)en->used * 8,
+                .content_size = (uint64_t)en->end * 8,
                 .packet_size = PACKET * 8,
                 .packet_seq_num = en->seq++,
                 .event_seq_begin = en->events,
@@ -252,6 +253,7 @@ static int encode_event(void *ctx, const struct ember_trace_event *e)
         en->first = e->ticks;
     }
     char *p = en->buf + en->used;
+    en->end = en->used + size;
     memset(p, 0, size);
     uint32_t hdr[2] = {e->site->id, (uint32_t)size};
     memcpy(p, hdr, 8);
@@ -262,11 +264,15 @@ static int encode_event(void *ctx, const struct ember_trace_event *e)
         if (ty == EMBER_FT_STR) {
             size_t n = strlen(e->v[i].s) + 1;
             memcpy(p, e->v[i].s, n);
+            if (i + 1 == e->site->nfields) /* CTF readers: the content ends there */
+                en->end = (size_t)(p - en->buf) + n;
             p += (n + 7) / 8 * 8;
         } else if (ty == EMBER_FT_BYTES) {
             uint64_t n = e->v[i].len;
             memcpy(p, &n, 8);
             memcpy(p + 8, e->v[i].s, (size_t)n);
+            if (i + 1 == e->site->nfields)
+                en->end = (size_t)(p - en->buf) + 8 + (size_t)n;
             p += 8 + (n + 7) / 8 * 8;
         } else {
             memcpy(p, ty == EMBER_FT_F64 ? (const void *)&e->v[i].f : (const void *)&e->v[i].i, 8);

@@ -691,14 +691,30 @@ static bool writer_alive(const struct ember_trace *t)
 
 /* Walks the events of the cursor's packet (checked and counted); the
  * last one's time, or 0. */
-static int walk_packet(struct ember_trace *t, unsigned ring, struct cursor *k, uint64_t *last)
+/* Where CTF readers see an event end: after its last field, a string's
+ * NUL included, before the padding that aligns the next one (babeltrace2
+ * reads another event wherever the content goes on, padding or not). */
+static size_t event_end(const struct cursor *k, const struct ember_trace_event *e)
+{
+    unsigned n = e->site->nfields;
+    if (n && e->site->field_types[n - 1] == EMBER_FT_STR)
+        return (size_t)(e->v[n - 1].s - k->buf) + strlen(e->v[n - 1].s) + 1;
+    return k->off;
+}
+
+/* Decodes the packet's events: the last one's time, and where its
+ * content ends for a CTF reader. */
+static int walk_packet(struct ember_trace *t, unsigned ring, struct cursor *k, uint64_t *last,
+                       size_t *end)
 {
     struct ember_trace_event e;
     *last = 0;
+    *end = k->size;
     while (k->off < k->size) {
         if (!decode(t, ring, k, &e))
             return corrupt_event(t, ring, k->s);
         *last = e.ticks;
+        *end = event_end(k, &e);
     }
     return 0;
 }
@@ -716,13 +732,14 @@ static int each_packet(struct ember_trace *t, ember_trace_packet_fn fn, void *ct
         struct cursor *k = c.state;
         while ((err = next_packet(t, i, k, false)) > 0) {
             uint64_t last;
-            if ((err = walk_packet(t, i, k, &last)) != 0)
+            size_t end;
+            if ((err = walk_packet(t, i, k, &last, &end)) != 0)
                 break;
             struct ember_packet_header ph;
             memcpy(&ph, k->buf, sizeof(ph));
             if (ph.ctx.timestamp_end < ph.ctx.timestamp_begin || !ph.ctx.content_size)
                 ph.ctx.timestamp_end = last ? last : ph.ctx.timestamp_begin;
-            ph.ctx.content_size = (uint64_t)k->size * 8;
+            ph.ctx.content_size = (uint64_t)end * 8;
             /* CTF wants the running total of events lost so far */
             ph.ctx.events_discarded = t->rings[i].lost + ph.ctx.events_discarded;
             memcpy(k->buf, &ph, sizeof(ph));
@@ -755,7 +772,8 @@ static int record_ring(struct recorder *rec, unsigned i, bool final)
     int got, n = 0;
     while ((got = next_ring_packet(t, i, k, !final)) > 0) {
         uint64_t last;
-        int err = walk_packet(t, i, k, &last);
+        size_t end;
+        int err = walk_packet(t, i, k, &last, &end);
         if (err)
             return err;
         struct ember_packet_header ph;

@@ -3,7 +3,10 @@ real client: babeltrace2 prints the same events as `ember trace dump`
 (CTF), protoc decodes the Perfetto export, Python's json module the Chrome
 export; stats and latency agree with the program's shape.
 
-usage: exports.py TRACED WORKDIR
+A program whose events all end in a string (string_tail.c) exported to
+CTF is read whole by babeltrace2.
+
+usage: exports.py TRACED STRING_TAIL WORKDIR
 """
 import collections
 import json
@@ -135,8 +138,32 @@ def check_views(trace):
         golden.fail("latency: not HdrHistogram's table:\n" + text[:1500])
 
 
+def check_string_tails(string_tail, work):
+    """Packets that end in an event whose last field is a string (padded to
+    8 bytes after its NUL, where babeltrace2 sees the event end): their
+    content ends at the NUL, else babeltrace2 reads the padding, or the
+    next packet's header, as another event. Small packets: many end so,
+    one after another, in a ring file and in a packet log."""
+    n = 3000
+    env = dict(os.environ, EMBER_TRACE_PACKET="4096")
+    rec = os.path.join(work, "tails.trace")
+    subprocess.run([golden.EMBER, "trace", "record", "-o", rec, "--", string_tail, str(n)],
+                   env=env, check=True, capture_output=True)
+    ring = os.path.join(work, "tails-ring.trace")
+    subprocess.run([string_tail, str(n)], env=dict(env, EMBER_TRACE=ring), check=True)
+    for trace in (ring, rec):
+        ctf = trace + ".ctf"
+        golden.run(["trace", "export", "--format", "ctf", trace, "-o", ctf])
+        p = subprocess.run(["babeltrace2", ctf], capture_output=True, text=True)
+        got = len(p.stdout.splitlines())
+        if p.returncode != 0 or got != n:
+            golden.fail("%s: babeltrace2 read %d of %d events (exit %d):\n%s" %
+                        (os.path.basename(ctf), got, n, p.returncode, p.stderr[-1500:]))
+    print("ok: %d events ending in strings, in 4 KiB packets: babeltrace2 reads them all" % n)
+
+
 def main():
-    traced, work = sys.argv[1:3]
+    traced, string_tail, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     trace = os.path.join(work, "traced.trace")
@@ -163,6 +190,7 @@ def main():
     if collections.Counter(e[2] for e in again) != collections.Counter(e[2] for e in dumped):
         golden.fail("ember trace record did not capture the same events")
     print("ok: %d events; babeltrace2, protoc and json agree with dump; record too" % len(dumped))
+    check_string_tails(string_tail, work)
 
 
 if __name__ == "__main__":
