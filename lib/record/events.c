@@ -12,7 +12,13 @@
  * refuse to stamp samples with CLOCK_MONOTONIC (use_clockid: the clock of
  * OCaml's runtime events, so that samples and GC phases share one time
  * axis). Every later event uses the attributes that worked, so the file has
- * one attr.
+ * one attr per kind of event.
+ *
+ * Off-CPU adds, beside each sampling event, a context-switches event with
+ * the same samples (period 1: every switch, with its stack) and the
+ * switch-out/in records (context_switch), in the same ring. The two are
+ * told apart by PERF_SAMPLE_IDENTIFIER, first in every sample and last in
+ * every other record, as perf does with several events.
  */
 #include "record_impl.h"
 #include "util/diag.h"
