@@ -64,6 +64,9 @@ void cli_output_abort(struct cli_output *o);
  * partial output and returns 1. Otherwise commits: 0, or 1 after saying
  * why not. */
 int cli_output_finish(struct cli_output *o, int err, const struct ember_diag *d);
+/* The same, a diagnostic said as "cannot DOING: what d says". */
+int cli_output_finish_doing(struct cli_output *o, int err, const struct ember_diag *d,
+                            const char *doing);
 
 /* Writes p as folded stacks into out (stdout when NULL); 0, or 1 after
  * saying what failed. */

@@ -77,13 +77,9 @@ static int output(const struct ember_writer_format *w, const struct ember_profil
     if (cli_output_open(&o, out) < 0)
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = w->write(p, co, &sink, &d);
-    if (err && d.msg[0]) {
-        cli_error("cannot convert to %s: %s", w->name, d.msg);
-        cli_output_abort(&o);
-        return 1;
-    }
-    return cli_output_finish(&o, err, NULL);
+    char doing[96];
+    snprintf(doing, sizeof(doing), "convert to %s", w->name);
+    return cli_output_finish_doing(&o, w->write(p, co, &sink, &d), &d, doing);
 }
 
 /* Whether the one input has an OCaml program's runtime events beside it

@@ -200,6 +200,16 @@ int cli_output_finish(struct cli_output *o, int err, const struct ember_diag *d)
     return 1;
 }
 
+int cli_output_finish_doing(struct cli_output *o, int err, const struct ember_diag *d,
+                            const char *doing)
+{
+    if (!err || !d || !d->msg[0])
+        return cli_output_finish(o, err, NULL);
+    cli_error("cannot %s: %s", doing, d->msg);
+    cli_output_abort(o);
+    return 1;
+}
+
 void cli_output_abort(struct cli_output *o)
 {
     if (!o->path)

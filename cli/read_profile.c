@@ -373,10 +373,5 @@ int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, c
     struct ember_sink sink = cli_output_sink(&o);
     int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
                        : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
-    if (err && d.msg[0]) {
-        cli_error("cannot write the timeline: %s", d.msg);
-        cli_output_abort(&o);
-        return 1;
-    }
-    return cli_output_finish(&o, err, NULL);
+    return cli_output_finish_doing(&o, err, &d, "write the timeline");
 }
