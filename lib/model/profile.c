@@ -3,6 +3,7 @@
  * invariants).
  */
 #include "profile_impl.h"
+#include "util/pow10.h"
 #include "stack_cache.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -15,28 +16,6 @@ enum {
     CHILD_INITIAL_BUCKETS = 256,
     ROOT_PATH_HASH = 0x2545F491,
     PATH_AHEAD = 8, /* slots fetched ahead of the lookup that needs them */
-};
-
-static const int64_t pow10_table[] = {
-    1,
-    10,
-    100,
-    1000,
-    10000,
-    100000,
-    1000000,
-    10000000,
-    100000000,
-    1000000000,
-    10000000000,
-    100000000000,
-    1000000000000,
-    10000000000000,
-    100000000000000,
-    1000000000000000,
-    10000000000000000,
-    100000000000000000,
-    1000000000000000000,
 };
 
 static int node_reserve(struct ember_profile *p, size_t need)
@@ -704,10 +683,10 @@ int ember_profile_to_before(struct ember_profile *p, const char *type, const cha
     if (decimals < p->decimals || decimals > EMBER_MAX_DECIMALS ||
         (norm && norm->digits > decimals))
         return -EINVAL;
-    int64_t scale = pow10_table[decimals - p->decimals], bt = p->total[p->selected];
+    int64_t scale = ember_pow10(decimals - p->decimals), bt = p->total[p->selected];
     __int128 num = 0, den = 0;
     if (norm && norm->mant && bt) {
-        num = (__int128)norm->mant * pow10_table[decimals - norm->digits];
+        num = (__int128)norm->mant * ember_pow10(decimals - norm->digits);
         den = (__int128)bt * scale;
     }
     int err = to_differential(p, type, unit);
@@ -732,7 +711,7 @@ int ember_profile_to_before(struct ember_profile *p, const char *type, const cha
 
 static int rescale(struct ember_profile *p, unsigned by)
 {
-    int64_t f = pow10_table[by];
+    int64_t f = ember_pow10(by);
     for (unsigned v = 0; v < p->nvalues; v++) {
         if (__builtin_mul_overflow(p->total[v], f, &p->total[v]))
             return -ERANGE;
@@ -752,7 +731,7 @@ int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned v
 {
     if (v.digits > EMBER_MAX_DECIMALS) {
         /* Round away the digits the model cannot keep. */
-        int64_t f = pow10_table[v.digits - EMBER_MAX_DECIMALS];
+        int64_t f = ember_pow10(v.digits - EMBER_MAX_DECIMALS);
         v.mant = (v.mant + f / 2) / f;
         v.digits = EMBER_MAX_DECIMALS;
     }
@@ -762,7 +741,7 @@ int ember_profile_add_decimal(struct ember_profile *p, uint32_t node, unsigned v
             return err;
     }
     int64_t scaled;
-    if (__builtin_mul_overflow(v.mant, pow10_table[p->decimals - v.digits], &scaled))
+    if (__builtin_mul_overflow(v.mant, ember_pow10(p->decimals - v.digits), &scaled))
         return -ERANGE;
     return ember_profile_add(p, node, value, scaled);
 }
@@ -819,7 +798,7 @@ int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_pr
         return -ENOMEM;
     }
     map[0] = EMBER_ROOT;
-    int64_t f = pow10_table[dst->decimals - src->decimals];
+    int64_t f = ember_pow10(dst->decimals - src->decimals);
     for (uint32_t n = 1; n < src->nnodes && !err; n++) {
         const struct ember_node *sn = &src->nodes[n];
         uint32_t frame = fmap[sn->frame] - 1;

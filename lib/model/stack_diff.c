@@ -16,6 +16,7 @@
  * frame table, as stack_text.c and stack_cache.c are.
  */
 #include "ember/transform.h"
+#include "util/pow10.h"
 #include "formats/formats_impl.h"
 #include "io/writer.h"
 #include "name_cache.h"
@@ -26,14 +27,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t pow10i(unsigned n)
-{
-    int64_t v = 1;
-    while (n--)
-        v *= 10;
-    return v;
-}
 
 struct sd_entry {
     uint64_t off; /* its frames: ids[off .. off + n), names after --strip-hex */
@@ -221,7 +214,7 @@ static int sd_entry(struct ember_stack_diff *sd, const struct ember_folded_line 
 static int sd_rescale(struct ember_stack_diff *sd, unsigned side, unsigned by)
 {
     struct sd_side *sv = &sd->side[side];
-    int64_t f = pow10i(by);
+    int64_t f = ember_pow10(by);
     for (unsigned m = 0; m < 1u + sv->diff; m++)
         if (__builtin_mul_overflow(sv->total[m], f, &sv->total[m]))
             return -ERANGE;
@@ -239,13 +232,13 @@ static int sd_add(struct ember_stack_diff *sd, unsigned side, struct sd_entry *e
 {
     struct sd_side *sv = &sd->side[side];
     if (v.digits > EMBER_MAX_DECIMALS) {
-        int64_t f = pow10i(v.digits - EMBER_MAX_DECIMALS);
+        int64_t f = ember_pow10(v.digits - EMBER_MAX_DECIMALS);
         v.mant = (v.mant + f / 2) / f;
         v.digits = EMBER_MAX_DECIMALS;
     }
     int err = v.digits > sv->decimals ? sd_rescale(sd, side, v.digits - sv->decimals) : 0;
     int64_t x, total, self = 0;
-    if (err || __builtin_mul_overflow(v.mant, pow10i(sv->decimals - v.digits), &x) ||
+    if (err || __builtin_mul_overflow(v.mant, ember_pow10(sv->decimals - v.digits), &x) ||
         __builtin_add_overflow(sv->total[m], x, &total) ||
         (e && m == sv->diff && __builtin_add_overflow(e->w[side], x, &self)))
         return err ? err : -ERANGE;
@@ -419,7 +412,7 @@ static int sd_weights(const struct ember_stack_diff *sd, int64_t (*w)[2], unsign
 {
     const struct sd_side *b = &sd->side[0], *a = &sd->side[1];
     *dec = b->decimals > a->decimals ? b->decimals : a->decimals;
-    int64_t scale[2] = {pow10i(*dec - b->decimals), pow10i(*dec - a->decimals)};
+    int64_t scale[2] = {ember_pow10(*dec - b->decimals), ember_pow10(*dec - a->decimals)};
     __int128 num = 0, den = 0;
     int64_t bt = b->total[b->diff], at = a->total[a->diff]; /* of the selected values */
     if (sd->o.normalize && bt && at) {

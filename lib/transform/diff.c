@@ -13,18 +13,11 @@
  * bytes. Everything here goes through the profile's public API.
  */
 #include "ember/transform.h"
+#include "util/pow10.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t pow10i(unsigned n)
-{
-    int64_t v = 1;
-    while (n--)
-        v *= 10;
-    return v;
-}
 
 struct side {
     const struct ember_profile *src;
@@ -113,8 +106,8 @@ static int diff_of(const struct ember_profile *before, const struct ember_profil
                                              ember_profile_unit(after));
     if (!err)
         err = ember_profile_rescale(d, dec);
-    struct side b = {before, 0, pow10i(dec - bd), 0, 0};
-    struct side a = {after, 1, pow10i(dec - ad), 0, 0};
+    struct side b = {before, 0, ember_pow10(dec - bd), 0, 0};
+    struct side a = {after, 1, ember_pow10(dec - ad), 0, 0};
     int64_t bt = ember_profile_total(before, ember_profile_selected(before));
     int64_t at = ember_profile_total(after, ember_profile_selected(after));
     if (o->normalize && bt && at) {
@@ -170,7 +163,7 @@ int ember_profile_diff_into(struct ember_profile *before, const struct ember_pro
     struct ember_decimal norm = {ember_profile_total(a, ember_profile_selected(a)), ad};
     err = ember_profile_to_before(before, ember_profile_sample_type(a), ember_profile_unit(a), dec,
                                   o->normalize ? &norm : NULL);
-    struct side as = {a, 1, pow10i(dec - ad), 0, 0};
+    struct side as = {a, 1, ember_pow10(dec - ad), 0, 0};
     if (!err)
         err = add_side(before, &as, false);
     ember_profile_free(named);
