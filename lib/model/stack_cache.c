@@ -95,13 +95,14 @@ int ember_stack_cache_node(struct ember_stack_cache *c, struct ember_profile *p,
      * seed: on short inputs the seed cancels out against a related change
      * of the data (root 1 with frames 2,3,1,5 and root 0 with 2,3,0,5 hash
      * the same), which gave one stack another's node. */
-    XXH128_hash_t h = XXH3_128bits(frames, n * sizeof(*frames));
-    h.low64 ^= ember_hash_u64((uint64_t)root * 0x9E3779B97F4A7C15ULL + 1);
-    h.high64 ^= ember_hash_u64((uint64_t)root * 0xC2B2AE3D27D4EB4FULL + 2);
-    if (ember_stack_cache_get(c, h.low64, h.high64, node))
+    uint64_t h[2];
+    ember_hash_text128(frames, n * sizeof(*frames), h);
+    h[0] ^= ember_hash_u64((uint64_t)root * 0x9E3779B97F4A7C15ULL + 1);
+    h[1] ^= ember_hash_u64((uint64_t)root * 0xC2B2AE3D27D4EB4FULL + 2);
+    if (ember_stack_cache_get(c, h[0], h[1], node))
         return 0;
     int err = walk_trie(c, p, root, frames, n, node);
     if (!err)
-        ember_stack_cache_put(c, h.low64, h.high64, *node);
+        ember_stack_cache_put(c, h[0], h[1], *node);
     return err;
 }

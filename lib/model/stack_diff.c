@@ -21,6 +21,7 @@
 #include "io/writer.h"
 #include "name_cache.h"
 #include "profile_impl.h"
+#include "split.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -43,7 +44,7 @@ struct sd_slot {
 };
 
 struct sd_item {
-    uint64_t key; /* the ranks of two pieces from the depth sorted on */
+    uint32_t key; /* the rank of its piece at the depth sorted on */
     uint32_t entry;
 };
 
@@ -152,17 +153,14 @@ static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struc
         s = sd->buf;
     }
     /* split and hashed, their memo slots fetched at once, then interned */
-    size_t k = 0;
-    for (size_t pos = 0; pos <= n; k++) {
-        const char *semi = memchr(s + pos, ';', n - pos);
-        size_t end = semi ? (size_t)(semi - s) : n;
-        if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k + 1) < 0 ||
-            EMBER_VEC_RESERVE(sd->ends, sd->ecap2, k + 1) < 0)
-            return -ENOMEM;
-        sd->hashes[k] = ember_name_hash(s + pos, end - pos);
-        ember_name_cache_prefetch(&sd->memo, sd->hashes[k]);
-        sd->ends[k] = end;
-        pos = end + 1;
+    if (EMBER_VEC_RESERVE(sd->ends, sd->ecap2, n + EMBER_SPLIT_SLACK) < 0)
+        return -ENOMEM;
+    size_t k = ember_split(s, 0, n, ';', sd->ends);
+    if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k) < 0)
+        return -ENOMEM;
+    for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1) {
+        sd->hashes[i] = ember_name_hash(s + pos, sd->ends[i] - pos);
+        ember_name_cache_prefetch(&sd->memo, sd->hashes[i]);
     }
     if (k > UINT32_MAX || EMBER_VEC_RESERVE(sd->ids, sd->icap, sd->nids + k) < 0)
         return -ENOMEM;
@@ -257,10 +255,8 @@ struct sd_reader {
 static void sd_hint(void *ctx, struct ember_folded_line *l)
 {
     const struct sd_reader *r = ctx;
-    XXH128_hash_t h = XXH3_128bits(l->stack, l->len);
-    l->hash[0] = h.low64;
-    l->hash[1] = h.high64;
-    __builtin_prefetch(&r->sd->slots[(uint32_t)h.low64 & r->sd->mask]);
+    ember_hash_text128(l->stack, l->len, l->hash);
+    __builtin_prefetch(&r->sd->slots[(uint32_t)l->hash[0] & r->sd->mask]);
 }
 
 /* A line of one input, as the folded reader adds it to a profile. */
@@ -300,13 +296,7 @@ int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side, struct emb
 
 /* ---- the order of lines ----------------------------------------------- */
 
-static int item_cmp(const void *va, const void *vb)
-{
-    const struct sd_item *a = va, *b = vb;
-    return (a->key > b->key) - (a->key < b->key);
-}
-
-static uint64_t piece_at(const struct ember_stack_diff *sd, const uint32_t *rank,
+static uint32_t piece_at(const struct ember_stack_diff *sd, const uint32_t *rank,
                          const struct sd_entry *e, size_t depth)
 {
     if (depth >= e->n)
@@ -314,87 +304,85 @@ static uint64_t piece_at(const struct ember_stack_diff *sd, const uint32_t *rank
     return rank[2 * (size_t)sd->ids[e->off + depth] + (depth + 1 < e->n)];
 }
 
-/* As many pieces from depth as fit a key, bits each (0 past the end). */
-static uint64_t item_key(const struct ember_stack_diff *sd, const uint32_t *rank,
-                         const struct sd_entry *e, size_t depth, unsigned bits, unsigned per)
+static void item_swap(struct sd_item *it, size_t i, size_t j)
 {
-    uint64_t key = 0;
-    for (unsigned k = 0; k < per; k++)
-        key = key << bits | piece_at(sd, rank, e, depth + k);
-    return key;
+    struct sd_item t = it[i];
+    it[i] = it[j];
+    it[j] = t;
 }
 
-/* Sorts n items by key, whose set bits are below 1 << bits: least
- * significant digit first through tmp (n items); small runs by qsort. */
-static void sort_keys(struct sd_item *it, struct sd_item *tmp, size_t n, unsigned bits)
+/* Each item's piece at depth, into its key. */
+static void items_at(const struct ember_stack_diff *sd, const uint32_t *rank, struct sd_item *it,
+                     size_t n, size_t depth)
 {
-    enum { DIGIT = 11, SMALL = 256 };
-    if (n < SMALL) {
-        qsort(it, n, sizeof(*it), item_cmp);
-        return;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 8 < n)
+            __builtin_prefetch(&sd->entries[it[i + 8].entry]);
+        it[i].key = piece_at(sd, rank, &sd->entries[it[i].entry], depth);
     }
-    size_t count[1 << DIGIT];
-    struct sd_item *from = it, *to = tmp;
-    for (unsigned shift = 0; shift < bits; shift += DIGIT) {
-        memset(count, 0, sizeof(count));
-        for (size_t i = 0; i < n; i++)
-            count[(from[i].key >> shift) & ((1u << DIGIT) - 1)]++;
-        size_t sum = 0;
-        for (size_t d = 0; d < (1u << DIGIT); d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            to[count[(from[i].key >> shift) & ((1u << DIGIT) - 1)]++] = from[i];
-        struct sd_item *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != it)
-        memcpy(it, from, n * sizeof(*it));
 }
 
-/* Sorts the entries in line order: by the first pieces that fit a 64-bit
- * key, then each run that agrees on them by the next ones (a run whose
- * stacks all ended is one stack, written with --strip-hex by several input
- * stacks). */
-static int sd_sort(const struct ember_stack_diff *sd, const uint32_t *rank, struct sd_item *it,
-                   struct sd_item *tmp)
+/* a's stack against b's from depth on (their keys), by the ranks of their
+ * pieces. */
+static int items_cmp(const struct ember_stack_diff *sd, const uint32_t *rank,
+                     const struct sd_item *a, const struct sd_item *b, size_t depth)
 {
-    struct run {
-        size_t lo, hi, depth;
-    } *todo = NULL;
-    size_t ntodo = 0, tcap = 0;
-    unsigned bits = 1;
-    while (bits < 32 && ((uint64_t)sd->names.count * 2 + 1) >> bits)
-        bits++;
-    unsigned per = 64 / bits;
-    for (size_t i = 0; i < sd->nentries; i++)
-        it[i].entry = (uint32_t)i;
-    if (EMBER_VEC_RESERVE(todo, tcap, 1) < 0)
-        return -ENOMEM;
-    todo[ntodo++] = (struct run){0, sd->nentries, 0};
-    while (ntodo) {
-        struct run r = todo[--ntodo];
-        for (size_t i = r.lo; i < r.hi; i++)
-            it[i].key = item_key(sd, rank, &sd->entries[it[i].entry], r.depth, bits, per);
-        sort_keys(it + r.lo, tmp, r.hi - r.lo, bits * per);
-        for (size_t i = r.lo, j; i < r.hi; i = j) {
-            for (j = i + 1; j < r.hi && it[j].key == it[i].key;)
-                j++;
-            /* the last piece 0: every stack of the run ended in this key */
-            if (j - i < 2 || (it[i].key & (((uint64_t)1 << bits) - 1)) == 0)
-                continue;
-            if (EMBER_VEC_RESERVE(todo, tcap, ntodo + 1) < 0) {
-                free(todo);
-                return -ENOMEM;
-            }
-            todo[ntodo++] = (struct run){i, j, r.depth + per};
-        }
+    if (a->key != b->key || a->key == 0)
+        return (a->key > b->key) - (a->key < b->key);
+    const struct sd_entry *ea = &sd->entries[a->entry], *eb = &sd->entries[b->entry];
+    for (size_t d = depth + 1;; d++) {
+        uint32_t x = piece_at(sd, rank, ea, d), y = piece_at(sd, rank, eb, d);
+        if (x != y || x == 0)
+            return (x > y) - (x < y);
     }
-    free(todo);
-    return 0;
+}
+
+/* Sorts n items whose stacks agree on their first depth pieces, and whose
+ * keys hold their pieces at depth, in line order: a multikey quicksort
+ * (Bentley and Sedgewick) on the pieces' ranks, which fetches a stack's
+ * piece about once per depth it shares with others. It recurses into the
+ * two smaller parts, at most half each, and loops on the largest, so the
+ * stack stays O(log n) deep however deep the stacks. Stacks whose pieces
+ * all agree (one stack, written with --strip-hex by several input stacks)
+ * stay together in any order. */
+static void sd_sort(const struct ember_stack_diff *sd, const uint32_t *rank, struct sd_item *it,
+                    size_t n, size_t depth)
+{
+    while (n > 1) {
+        if (n < 8) {
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && items_cmp(sd, rank, &it[j - 1], &it[j], depth) > 0; j--)
+                    item_swap(it, j - 1, j);
+            return;
+        }
+        item_swap(it, 0, n / 2);
+        uint64_t v = it[0].key;
+        /* [0, lt): below v; [lt, i): v; (gt, n): above v */
+        size_t lt = 0, i = 1, gt = n - 1;
+        while (i <= gt) {
+            if (it[i].key < v)
+                item_swap(it, lt++, i++);
+            else if (it[i].key > v)
+                item_swap(it, i, gt--);
+            else
+                i++;
+        }
+        size_t part[3][2] = {{0, lt}, {lt, gt + 1}, {gt + 1, n}};
+        if (v) /* the stacks of the middle go on; 0: they all ended */
+            items_at(sd, rank, it + lt, gt + 1 - lt, depth + 1);
+        else
+            part[1][1] = part[1][0];
+        unsigned big = 0;
+        for (unsigned k = 1; k < 3; k++)
+            if (part[k][1] - part[k][0] > part[big][1] - part[big][0])
+                big = k;
+        for (unsigned k = 0; k < 3; k++)
+            if (k != big)
+                sd_sort(sd, rank, it + part[k][0], part[k][1] - part[k][0], depth + (k == 1));
+        it += part[big][0];
+        n = part[big][1] - part[big][0];
+        depth += big == 1;
+    }
 }
 
 static bool same_frames(const struct ember_stack_diff *sd, const struct sd_entry *a,
@@ -516,15 +504,15 @@ int ember_stack_diff_prepare(struct ember_stack_diff *sd)
         return -ENOMEM;
     int err = sd_weights(sd, sd->w, &sd->dec);
     uint32_t *rank = NULL;
-    struct sd_item *tmp = err ? NULL : malloc(n * sizeof(*tmp));
-    if (!err && !tmp)
-        err = -ENOMEM;
     if (!err)
         err = ember_piece_ranks(&sd->names, &rank);
-    if (!err)
-        err = sd_sort(sd, rank, sd->order, tmp);
+    if (!err) {
+        for (size_t i = 0; i < sd->nentries; i++)
+            sd->order[i].entry = (uint32_t)i;
+        items_at(sd, rank, sd->order, sd->nentries, 0);
+        sd_sort(sd, rank, sd->order, sd->nentries, 0);
+    }
     free(rank);
-    free(tmp);
     sd->ready = !err;
     return err;
 }

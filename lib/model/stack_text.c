@@ -19,6 +19,7 @@
  */
 #include "name_cache.h"
 #include "profile_impl.h"
+#include "split.h"
 #include "stack_cache.h"
 #include "util/vec.h"
 
@@ -73,29 +74,29 @@ void ember_stack_text_free(struct ember_stack_text *t)
 
 void ember_stack_text_hint(struct ember_stack_text *t, const char *s, size_t n, uint64_t key[2])
 {
-    XXH128_hash_t h = XXH3_128bits(s, n);
-    key[0] = h.low64;
-    key[1] = h.high64;
-    ember_stack_cache_prefetch(&t->stacks, h.low64);
+    ember_hash_text128(s, n, key);
+    ember_stack_cache_prefetch(&t->stacks, key[0]);
 }
 
 /* Splits the frames of s after the first k (shared with the previous
  * stack), hashes their names and starts fetching their memo slots. */
 static int split_new(struct ember_stack_text *t, const char *s, size_t n, size_t k)
 {
-    for (size_t pos = k ? t->ends[k - 1] + 1 : 0; n > 0 && pos <= n;) {
-        const char *sep = memchr(s + pos, t->sep, n - pos);
-        size_t end = sep ? (size_t)(sep - s) : n;
-        if (EMBER_VEC_RESERVE(t->ends, t->ecap, t->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(t->ids, t->icap, t->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(t->nodes, t->ncap, t->nframes + 1) < 0 ||
-            EMBER_VEC_RESERVE(t->hashes, t->hcap, t->nframes + 1) < 0)
-            return -ENOMEM;
-        t->hashes[t->nframes] = ember_name_hash(s + pos, end - pos);
-        ember_name_cache_prefetch(&t->names, t->hashes[t->nframes]);
-        t->ends[t->nframes++] = end;
-        pos = end + 1;
+    size_t from = k ? t->ends[k - 1] + 1 : 0;
+    if (n == 0 || from > n)
+        return 0;
+    if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + (n - from) + EMBER_SPLIT_SLACK) < 0)
+        return -ENOMEM;
+    size_t got = ember_split(s, from, n, t->sep, t->ends + k);
+    if (EMBER_VEC_RESERVE(t->ids, t->icap, k + got) < 0 ||
+        EMBER_VEC_RESERVE(t->nodes, t->ncap, k + got) < 0 ||
+        EMBER_VEC_RESERVE(t->hashes, t->hcap, k + got) < 0)
+        return -ENOMEM;
+    for (size_t i = k, pos = from; i < k + got; pos = t->ends[i++] + 1) {
+        t->hashes[i] = ember_name_hash(s + pos, t->ends[i] - pos);
+        ember_name_cache_prefetch(&t->names, t->hashes[i]);
     }
+    t->nframes = k + got;
     return 0;
 }
 
@@ -142,9 +143,7 @@ int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, co
     }
     uint64_t own[2];
     if (!key) {
-        XXH128_hash_t h = XXH3_128bits(s, n);
-        own[0] = h.low64;
-        own[1] = h.high64;
+        ember_hash_text128(s, n, own);
         key = own;
     }
     if (ember_stack_cache_get(&t->stacks, key[0], key[1], leaf))

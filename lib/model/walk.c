@@ -86,6 +86,66 @@ static int piece_cmp(const void *va, const void *vb)
     return (a->frame > b->frame) - (a->frame < b->frame);
 }
 
+static void piece_swap(struct piece *a, size_t i, size_t j)
+{
+    struct piece t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* Sorts n pieces that agree on their first d bytes, as piece_cmp would: a
+ * three-way radix quicksort (Bentley and Sedgewick's multikey quicksort),
+ * which reads each byte about once where a comparison sort reads a common
+ * prefix again at every comparison (names share long ones: "app::Session::").
+ * It recurses into the two smaller parts, at most half each, and loops on
+ * the largest: the stack stays O(log n) deep, however long the names. */
+static void piece_sort(struct piece *a, size_t n, size_t d)
+{
+    while (n > 1) {
+        if (n < 12) {
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && piece_cmp(&a[j - 1], &a[j]) > 0; j--)
+                    piece_swap(a, j - 1, j);
+            return;
+        }
+        piece_swap(a, 0, n / 2);
+        int v = piece_byte(&a[0], d);
+        /* a[0, lt): below v; [lt, i): v; (gt, n): above v */
+        size_t lt = 0, i = 1, gt = n - 1;
+        while (i <= gt) {
+            int c = piece_byte(&a[i], d);
+            if (c < v)
+                piece_swap(a, lt++, i++);
+            else if (c > v)
+                piece_swap(a, i, gt--);
+            else
+                i++;
+        }
+        size_t part[3][2] = {{0, lt}, {lt, gt + 1}, {gt + 1, n}};
+        size_t depth[3] = {d, d + 1, d};
+        unsigned big = 0;
+        for (unsigned k = 1; k < 3; k++)
+            if (part[k][1] - part[k][0] > part[big][1] - part[big][0])
+                big = k;
+        for (unsigned k = 0; k < 3; k++) {
+            size_t from = part[k][0], m = part[k][1] - part[k][0];
+            if (k == big || m < 2)
+                continue;
+            if (k == 1 && v < 0) /* the same text: by length, then frame */
+                qsort(a + from, m, sizeof(*a), piece_cmp);
+            else
+                piece_sort(a + from, m, depth[k]);
+        }
+        if (big == 1 && v < 0) {
+            qsort(a + part[1][0], part[1][1] - part[1][0], sizeof(*a), piece_cmp);
+            return;
+        }
+        a += part[big][0];
+        n = part[big][1] - part[big][0];
+        d = depth[big];
+    }
+}
+
 int ember_piece_ranks(const struct ember_frames *f, uint32_t **out)
 {
     if (f->count > INT32_MAX)
@@ -101,7 +161,7 @@ int ember_piece_ranks(const struct ember_frames *f, uint32_t **out)
     for (uint32_t i = 0; i < f->count; i++)
         for (uint32_t k = 0; k < 2; k++)
             pc[2 * i + k] = (struct piece){f->str[i], f->len[i], i, k};
-    qsort(pc, n, sizeof(*pc), piece_cmp);
+    piece_sort(pc, n, 0);
     for (size_t i = 0; i < n; i++)
         rank[2 * pc[i].frame + pc[i].kind] = (uint32_t)i + 1;
     free(pc);

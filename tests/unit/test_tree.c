@@ -13,7 +13,9 @@
 #include "ember/transform.h"
 #include "model/name_cache.h"
 #include "model/profile_impl.h"
+#include "model/split.h"
 #include "model/stack_cache.h"
+#include "util/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +420,115 @@ static void test_stack_text(void **state)
     ember_profile_free(q);
 }
 
+/* ember_split against a byte loop: separators anywhere, runs of them,
+ * more than eight in a 64-byte block, texts ending on and off a block;
+ * each text in a buffer of its exact size, so that ASan sees a read past
+ * it. */
+static void test_split(void **state)
+{
+    (void)state;
+    const char alphabet[] = ";;;ab:\\0x";
+    for (unsigned round = 0; round < 3000; round++) {
+        size_t n = below(300), from = n ? below((uint32_t)n) : 0;
+        char *s = malloc(n ? n : 1);
+        unsigned dense = below(4);
+        for (size_t i = 0; i < n; i++)
+            s[i] = dense == 0 ? ';' : alphabet[below(dense == 1 ? 3 : sizeof(alphabet) - 1)];
+        size_t *ends = malloc((n - from + EMBER_SPLIT_SLACK) * sizeof(*ends));
+        size_t k = ember_split(s, from, n, ';', ends), want = 0;
+        for (size_t i = from; i < n; i++)
+            if (s[i] == ';')
+                assert_int_equal(ends[want++], i);
+        assert_int_equal(ends[want++], n);
+        assert_int_equal(k, want);
+        free(ends);
+        free(s);
+    }
+}
+
+/* The dispatching hash of long texts is XXH3 itself, at every length and
+ * alignment around the switch to it. */
+static void test_hash_text128(void **state)
+{
+    (void)state;
+    char buf[2100];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (char)below(256);
+    for (size_t n = 0; n < 2048; n += n < 300 ? 1 : 37)
+        for (size_t at = 0; at < 3; at++) {
+            uint64_t got[2];
+            ember_hash_text128(buf + at, n, got);
+            XXH128_hash_t want = XXH3_128bits(buf + at, n);
+            assert_true(got[0] == want.low64 && got[1] == want.high64);
+        }
+}
+
+/* A piece's text: name, and ';' for kind 1. */
+struct ref_piece {
+    const char *s;
+    uint32_t len, frame, kind;
+};
+
+static int ref_byte(const struct ref_piece *p, size_t i)
+{
+    return i < p->len ? (unsigned char)p->s[i] : i == p->len && p->kind ? ';' : -1;
+}
+
+/* The order ember_piece_ranks must give: the texts as bytes, a text
+ * before its extensions; the same text by name length, then frame. */
+static int ref_cmp(const void *va, const void *vb)
+{
+    const struct ref_piece *a = va, *b = vb;
+    for (size_t i = 0;; i++) {
+        int x = ref_byte(a, i), y = ref_byte(b, i);
+        if (x != y)
+            return x < y ? -1 : 1;
+        if (x < 0)
+            break;
+    }
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return (a->frame > b->frame) - (a->frame < b->frame);
+}
+
+/* The ranks of every frame's two pieces, against a plain sort: names that
+ * extend each other, that hold ';' (so "a;" the piece and "a;" the name
+ * tie), that differ in bytes around ';', and frames of one name in
+ * several places. */
+static void test_piece_ranks(void **state)
+{
+    (void)state;
+    const char alphabet[] = ";:<ab9 ";
+    for (unsigned round = 0; round < 30; round++) {
+        struct ember_profile *p = ember_profile_new();
+        assert_non_null(p);
+        uint32_t count = 1 + below(round < 10 ? 20 : 3000);
+        for (uint32_t i = 0; i < count; i++) {
+            char name[12];
+            size_t n = below(sizeof(name));
+            for (size_t k = 0; k < n; k++)
+                name[k] = alphabet[below(sizeof(alphabet) - 1)];
+            uint32_t id;
+            uint32_t line = below(3);
+            struct ember_frame_loc loc = {.line = line, .detailed = line != 0};
+            assert_int_equal(ember_frames_intern_loc(&p->frames, name, n, &loc, &id), 0);
+        }
+        const struct ember_frames *f = &p->frames;
+        uint32_t *rank;
+        assert_int_equal(ember_piece_ranks(f, &rank), 0);
+        struct ref_piece *ref = malloc(2 * (size_t)f->count * sizeof(*ref));
+        for (uint32_t i = 0; i < f->count; i++)
+            for (uint32_t k = 0; k < 2; k++)
+                ref[2 * i + k] = (struct ref_piece){f->str[i], f->len[i], i, k};
+        qsort(ref, 2 * (size_t)f->count, sizeof(*ref), ref_cmp);
+        for (size_t i = 0; i < 2 * (size_t)f->count; i++)
+            assert_int_equal(rank[2 * ref[i].frame + ref[i].kind], i + 1);
+        free(ref);
+        free(rank);
+        ember_profile_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +538,9 @@ int main(void)
         cmocka_unit_test(test_stack_cache_prefix),
         cmocka_unit_test(test_stack_cache_roots),
         cmocka_unit_test(test_name_cache),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_hash_text128),
+        cmocka_unit_test(test_piece_ranks),
         cmocka_unit_test(test_stack_text),
         cmocka_unit_test(test_diff_into_is_diff),
         cmocka_unit_test(test_diff_into_refuses_places),
