@@ -65,21 +65,25 @@ static bool is_folded(const struct cli_reader *r, const char *path)
     return folded;
 }
 
-static int read_folded(struct cli_reader *r, struct ember_stack_diff *sd, unsigned side,
-                       const char *path)
+/* Both inputs into sd (the second read while the first is merged). */
+static int read_folded(struct cli_reader *r, struct ember_stack_diff *sd, char **files)
 {
     struct ember_diag d;
-    struct ember_input *in;
-    struct ember_read_stats st;
-    memset(&st, 0, sizeof(st));
+    struct ember_input *in[2] = {NULL, NULL};
+    struct ember_read_stats st[2];
+    memset(st, 0, sizeof(st));
     ember_diag_clear(&d);
-    int err = ember_input_open(&in, path, &d);
+    int err = ember_input_open(&in[0], files[0], &d);
+    if (!err)
+        err = ember_input_open(&in[1], files[1], &d);
     if (!err) {
-        err = ember_stack_diff_read(sd, side, in, &r->ro, &st, &d);
+        err = ember_stack_diff_read(sd, in, &r->ro, st, &d);
         cli_progress_done(&r->progress);
         cli_warnings_flush(&r->warnings);
-        ember_input_close(in);
     }
+    for (unsigned i = 0; i < 2; i++)
+        if (in[i])
+            ember_input_close(in[i]);
     if (err)
         cli_diag_error(&d, err);
     return err ? 1 : 0;
@@ -139,9 +143,7 @@ static int merged_diff(struct cli_reader *r, const struct diff_args *a, char **f
     cli_progress_init(&r->progress);
     r->ro.progress = cli_progress_cb;
     r->ro.progress_ctx = &r->progress;
-    int ret = read_folded(r, sd, 0, files[0]);
-    if (!ret)
-        ret = read_folded(r, sd, 1, files[1]);
+    int ret = read_folded(r, sd, files);
     int err = ret ? 0 : a->folded ? ember_stack_diff_prepare(sd) : ember_stack_diff_profile(sd, &d);
     if (err) {
         cli_error("cannot compare the profiles: %s", strerror(-err));

@@ -241,17 +241,18 @@ EMBER_API int ember_profile_add_stack(struct ember_profile *p, const uint32_t *f
  * a stack seen before costs one hash of its text, a new one reuses the
  * previous one's nodes where their texts agree (sorted input repeats long
  * prefixes), and names are memoized. Frames are names alone.
- * ember_stack_text_hint, called for a stack before the one being added
- * (a line ahead), hashes it into key[2] and starts fetching what adding it
- * will read; ember_stack_text_add then takes that key (NULL: hashes the
- * text itself) and gives the stack's node (the root's for n == 0).
+ * ember_stack_text_key hashes a stack's text into key[2] (it reads nothing
+ * else: any thread may call it); ember_stack_text_prefetch, called with a
+ * stack's key before the one being added (a line ahead), starts fetching
+ * what adding it will read; ember_stack_text_add then takes that key (NULL:
+ * hashes the text itself) and gives the stack's node (the root's for n == 0).
  */
 struct ember_stack_text;
 EMBER_API int ember_stack_text_new(struct ember_profile *p, char sep,
                                    struct ember_stack_text **out);
 EMBER_API void ember_stack_text_free(struct ember_stack_text *t);
-EMBER_API void ember_stack_text_hint(struct ember_stack_text *t, const char *s, size_t n,
-                                     uint64_t key[2]);
+EMBER_API void ember_stack_text_key(const char *s, size_t n, uint64_t key[2]);
+EMBER_API void ember_stack_text_prefetch(const struct ember_stack_text *t, const uint64_t key[2]);
 EMBER_API int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n,
                                    const uint64_t key[2], uint32_t *node);
 

@@ -54,21 +54,24 @@ EMBER_API int ember_profile_diff_into(struct ember_profile *before,
                                       const struct ember_diff_opts *o);
 
 /* The same lines for two folded inputs, without building a profile: read
- * BEFORE (side 0) and AFTER (side 1), prepare, then write the "stack
+ * BEFORE (in[0]) and AFTER (in[1]), prepare, then write the "stack
  * before after" lines ember_write_folded would write of
- * ember_profile_diff's result. Reading fails as ember_format_read does (no
- * samples, a cut last line, counts overflowing); prepare fails with -ERANGE
- * where ember_profile_diff would; write prepares if needed. Memory follows
- * the distinct stacks, not the size of the inputs. */
+ * ember_profile_diff's result, st[0] and st[1] counting their lines.
+ * Reading fails as ember_format_read does (no samples, a cut last line,
+ * counts overflowing: d names the input), the
+ * first input's failure before the second is read; AFTER is read on another
+ * thread while BEFORE's lines are merged. prepare fails with -ERANGE where
+ * ember_profile_diff would; write prepares if needed. Memory follows the
+ * distinct stacks, not the size of the inputs. */
 struct ember_stack_diff;
 struct ember_input;
 struct ember_read_opts;
 struct ember_read_stats;
 struct ember_sink;
 EMBER_API int ember_stack_diff_new(struct ember_stack_diff **sd, const struct ember_diff_opts *o);
-EMBER_API int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side,
-                                    struct ember_input *in, const struct ember_read_opts *ro,
-                                    struct ember_read_stats *st, struct ember_diag *d);
+EMBER_API int ember_stack_diff_read(struct ember_stack_diff *sd, struct ember_input *in[2],
+                                    const struct ember_read_opts *ro, struct ember_read_stats *st,
+                                    struct ember_diag *d);
 EMBER_API int ember_stack_diff_prepare(struct ember_stack_diff *sd);
 /* The differential profile ember_profile_diff would make of the two
  * profiles read, built once from the merged stacks (-ERANGE where it

@@ -14,10 +14,10 @@
  * its newline and without a count ("a;b;c", "a;b;c ") can only be a cut
  * one: that is an error, not a skipped line.
  *
- * Speed: the lines are scanned apart from what is done with them
- * (ember_folded_scan: a profile here, merged diffs in diff.c), each shown
- * to a hint one line ahead so that what adding its stack reads is on its
- * way. Stacks go into the profile as text (ember_stack_text_add: a stack
+ * Speed: the lines are read apart from what is done with them
+ * (ember_folded_scan in folded_scan.c: a profile here, merged diffs in
+ * stack_diff.c), each shown to a hint one line ahead so that what adding
+ * its stack reads is on its way. Stacks go into the profile as text (ember_stack_text_add: a stack
  * seen before is one hash of its text, a new one reuses the previous one's
  * nodes where the texts agree), through the public API alone.
  */
@@ -68,7 +68,7 @@ bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v)
 
 /* Splits "STACK<ws>COUNT" (the count is the whole last word); returns false
  * if the line does not end in a count. */
-static bool split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v)
+bool ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v)
 {
     size_t b = n;
     while (b > 0 && ((s[b - 1] >= '0' && s[b - 1] <= '9') || s[b - 1] == '.'))
@@ -86,11 +86,11 @@ struct folded_tree {
     struct ember_stack_text *t;
 };
 
-/* A line to come: its stack's hash, and what adding it will read fetched. */
-static void tree_hint(void *ctx, struct ember_folded_line *l)
+/* A line to come: what adding it will read fetched. */
+static void tree_hint(void *ctx, const struct ember_folded_line *l)
 {
     const struct folded_tree *r = ctx;
-    ember_stack_text_hint(r->t, l->stack, l->len, l->hash);
+    ember_stack_text_prefetch(r->t, l->hash);
 }
 
 /* A line into the profile: its stack, and its counts. */
@@ -117,138 +117,7 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
     return err;
 }
 
-static const struct ember_folded_calls tree_calls = {tree_hint, tree_line};
-
-/* Reading lines, whatever is done with them. Each line is parsed one line
- * ahead of the callback, and shown to the hint first, so that what the
- * callback will look up is already on its way from memory. */
-struct folded_scan {
-    const struct ember_read_opts *o;
-    struct ember_read_stats *st;
-    const char *file;
-    uint64_t line;
-    struct ember_diag *d;
-    const struct ember_folded_calls *fn;
-    void *ctx;
-};
-
-/* A parsed line: COUNTED has a count, SKIPPED not, CUT is an input's last
- * line without a count or a line end, BLANK is empty. */
-enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT };
-
-struct parsed {
-    enum line_kind kind;
-    uint64_t line;
-    const char *s; /* the line, for messages */
-    size_t n;
-    struct ember_folded_line l;
-};
-
-static void warn_line(struct folded_scan *r, const struct parsed *p)
-{
-    r->st->skipped++;
-    if (!r->o->warn)
-        return;
-    struct ember_diag d;
-    char q[200];
-    ember_quote(q, sizeof(q), p->s, p->n, 120);
-    ember_diag_set(&d, 0, r->file, p->line,
-                   "skipped line without a count (expected \"frame;frame COUNT\"): \"%s\"", q);
-    r->o->warn(r->o->warn_ctx, &d);
-}
-
-/* The last line of the input, without its newline nor a count. */
-static int cut_line(struct folded_scan *r, const struct parsed *p)
-{
-    char q[200], inside[240];
-    ember_quote(q, sizeof(q), p->s, p->n, 120);
-    snprintf(inside, sizeof(inside), "the line \"%s\"", q);
-    return ember_format_truncated(r->d, r->file, p->line, inside,
-                                  "a count at the end of the line (\"frame;frame COUNT\")");
-}
-
-/* A line, without its '\n'; unterminated: it had none (the input's last). */
-static void parse_line(const char *s, size_t n, bool unterminated, struct parsed *p)
-{
-    if (n > 0 && s[n - 1] == '\r')
-        n--;
-    size_t slen, slen2;
-    p->s = s;
-    p->n = n;
-    p->l = (struct ember_folded_line){.stack = s};
-    if (!split_count(s, n, &slen, &p->l.count)) {
-        p->kind = n == 0 ? LINE_BLANK : unterminated ? LINE_CUT : LINE_SKIPPED;
-        return;
-    }
-    p->kind = LINE_COUNTED;
-    p->l.diff = split_count(s, slen, &slen2, &p->l.before);
-    p->l.len = p->l.diff ? slen2 : slen;
-    /* Perl's split drops trailing empty fields */
-    while (p->l.len > 0 && s[p->l.len - 1] == ';')
-        p->l.len--;
-}
-
-static int deliver(struct folded_scan *r, struct parsed *p)
-{
-    if (p->kind == LINE_CUT)
-        return cut_line(r, p);
-    if (p->kind == LINE_SKIPPED)
-        warn_line(r, p);
-    if (p->kind != LINE_COUNTED)
-        return 0;
-    int err = r->fn->line(r->ctx, &p->l);
-    if (err == -ERANGE)
-        return ember_diag_set(r->d, err, r->file, p->line, "counts overflow a 64-bit total");
-    if (!err)
-        r->st->samples++;
-    return err;
-}
-
-/* The lines of a chunk, each delivered after the next one is parsed. */
-static int scan_chunk(struct folded_scan *r, const char *s, const char *end)
-{
-    struct parsed ring[2];
-    unsigned cur = 0;
-    bool pending = false;
-    int err = 0;
-    while (s < end && !err) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        struct parsed *p = &ring[cur ^ 1];
-        parse_line(s, n, !nl, p);
-        p->line = r->line++;
-        if (p->kind == LINE_COUNTED && r->fn->hint)
-            r->fn->hint(r->ctx, &p->l);
-        if (pending)
-            err = deliver(r, &ring[cur]);
-        cur ^= 1;
-        pending = true;
-        s += n + 1;
-    }
-    return !err && pending ? deliver(r, &ring[cur]) : err;
-}
-
-int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
-                      struct ember_read_stats *st, struct ember_diag *d,
-                      const struct ember_folded_calls *fn, void *ctx)
-{
-    struct folded_scan r = {o, st, ember_input_name(in), 0, d, fn, ctx};
-    struct ember_chunk c = {0};
-    int err = 0;
-    while (!err) {
-        int got = ember_input_read_chunk(in, &c, EMBER_CUT_LINE, d);
-        if (got <= 0) {
-            err = got;
-            break;
-        }
-        r.line = c.first_line;
-        err = scan_chunk(&r, c.data, c.data + c.len);
-        if (!err && o->progress)
-            o->progress(o->progress_ctx, in);
-    }
-    ember_chunk_release(&c);
-    return err;
-}
+static const struct ember_folded_calls tree_calls = {tree_hint, tree_line, NULL, NULL};
 
 static int folded_read(struct ember_profile *p, struct ember_input *in,
                        const struct ember_read_opts *o, struct ember_read_stats *st,
@@ -277,7 +146,8 @@ static enum ember_probe folded_probe(const char *data, size_t len)
             n--;
         struct ember_decimal v;
         if (n > 0) {
-            if (is_space((unsigned char)s[0]) || !split_count(s, n, &slen, &v) || slen == 0)
+            if (is_space((unsigned char)s[0]) || !ember_folded_split_count(s, n, &slen, &v) ||
+                slen == 0)
                 return EMBER_PROBE_NO;
             good++;
         }
@@ -287,7 +157,7 @@ static enum ember_probe folded_probe(const char *data, size_t len)
         size_t slen;
         struct ember_decimal v;
         size_t n = (size_t)(end - s);
-        if (!is_space((unsigned char)s[0]) && split_count(s, n, &slen, &v) && slen > 0)
+        if (!is_space((unsigned char)s[0]) && ember_folded_split_count(s, n, &slen, &v) && slen > 0)
             return EMBER_PROBE_MAYBE;
         /* a first line longer than what probing sees (a deep stack, or a
          * long name): its end tells */

@@ -11,6 +11,10 @@
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
 
+/* Splits "STACK<ws>COUNT" (the count is the whole last word): false if the
+ * line does not end in a count. */
+bool ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v);
+
 /* One line of folded input with a count: the stack (its trailing ';'
  * dropped), its count, and for a differential line ("stack BEFORE AFTER")
  * the count before. */
@@ -20,14 +24,29 @@ struct ember_folded_line {
     struct ember_decimal count;
     struct ember_decimal before; /* diff lines only */
     bool diff;
-    uint64_t hash[2]; /* what hint computed, for line */
+    uint64_t hash[2]; /* the stack's ember_stack_text_key */
+    /* fn->split's work on the reading thread (names 0: not done) */
+    const size_t *ends;
+    const uint64_t *name_hash;
+    size_t names;
 };
 /* hint sees each line one line before line does (NULL: no hint), to start
- * fetching what line will need. */
+ * fetching what line will need. Both run on the caller's thread. */
 struct ember_folded_calls {
-    void (*hint)(void *ctx, struct ember_folded_line *l);
+    void (*hint)(void *ctx, const struct ember_folded_line *l);
     int (*line)(void *ctx, const struct ember_folded_line *l);
+    /* after an input's last line (NULL: nothing): an error stops the scan */
+    int (*end)(void *ctx, struct ember_input *in, const struct ember_read_stats *st,
+               struct ember_diag *d);
+    /* On the reading thread, for lines it reads while the caller's thread
+     * is behind (NULL: never): where the stack's names end and their
+     * hashes, into ends and hashes, which have room for
+     * EMBER_FOLDED_SPLIT_ROOM(l->len); their number (0: not done). It may
+     * read ctx's settings, nothing that changes. */
+    size_t (*split)(const void *ctx, const struct ember_folded_line *l, size_t *ends,
+                    uint64_t *hashes);
 };
+#define EMBER_FOLDED_SPLIT_ROOM(len) ((len) + 8)
 
 /* Reads folded input line by line, as the folded reader does (lines
  * without a count warned about and skipped, a cut last line an error),
@@ -36,6 +55,19 @@ struct ember_folded_calls {
 int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
                       struct ember_read_stats *st, struct ember_diag *d,
                       const struct ember_folded_calls *fn, void *ctx);
+
+/* Several inputs one after the other, each with its own stats and ctx for
+ * fn, read and parsed on a thread of their own (which alone calls
+ * o->progress and fn->split) while the caller's thread delivers the lines
+ * (folded_scan.c). An error stops the scan, in d (naming its input). */
+struct ember_folded_source {
+    struct ember_input *in;
+    struct ember_read_stats *st;
+    void *ctx;
+};
+int ember_folded_scan_all(const struct ember_folded_source *src, size_t n,
+                          const struct ember_read_opts *o, const struct ember_folded_calls *fn,
+                          struct ember_diag *d);
 
 extern const struct ember_format ember_format_folded;
 

@@ -30,6 +30,9 @@ struct ember_chunk {
  * a negative error (with d filled). */
 int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
                            struct ember_diag *d);
+/* The same, reading about want bytes at a time (more if a line needs). */
+int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
+                                size_t want, struct ember_diag *d);
 void ember_chunk_release(struct ember_chunk *c);
 
 /* The first bytes of the content, as ember_input_peek, but at least want

@@ -321,7 +321,12 @@ size_t ember_count_lines(const char *p, size_t n)
 int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
                            struct ember_diag *d)
 {
-    size_t want = CHUNK_SIZE;
+    return ember_input_read_chunk_upto(in, c, cut, CHUNK_SIZE, d);
+}
+
+int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
+                                size_t want, struct ember_diag *d)
+{
     if (EMBER_VEC_RESERVE(c->data, c->cap, in->carry_len + want) < 0)
         return -ENOMEM;
     if (in->carry_len)

@@ -139,10 +139,45 @@ static int sd_grow(struct ember_stack_diff *sd)
     return 0;
 }
 
-/* The frames of a new stack, as name ids (hex numbers stripped if asked). */
-static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struct sd_entry *e)
+/* One input's lines into sd: side 0 BEFORE, 1 AFTER. */
+struct sd_reader {
+    struct ember_stack_diff *sd;
+    unsigned side;
+};
+
+/* the reading thread's room for a split, as ember_split needs it */
+_Static_assert(EMBER_FOLDED_SPLIT_ROOM(0) >= EMBER_SPLIT_SLACK, "split room");
+
+/* Would --strip-hex change the stack s? */
+static bool sd_strips(const struct ember_stack_diff *sd, const char *s, size_t n)
 {
-    if (sd->o.strip_hex && memmem(s, n, "0x", 2)) {
+    return sd->o.strip_hex && memmem(s, n, "0x", 2);
+}
+
+/* The ends of the names of s and their hashes (ember_folded_calls.split:
+ * on the reading thread, while the merge is behind). */
+static size_t sd_split(const void *ctx, const struct ember_folded_line *l, size_t *ends,
+                       uint64_t *hashes)
+{
+    const struct sd_reader *r = ctx;
+    if (sd_strips(r->sd, l->stack, l->len))
+        return 0; /* split after stripping, by the merge */
+    size_t k = ember_split(l->stack, 0, l->len, ';', ends);
+    for (size_t i = 0, pos = 0; i < k; pos = ends[i++] + 1)
+        hashes[i] = ember_name_hash(l->stack + pos, ends[i] - pos);
+    return k;
+}
+
+/* The frames of a new stack, as name ids (hex numbers stripped if asked),
+ * split and hashed unless the reading thread did. */
+static int sd_frames(struct ember_stack_diff *sd, const struct ember_folded_line *l,
+                     struct sd_entry *e)
+{
+    const char *s = l->stack;
+    size_t n = l->len, k = l->names;
+    const size_t *ends = l->ends;
+    const uint64_t *hashes = l->name_hash;
+    if (!k && sd_strips(sd, s, n)) {
         if (n * 2 + 1 > sd->bcap) { /* "0x1" grows to "0x..." */
             free(sd->buf);
             sd->bcap = n * 2 + 1;
@@ -152,21 +187,25 @@ static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struc
         n = ember_name_strip_hex(s, n, sd->buf);
         s = sd->buf;
     }
-    /* split and hashed, their memo slots fetched at once, then interned */
-    if (EMBER_VEC_RESERVE(sd->ends, sd->ecap2, n + EMBER_SPLIT_SLACK) < 0)
-        return -ENOMEM;
-    size_t k = ember_split(s, 0, n, ';', sd->ends);
-    if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k) < 0)
-        return -ENOMEM;
-    for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1) {
-        sd->hashes[i] = ember_name_hash(s + pos, sd->ends[i] - pos);
-        ember_name_cache_prefetch(&sd->memo, sd->hashes[i]);
+    if (!k) {
+        if (EMBER_VEC_RESERVE(sd->ends, sd->ecap2, n + EMBER_SPLIT_SLACK) < 0)
+            return -ENOMEM;
+        k = ember_split(s, 0, n, ';', sd->ends);
+        if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k) < 0)
+            return -ENOMEM;
+        for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1)
+            sd->hashes[i] = ember_name_hash(s + pos, sd->ends[i] - pos);
+        ends = sd->ends;
+        hashes = sd->hashes;
     }
+    /* their memo slots fetched at once, then interned */
+    for (size_t i = 0; i < k; i++)
+        ember_name_cache_prefetch(&sd->memo, hashes[i]);
     if (k > UINT32_MAX || EMBER_VEC_RESERVE(sd->ids, sd->icap, sd->nids + k) < 0)
         return -ENOMEM;
-    for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1) {
-        int err = ember_name_cache_intern(&sd->memo, &sd->names, s + pos, sd->ends[i] - pos,
-                                          sd->hashes[i], &sd->ids[sd->nids + i]);
+    for (size_t i = 0, pos = 0; i < k; pos = ends[i++] + 1) {
+        int err = ember_name_cache_intern(&sd->memo, &sd->names, s + pos, ends[i] - pos, hashes[i],
+                                          &sd->ids[sd->nids + i]);
         if (err)
             return err;
     }
@@ -181,8 +220,6 @@ static int sd_frames(struct ember_stack_diff *sd, const char *s, size_t n, struc
 static int sd_entry(struct ember_stack_diff *sd, const struct ember_folded_line *l,
                     struct sd_entry **out)
 {
-    const char *s = l->stack;
-    size_t n = l->len;
     XXH128_hash_t h = {l->hash[0], l->hash[1]};
     struct sd_slot *slot = sd_find(sd->slots, sd->mask, h.low64, (uint32_t)h.high64);
     if (slot->entry) {
@@ -195,7 +232,7 @@ static int sd_entry(struct ember_stack_diff *sd, const struct ember_folded_line 
         return -ENOMEM;
     struct sd_entry *e = &sd->entries[sd->nentries];
     *e = (struct sd_entry){0};
-    int err = sd_frames(sd, s, n, e);
+    int err = sd_frames(sd, l, e);
     if (err)
         return err;
     if ((sd->nentries + 1) * 2 > (size_t)sd->mask + 1) {
@@ -246,16 +283,10 @@ static int sd_add(struct ember_stack_diff *sd, unsigned side, struct sd_entry *e
     return 0;
 }
 
-struct sd_reader {
-    struct ember_stack_diff *sd;
-    unsigned side;
-};
-
-/* A line to come: its stack's hash, and its slot fetched. */
-static void sd_hint(void *ctx, struct ember_folded_line *l)
+/* A line to come: its stack's slot fetched. */
+static void sd_hint(void *ctx, const struct ember_folded_line *l)
 {
     const struct sd_reader *r = ctx;
-    ember_hash_text128(l->stack, l->len, l->hash);
     __builtin_prefetch(&r->sd->slots[(uint32_t)l->hash[0] & r->sd->mask]);
 }
 
@@ -281,17 +312,25 @@ static int sd_line(void *ctx, const struct ember_folded_line *l)
     return err;
 }
 
-int ember_stack_diff_read(struct ember_stack_diff *sd, unsigned side, struct ember_input *in,
+/* An input's end: no samples, or samples that weigh nothing, is an
+ * error, as for any input read. */
+static int sd_end(void *ctx, struct ember_input *in, const struct ember_read_stats *st,
+                  struct ember_diag *d)
+{
+    const struct sd_reader *r = ctx;
+    const struct sd_side *sv = &r->sd->side[r->side];
+    return ember_format_check_samples(&ember_format_folded, ember_input_name(in), st,
+                                      sv->total[0] == 0 && sv->total[1] == 0, d);
+}
+
+int ember_stack_diff_read(struct ember_stack_diff *sd, struct ember_input *in[2],
                           const struct ember_read_opts *ro, struct ember_read_stats *st,
                           struct ember_diag *d)
 {
-    static const struct ember_folded_calls calls = {sd_hint, sd_line};
-    struct sd_reader r = {sd, side & 1};
-    int err = ember_folded_scan(in, ro, st, d, &calls, &r);
-    const struct sd_side *sv = &sd->side[r.side];
-    return err ? err
-               : ember_format_check_samples(&ember_format_folded, ember_input_name(in), st,
-                                            sv->total[0] == 0 && sv->total[1] == 0, d);
+    static const struct ember_folded_calls calls = {sd_hint, sd_line, sd_end, sd_split};
+    struct sd_reader r[2] = {{sd, 0}, {sd, 1}};
+    const struct ember_folded_source src[2] = {{in[0], &st[0], &r[0]}, {in[1], &st[1], &r[1]}};
+    return ember_folded_scan_all(src, 2, ro, &calls, d);
 }
 
 /* ---- the order of lines ----------------------------------------------- */

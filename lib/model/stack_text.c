@@ -72,9 +72,13 @@ void ember_stack_text_free(struct ember_stack_text *t)
     free(t);
 }
 
-void ember_stack_text_hint(struct ember_stack_text *t, const char *s, size_t n, uint64_t key[2])
+void ember_stack_text_key(const char *s, size_t n, uint64_t key[2])
 {
     ember_hash_text128(s, n, key);
+}
+
+void ember_stack_text_prefetch(const struct ember_stack_text *t, const uint64_t key[2])
+{
     ember_stack_cache_prefetch(&t->stacks, key[0]);
 }
 
@@ -143,7 +147,7 @@ int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, co
     }
     uint64_t own[2];
     if (!key) {
-        ember_hash_text128(s, n, own);
+        ember_stack_text_key(s, n, own);
         key = own;
     }
     if (ember_stack_cache_get(&t->stacks, key[0], key[1], leaf))

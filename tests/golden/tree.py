@@ -214,6 +214,18 @@ def diff_folded_merge(d):
             out = both_ways(d, "r%d" % i, fb, fa, opts)
             if out[2] != 0 or not out[0]:
                 golden.fail("diff of random stacks failed: %r" % (out,))
+    # inputs of many chunks: AFTER is read while BEFORE is merged, and
+    # stacks are split on the reading thread when the merge falls behind
+    before = random_stacks(rng, 120000)
+    after = random_stacks(rng, 120000)
+    fb = "".join("%s %d\n" % kv for kv in before.items()).encode()
+    # half of them with an address below (what --strip-hex merges)
+    fa = "".join(("%s;0x%x %d\n" if v % 2 else "%s %d\n") % ((k, v, v) if v % 2 else (k, v))
+                 for k, v in after.items()).encode()
+    for opts in ((), ("--strip-hex",)):
+        out = both_ways(d, "big", fb, fa, opts)
+        if out[2] != 0 or len(out[0]) < 1000000:
+            golden.fail("diff of inputs of many chunks failed: %r" % (out[1],))
     hexes = (b"f;0x1f;g 3\nf;0x2e;g 4\nf;0x1f;0xab 2\nf;x0x 1\nf;0x;a0x1 5\n"
              b"h;0x1 1\nh;0x2 1\nh;0x3 1\n")
     cases = {

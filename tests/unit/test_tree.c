@@ -399,7 +399,8 @@ static void test_stack_text(void **state)
             n--;
         uint32_t node, want = EMBER_ROOT;
         uint64_t key[2];
-        ember_stack_text_hint(t, text, n, key);
+        ember_stack_text_key(text, n, key);
+        ember_stack_text_prefetch(t, key);
         assert_int_equal(ember_stack_text_add(t, text, n, i % 2 ? key : NULL, &node), 0);
         size_t nf = 0;
         for (size_t pos = 0; n > 0 && pos <= n; nf++) {
