@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] = "ember diff [options] BEFORE AFTER";
 static const char description[] =
@@ -143,6 +144,8 @@ static int merged_diff(struct cli_reader *r, const struct diff_args *a, char **f
     cli_progress_init(&r->progress);
     r->ro.progress = cli_progress_cb;
     r->ro.progress_ctx = &r->progress;
+    if (!r->ro.threads) /* a thread reads while this one merges */
+        r->ro.threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
     int ret = read_folded(r, sd, files);
     int err = ret ? 0 : a->folded ? ember_stack_diff_prepare(sd) : ember_stack_diff_profile(sd, &d);
     if (err) {

@@ -59,10 +59,10 @@ EMBER_API int ember_profile_diff_into(struct ember_profile *before,
  * ember_profile_diff's result, st[0] and st[1] counting their lines.
  * Reading fails as ember_format_read does (no samples, a cut last line,
  * counts overflowing: d names the input), the
- * first input's failure before the second is read; AFTER is read on another
- * thread while BEFORE's lines are merged. prepare fails with -ERANGE where
- * ember_profile_diff would; write prepares if needed. Memory follows the
- * distinct stacks, not the size of the inputs. */
+ * first input's failure before the second is read. With ro->threads > 1,
+ * the inputs are read on another thread while BEFORE's lines are merged. prepare fails with -ERANGE
+ * where ember_profile_diff would; write prepares if needed. Memory follows the distinct stacks, not
+ * the size of the inputs. */
 struct ember_stack_diff;
 struct ember_input;
 struct ember_read_opts;

@@ -10,7 +10,8 @@
  * order, each after showing the next one to fn->hint (so that what adding
  * it reads is on its way from memory): the work on shared tables.
  *
- * ember_folded_scan_all reads on a thread of its own, a few chunks ahead
+ * ember_folded_scan_all, given o->threads > 1, reads on a thread of its
+ * own, a few chunks ahead
  * of the caller's thread, which delivers, and goes on into the next input
  * while the last lines of one are delivered. When the caller's thread is
  * behind (every slot full), the reader also splits the stacks of the chunk
@@ -327,7 +328,7 @@ int ember_folded_scan_all(const struct ember_folded_source *src, size_t n,
                           const struct ember_read_opts *o, const struct ember_folded_calls *fn,
                           struct ember_diag *d)
 {
-    return scan(src, n, o, fn, d, true);
+    return scan(src, n, o, fn, d, o->threads > 1);
 }
 
 int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,

@@ -57,9 +57,10 @@ int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
                       const struct ember_folded_calls *fn, void *ctx);
 
 /* Several inputs one after the other, each with its own stats and ctx for
- * fn, read and parsed on a thread of their own (which alone calls
- * o->progress and fn->split) while the caller's thread delivers the lines
- * (folded_scan.c). An error stops the scan, in d (naming its input). */
+ * fn. With o->threads > 1 they are read and parsed on a thread of their
+ * own (which alone calls o->progress and fn->split) while the caller's
+ * thread delivers the lines (folded_scan.c). An error stops the scan, in
+ * d (naming its input). */
 struct ember_folded_source {
     struct ember_input *in;
     struct ember_read_stats *st;

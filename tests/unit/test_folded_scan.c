@@ -41,7 +41,7 @@ static char *make_input(unsigned k, size_t *len)
 }
 
 struct seen {
-    unsigned input, lines[2], ends, split, slow;
+    unsigned threads, input, lines[2], ends, split, slow;
     int fail_at; /* the line whose delivery fails (-1: none) */
 };
 
@@ -130,6 +130,7 @@ static int scan_two(struct seen *s, const char *extra1, struct ember_diag *d)
         assert_int_equal(ember_input_open_memory(&in[k], text[k], len[k], k ? "b" : "a", d), 0);
     struct ember_read_opts o;
     memset(&o, 0, sizeof(o));
+    o.threads = s->threads;
     const struct ember_folded_source src[2] = {{in[0], &st[0], s}, {in[1], &st[1], s}};
     int err = ember_folded_scan_all(src, 2, &o, &calls, d);
     for (unsigned k = 0; k < 2; k++) {
@@ -142,19 +143,23 @@ static int scan_two(struct seen *s, const char *extra1, struct ember_diag *d)
 static void test_two_inputs_in_order(void **state)
 {
     (void)state;
-    struct seen s = {.slow = 1, .fail_at = -1};
-    struct ember_diag d;
-    ember_diag_clear(&d);
-    assert_int_equal(scan_two(&s, NULL, &d), 0);
-    assert_int_equal(s.ends, 2);
-    assert_true(s.split > 0); /* the slow caller had the reader split */
-    assert_true(s.split < 2 * LINES);
+    for (unsigned threads = 1; threads <= 2; threads++) {
+        struct seen s = {.threads = threads, .slow = 1, .fail_at = -1};
+        struct ember_diag d;
+        ember_diag_clear(&d);
+        assert_int_equal(scan_two(&s, NULL, &d), 0);
+        assert_int_equal(s.ends, 2);
+        if (threads == 1) /* no reader to split ahead */
+            assert_int_equal(s.split, 0);
+        else /* the slow caller had the reader split */
+            assert_true(s.split > 0 && s.split < 2 * LINES);
+    }
 }
 
 static void test_caller_error_stops(void **state)
 {
     (void)state;
-    struct seen s = {.slow = 1, .fail_at = 5000};
+    struct seen s = {.threads = 2, .slow = 1, .fail_at = 5000};
     struct ember_diag d;
     ember_diag_clear(&d);
     assert_int_equal(scan_two(&s, NULL, &d), -ENOSPC);
@@ -166,7 +171,7 @@ static void test_caller_error_stops(void **state)
 static void test_reader_error_at_its_line(void **state)
 {
     (void)state;
-    struct seen s = {.fail_at = -1};
+    struct seen s = {.threads = 2, .fail_at = -1};
     struct ember_diag d;
     ember_diag_clear(&d);
     /* input b ends in a cut line: an error after all of a and b's lines */
