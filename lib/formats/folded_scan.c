@@ -3,25 +3,27 @@
  * (ember_folded_scan: a profile in folded.c; ember_folded_scan_all: the
  * merged diff of stack_diff.c).
  *
- * The work is in two steps. Reading takes a chunk of whole lines from the
- * input and parses each line (its count, or its two counts, and its
- * stack), hashing its stack (ember_stack_text_key): work that needs
+ * The work is in three steps. Reading takes a chunk of whole lines from
+ * the input. Parsing finds each line's count, or its two counts, and its
+ * stack, and hashes the stack (ember_stack_text_key): work that needs
  * nothing but the line. Delivering hands the chunk's lines to fn->line in
  * order, each after showing the next one to fn->hint (so that what adding
  * it reads is on its way from memory): the work on shared tables.
  *
  * ember_folded_scan_all, given o->threads > 1, reads on a thread of its
- * own, a few chunks ahead
- * of the caller's thread, which delivers, and goes on into the next input
- * while the last lines of one are delivered. When the caller's thread is
- * behind (every slot full), the reader also splits the stacks of the chunk
- * it has just read (fn->split), which the caller's thread would otherwise
- * do for each new stack; when the reader is behind, it does not, so that
- * the two halves even out. On the diff of two files of deep stacks this
- * takes wall time from about 1.7 to 2.1 times faster than inferno, for
- * some 15% more CPU time (cache lines that cross cores): bench/run_tree.sh.
- * ember_folded_scan (one input, into a profile whose tree costs far more
- * than its text) alternates the two steps on the caller's thread.
+ * own, a few chunks ahead of the caller's thread, which delivers, and goes
+ * on into the next input while the last lines of one are delivered. The
+ * reading thread gives away work by how far ahead it is: with no chunk
+ * waiting, the caller's thread is idle and parses the chunk itself; with
+ * every slot full, the caller's thread is behind, and the reader also
+ * splits the stacks of the chunk it has just parsed (fn->split), which the
+ * caller's thread would otherwise do for each new stack. So the two even
+ * out: on the diff of two files of deep stacks (bench/run_tree.sh), where
+ * BEFORE's stacks are all new and AFTER's mostly seen, the wall time went
+ * from 1.7 to 2.2 times faster than inferno, for some 15% more CPU time
+ * (cache lines that cross cores). ember_folded_scan (one input, into a
+ * profile whose tree costs far more than its text) does the three steps in
+ * turn on the caller's thread.
  *
  * Invariants: lines reach fn in input order, each warning or error at its
  * line, as one thread would give them, and an input's end (fn->end)
@@ -72,6 +74,7 @@ struct batch {
     bool end;
     int err;
     struct ember_diag d;
+    bool parsed; /* lines holds the chunk's lines */
     /* fn->split's results for the lines, when the reader had time */
     size_t *ends;
     uint64_t *hashes;
@@ -114,7 +117,7 @@ static void parse_line(const char *s, size_t n, bool unterminated, struct parsed
     ember_stack_text_key(s, p->l.len, p->l.hash);
 }
 
-/* The reader's step: the next chunk of source i into b, its lines parsed. */
+/* The reader's step: the next chunk of source i into b. */
 static void read_batch(struct scan *r, size_t i, struct batch *b)
 {
     struct ember_input *in = r->src[i].in;
@@ -123,18 +126,25 @@ static void read_batch(struct scan *r, size_t i, struct batch *b)
     b->err = 0;
     b->end = false;
     int got = ember_input_read_chunk_upto(in, &b->c, EMBER_CUT_LINE, SCAN_CHUNK, &b->d);
+    b->parsed = got <= 0; /* nothing to parse */
     if (got <= 0) {
         b->end = true;
         b->err = got;
         return;
     }
+    if (r->o->progress)
+        r->o->progress(r->o->progress_ctx, in);
+}
+
+/* The lines of b's chunk parsed, by whichever thread has the time. */
+static int parse_batch(struct scan *r, struct batch *b, struct ember_diag *d)
+{
     const char *s = b->c.data, *end = s + b->c.len;
+    b->n = 0;
     for (uint64_t line = b->c.first_line; s < end; line++) {
-        if (EMBER_VEC_RESERVE(b->lines, b->cap, b->n + 1) < 0) {
-            b->end = true;
-            b->err = ember_diag_set(&b->d, -ENOMEM, ember_input_name(in), line, "out of memory");
-            return;
-        }
+        if (EMBER_VEC_RESERVE(b->lines, b->cap, b->n + 1) < 0)
+            return ember_diag_set(d, -ENOMEM, ember_input_name(r->src[b->src].in), line,
+                                  "out of memory");
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
         struct parsed *p = &b->lines[b->n++];
@@ -142,8 +152,8 @@ static void read_batch(struct scan *r, size_t i, struct batch *b)
         p->line = line;
         s += n + 1;
     }
-    if (r->o->progress)
-        r->o->progress(r->o->progress_ctx, in);
+    b->parsed = true;
+    return 0;
 }
 
 static void warn_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
@@ -217,7 +227,9 @@ static void split_batch(struct scan *r, struct batch *b)
 static int deliver_batch(struct scan *r, struct batch *b)
 {
     const struct ember_folded_source *src = &r->src[b->src];
-    int err = 0;
+    int err = b->parsed ? 0 : parse_batch(r, b, r->d);
+    if (err)
+        return err;
     if (b->n && b->lines[0].kind == LINE_COUNTED && r->fn->hint)
         r->fn->hint(src->ctx, &b->lines[0].l);
     for (size_t i = 0; i < b->n && !err; i++) {
@@ -248,9 +260,12 @@ static void *reader_main(void *arg)
         struct batch *b = &r->slot[tail];
         read_batch(r, i, b);
         pthread_mutex_lock(&r->lock);
-        bool behind = r->filled + 1 == SCAN_SLOTS; /* else the caller waits */
+        unsigned queued = r->filled;
         pthread_mutex_unlock(&r->lock);
-        if (behind && r->fn->split && !b->err)
+        /* the caller waiting: it parses; behind: the lines are split too */
+        if (!b->parsed && queued > 0 && (b->err = parse_batch(r, b, &b->d)) < 0)
+            b->end = true;
+        if (b->parsed && !b->err && queued + 1 == SCAN_SLOTS && r->fn->split)
             split_batch(r, b);
         pthread_mutex_lock(&r->lock);
         r->filled++;
