@@ -246,6 +246,10 @@ EMBER_API int ember_profile_add_stack(struct ember_profile *p, const uint32_t *f
  * stack's key before the one being added (a line ahead), starts fetching
  * what adding it will read; ember_stack_text_add then takes that key (NULL:
  * hashes the text itself) and gives the stack's node (the root's for n == 0).
+ * ember_stack_text_split finds where the names of s end and hashes them,
+ * into ends and hashes (room for n + 8 each), and returns their number:
+ * work that reads nothing but s, for another thread to do ahead of
+ * ember_stack_text_add_split, which takes them (names 0: none).
  */
 struct ember_stack_text;
 EMBER_API int ember_stack_text_new(struct ember_profile *p, char sep,
@@ -255,6 +259,11 @@ EMBER_API void ember_stack_text_key(const char *s, size_t n, uint64_t key[2]);
 EMBER_API void ember_stack_text_prefetch(const struct ember_stack_text *t, const uint64_t key[2]);
 EMBER_API int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n,
                                    const uint64_t key[2], uint32_t *node);
+EMBER_API size_t ember_stack_text_split(char sep, const char *s, size_t n, size_t *ends,
+                                        uint64_t *hashes);
+EMBER_API int ember_stack_text_add_split(struct ember_stack_text *t, const char *s, size_t n,
+                                         const uint64_t key[2], const size_t *ends,
+                                         const uint64_t *hashes, size_t names, uint32_t *node);
 
 /* Adds a weight already scaled to the profile's current decimals. */
 EMBER_API int ember_profile_add(struct ember_profile *p, uint32_t node, unsigned value,

@@ -103,7 +103,8 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
         err = ember_profile_set_differential(p, "samples", "count");
     uint32_t leaf = EMBER_ROOT;
     if (!err)
-        err = ember_stack_text_add(r->t, l->stack, l->len, l->hash, &leaf);
+        err = ember_stack_text_add_split(r->t, l->stack, l->len, l->hash, l->ends, l->name_hash,
+                                         l->names, &leaf);
     if (!err && l->diff) {
         err = ember_profile_add_decimal(p, leaf, 0, l->before);
         if (!err)
@@ -117,7 +118,15 @@ static int tree_line(void *ctx, const struct ember_folded_line *l)
     return err;
 }
 
-static const struct ember_folded_calls tree_calls = {tree_hint, tree_line, NULL, NULL};
+/* A line's names split on the reading thread, while the tree is behind. */
+static size_t tree_split(const void *ctx, const struct ember_folded_line *l, size_t *ends,
+                         uint64_t *hashes)
+{
+    (void)ctx;
+    return ember_stack_text_split(';', l->stack, l->len, ends, hashes);
+}
+
+static const struct ember_folded_calls tree_calls = {tree_hint, tree_line, NULL, tree_split};
 
 static int folded_read(struct ember_profile *p, struct ember_input *in,
                        const struct ember_read_opts *o, struct ember_read_stats *st,

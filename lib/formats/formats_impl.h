@@ -51,7 +51,8 @@ struct ember_folded_calls {
 /* Reads folded input line by line, as the folded reader does (lines
  * without a count warned about and skipped, a cut last line an error),
  * calling fn->line for each line with a count; fn's -ERANGE becomes "counts
- * overflow a 64-bit total" at the line. st->samples counts the lines. */
+ * overflow a 64-bit total" at the line. st->samples counts the lines. It
+ * reads as ember_folded_scan_all does. */
 int ember_folded_scan(struct ember_input *in, const struct ember_read_opts *o,
                       struct ember_read_stats *st, struct ember_diag *d,
                       const struct ember_folded_calls *fn, void *ctx);

@@ -82,31 +82,60 @@ void ember_stack_text_prefetch(const struct ember_stack_text *t, const uint64_t 
     ember_stack_cache_prefetch(&t->stacks, key[0]);
 }
 
+/* A stack's names split on another thread (ember_stack_text_split). */
+struct split_ahead {
+    const size_t *ends;
+    const uint64_t *hashes;
+    size_t names; /* 0: not split */
+};
+
+size_t ember_stack_text_split(char sep, const char *s, size_t n, size_t *ends, uint64_t *hashes)
+{
+    if (n == 0)
+        return 0;
+    size_t k = ember_split(s, 0, n, sep, ends);
+    for (size_t i = 0, pos = 0; i < k; pos = ends[i++] + 1)
+        hashes[i] = ember_name_hash(s + pos, ends[i] - pos);
+    return k;
+}
+
 /* Splits the frames of s after the first k (shared with the previous
- * stack), hashes their names and starts fetching their memo slots. */
-static int split_new(struct ember_stack_text *t, const char *s, size_t n, size_t k)
+ * stack), hashes their names (or takes them from ahead) and starts
+ * fetching their memo slots. */
+static int split_new(struct ember_stack_text *t, const char *s, size_t n, size_t k,
+                     const struct split_ahead *ahead)
 {
     size_t from = k ? t->ends[k - 1] + 1 : 0;
     if (n == 0 || from > n)
         return 0;
-    if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + (n - from) + EMBER_SPLIT_SLACK) < 0)
-        return -ENOMEM;
-    size_t got = ember_split(s, from, n, t->sep, t->ends + k);
-    if (EMBER_VEC_RESERVE(t->ids, t->icap, k + got) < 0 ||
+    size_t got = ahead->names > k ? ahead->names - k : 0;
+    if (!ahead->names) {
+        if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + (n - from) + EMBER_SPLIT_SLACK) < 0)
+            return -ENOMEM;
+        got = ember_split(s, from, n, t->sep, t->ends + k);
+    }
+    if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + got) < 0 ||
+        EMBER_VEC_RESERVE(t->ids, t->icap, k + got) < 0 ||
         EMBER_VEC_RESERVE(t->nodes, t->ncap, k + got) < 0 ||
         EMBER_VEC_RESERVE(t->hashes, t->hcap, k + got) < 0)
         return -ENOMEM;
-    for (size_t i = k, pos = from; i < k + got; pos = t->ends[i++] + 1) {
-        t->hashes[i] = ember_name_hash(s + pos, t->ends[i] - pos);
-        ember_name_cache_prefetch(&t->names, t->hashes[i]);
+    if (ahead->names) {
+        memcpy(t->ends + k, ahead->ends + k, got * sizeof(*t->ends));
+        memcpy(t->hashes + k, ahead->hashes + k, got * sizeof(*t->hashes));
+    } else {
+        for (size_t i = k, pos = from; i < k + got; pos = t->ends[i++] + 1)
+            t->hashes[i] = ember_name_hash(s + pos, t->ends[i] - pos);
     }
+    for (size_t i = k; i < k + got; i++)
+        ember_name_cache_prefetch(&t->names, t->hashes[i]);
     t->nframes = k + got;
     return 0;
 }
 
 /* The frames of a stack not seen before, reusing the previous stack's
  * nodes where the text matches. */
-static int add_frames(struct ember_stack_text *t, const char *s, size_t n, uint32_t *leaf)
+static int add_frames(struct ember_stack_text *t, const char *s, size_t n,
+                      const struct split_ahead *ahead, uint32_t *leaf)
 {
     /* Frames shared with the previous stack: the same bytes, ending at the
      * same place in both. */
@@ -116,7 +145,7 @@ static int add_frames(struct ember_stack_text *t, const char *s, size_t n, uint3
     while (k < t->nframes && t->ends[k] <= same && (t->ends[k] == n || s[t->ends[k]] == t->sep))
         k++;
     t->nframes = k;
-    int err = split_new(t, s, n, k);
+    int err = split_new(t, s, n, k, ahead);
     for (size_t i = k; i < t->nframes && !err; i++) {
         size_t pos = i ? t->ends[i - 1] + 1 : 0;
         err = ember_name_cache_intern(&t->names, &t->p->frames, s + pos, t->ends[i] - pos,
@@ -138,8 +167,9 @@ static int add_frames(struct ember_stack_text *t, const char *s, size_t n, uint3
     return 0;
 }
 
-int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, const uint64_t key[2],
-                         uint32_t *leaf)
+int ember_stack_text_add_split(struct ember_stack_text *t, const char *s, size_t n,
+                               const uint64_t key[2], const size_t *ends, const uint64_t *hashes,
+                               size_t names, uint32_t *leaf)
 {
     if (n == 0) { /* no frames: the root's (not a frame of empty name) */
         *leaf = EMBER_ROOT;
@@ -152,8 +182,15 @@ int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, co
     }
     if (ember_stack_cache_get(&t->stacks, key[0], key[1], leaf))
         return 0;
-    int err = add_frames(t, s, n, leaf);
+    const struct split_ahead ahead = {ends, hashes, names};
+    int err = add_frames(t, s, n, &ahead, leaf);
     if (!err)
         ember_stack_cache_put(&t->stacks, key[0], key[1], *leaf);
     return err;
+}
+
+int ember_stack_text_add(struct ember_stack_text *t, const char *s, size_t n, const uint64_t key[2],
+                         uint32_t *leaf)
+{
+    return ember_stack_text_add_split(t, s, n, key, NULL, NULL, 0, leaf);
 }

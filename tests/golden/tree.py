@@ -106,6 +106,24 @@ def svg_frames(svg):
 
 
 @case
+def threads_read_alike(d):
+    """Folded inputs of many chunks read on a thread of their own (-j 2),
+    with their stacks split ahead while the tree is behind, give the bytes
+    one thread gives: a flame graph, folded stacks, a report, a diff."""
+    rng = random.Random(13)
+    before, after = random_stacks(rng, 150000), random_stacks(rng, 150000)
+    b, a = os.path.join(d, "before.folded"), os.path.join(d, "after.folded")
+    write_folded(b, before)
+    write_folded(a, after)
+    for cmd in (["flamegraph", b], ["collapse", b], ["report", "--top", "50", a],
+                ["diff", b, a], ["diff", "--folded", b, a]):
+        one = golden.run(cmd[:1] + ["-j", "1"] + cmd[1:])
+        two = golden.run(cmd[:1] + ["-j", "2"] + cmd[1:])
+        if one != two or not one[0]:
+            golden.fail("%s: -j 2 and -j 1 differ" % " ".join(cmd))
+
+
+@case
 def flame_pruning(d):
     rng = random.Random(9)
     for i in range(6):

@@ -366,6 +366,14 @@ static size_t path_text(const struct ember_profile *p, uint32_t node, char *buf)
  * a frame, empty frames, the stack of no frames: the root), hinted or not,
  * and a stack seen again on its node; the tree is the one the stacks'
  * frames make one by one. */
+static size_t count_char(const char *s, size_t n, char c)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == c;
+    return k;
+}
+
 static void test_stack_text(void **state)
 {
     (void)state;
@@ -401,7 +409,16 @@ static void test_stack_text(void **state)
         uint64_t key[2];
         ember_stack_text_key(text, n, key);
         ember_stack_text_prefetch(t, key);
-        assert_int_equal(ember_stack_text_add(t, text, n, i % 2 ? key : NULL, &node), 0);
+        if (i % 3 == 2) { /* split ahead, as on the reading thread */
+            size_t ends[sizeof(text) + 8];
+            uint64_t hashes[sizeof(text) + 8];
+            size_t names = ember_stack_text_split(';', text, n, ends, hashes);
+            assert_int_equal(names, n ? (size_t)count_char(text, n, ';') + 1 : 0);
+            assert_int_equal(
+                ember_stack_text_add_split(t, text, n, key, ends, hashes, names, &node), 0);
+        } else {
+            assert_int_equal(ember_stack_text_add(t, text, n, i % 2 ? key : NULL, &node), 0);
+        }
         size_t nf = 0;
         for (size_t pos = 0; n > 0 && pos <= n; nf++) {
             const char *semi = memchr(text + pos, ';', n - pos);
