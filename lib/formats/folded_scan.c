@@ -29,9 +29,11 @@
  * before the next input's lines; a chunk goes back to the reader only
  * once all its lines are delivered (a line points into its chunk); an
  * error on either side stops both, and nothing runs once the scan
- * returns. The progress callback runs on the reading thread (it alone
- * moves the inputs), warnings and fn's calls but split on the caller's.
- * Without a thread (pthread_create failing) the steps alternate.
+ * returns (after an error, once the reading thread has its chunk: from a
+ * pipe that stalls, that waits for more input or its end). The progress
+ * callback runs on the reading thread (it alone moves the inputs),
+ * warnings and fn's calls but split on the caller's. With one thread
+ * (o->threads <= 1, or pthread_create failing) the steps alternate.
  */
 #include "formats_impl.h"
 #include "ember/profile.h"
@@ -262,8 +264,10 @@ static void *reader_main(void *arg)
         unsigned queued = r->filled;
         pthread_mutex_unlock(&r->lock);
         /* the caller waiting: it parses; behind: the lines are split too */
-        if (!b->parsed && queued > 0 && (b->err = parse_batch(r, b, &b->d)) < 0)
-            b->end = true;
+        if (!b->parsed && queued > 0 && (b->err = parse_batch(r, b, &b->d)) < 0) {
+            b->n = 0; /* the error alone */
+            b->parsed = b->end = true;
+        }
         if (b->parsed && !b->err && queued + 1 == SCAN_SLOTS && r->fn->split)
             split_batch(r, b);
         pthread_mutex_lock(&r->lock);

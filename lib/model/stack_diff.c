@@ -145,7 +145,7 @@ struct sd_reader {
     unsigned side;
 };
 
-/* the reading thread's room for a split, as ember_split needs it */
+/* the reading thread's room for a split, as ember_stack_text_split needs */
 _Static_assert(EMBER_FOLDED_SPLIT_ROOM(0) >= EMBER_SPLIT_SLACK, "split room");
 
 /* Would --strip-hex change the stack s? */
@@ -162,10 +162,7 @@ static size_t sd_split(const void *ctx, const struct ember_folded_line *l, size_
     const struct sd_reader *r = ctx;
     if (sd_strips(r->sd, l->stack, l->len))
         return 0; /* split after stripping, by the merge */
-    size_t k = ember_split(l->stack, 0, l->len, ';', ends);
-    for (size_t i = 0, pos = 0; i < k; pos = ends[i++] + 1)
-        hashes[i] = ember_name_hash(l->stack + pos, ends[i] - pos);
-    return k;
+    return ember_stack_text_split(';', l->stack, l->len, ends, hashes);
 }
 
 /* The frames of a new stack, as name ids (hex numbers stripped if asked),
@@ -188,13 +185,10 @@ static int sd_frames(struct ember_stack_diff *sd, const struct ember_folded_line
         s = sd->buf;
     }
     if (!k) {
-        if (EMBER_VEC_RESERVE(sd->ends, sd->ecap2, n + EMBER_SPLIT_SLACK) < 0)
+        if (EMBER_VEC_RESERVE(sd->ends, sd->ecap2, n + EMBER_SPLIT_SLACK) < 0 ||
+            EMBER_VEC_RESERVE(sd->hashes, sd->hcap, n + EMBER_SPLIT_SLACK) < 0)
             return -ENOMEM;
-        k = ember_split(s, 0, n, ';', sd->ends);
-        if (EMBER_VEC_RESERVE(sd->hashes, sd->hcap, k) < 0)
-            return -ENOMEM;
-        for (size_t i = 0, pos = 0; i < k; pos = sd->ends[i++] + 1)
-            sd->hashes[i] = ember_name_hash(s + pos, sd->ends[i] - pos);
+        k = ember_stack_text_split(';', s, n, sd->ends, sd->hashes);
         ends = sd->ends;
         hashes = sd->hashes;
     }

@@ -89,6 +89,9 @@ struct split_ahead {
     size_t names; /* 0: not split */
 };
 
+/* profile.h promises that room for n + 8 is enough */
+_Static_assert(EMBER_SPLIT_SLACK <= 8, "split slack");
+
 size_t ember_stack_text_split(char sep, const char *s, size_t n, size_t *ends, uint64_t *hashes)
 {
     if (n == 0)
