@@ -1,8 +1,10 @@
 /*
  * fuzz_read.c - libFuzzer target for one reader (FORMAT, set at build
- * time: perf, perf.data, folded, dtrace, or auto for detection), followed by what the
- * commands do with a profile: folded output and a flame graph. Any crash,
- * leak, undefined behaviour or hang is a bug.
+ * time: perf, perf.data, folded, dtrace, or auto for detection), on one
+ * thread or two, followed by what the commands do with a profile: folded
+ * output and a flame graph; folded input is also diffed (its halves, as
+ * `diff --folded` merges them). Any crash, leak, undefined behaviour or
+ * hang is a bug.
  */
 #include "fuzz_common.h"
 #include "ember/flame.h"
@@ -40,8 +42,34 @@ static void transform(struct ember_profile *p, uint8_t b)
     ember_transform_free(t);
 }
 
+/* Folded input as the two sides of `diff --folded` (its halves), read
+ * on one thread or two, merged and written. */
+static void stack_diff(const uint8_t *data, size_t size)
+{
+    struct ember_diff_opts dopts = {.normalize = size & 1, .strip_hex = size & 2};
+    struct ember_stack_diff *sd;
+    struct ember_input *in[2] = {NULL, NULL};
+    struct ember_diag d;
+    if (ember_stack_diff_new(&sd, &dopts) < 0)
+        return;
+    if (ember_input_open_memory(&in[0], data, size / 2, "before", &d) == 0 &&
+        ember_input_open_memory(&in[1], data + size / 2, size - size / 2, "after", &d) == 0) {
+        struct ember_read_opts o = {.warn = fuzz_ignore_warning, .threads = size & 4 ? 2 : 1};
+        struct ember_read_stats st[2] = {{0}, {0}};
+        struct ember_sink sink = {fuzz_discard, NULL};
+        if (ember_stack_diff_read(sd, in, &o, st, &d) == 0)
+            ember_stack_diff_write(sd, &sink);
+    }
+    for (unsigned i = 0; i < 2; i++)
+        if (in[i])
+            ember_input_close(in[i]);
+    ember_stack_diff_free(sd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (strcmp(FORMAT, "folded") == 0)
+        stack_diff(data, size);
     struct ember_input *in;
     struct ember_diag d;
     if (ember_input_open_memory(&in, data, size, "fuzz", &d))
@@ -52,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     struct ember_profile *p = ember_profile_new();
-    struct ember_read_opts o = {.warn = fuzz_ignore_warning};
+    struct ember_read_opts o = {.warn = fuzz_ignore_warning, .threads = size & 512 ? 2 : 1};
     /* the formats' options, by name, as the command line sets them */
     ember_read_opts_set(&o, "addrs", size & 1 ? "1" : "0");
     ember_read_opts_set(&o, "all", size & 2 ? "1" : "0");
