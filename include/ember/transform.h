@@ -54,14 +54,14 @@ EMBER_API int ember_profile_diff_into(struct ember_profile *before,
                                       const struct ember_diff_opts *o);
 
 /* The same lines for two folded inputs, without building a profile: read
- * BEFORE (in[0]) and AFTER (in[1]), prepare, then write the "stack
- * before after" lines ember_write_folded would write of
- * ember_profile_diff's result, st[0] and st[1] counting their lines.
- * Reading fails as ember_format_read does (no samples, a cut last line,
- * counts overflowing: d names the input), the
- * first input's failure before the second is read. With ro->threads > 1,
- * the inputs are read on another thread while BEFORE's lines are merged. prepare fails with -ERANGE
- * where ember_profile_diff would; write prepares if needed. Memory follows the distinct stacks, not
+ * BEFORE (in[0]) and AFTER (in[1]), st[0] and st[1] counting their lines;
+ * prepare; then write the "stack before after" lines ember_write_folded
+ * would write of ember_profile_diff's result. Reading fails as
+ * ember_format_read does (no samples, a cut last line, counts overflowing:
+ * d names the input), BEFORE's failure before AFTER is read; with
+ * ro->threads > 1 the inputs are read on another thread while BEFORE's
+ * lines are merged. prepare fails with -ERANGE where ember_profile_diff
+ * would; write prepares if needed. Memory follows the distinct stacks, not
  * the size of the inputs. */
 struct ember_stack_diff;
 struct ember_input;
