@@ -92,14 +92,19 @@ struct split_ahead {
 /* profile.h promises that room for n + 8 is enough */
 _Static_assert(EMBER_SPLIT_SLACK <= 8, "split slack");
 
-size_t ember_stack_text_split(char sep, const char *s, size_t n, size_t *ends, uint64_t *hashes)
+/* The names of s[from, n): where each ends (ember_split) and its hash. */
+static size_t split_hash(char sep, const char *s, size_t from, size_t n, size_t *ends,
+                         uint64_t *hashes)
 {
-    if (n == 0)
-        return 0;
-    size_t k = ember_split(s, 0, n, sep, ends);
-    for (size_t i = 0, pos = 0; i < k; pos = ends[i++] + 1)
+    size_t k = ember_split(s, from, n, sep, ends);
+    for (size_t i = 0, pos = from; i < k; pos = ends[i++] + 1)
         hashes[i] = ember_name_hash(s + pos, ends[i] - pos);
     return k;
+}
+
+size_t ember_stack_text_split(char sep, const char *s, size_t n, size_t *ends, uint64_t *hashes)
+{
+    return n ? split_hash(sep, s, 0, n, ends, hashes) : 0;
 }
 
 /* Splits the frames of s after the first k (shared with the previous
@@ -111,24 +116,20 @@ static int split_new(struct ember_stack_text *t, const char *s, size_t n, size_t
     size_t from = k ? t->ends[k - 1] + 1 : 0;
     if (n == 0 || from > n)
         return 0;
-    size_t got = ahead->names > k ? ahead->names - k : 0;
-    if (!ahead->names) {
-        if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + (n - from) + EMBER_SPLIT_SLACK) < 0)
-            return -ENOMEM;
-        got = ember_split(s, from, n, t->sep, t->ends + k);
-    }
-    if (EMBER_VEC_RESERVE(t->ends, t->ecap, k + got) < 0 ||
-        EMBER_VEC_RESERVE(t->ids, t->icap, k + got) < 0 ||
-        EMBER_VEC_RESERVE(t->nodes, t->ncap, k + got) < 0 ||
-        EMBER_VEC_RESERVE(t->hashes, t->hcap, k + got) < 0)
+    size_t room = ahead->names ? ahead->names : k + (n - from) + EMBER_SPLIT_SLACK, got;
+    if (EMBER_VEC_RESERVE(t->ends, t->ecap, room) < 0 ||
+        EMBER_VEC_RESERVE(t->hashes, t->hcap, room) < 0)
         return -ENOMEM;
-    if (ahead->names) {
+    if (ahead->names) { /* the first k are the previous stack's, as here */
+        got = ahead->names > k ? ahead->names - k : 0;
         memcpy(t->ends + k, ahead->ends + k, got * sizeof(*t->ends));
         memcpy(t->hashes + k, ahead->hashes + k, got * sizeof(*t->hashes));
     } else {
-        for (size_t i = k, pos = from; i < k + got; pos = t->ends[i++] + 1)
-            t->hashes[i] = ember_name_hash(s + pos, t->ends[i] - pos);
+        got = split_hash(t->sep, s, from, n, t->ends + k, t->hashes + k);
     }
+    if (EMBER_VEC_RESERVE(t->ids, t->icap, k + got) < 0 ||
+        EMBER_VEC_RESERVE(t->nodes, t->ncap, k + got) < 0)
+        return -ENOMEM;
     for (size_t i = k; i < k + got; i++)
         ember_name_cache_prefetch(&t->names, t->hashes[i]);
     t->nframes = k + got;
