@@ -21,6 +21,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
@@ -392,16 +393,25 @@ def test_system_wide(work):
     with open("/proc/sys/kernel/perf_event_paranoid") as f:
         if int(f.read()) <= 0:
             return
-    sub = os.path.join(work, "nobody")
-    os.makedirs(sub)
-    os.chmod(sub, 0o777)
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        golden.EMBER, "record", "-a", "--duration", "0.2", "-o",
-                        os.path.join(sub, "x.data")], capture_output=True, text=True)
-    if (p.returncode != 1 or "kernel.perf_event_paranoid" not in p.stderr or
-            "CAP_PERFMON" not in p.stderr or p.stderr.count("\n") != 1 or os.listdir(sub)):
-        golden.fail("-a without the privilege: exit %d, %r, files %r" %
-                    (p.returncode, p.stderr, os.listdir(sub)))
+    # user nobody cannot reach the build directory where the clone is in a
+    # private home (mode 0700): the binary and the output directory are in
+    # a directory of their own under /tmp, which anyone may enter
+    top = tempfile.mkdtemp(prefix="ember-nobody-")
+    try:
+        os.chmod(top, 0o755)
+        ember = shutil.copy(golden.EMBER, os.path.join(top, "ember"))
+        sub = os.path.join(top, "out")
+        os.makedirs(sub)
+        os.chmod(sub, 0o777)
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            ember, "record", "-a", "--duration", "0.2", "-o",
+                            os.path.join(sub, "x.data")], capture_output=True, text=True)
+        if (p.returncode != 1 or "kernel.perf_event_paranoid" not in p.stderr or
+                "CAP_PERFMON" not in p.stderr or p.stderr.count("\n") != 1 or os.listdir(sub)):
+            golden.fail("-a without the privilege: exit %d, %r, files %r" %
+                        (p.returncode, p.stderr, os.listdir(sub)))
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def folded_shares(path, names):
