@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ struct record_args {
     unsigned freq;
     const char *call_graph, *out, *pids;
     bool all, off_cpu;
-    double duration;
+    double duration; /* seconds; INFINITY: until the command ends (the parser gives finite ones) */
     const char *during, *outside; /* gc: keep the samples inside / outside GC phases */
 };
 
@@ -237,7 +238,7 @@ static int record_loop(struct ember_recorder *rec, double duration, struct trace
         if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
             side = NULL;
         int timeout = side ? 10 : 100; /* OCaml's rings are small: read them often */
-        if (duration > 0) {
+        if (isfinite(duration)) {
             double left = duration - seconds_since(&t0);
             if (left <= 0)
                 return 0;
@@ -494,6 +495,24 @@ static unsigned leaf_stack(const struct record_args *a)
     return ((unsigned)a->leaf_stack + 7) & ~7u;
 }
 
+/* -F, --duration and --leaf-stack in their ranges: 0, or EXIT_USAGE after saying why. */
+static int check_numbers(const struct record_args *a)
+{
+    if (a->freq == 0) {
+        cli_error("-F 0: expected samples per second, 1 or more");
+        return EXIT_USAGE;
+    }
+    if (!(a->duration > 0)) {
+        cli_error("--duration %g: expected seconds above 0", a->duration);
+        return EXIT_USAGE;
+    }
+    if (a->leaf_stack > 65528 || a->leaf_stack < 0) {
+        cli_error("--leaf-stack %d: 0 to 65528 bytes", a->leaf_stack);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* What to record: a command, -p or -a (with a command: while it runs). */
 static int check_target(int nargs, const struct record_args *a)
 {
@@ -512,6 +531,7 @@ int cmd_record(int argc, char **argv)
     struct record_args a = {.freq = EMBER_RECORD_FREQ_DEFAULT,
                             .call_graph = "fp",
                             .out = "ember.svg",
+                            .duration = INFINITY,
                             .leaf_stack = LEAF_STACK_DEFAULT};
     const struct option opts[] = {
         {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
@@ -558,13 +578,7 @@ int cmd_record(int argc, char **argv)
     }
     struct ember_record_opts ro = {.freq = a.freq, .cmdline = cmdline};
     pid_t *pids = NULL;
-    if (a.freq == 0) {
-        cli_error("-F 0: expected samples per second, 1 or more");
-        free(cmdline);
-        return EXIT_USAGE;
-    }
-    if (a.leaf_stack > 65528 || a.leaf_stack < 0) {
-        cli_error("--leaf-stack %d: 0 to 65528 bytes", a.leaf_stack);
+    if (check_numbers(&a)) {
         free(cmdline);
         return EXIT_USAGE;
     }

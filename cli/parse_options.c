@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,9 @@ static int set_value(const struct option *o, const char *arg, const char *spelle
     case OPT_DOUBLE: {
         errno = 0;
         double v = strtod(arg, &end);
-        if (errno || *end || end == arg) {
+        /* no option means anything by nan or inf: a NaN passes every "<= 0"
+         * check after this one */
+        if (errno || *end || end == arg || !isfinite(v)) {
             cli_error("option %s expects a number, not '%s'", spelled, arg);
             return -1;
         }

@@ -404,6 +404,20 @@ def test_system_wide(work):
                     (p.returncode, p.stderr, os.listdir(sub)))
 
 
+def test_duration_values(work):
+    """--duration takes seconds above 0: -1, 0, nan, inf and words are one
+    clear error (exit 2) before anything runs (-1 used to be accepted, and
+    the command run)."""
+    sub = os.path.join(work, "duration")
+    os.makedirs(sub)
+    for value in ("-1", "0", "-0.5", "nan", "inf", "abc", "1s"):
+        rc, err, _ = record(sub, ["--duration", value, "-o", "x.data", "--", "touch", "ran"],
+                            check=False)
+        if rc != 2 or "--duration" not in err or value not in err or os.listdir(sub):
+            golden.fail("--duration %s: exit %d (2 expected), %r, files %r" %
+                        (value, rc, err, os.listdir(sub)))
+
+
 def folded_shares(path, names):
     """Shares (percent) of folded weight under each of names, among stacks
     under any (None when they hold less than 90% of leaf's weight); and the
@@ -504,6 +518,7 @@ def main():
     got = test_dwarf(work, known_omit)
     leaf = test_leaf_stack(work, known_nopie)
     test_cannot_run(work, reader)
+    test_duration_values(work)
     test_ctrl_c(work, known)
     test_threads(work, forks)
     test_pid(work, forks)
