@@ -285,6 +285,9 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
         follow_gc(side, true); /* what it wrote before it ended */
     if (rec)
         ember_recorder_stats(rec, st);
+    if (st->cmd_killed)
+        cli_warning("%s did not end within %g s of SIGTERM: killed it (SIGKILL)", ro->argv[0],
+                    EMBER_RECORD_KILL_AFTER_MS_DEFAULT / 1000.0);
     ember_recorder_free(rec);
     cli_cleanup_install();
     if (err || stop_err) {
@@ -549,7 +552,8 @@ int cmd_record(int argc, char **argv)
          "the waits under [off-cpu] (blocked) and [preempted] frames (--event off-cpu or cpu "
          "for one side); sampling is cpu-clock",
          NULL, NULL, false},
-        {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
+        {OPT_DOUBLE, "duration", 0, &a.duration, "S",
+         "stop after S seconds (CMD gets SIGTERM, and SIGKILL 2 s later if it runs on)",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
         {OPT_STRING, "during", 0, &a.during, "gc",
          "an OCaml 5 CMD: only the samples taken inside its GC phases", NULL, NULL, false},

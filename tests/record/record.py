@@ -418,6 +418,30 @@ def test_duration_values(work):
                         (value, rc, err, os.listdir(sub)))
 
 
+def test_sigterm_ignored(work):
+    """A command that ignores SIGTERM is still ended at --duration: SIGKILL
+    2 s later, said on stderr, and its status is 128 + 9 (it used to be
+    waited for as long as it ran)."""
+    data = os.path.join(work, "deaf.data")
+    start = time.time()
+    p = subprocess.Popen([golden.EMBER, "record", "--duration", "0.5", "-o", data, "--", "sh",
+                          "-c", "trap '' TERM; exec sleep 60"], stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        golden.fail("--duration 0.5 of a command ignoring SIGTERM: still running after 20 s")
+    took = time.time() - start
+    m = re.search(r"(\d+) samples of .*, (\d+\.\d+) s, wrote", err)
+    if (p.returncode != 128 + signal.SIGKILL or "SIGKILL" not in err or not m or
+            not 2.4 < took < 10 or float(m.group(2)) > 1.5):
+        golden.fail("--duration 0.5 of a command ignoring SIGTERM: exit %d after %.1f s, %r" %
+                    (p.returncode, took, err))
+    check_readable(data, int(m.group(1)))
+
+
 def folded_shares(path, names):
     """Shares (percent) of folded weight under each of names, among stacks
     under any (None when they hold less than 90% of leaf's weight); and the
@@ -519,6 +543,7 @@ def main():
     leaf = test_leaf_stack(work, known_nopie)
     test_cannot_run(work, reader)
     test_duration_values(work)
+    test_sigterm_ignored(work)
     test_ctrl_c(work, known)
     test_threads(work, forks)
     test_pid(work, forks)
