@@ -150,8 +150,9 @@ int cli_transform_option(const struct option *opt, const char *arg);
         OPT_STRING, (name), 0, &(field), (argh), (help), (def), NULL, false                        \
     }
 #define CLI_GC_OPTIONS_(r)                                                                         \
-    CLI_GC_OPTION_((r).during, "during", "gc", "OCaml 5 perf.data: the samples inside GC phases",  \
-                   NULL),                                                                          \
+    OPT_GROUP_("OCaml 5 GC phases (perf.data recordings with their runtime events):"),             \
+        CLI_GC_OPTION_((r).during, "during", "gc",                                                 \
+                       "OCaml 5 perf.data: the samples inside GC phases", NULL),                   \
         CLI_GC_OPTION_((r).outside, "outside", "gc",                                               \
                        "OCaml 5 perf.data: the samples outside GC phases", NULL),                  \
         CLI_GC_OPTION_((r).gc_events, "gc-events", "FILE", "its runtime events (GC phases)",       \

@@ -442,6 +442,25 @@ def test_sigterm_ignored(work):
     check_readable(data, int(m.group(1)))
 
 
+def test_help_groups(work):
+    """--help lists each option under its own heading: the GC options of
+    every reading command under theirs, not under the last format's
+    ("DTrace options:", where they were), and a command's first options
+    apart from its description's examples."""
+    for cmd in ("collapse", "flamegraph", "diff", "report", "convert", "record"):
+        text = subprocess.run([golden.EMBER, cmd, "--help"], capture_output=True,
+                              text=True).stdout
+        heading = None
+        for line in text.splitlines():
+            if line and not line.startswith(" "):
+                heading = line
+            m = re.match(r"\s+(?:-\w, )?--(during|outside|gc-events)\b", line)
+            if m and cmd != "record" and (not heading or "GC" not in heading):
+                golden.fail("ember %s --help: --%s under %r" % (cmd, m.group(1), heading))
+            if m and cmd == "record" and heading != "Options:":
+                golden.fail("ember record --help: --%s under %r" % (m.group(1), heading))
+
+
 def folded_shares(path, names):
     """Shares (percent) of folded weight under each of names, among stacks
     under any (None when they hold less than 90% of leaf's weight); and the
@@ -544,6 +563,7 @@ def main():
     test_cannot_run(work, reader)
     test_duration_values(work)
     test_sigterm_ignored(work)
+    test_help_groups(work)
     test_ctrl_c(work, known)
     test_threads(work, forks)
     test_pid(work, forks)
