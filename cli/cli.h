@@ -51,6 +51,7 @@ struct cli_output {
     const char *path; /* as the user gave it, for messages; NULL: stdout */
     char *target;     /* path with its symlinks followed */
     char *tmp;        /* the temporary file renamed to target on commit */
+    bool unnamed;     /* the temporary is unnamed (O_TMPFILE): tmp is its name at commit */
 };
 int cli_output_open(struct cli_output *o, const char *path);
 int cli_output_open_mode(struct cli_output *o, const char *path, mode_t create_mode);

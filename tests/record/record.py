@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -245,25 +246,32 @@ def test_cannot_run(work, reader):
         golden.fail("nothing to record: exit %d, %r" % (rc, err))
 
 
-def wait_recording(directory, prefix):
-    """Until a recording in directory has records from the kernel (more
-    than its header and attr), and a second more: a loaded machine may be
-    slow to start ember and the command."""
+def wait_recording(pid):
+    """Until ember (pid) writes a recording with records from the kernel
+    (more than its header and attr), and a second more: a loaded machine
+    may be slow to start ember and the command. The file has no name (it
+    is unnamed until renamed onto -o, or ember's alone): it is found among
+    ember's descriptors."""
     deadline = time.time() + 60
+    fds = "/proc/%d/fd" % pid
     while time.time() < deadline:
-        for name in os.listdir(directory):
-            if name.startswith(prefix) and os.path.getsize(os.path.join(directory, name)) > 2000:
+        for fd in os.listdir(fds) if os.path.exists(fds) else []:
+            try:
+                st = os.stat(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > 2000:
                 time.sleep(1)
                 return
         time.sleep(0.05)
-    golden.fail("no recording %s* in %s after 60 s" % (prefix, directory))
+    golden.fail("ember record (pid %d) wrote no recording in 60 s" % pid)
 
 
 def test_ctrl_c(work, known):
     data = os.path.join(work, "int.data")
     p = subprocess.Popen([golden.EMBER, "record", "-o", data, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, cwd=work)
-    wait_recording(work, ".int.data.")
+    wait_recording(p.pid)
     p.send_signal(signal.SIGINT)
     try:
         _, err = p.communicate(timeout=30)
@@ -528,7 +536,7 @@ def test_outputs(work, known, known_omit):
     interrupted = os.path.join(work, "int.folded")
     p = subprocess.Popen([golden.EMBER, "record", "-o", interrupted, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, env=env)
-    wait_recording(tmp, "ember-record-")
+    wait_recording(p.pid)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     if p.returncode != 128 + signal.SIGTERM or not os.path.getsize(interrupted) or os.listdir(tmp):
