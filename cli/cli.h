@@ -131,6 +131,10 @@ struct cli_reader {
      * kept (gc.times) */
     const char *during, *outside, *gc_events;
     bool timeline;
+    /* >= 0: the one input is this descriptor, read from its start, and
+     * files[0] only its name in messages (ember record's unnamed
+     * recording: nothing beside it either); -1 (cli_reader_init) */
+    int input_fd;
     struct ember_gc_filter gc;
     struct ember_gc_phases *gc_phases;
 };
@@ -210,8 +214,9 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
 /* After reading a perf.data recording with timeline set (r->gc.times):
  * CPU samples and GC phases (when found) on one time axis, as a Chrome
- * trace or Perfetto's protobuf, into out (NULL: stdout). */
-int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+ * trace or Perfetto's protobuf, into o (open; finished here: 0, or 1 after
+ * saying why). */
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, struct cli_output *o,
                           bool perfetto);
 
 #endif

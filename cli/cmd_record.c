@@ -7,12 +7,16 @@
  * names (ember_writer_for_path): one path from the kernel's records to
  * every profile.
  *
- * Invariants: while recording, SIGINT, SIGTERM and SIGHUP only ask the loop to
- * stop (the recording is still written); before and after, they remove
- * the temporaries as everywhere (cleanup.c). Nothing is left behind on
- * failure: the output is made beside its target and renamed, the
- * recording for other outputs lives in TMPDIR until read. The exit status
- * is the command's (a shell's 126/127 when it could not run).
+ * Invariants: the output is opened (made unnamed beside its target,
+ * renamed at the end: output.c) before the command starts, so that one
+ * that cannot be written is said before the run, not after it. While
+ * recording, SIGINT, SIGTERM and SIGHUP only ask the loop to stop (the
+ * recording is still written); before and after, they remove the
+ * temporaries as everywhere (cleanup.c). Nothing is left behind, kill -9
+ * included: the recording for other outputs is an unnamed file
+ * (record_back.c).
+ * The exit status is the command's (a shell's 126/127 when it could not
+ * run).
  *
  * An OCaml 5 command's runtime events are followed while it is sampled
  * (trace_run.c's environment and follower, as `ember trace record`): its
@@ -26,13 +30,12 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "record_back.h"
 #include "trace_run.h"
 #include "ember/convert.h"
 #include "ember/record.h"
-#include "ember/transform.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -165,44 +168,6 @@ static bool is_perfetto(const char *path)
     return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace");
 }
 
-/* The recording of a non-.data output: a file in TMPDIR, removed on signals. */
-static int temp_recording(char **path)
-{
-    const char *dir = getenv("TMPDIR");
-    if (asprintf(path, "%s/ember-record-XXXXXX.data", dir && *dir ? dir : "/tmp") < 0) {
-        *path = NULL;
-        cli_error("out of memory");
-        return -1;
-    }
-    sigset_t old;
-    cli_cleanup_block(&old);
-    int fd = mkostemps(*path, 5, O_CLOEXEC);
-    if (fd >= 0 && cli_cleanup_add(*path, false) < 0) {
-        unlink(*path);
-        close(fd);
-        fd = -1;
-        errno = ENAMETOOLONG;
-    }
-    cli_cleanup_unblock(&old);
-    if (fd < 0) {
-        cli_error("cannot create a temporary recording %s: %s", *path, strerror(errno));
-        free(*path);
-        *path = NULL;
-    }
-    return fd;
-}
-
-static void drop_temp(char *path, int fd)
-{
-    if (fd >= 0)
-        close(fd);
-    if (path) {
-        unlink(path);
-        cli_cleanup_remove(path);
-        free(path);
-    }
-}
-
 static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -274,7 +239,7 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     int err = ember_recorder_new(&rec, ro, fd, &d);
     if (!err && side) {
         ember_recorder_stats(rec, st);
-        trace_side_command(side, st->pid);
+        trace_side_command(side, ro->argv[0], st->pid);
     }
     if (!err)
         err = ember_recorder_start(rec, &d);
@@ -313,66 +278,9 @@ static void summary(const struct ember_record_stats *st, bool off_cpu, const cha
             events ? " and its GC phases in " : "", events ? events : "");
 }
 
-/* The title of a flame graph: the command's name. */
-static const char *title(const struct ember_record_opts *ro)
-{
-    if (ro->system_wide || ro->npids)
-        return ro->system_wide ? "system" : "processes";
-    const char *slash = strrchr(ro->argv[0], '/');
-    return slash && slash[1] ? slash + 1 : ro->argv[0];
-}
-
-/* The recording in path, read back and written as w (NULL: Perfetto's
- * timeline) into out. */
-static int write_from_recording(const struct ember_writer_format *w, char *path, const char *out,
-                                const char *name, const char *events, const struct record_args *a)
-{
-    struct cli_reader r;
-    cli_reader_init(&r);
-    r.verb = "write";
-    r.format = "perf.data";
-    r.gc_events = events;
-    r.during = a->during;
-    r.outside = a->outside;
-    /* samples and GC on one axis */
-    r.timeline = !w || (events && strcmp(w->name, "chrome") == 0);
-    r.ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
-    r.flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
-    /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
-     * C++ and Rust symbols perf left mangled */
-    struct ember_diag dd;
-    ember_diag_clear(&dd);
-    r.transform = ember_transform_new();
-    int ret = r.transform && ember_transform_add(r.transform, EMBER_STEP_DEMANGLE, NULL, &dd) == 0
-                  ? 0
-                  : 1;
-    struct ember_profile *p = ret ? NULL : ember_profile_new();
-    ret = p ? cli_read_profile(&r, p, &path, 1) : 1;
-    if (!p)
-        cli_error("out of memory");
-    struct ember_convert_opts co;
-    ember_convert_opts_default(&co);
-    co.name = name;
-    co.exporter = "ember@" EMBER_VERSION;
-    struct cli_output o;
-    if (!ret && r.timeline && (!w || r.gc_phases))
-        ret = cli_write_gc_timeline(&r, p, out, !w);
-    else if (!ret && cli_output_open(&o, out) < 0)
-        ret = 1;
-    else if (!ret) {
-        struct ember_diag d;
-        ember_diag_clear(&d);
-        struct ember_sink sink = cli_output_sink(&o);
-        int err = w->write(p, &co, &sink, &d);
-        ret = cli_output_finish(&o, err, &d);
-    }
-    ember_profile_free(p);
-    cli_reader_release(&r);
-    return ret;
-}
-
 /* The runtime events an OCaml command writes are followed when ember
- * starts the command itself; with -o X.data they are kept in X.data.events. */
+ * starts the command itself; with -o X.data they are kept in X.data.events
+ * (events_out). */
 static int gc_follower(const struct ember_record_opts *ro, const char *out,
                        struct trace_side **side, char **events_out)
 {
@@ -388,22 +296,19 @@ static int gc_follower(const struct ember_record_opts *ro, const char *out,
     return trace_side_begin(side, *events_out);
 }
 
-/* A recording into X.data: X.data, and X.data.events when the command
+/* A recording into X.data (o): X.data, and X.data.events when the command
  * wrote runtime events (an older X.data.events would pair this recording
  * with another run's GC phases: it goes). */
 static int record_data(const struct ember_record_opts *ro, const struct record_args *a,
-                       struct trace_side *side, const char *events_out)
+                       struct cli_output *o, struct trace_side *side, const char *events_out)
 {
     struct ember_record_stats st;
-    struct cli_output o;
-    if (cli_output_open_mode(&o, a->out, 0600) < 0)
-        return 1;
-    int ret = record_into(ro, a, o.fd, a->out, side, &st);
+    int ret = record_into(ro, a, o->fd, a->out, side, &st);
     if (ret) {
-        cli_output_abort(&o);
+        cli_output_abort(o);
         return ret;
     }
-    if (cli_output_commit(&o) < 0)
+    if (cli_output_commit(o) < 0)
         return 1;
     const char *events = side ? trace_side_finish(side) : NULL;
     if (!events && events_out && unlink(events_out) < 0 && errno != ENOENT)
@@ -413,30 +318,54 @@ static int record_data(const struct ember_record_opts *ro, const struct record_a
     return command_status(&st);
 }
 
-/* A recording made into another output, with the GC phases when the
- * command wrote runtime events. */
+/* A recording made into another output (o, as w writes it), with the GC
+ * phases when the command wrote runtime events. */
 static int record_other(const struct ember_record_opts *ro, const struct record_args *a,
-                        const struct ember_writer_format *w, struct trace_side *side)
+                        const struct ember_writer_format *w, struct cli_output *o,
+                        struct trace_side *side)
 {
+    struct record_back b = {.w = w, .during = a->during, .outside = a->outside};
+    record_back_names(&b, ro);
     struct ember_record_stats st;
-    char *tmp = NULL;
-    int fd = temp_recording(&tmp);
-    if (fd < 0)
-        return 1;
-    int ret = record_into(ro, a, fd, tmp, side, &st);
-    const char *events = !ret && side ? trace_side_finish(side) : NULL;
-    if (!ret && !events && (a->during || a->outside)) {
+    int fd = record_back_scratch(&b);
+    char where[sizeof(b.name) + 64]; /* a write that fails: the recording's file system */
+    snprintf(where, sizeof(where), "%s in %s", b.name, record_back_dir());
+    int ret = fd < 0 ? 1 : record_into(ro, a, fd, where, side, &st);
+    b.events = !ret && side ? trace_side_finish(side) : NULL;
+    if (!ret && !b.events && (a->during || a->outside)) {
         cli_error("--%s gc: %s wrote no OCaml runtime events (an OCaml 5 program writes them)",
                   a->during ? "during" : "outside", ro->argv ? ro->argv[0] : "the command");
         ret = 1;
     }
-    if (!ret)
-        ret = write_from_recording(w, tmp, a->out, title(ro), events, a);
-    drop_temp(tmp, fd);
+    if (ret)
+        cli_output_abort(o);
+    else
+        ret = record_back_write(&b, fd, o);
+    if (fd >= 0)
+        close(fd);
     if (ret)
         return ret;
     summary(&st, a->off_cpu, a->out, NULL);
     return command_status(&st);
+}
+
+/* OUT's writer (NULL for .data and Perfetto's timeline): 0, or the exit
+ * code after saying why there is none. */
+static int out_format(const char *out, const struct ember_writer_format **w)
+{
+    *w = is_data(out) || is_perfetto(out) ? NULL : ember_writer_for_path(out);
+    if (!is_data(out) && !is_perfetto(out) && !*w) {
+        cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
+                  ".speedscope.json, .json or .pftrace",
+                  out);
+        return EXIT_USAGE;
+    }
+    if (!is_data(out) && !ember_format_find("perf.data")) {
+        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
+                  out);
+        return 1;
+    }
+    return 0;
 }
 
 static int run(const struct ember_record_opts *ro, const struct record_args *a)
@@ -445,24 +374,24 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
      * and what was recorded is written; cleanup.c's handlers come back
      * when recording ends */
     catch_stop_signals();
-    const struct ember_writer_format *w =
-        is_data(a->out) || is_perfetto(a->out) ? NULL : ember_writer_for_path(a->out);
-    if (!is_data(a->out) && !is_perfetto(a->out) && !w) {
-        cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
-                  ".speedscope.json, .json or .pftrace",
-                  a->out);
-        return EXIT_USAGE;
-    }
-    if (!is_data(a->out) && !ember_format_find("perf.data")) {
-        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
-                  a->out);
+    const struct ember_writer_format *w;
+    int ret = out_format(a->out, &w);
+    if (ret)
+        return ret;
+    /* OUT can be written, or it is said now: not once the command has run
+     * (a perf.data file is written as it records) */
+    struct cli_output o;
+    if (cli_output_open_mode(&o, a->out, is_data(a->out) ? 0600 : 0666) < 0)
         return 1;
-    }
     struct trace_side *side;
     char *events_out;
-    int ret = gc_follower(ro, a->out, &side, &events_out) < 0 ? 1
-              : is_data(a->out)                               ? record_data(ro, a, side, events_out)
-                                                              : record_other(ro, a, w, side);
+    if (gc_follower(ro, a->out, &side, &events_out) < 0) {
+        cli_output_abort(&o);
+        ret = 1;
+    } else {
+        ret = is_data(a->out) ? record_data(ro, a, &o, side, events_out)
+                              : record_other(ro, a, w, &o, side);
+    }
     trace_side_free(side);
     free(events_out);
     return ret;

@@ -46,11 +46,12 @@ int trace_run_follow(struct trace_run *r, const char *what, const struct trace_r
 void trace_run_done(struct trace_run *r);
 
 /* Following a command's OCaml runtime events beside another tool (ember
- * record, which starts the command itself): trace_side_begin makes the
- * private directory and sets this process's environment as for a traced
- * run (OCAML_RUNTIME_EVENTS_START, _PRESERVE, _DIR; OCAMLRUNPARAM is left
- * as the user set it), so that the command started next inherits it;
- * trace_side_command names the command's process; trace_side_poll follows
+ * record, which starts the command itself): trace_side_begin makes the private directory, opens
+ * events_out (when not NULL: one that cannot be written is said before the
+ * command runs) and sets this process's environment as for a traced run
+ * (OCAML_RUNTIME_EVENTS_START, _PRESERVE, _DIR; OCAMLRUNPARAM is left as the
+ * user set it), so that the command started next inherits it;
+ * trace_side_command names the command (cmd, in messages) and its process; trace_side_poll follows
  * its file once it appears with a complete header (0: nothing to follow
  * yet or ever, 1: following, -1 after saying why); trace_side_finish lays
  * the recording out (into events_out, else a file in the private
@@ -58,7 +59,7 @@ void trace_run_done(struct trace_run *r);
  * events. trace_side_free removes the private directory. */
 struct trace_side;
 int trace_side_begin(struct trace_side **s, const char *events_out);
-void trace_side_command(struct trace_side *s, pid_t pid);
+void trace_side_command(struct trace_side *s, const char *cmd, pid_t pid);
 int trace_side_poll(struct trace_side *s, bool final);
 const char *trace_side_finish(struct trace_side *s);
 void trace_side_free(struct trace_side *s);

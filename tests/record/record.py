@@ -29,10 +29,10 @@ import golden  # noqa: E402
 from recording import compile_c, perf, skip  # noqa: E402
 
 
-def record(work, args, check=True):
+def record(work, args, check=True, env=None):
     """ember record ARGS in WORK: (exit code, stderr, samples it says)."""
     p = subprocess.run([golden.EMBER, "record"] + args, capture_output=True, text=True,
-                       cwd=work)
+                       cwd=work, env=env)
     m = re.search(r"ember record: (\d+) samples of ", p.stderr)
     if check and not m:
         golden.fail("ember record %s: exit %d, no summary: %r" %
@@ -265,6 +265,46 @@ def wait_recording(pid):
                 return
         time.sleep(0.05)
     golden.fail("ember record (pid %d) wrote no recording in 60 s" % pid)
+
+
+def test_output_first(work):
+    """An -o that cannot be written is said before the command runs, in
+    well under a second (the whole command ran, then 'cannot create' and
+    exit 1: the run was lost): a missing directory, whatever the format;
+    a directory where the file would go."""
+    sub = os.path.join(work, "unwritable")
+    os.makedirs(os.path.join(sub, "dir.svg"))
+    for out in ("/nonexistent-dir/y.svg", "missing/y.data", "missing/y.folded",
+                "missing/y.json", "missing/y.pftrace", "missing/y.pb.gz", "dir.svg"):
+        start = time.time()
+        rc, err, _ = record(sub, ["-o", out, "--", "sh", "-c", "touch ran; sleep 3"],
+                            check=False)
+        took = time.time() - start
+        if (rc != 1 or out not in err or err.count("\n") != 1 or took > 1 or
+                os.listdir(sub) != ["dir.svg"]):
+            golden.fail("-o %s: exit %d after %.2f s, %r, files %r (expected exit 1 at once, "
+                        "the command not run)" % (out, rc, took, err, os.listdir(sub)))
+
+
+def test_names(work):
+    """Messages name what the user named, not a file of ember's own: no
+    samples in -p PID of a process asleep (it said 'no samples in
+    /tmp/ember-record-XXXX.data')."""
+    sub = os.path.join(work, "names")
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        rc, err, _ = record(sub, ["-o", "x.svg", "-p", str(sleeper.pid), "--duration", "0.3"],
+                            check=False, env=dict(os.environ, TMPDIR=tmp))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    want = "no samples in the recording of process %d" % sleeper.pid
+    if rc != 1 or want not in err or tmp in err or "ember-record" in err or os.listdir(sub) != [
+            "tmp"] or os.listdir(tmp):
+        golden.fail("-p of a process asleep: exit %d, %r (expected %r), files %r" %
+                    (rc, err, want, os.listdir(sub)))
 
 
 def test_ctrl_c(work, known):
@@ -569,10 +609,12 @@ def main():
     got = test_dwarf(work, known_omit)
     leaf = test_leaf_stack(work, known_nopie)
     test_cannot_run(work, reader)
+    test_output_first(work)
     test_duration_values(work)
     test_sigterm_ignored(work)
     test_help_groups(work)
     test_ctrl_c(work, known)
+    test_names(work)
     test_threads(work, forks)
     test_pid(work, forks)
     test_system_wide(work)
