@@ -102,6 +102,16 @@ void cli_cleanup_remove(const char *path);
 void cli_cleanup_block(sigset_t *old);
 void cli_cleanup_unblock(const sigset_t *old);
 
+/* ---- private directories in TMPDIR (private_dir.c) ---- */
+/* For files a program ember runs opens by path: makes TMPDIR/ember-run.XXXXXX
+ * (path, cap bytes), locked (*lock) as long as this process lives and
+ * registered with cleanup.c. 0, or -1 after saying why. */
+int cli_private_dir_make(char *path, size_t cap, int *lock);
+/* Removes those whose owner is gone (killed: nothing else removed them). */
+void cli_private_dir_sweep(void);
+/* Removes it and its files (it is flat), unregisters and unlocks it. */
+void cli_private_dir_remove(char *path, int *lock);
+
 /* ---- progress on stderr, for long inputs on a terminal ---- */
 struct cli_progress {
     bool enabled;

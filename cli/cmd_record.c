@@ -14,12 +14,14 @@
  * recording is still written); before and after, they remove the
  * temporaries as everywhere (cleanup.c). Nothing is left behind, kill -9
  * included: the recording for other outputs is an unnamed file
- * (record_back.c).
+ * (record_back.c), an OCaml command's runtime events go to a private
+ * directory that the next run removes if we could not (private_dir.c).
  * The exit status is the command's (a shell's 126/127 when it could not
  * run).
  *
  * An OCaml 5 command's runtime events are followed while it is sampled
- * (trace_run.c's environment and follower, as `ember trace record`): its
+ * (trace_run.c's environment and follower, as `ember trace record`; a
+ * command is one when its program has OCaml's runtime: ocaml_exe.c): its
  * GC phases go with the recording, on the samples' clock. With -o X.data
  * they are kept in X.data.events - beside the file rather than inside it,
  * so that perf's tools read X.data as ever and ember trace and OCaml's own
@@ -280,20 +282,23 @@ static void summary(const struct ember_record_stats *st, bool off_cpu, const cha
 
 /* The runtime events an OCaml command writes are followed when ember
  * starts the command itself; with -o X.data they are kept in X.data.events
- * (events_out). */
+ * (events_out, also for another command: an older one goes). Either way,
+ * what killed embers left in TMPDIR goes. */
 static int gc_follower(const struct ember_record_opts *ro, const char *out,
                        struct trace_side **side, char **events_out)
 {
     *side = NULL;
     *events_out = NULL;
-    if (!ro->argv || ro->system_wide || ro->npids)
-        return 0;
-    if (is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
+    bool ours = ro->argv && !ro->system_wide && !ro->npids;
+    if (ours && is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
         *events_out = NULL;
         cli_error("out of memory");
         return -1;
     }
-    return trace_side_begin(side, *events_out);
+    if (ours && trace_side_wanted(ro->argv))
+        return trace_side_begin(side, *events_out); /* sweeps too */
+    cli_private_dir_sweep();
+    return 0;
 }
 
 /* A recording into X.data (o): X.data, and X.data.events when the command

@@ -25,7 +25,6 @@
 #include "trace_run.h"
 #include "cli.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -349,51 +348,19 @@ static void close_all(struct runner *rn)
         unlink(rn->live[1].path);
 }
 
+/* The run's private directory (private_dir.c): what the program opens by
+ * path goes there, and nothing of it outlives us for long. */
 static int make_dir(struct trace_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->max_rss_kb = -1;
-    /* the rings may be large: under TMPDIR when the user set one */
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !tmp[0])
-        tmp = "/tmp";
-    if ((size_t)snprintf(r->dir, sizeof(r->dir), "%s/ember-record.XXXXXX", tmp) >=
-        sizeof(r->dir) - 64) {
-        cli_error("TMPDIR is too long: %s", tmp);
-        r->dir[0] = '\0';
-        return -1;
-    }
-    sigset_t old;
-    cli_cleanup_block(&old);
-    bool made = mkdtemp(r->dir) && cli_cleanup_add(r->dir, true) == 0;
-    cli_cleanup_unblock(&old);
-    if (!made) {
-        cli_error("cannot create a directory in %s: %s", tmp, strerror(errno));
-        r->dir[0] = '\0';
-        return -1;
-    }
-    return 0;
+    cli_private_dir_sweep();
+    return cli_private_dir_make(r->dir, sizeof(r->dir), &r->dir_lock);
 }
 
 void trace_run_done(struct trace_run *r)
 {
-    if (!r->dir[0])
-        return;
-    /* ours, the OCaml runtime's own file (<pid>.events) and its children's:
-     * the directory is flat */
-    sigset_t old;
-    cli_cleanup_block(&old);
-    DIR *dir = opendir(r->dir);
-    struct dirent *e;
-    while (dir && (e = readdir(dir)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlinkat(dirfd(dir), e->d_name, 0);
-    if (dir)
-        closedir(dir);
-    rmdir(r->dir);
-    cli_cleanup_remove(r->dir);
-    cli_cleanup_unblock(&old);
-    r->dir[0] = '\0';
+    cli_private_dir_remove(r->dir, &r->dir_lock);
 }
 
 /* Follows until the program ends (or a signal asks us to stop it). */

@@ -286,6 +286,68 @@ def test_output_first(work):
                         "the command not run)" % (out, rc, took, err, os.listdir(sub)))
 
 
+def leaves_nothing(work, known, out):
+    """kill -9 of ember record -o OUT while it records: nothing of it is
+    left, in TMPDIR or beside OUT; while it recorded, nothing was in TMPDIR
+    (a command that is not OCaml needs no directory)."""
+    sub = os.path.join(work, "kill9-" + out)
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    p = subprocess.Popen([golden.EMBER, "record", "-o", out, "--", known, "1000000"], cwd=sub,
+                         env=dict(os.environ, TMPDIR=tmp), stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_recording(p.pid)
+        during = os.listdir(tmp)
+        p.kill()
+        p.wait()
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)  # the command, which outlives ember
+    beside = sorted(set(os.listdir(sub)) - {"tmp"})
+    if during or beside or os.listdir(tmp):
+        golden.fail("kill -9 of ember record -o %s: TMPDIR held %r while recording, %r after; "
+                    "%r beside the output" % (out, during, os.listdir(tmp), beside))
+
+
+def test_kill9(work, known):
+    """Nothing ember record makes for itself outlives it (it left
+    /tmp/ember-record-XXXX.data, /tmp/ember-record.XXXX/ and .OUT.XXXX):
+    the recording read back for an SVG, and a perf.data on its way to -o."""
+    leaves_nothing(work, known, "k.svg")
+    leaves_nothing(work, known, "k.data")
+
+
+def test_kill9_ocaml(work):
+    """An OCaml program opens its runtime events by path: they go to a
+    directory of ember's in TMPDIR, which kill -9 cannot take away; the next
+    ember record removes it (its owner is gone), though the program, still
+    running, writes on."""
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if not os.path.exists(fixture):
+        print("note: no OCaml fixture (%s): kill -9 of an OCaml recording not checked" % fixture)
+        return
+    sub = os.path.join(work, "kill9-ocaml")
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
+    p = subprocess.Popen([golden.EMBER, "record", "-o", "fx.svg", "--", fixture, "-iters",
+                          "1000000"], cwd=sub, env=env, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_recording(p.pid)
+        p.kill()
+        p.wait()
+        stale = os.listdir(tmp)
+        rc, err, _ = record(sub, ["-o", "t.folded", "--", "sh", "-c", "i=0; while [ $i -lt "
+                                  "30000 ]; do i=$((i+1)); done"], env=env)
+        after = os.listdir(tmp)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+    if len(stale) != 1 or rc != 0 or after:
+        golden.fail("kill -9 of ember record of an OCaml program: TMPDIR held %r; the next "
+                    "ember record: exit %d, %r, and TMPDIR holds %r" % (stale, rc, err, after))
+
+
 def test_names(work):
     """Messages name what the user named, not a file of ember's own: no
     samples in -p PID of a process asleep (it said 'no samples in
@@ -614,6 +676,8 @@ def main():
     test_sigterm_ignored(work)
     test_help_groups(work)
     test_ctrl_c(work, known)
+    test_kill9(work, known)
+    test_kill9_ocaml(work)
     test_names(work)
     test_threads(work, forks)
     test_pid(work, forks)
