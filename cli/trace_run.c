@@ -154,7 +154,7 @@ static void live_error(const struct live *l, const struct ember_diag *d, int err
 {
     struct ember_diag named = *d;
     if (l->name[0] && d->file[0])
-        snprintf(named.file, sizeof(named.file), "%s", l->name);
+        snprintf(named.file, sizeof(named.file), "%.*s", (int)sizeof(named.file) - 1, l->name);
     cli_diag_error(&named, err);
 }
 
