@@ -51,6 +51,7 @@ struct cli_output {
     const char *path; /* as the user gave it, for messages; NULL: stdout */
     char *target;     /* path with its symlinks followed */
     char *tmp;        /* the temporary file renamed to target on commit */
+    bool unnamed;     /* the temporary is unnamed (O_TMPFILE): tmp is its name at commit */
 };
 int cli_output_open(struct cli_output *o, const char *path);
 int cli_output_open_mode(struct cli_output *o, const char *path, mode_t create_mode);
@@ -101,6 +102,16 @@ void cli_cleanup_remove(const char *path);
 void cli_cleanup_block(sigset_t *old);
 void cli_cleanup_unblock(const sigset_t *old);
 
+/* ---- private directories in TMPDIR (private_dir.c) ---- */
+/* For files a program ember runs opens by path: makes TMPDIR/ember-run.XXXXXX
+ * (path, cap bytes), locked (*lock) as long as this process lives and
+ * registered with cleanup.c. 0, or -1 after saying why. */
+int cli_private_dir_make(char *path, size_t cap, int *lock);
+/* Removes those whose owner is gone (killed: nothing else removed them). */
+void cli_private_dir_sweep(void);
+/* Removes it and its files (it is flat), unregisters and unlocks it. */
+void cli_private_dir_remove(char *path, int *lock);
+
 /* ---- progress on stderr, for long inputs on a terminal ---- */
 struct cli_progress {
     bool enabled;
@@ -130,6 +141,10 @@ struct cli_reader {
      * kept (gc.times) */
     const char *during, *outside, *gc_events;
     bool timeline;
+    /* >= 0: the one input is this descriptor, read from its start, and
+     * files[0] only its name in messages (ember record's unnamed
+     * recording: nothing beside it either); -1 (cli_reader_init) */
+    int input_fd;
     struct ember_gc_filter gc;
     struct ember_gc_phases *gc_phases;
 };
@@ -150,8 +165,9 @@ int cli_transform_option(const struct option *opt, const char *arg);
         OPT_STRING, (name), 0, &(field), (argh), (help), (def), NULL, false                        \
     }
 #define CLI_GC_OPTIONS_(r)                                                                         \
-    CLI_GC_OPTION_((r).during, "during", "gc", "OCaml 5 perf.data: the samples inside GC phases",  \
-                   NULL),                                                                          \
+    OPT_GROUP_("OCaml 5 GC phases (perf.data recordings with their runtime events):"),             \
+        CLI_GC_OPTION_((r).during, "during", "gc",                                                 \
+                       "OCaml 5 perf.data: the samples inside GC phases", NULL),                   \
         CLI_GC_OPTION_((r).outside, "outside", "gc",                                               \
                        "OCaml 5 perf.data: the samples outside GC phases", NULL),                  \
         CLI_GC_OPTION_((r).gc_events, "gc-events", "FILE", "its runtime events (GC phases)",       \
@@ -208,8 +224,9 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
 /* After reading a perf.data recording with timeline set (r->gc.times):
  * CPU samples and GC phases (when found) on one time axis, as a Chrome
- * trace or Perfetto's protobuf, into out (NULL: stdout). */
-int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+ * trace or Perfetto's protobuf, into o (open; finished here: 0, or 1 after
+ * saying why). */
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, struct cli_output *o,
                           bool perfetto);
 
 #endif

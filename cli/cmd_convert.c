@@ -164,9 +164,10 @@ int cmd_convert(int argc, char **argv)
         cli_error("--to perfetto draws a perf.data recording on its time axis: %s is not one",
                   nfiles ? argv[0] : "standard input");
         ret = 1;
-    } else if (p && !ret && (perfetto || (r.timeline && r.gc_phases)))
-        ret = cli_write_gc_timeline(&r, p, out, perfetto);
-    else if (p && !ret)
+    } else if (p && !ret && (perfetto || (r.timeline && r.gc_phases))) {
+        struct cli_output o;
+        ret = cli_output_open(&o, out) < 0 ? 1 : cli_write_gc_timeline(&r, p, &o, perfetto);
+    } else if (p && !ret)
         ret = output(w, p, &co, out);
     ember_profile_free(p);
     cli_reader_release(&r);

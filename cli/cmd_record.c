@@ -7,15 +7,21 @@
  * names (ember_writer_for_path): one path from the kernel's records to
  * every profile.
  *
- * Invariants: while recording, SIGINT, SIGTERM and SIGHUP only ask the loop to
- * stop (the recording is still written); before and after, they remove
- * the temporaries as everywhere (cleanup.c). Nothing is left behind on
- * failure: the output is made beside its target and renamed, the
- * recording for other outputs lives in TMPDIR until read. The exit status
- * is the command's (a shell's 126/127 when it could not run).
+ * Invariants: the output is opened (made unnamed beside its target,
+ * renamed at the end: output.c) before the command starts, so that one
+ * that cannot be written is said before the run, not after it. While
+ * recording, SIGINT, SIGTERM and SIGHUP only ask the loop to stop (the
+ * recording is still written); before and after, they remove the
+ * temporaries as everywhere (cleanup.c). Nothing is left behind, kill -9
+ * included: the recording for other outputs is an unnamed file
+ * (record_back.c), an OCaml command's runtime events go to a private
+ * directory that the next run removes if we could not (private_dir.c).
+ * The exit status is the command's (a shell's 126/127 when it could not
+ * run).
  *
  * An OCaml 5 command's runtime events are followed while it is sampled
- * (trace_run.c's environment and follower, as `ember trace record`): its
+ * (trace_run.c's environment and follower, as `ember trace record`; a
+ * command is one when its program has OCaml's runtime: ocaml_exe.c): its
  * GC phases go with the recording, on the samples' clock. With -o X.data
  * they are kept in X.data.events - beside the file rather than inside it,
  * so that perf's tools read X.data as ever and ember trace and OCaml's own
@@ -26,13 +32,13 @@
  */
 #include "cli.h"
 #include "commands.h"
+#include "record_back.h"
 #include "trace_run.h"
 #include "ember/convert.h"
 #include "ember/record.h"
-#include "ember/transform.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +106,7 @@ struct record_args {
     unsigned freq;
     const char *call_graph, *out, *pids;
     bool all, off_cpu;
-    double duration;
+    double duration; /* seconds; INFINITY: until the command ends (the parser gives finite ones) */
     const char *during, *outside; /* gc: keep the samples inside / outside GC phases */
 };
 
@@ -164,44 +170,6 @@ static bool is_perfetto(const char *path)
     return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace");
 }
 
-/* The recording of a non-.data output: a file in TMPDIR, removed on signals. */
-static int temp_recording(char **path)
-{
-    const char *dir = getenv("TMPDIR");
-    if (asprintf(path, "%s/ember-record-XXXXXX.data", dir && *dir ? dir : "/tmp") < 0) {
-        *path = NULL;
-        cli_error("out of memory");
-        return -1;
-    }
-    sigset_t old;
-    cli_cleanup_block(&old);
-    int fd = mkostemps(*path, 5, O_CLOEXEC);
-    if (fd >= 0 && cli_cleanup_add(*path, false) < 0) {
-        unlink(*path);
-        close(fd);
-        fd = -1;
-        errno = ENAMETOOLONG;
-    }
-    cli_cleanup_unblock(&old);
-    if (fd < 0) {
-        cli_error("cannot create a temporary recording %s: %s", *path, strerror(errno));
-        free(*path);
-        *path = NULL;
-    }
-    return fd;
-}
-
-static void drop_temp(char *path, int fd)
-{
-    if (fd >= 0)
-        close(fd);
-    if (path) {
-        unlink(path);
-        cli_cleanup_remove(path);
-        free(path);
-    }
-}
-
 static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -237,7 +205,7 @@ static int record_loop(struct ember_recorder *rec, double duration, struct trace
         if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
             side = NULL;
         int timeout = side ? 10 : 100; /* OCaml's rings are small: read them often */
-        if (duration > 0) {
+        if (isfinite(duration)) {
             double left = duration - seconds_since(&t0);
             if (left <= 0)
                 return 0;
@@ -273,7 +241,7 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
     int err = ember_recorder_new(&rec, ro, fd, &d);
     if (!err && side) {
         ember_recorder_stats(rec, st);
-        trace_side_command(side, st->pid);
+        trace_side_command(side, ro->argv[0], st->pid);
     }
     if (!err)
         err = ember_recorder_start(rec, &d);
@@ -284,6 +252,9 @@ static int record_into(const struct ember_record_opts *ro, const struct record_a
         follow_gc(side, true); /* what it wrote before it ended */
     if (rec)
         ember_recorder_stats(rec, st);
+    if (st->cmd_killed)
+        cli_warning("%s did not end within %g s of SIGTERM: killed it (SIGKILL)", ro->argv[0],
+                    EMBER_RECORD_KILL_AFTER_MS_DEFAULT / 1000.0);
     ember_recorder_free(rec);
     cli_cleanup_install();
     if (err || stop_err) {
@@ -309,97 +280,40 @@ static void summary(const struct ember_record_stats *st, bool off_cpu, const cha
             events ? " and its GC phases in " : "", events ? events : "");
 }
 
-/* The title of a flame graph: the command's name. */
-static const char *title(const struct ember_record_opts *ro)
-{
-    if (ro->system_wide || ro->npids)
-        return ro->system_wide ? "system" : "processes";
-    const char *slash = strrchr(ro->argv[0], '/');
-    return slash && slash[1] ? slash + 1 : ro->argv[0];
-}
-
-/* The recording in path, read back and written as w (NULL: Perfetto's
- * timeline) into out. */
-static int write_from_recording(const struct ember_writer_format *w, char *path, const char *out,
-                                const char *name, const char *events, const struct record_args *a)
-{
-    struct cli_reader r;
-    cli_reader_init(&r);
-    r.verb = "write";
-    r.format = "perf.data";
-    r.gc_events = events;
-    r.during = a->during;
-    r.outside = a->outside;
-    /* samples and GC on one axis */
-    r.timeline = !w || (events && strcmp(w->name, "chrome") == 0);
-    r.ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
-    r.flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
-    /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
-     * C++ and Rust symbols perf left mangled */
-    struct ember_diag dd;
-    ember_diag_clear(&dd);
-    r.transform = ember_transform_new();
-    int ret = r.transform && ember_transform_add(r.transform, EMBER_STEP_DEMANGLE, NULL, &dd) == 0
-                  ? 0
-                  : 1;
-    struct ember_profile *p = ret ? NULL : ember_profile_new();
-    ret = p ? cli_read_profile(&r, p, &path, 1) : 1;
-    if (!p)
-        cli_error("out of memory");
-    struct ember_convert_opts co;
-    ember_convert_opts_default(&co);
-    co.name = name;
-    co.exporter = "ember@" EMBER_VERSION;
-    struct cli_output o;
-    if (!ret && r.timeline && (!w || r.gc_phases))
-        ret = cli_write_gc_timeline(&r, p, out, !w);
-    else if (!ret && cli_output_open(&o, out) < 0)
-        ret = 1;
-    else if (!ret) {
-        struct ember_diag d;
-        ember_diag_clear(&d);
-        struct ember_sink sink = cli_output_sink(&o);
-        int err = w->write(p, &co, &sink, &d);
-        ret = cli_output_finish(&o, err, &d);
-    }
-    ember_profile_free(p);
-    cli_reader_release(&r);
-    return ret;
-}
-
 /* The runtime events an OCaml command writes are followed when ember
- * starts the command itself; with -o X.data they are kept in X.data.events. */
+ * starts the command itself; with -o X.data they are kept in X.data.events
+ * (events_out, also for another command: an older one goes). Either way,
+ * what killed embers left in TMPDIR goes. */
 static int gc_follower(const struct ember_record_opts *ro, const char *out,
                        struct trace_side **side, char **events_out)
 {
     *side = NULL;
     *events_out = NULL;
-    if (!ro->argv || ro->system_wide || ro->npids)
-        return 0;
-    if (is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
+    bool ours = ro->argv && !ro->system_wide && !ro->npids;
+    if (ours && is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
         *events_out = NULL;
         cli_error("out of memory");
         return -1;
     }
-    return trace_side_begin(side, *events_out);
+    if (ours && trace_side_wanted(ro->argv))
+        return trace_side_begin(side, *events_out); /* sweeps too */
+    cli_private_dir_sweep();
+    return 0;
 }
 
-/* A recording into X.data: X.data, and X.data.events when the command
+/* A recording into X.data (o): X.data, and X.data.events when the command
  * wrote runtime events (an older X.data.events would pair this recording
  * with another run's GC phases: it goes). */
 static int record_data(const struct ember_record_opts *ro, const struct record_args *a,
-                       struct trace_side *side, const char *events_out)
+                       struct cli_output *o, struct trace_side *side, const char *events_out)
 {
     struct ember_record_stats st;
-    struct cli_output o;
-    if (cli_output_open_mode(&o, a->out, 0600) < 0)
-        return 1;
-    int ret = record_into(ro, a, o.fd, a->out, side, &st);
+    int ret = record_into(ro, a, o->fd, a->out, side, &st);
     if (ret) {
-        cli_output_abort(&o);
+        cli_output_abort(o);
         return ret;
     }
-    if (cli_output_commit(&o) < 0)
+    if (cli_output_commit(o) < 0)
         return 1;
     const char *events = side ? trace_side_finish(side) : NULL;
     if (!events && events_out && unlink(events_out) < 0 && errno != ENOENT)
@@ -409,30 +323,54 @@ static int record_data(const struct ember_record_opts *ro, const struct record_a
     return command_status(&st);
 }
 
-/* A recording made into another output, with the GC phases when the
- * command wrote runtime events. */
+/* A recording made into another output (o, as w writes it), with the GC
+ * phases when the command wrote runtime events. */
 static int record_other(const struct ember_record_opts *ro, const struct record_args *a,
-                        const struct ember_writer_format *w, struct trace_side *side)
+                        const struct ember_writer_format *w, struct cli_output *o,
+                        struct trace_side *side)
 {
+    struct record_back b = {.w = w, .during = a->during, .outside = a->outside};
+    record_back_names(&b, ro);
     struct ember_record_stats st;
-    char *tmp = NULL;
-    int fd = temp_recording(&tmp);
-    if (fd < 0)
-        return 1;
-    int ret = record_into(ro, a, fd, tmp, side, &st);
-    const char *events = !ret && side ? trace_side_finish(side) : NULL;
-    if (!ret && !events && (a->during || a->outside)) {
+    int fd = record_back_scratch(&b);
+    char where[sizeof(b.name) + 64]; /* a write that fails: the recording's file system */
+    snprintf(where, sizeof(where), "%s in %s", b.name, record_back_dir());
+    int ret = fd < 0 ? 1 : record_into(ro, a, fd, where, side, &st);
+    b.events = !ret && side ? trace_side_finish(side) : NULL;
+    if (!ret && !b.events && (a->during || a->outside)) {
         cli_error("--%s gc: %s wrote no OCaml runtime events (an OCaml 5 program writes them)",
                   a->during ? "during" : "outside", ro->argv ? ro->argv[0] : "the command");
         ret = 1;
     }
-    if (!ret)
-        ret = write_from_recording(w, tmp, a->out, title(ro), events, a);
-    drop_temp(tmp, fd);
+    if (ret)
+        cli_output_abort(o);
+    else
+        ret = record_back_write(&b, fd, o);
+    if (fd >= 0)
+        close(fd);
     if (ret)
         return ret;
     summary(&st, a->off_cpu, a->out, NULL);
     return command_status(&st);
+}
+
+/* OUT's writer (NULL for .data and Perfetto's timeline): 0, or the exit
+ * code after saying why there is none. */
+static int out_format(const char *out, const struct ember_writer_format **w)
+{
+    *w = is_data(out) || is_perfetto(out) ? NULL : ember_writer_for_path(out);
+    if (!is_data(out) && !is_perfetto(out) && !*w) {
+        cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
+                  ".speedscope.json, .json or .pftrace",
+                  out);
+        return EXIT_USAGE;
+    }
+    if (!is_data(out) && !ember_format_find("perf.data")) {
+        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
+                  out);
+        return 1;
+    }
+    return 0;
 }
 
 static int run(const struct ember_record_opts *ro, const struct record_args *a)
@@ -441,24 +379,24 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
      * and what was recorded is written; cleanup.c's handlers come back
      * when recording ends */
     catch_stop_signals();
-    const struct ember_writer_format *w =
-        is_data(a->out) || is_perfetto(a->out) ? NULL : ember_writer_for_path(a->out);
-    if (!is_data(a->out) && !is_perfetto(a->out) && !w) {
-        cli_error("-o %s: which format? name it .data (perf.data), .svg, .pb.gz, .folded, "
-                  ".speedscope.json, .json or .pftrace",
-                  a->out);
-        return EXIT_USAGE;
-    }
-    if (!is_data(a->out) && !ember_format_find("perf.data")) {
-        cli_error("-o %s: this ember cannot read perf.data files back; record to a .data file",
-                  a->out);
+    const struct ember_writer_format *w;
+    int ret = out_format(a->out, &w);
+    if (ret)
+        return ret;
+    /* OUT can be written, or it is said now: not once the command has run
+     * (a perf.data file is written as it records) */
+    struct cli_output o;
+    if (cli_output_open_mode(&o, a->out, is_data(a->out) ? 0600 : 0666) < 0)
         return 1;
-    }
     struct trace_side *side;
     char *events_out;
-    int ret = gc_follower(ro, a->out, &side, &events_out) < 0 ? 1
-              : is_data(a->out)                               ? record_data(ro, a, side, events_out)
-                                                              : record_other(ro, a, w, side);
+    if (gc_follower(ro, a->out, &side, &events_out) < 0) {
+        cli_output_abort(&o);
+        ret = 1;
+    } else {
+        ret = is_data(a->out) ? record_data(ro, a, &o, side, events_out)
+                              : record_other(ro, a, w, &o, side);
+    }
     trace_side_free(side);
     free(events_out);
     return ret;
@@ -494,6 +432,24 @@ static unsigned leaf_stack(const struct record_args *a)
     return ((unsigned)a->leaf_stack + 7) & ~7u;
 }
 
+/* -F, --duration and --leaf-stack in their ranges: 0, or EXIT_USAGE after saying why. */
+static int check_numbers(const struct record_args *a)
+{
+    if (a->freq == 0) {
+        cli_error("-F 0: expected samples per second, 1 or more");
+        return EXIT_USAGE;
+    }
+    if (!(a->duration > 0)) {
+        cli_error("--duration %g: expected seconds above 0", a->duration);
+        return EXIT_USAGE;
+    }
+    if (a->leaf_stack > 65528 || a->leaf_stack < 0) {
+        cli_error("--leaf-stack %d: 0 to 65528 bytes", a->leaf_stack);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* What to record: a command, -p or -a (with a command: while it runs). */
 static int check_target(int nargs, const struct record_args *a)
 {
@@ -512,6 +468,7 @@ int cmd_record(int argc, char **argv)
     struct record_args a = {.freq = EMBER_RECORD_FREQ_DEFAULT,
                             .call_graph = "fp",
                             .out = "ember.svg",
+                            .duration = INFINITY,
                             .leaf_stack = LEAF_STACK_DEFAULT};
     const struct option opts[] = {
         {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
@@ -529,7 +486,8 @@ int cmd_record(int argc, char **argv)
          "the waits under [off-cpu] (blocked) and [preempted] frames (--event off-cpu or cpu "
          "for one side); sampling is cpu-clock",
          NULL, NULL, false},
-        {OPT_DOUBLE, "duration", 0, &a.duration, "S", "stop after S seconds",
+        {OPT_DOUBLE, "duration", 0, &a.duration, "S",
+         "stop after S seconds (CMD gets SIGTERM, and SIGKILL 2 s later if it runs on)",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
         {OPT_STRING, "during", 0, &a.during, "gc",
          "an OCaml 5 CMD: only the samples taken inside its GC phases", NULL, NULL, false},
@@ -558,13 +516,7 @@ int cmd_record(int argc, char **argv)
     }
     struct ember_record_opts ro = {.freq = a.freq, .cmdline = cmdline};
     pid_t *pids = NULL;
-    if (a.freq == 0) {
-        cli_error("-F 0: expected samples per second, 1 or more");
-        free(cmdline);
-        return EXIT_USAGE;
-    }
-    if (a.leaf_stack > 65528 || a.leaf_stack < 0) {
-        cli_error("--leaf-stack %d: 0 to 65528 bytes", a.leaf_stack);
+    if (check_numbers(&a)) {
         free(cmdline);
         return EXIT_USAGE;
     }

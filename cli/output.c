@@ -2,6 +2,9 @@
  * output.c - where a command's result goes. With -o FILE the result is
  * written to a temporary file beside FILE and renamed over it at the end,
  * so a failure never leaves half a file (and never clobbers the old one).
+ * The temporary is unnamed (O_TMPFILE) until then where the system allows:
+ * however the command ends, kill -9 included, nothing is left of it; it
+ * gets a name beside FILE only for the rename.
  * Special files (-o /dev/null, a FIFO) are written in place; a symlink is
  * written through; a replaced file keeps its mode. Directories of results
  * (CTF) are made the same way: whole, then renamed. Temporaries are
@@ -54,17 +57,70 @@ static char *resolve_links(const char *path)
     return NULL;
 }
 
-/* Makes the temporary file beside o->target, registered for removal on a
- * signal before anyone can see it. */
-static int make_temp(struct cli_output *o)
+/* The directory of o->target ("." for a bare name), for O_TMPFILE. */
+static char *target_dir(const struct cli_output *o)
+{
+    const char *slash = strrchr(o->target, '/');
+    if (!slash)
+        return strdup(".");
+    return strndup(o->target, slash == o->target ? 1 : (size_t)(slash - o->target));
+}
+
+/* An unnamed file in the target's directory (O_TMPFILE): nothing is left
+ * of it however we end, kill -9 included, until commit names it. 0, or -1
+ * with errno: EOPNOTSUPP where it cannot be made or named later (a file
+ * system without O_TMPFILE, an older kernel, no /proc to link it from). */
+static int make_unnamed(struct cli_output *o)
+{
+    char *dir = target_dir(o);
+    if (!dir) {
+        errno = ENOMEM;
+        return -1;
+    }
+    o->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int saved = errno;
+    free(dir);
+    if (o->fd < 0) {
+        /* kernels without O_TMPFILE see O_DIRECTORY | O_RDWR: EISDIR */
+        errno = saved == EISDIR || saved == EINVAL ? EOPNOTSUPP : saved;
+        return -1;
+    }
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+    if (access(proc, F_OK) < 0) {
+        close(o->fd);
+        o->fd = -1;
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    o->unnamed = true;
+    return 0;
+}
+
+/* The temporary's name beside o->target: .NAME.XXXXXX. */
+static int temp_name(struct cli_output *o, const char *suffix)
 {
     const char *slash = strrchr(o->target, '/');
     int dirlen = slash ? (int)(slash - o->target + 1) : 0;
-    if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", dirlen, o->target, slash ? slash + 1 : o->target) < 0) {
+    if (asprintf(&o->tmp, "%.*s.%s.%s", dirlen, o->target, slash ? slash + 1 : o->target, suffix) <
+        0) {
         o->tmp = NULL;
         errno = ENOMEM;
         return -1;
     }
+    return 0;
+}
+
+/* Makes the temporary file beside o->target: unnamed where the system
+ * can, else named and registered for removal on a signal before anyone
+ * can see it. */
+static int make_temp(struct cli_output *o)
+{
+    o->unnamed = false;
+    if (make_unnamed(o) == 0 || errno != EOPNOTSUPP)
+        return o->unnamed ? 0 : -1;
+    if (temp_name(o, "XXXXXX") < 0)
+        return -1;
     sigset_t old;
     cli_cleanup_block(&old);
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
@@ -85,12 +141,41 @@ static int make_temp(struct cli_output *o)
     return 0;
 }
 
+/* Gives the unnamed file its temporary name (signals blocked by the
+ * caller), registered for removal as a named one: rename cannot take an
+ * unnamed file, and linkat cannot replace the target. */
+static int name_unnamed(struct cli_output *o)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+    for (unsigned i = 0; i < 100; i++) {
+        char suffix[32];
+        snprintf(suffix, sizeof(suffix), "%d.%u", (int)getpid(), i);
+        if (temp_name(o, suffix) < 0)
+            return -1;
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0) {
+            if (cli_cleanup_add(o->tmp, false) == 0)
+                return 0;
+            unlink(o->tmp);
+            errno = ENAMETOOLONG;
+        }
+        int saved = errno;
+        free(o->tmp);
+        o->tmp = NULL;
+        errno = saved;
+        if (saved != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
 int cli_output_open_mode(struct cli_output *o, const char *path, mode_t create_mode)
 {
     o->fd = STDOUT_FILENO;
     o->path = path && strcmp(path, "-") != 0 ? path : NULL;
     o->tmp = NULL;
     o->target = NULL;
+    o->unnamed = false;
     if (!o->path)
         return 0;
     o->target = resolve_links(o->path);
@@ -165,14 +250,18 @@ int cli_output_commit(struct cli_output *o)
     if (!o->path)
         return 0;
     int ret = 0;
+    sigset_t old;
+    cli_cleanup_block(&old);
+    if (o->unnamed && name_unnamed(o) < 0) {
+        cli_error("cannot write %s: %s", o->path, strerror(errno));
+        ret = -1;
+    }
     /* close first: on NFS a write error may only show now */
-    if (close(o->fd) < 0) {
+    if (close(o->fd) < 0 && !ret) {
         cli_error("cannot write %s: %s", o->path, strerror(errno));
         ret = -1;
     }
     if (o->tmp) {
-        sigset_t old;
-        cli_cleanup_block(&old);
         if (!ret && rename(o->tmp, o->target) < 0) {
             cli_error("cannot write %s: %s", o->path, strerror(errno));
             ret = -1;
@@ -180,8 +269,8 @@ int cli_output_commit(struct cli_output *o)
         if (ret)
             unlink(o->tmp);
         cli_cleanup_remove(o->tmp);
-        cli_cleanup_unblock(&old);
     }
+    cli_cleanup_unblock(&old);
     free(o->tmp);
     free(o->target);
     o->tmp = o->target = NULL;
@@ -214,7 +303,7 @@ void cli_output_abort(struct cli_output *o)
 {
     if (!o->path)
         return;
-    if (o->tmp) {
+    if (o->tmp) { /* an unnamed one goes with its descriptor */
         sigset_t old;
         cli_cleanup_block(&old);
         unlink(o->tmp);

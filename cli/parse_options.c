@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,9 @@ static int set_value(const struct option *o, const char *arg, const char *spelle
     case OPT_DOUBLE: {
         errno = 0;
         double v = strtod(arg, &end);
-        if (errno || *end || end == arg) {
+        /* no option means anything by nan or inf: a NaN passes every "<= 0"
+         * check after this one */
+        if (errno || *end || end == arg || !isfinite(v)) {
             cli_error("option %s expects a number, not '%s'", spelled, arg);
             return -1;
         }
@@ -89,26 +92,48 @@ static const struct option *find_long(const struct option *opts, const char *nam
     return NULL;
 }
 
+/* Copies an included table to at; whether it opened a heading of its own. */
+static bool copy_included(const struct option *table, struct option **at)
+{
+    bool headed = false;
+    for (const struct option *i = table; i && i->type != OPT_END; i++) {
+        headed |= i->type == OPT_GROUP;
+        *(*at)++ = *i;
+    }
+    return headed;
+}
+
 /* opts with its OPT_INCLUDE rows replaced by the tables they name (one
- * level); free() it. NULL when memory is short. */
+ * level); free() it. NULL when memory is short. A heading opened inside an
+ * included table ends with it: the rows after it are the outer table's,
+ * under its heading again (restated), never under the last one included
+ * (the GC options were listed as "DTrace options:" so). */
 static struct option *flatten(const struct option *opts)
 {
     size_t n = 1;
-    for (const struct option *o = opts; o->type != OPT_END; o++)
-        if (o->type == OPT_INCLUDE)
-            for (const struct option *i = o->value; i && i->type != OPT_END; i++)
-                n++;
-        else
+    for (const struct option *o = opts; o->type != OPT_END; o++) {
+        n++; /* the row, or the heading restated after an included table */
+        for (const struct option *i = o->value; o->type == OPT_INCLUDE && i && i->type != OPT_END;
+             i++)
             n++;
+    }
     struct option *flat = malloc(n * sizeof(*flat)), *at = flat;
     if (!flat)
         return NULL;
-    for (const struct option *o = opts; o->type != OPT_END; o++)
-        if (o->type == OPT_INCLUDE)
-            for (const struct option *i = o->value; i && i->type != OPT_END; i++)
-                *at++ = *i;
-        else
-            *at++ = *o;
+    struct option heading = OPT_GROUP_("Options:");
+    bool restate = false;
+    for (const struct option *o = opts; o->type != OPT_END; o++) {
+        if (o->type == OPT_INCLUDE) {
+            restate |= copy_included(o->value, &at);
+            continue;
+        }
+        if (o->type == OPT_GROUP)
+            heading = *o;
+        else if (restate)
+            *at++ = heading;
+        restate = false;
+        *at++ = *o;
+    }
     *at = (struct option)OPT_END_();
     return flat;
 }
@@ -214,6 +239,10 @@ static void usage_flat(const char *usage, const char *description, const struct 
     printf("usage: %s\n", usage);
     if (description)
         printf("\n%s\n", description);
+    /* the first options apart from the description (whose examples they
+     * would seem to continue) */
+    if (opts->type != OPT_END && opts->type != OPT_GROUP)
+        printf("\nOptions:\n");
     for (const struct option *o = opts; o->type != OPT_END; o++) {
         if (o->type == OPT_GROUP) {
             printf("\n%s\n", o->help);

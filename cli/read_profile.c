@@ -74,6 +74,7 @@ void cli_reader_init(struct cli_reader *r)
          f++)
         n += (size_t)snprintf(r->format_help + n, sizeof(r->format_help) - n, ", %s", (*f)->name);
     r->format_options = format_options(r); /* NULL if memory is short: none offered */
+    r->input_fd = -1;
 }
 
 void cli_reader_release(struct cli_reader *r)
@@ -171,7 +172,7 @@ static int gc_setup(struct cli_reader *r, const struct ember_format *fmt, const 
     char events[4200];
     if (r->gc_events)
         snprintf(events, sizeof(events), "%s", r->gc_events);
-    else if (path && strcmp(path, "-"))
+    else if (path && strcmp(path, "-") && r->input_fd < 0)
         snprintf(events, sizeof(events), "%s.events", path);
     else
         events[0] = '\0';
@@ -223,7 +224,8 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     struct ember_input *in;
     const struct ember_format *fmt = NULL;
     ember_diag_clear(&d);
-    int err = ember_input_open(&in, path, &d);
+    int err = r->input_fd >= 0 ? ember_input_open_fd(&in, r->input_fd, path, &d)
+                               : ember_input_open(&in, path, &d);
     if (err) {
         cli_diag_error(&d, err);
         return 1;
@@ -362,16 +364,13 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     return 0;
 }
 
-int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
+int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, struct cli_output *o,
                           bool perfetto)
 {
-    struct cli_output o;
     struct ember_diag d;
     ember_diag_clear(&d);
-    if (cli_output_open(&o, out) < 0)
-        return 1;
-    struct ember_sink sink = cli_output_sink(&o);
+    struct ember_sink sink = cli_output_sink(o);
     int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
                        : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
-    return cli_output_finish_doing(&o, err, &d, "write the timeline");
+    return cli_output_finish_doing(o, err, &d, "write the timeline");
 }

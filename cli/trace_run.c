@@ -25,7 +25,6 @@
 #include "trace_run.h"
 #include "cli.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -40,6 +39,8 @@
 
 struct live {
     char path[4200]; /* the file being followed */
+    char name[512];  /* its name in messages when path is ours ("the runtime events of CMD"),
+                        else "": a path in our directory names nothing the user knows */
     struct ember_trace *t;
     struct ember_trace_recorder *rec;
     struct cli_output o; /* ember rings recorded into -o OUT */
@@ -55,6 +56,8 @@ struct runner {
     char ember_path[4200], ocaml_dir[4096];
     bool ocaml_dir_ours, ocaml_preserve;
     pid_t pid;
+    struct cli_output out; /* o->out, opened before the program runs */
+    bool out_ready;        /* out is open and no recording has taken it yet */
 };
 
 static volatile sig_atomic_t stop;
@@ -146,6 +149,58 @@ static int private_file(struct runner *rn, const char *name, char *path, size_t 
     return open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 }
 
+/* What the library says about l's file, said with l's name. */
+static void live_error(const struct live *l, const struct ember_diag *d, int err)
+{
+    struct ember_diag named = *d;
+    if (l->name[0] && d->file[0])
+        snprintf(named.file, sizeof(named.file), "%.*s", (int)sizeof(named.file) - 1, l->name);
+    cli_diag_error(&named, err);
+}
+
+static const char *live_name(const struct live *l)
+{
+    return l->name[0] ? l->name : l->path;
+}
+
+/* A recording of l's that cannot be made in the private directory: said
+ * as where that is (TMPDIR), its own name being ours alone. */
+static void cannot_record_here(const struct runner *rn, const struct live *l)
+{
+    int err = errno;
+    const char *slash = strrchr(rn->r->dir, '/');
+    cli_error("cannot record %s in %.*s: %s", live_name(l),
+              slash ? (int)(slash - rn->r->dir) : (int)strlen(rn->r->dir), rn->r->dir,
+              strerror(err));
+}
+
+/* o->out, opened before anything runs: one that cannot be written is said
+ * at once, not once the program has run. */
+static int open_out(struct runner *rn)
+{
+    if (!rn->o->out)
+        return 0;
+    if (cli_output_open_mode(&rn->out, rn->o->out, 0600) < 0) /* 0600 as the rings it copies */
+        return -1;
+    rn->out_ready = true;
+    return 0;
+}
+
+/* The recording l is made into path: the output opened first when path
+ * is it, else path opened now (OUT.events beside OUT). */
+static int take_out(struct runner *rn, struct live *l, const char *path)
+{
+    if (rn->out_ready && strcmp(path, rn->o->out) == 0) {
+        l->o = rn->out;
+        rn->out_ready = false;
+    } else if (cli_output_open_mode(&l->o, path, 0600) < 0) {
+        return -1;
+    }
+    l->user_out = true;
+    l->fd = l->o.fd;
+    return 0;
+}
+
 /* The trace at l->path is there with a complete header: followed and
  * recorded from now on. */
 static int begin_recording(struct runner *rn, struct live *l, unsigned slot)
@@ -154,11 +209,8 @@ static int begin_recording(struct runner *rn, struct live *l, unsigned slot)
     static const char *const names[] = {"ember.trace", "ocaml.events"};
     l->fd = l->scratch = -1;
     if (ember && rn->o->out) {
-        /* 0600 when new, as the library makes the rings it copies */
-        if (cli_output_open_mode(&l->o, rn->o->out, 0600) < 0)
+        if (take_out(rn, l, rn->o->out) < 0)
             return -1;
-        l->user_out = true;
-        l->fd = l->o.fd;
     } else if (ember) {
         l->fd = private_file(rn, names[slot], l->recording, sizeof(l->recording));
     } else {
@@ -166,12 +218,12 @@ static int begin_recording(struct runner *rn, struct live *l, unsigned slot)
         l->scratch = private_file(rn, "ocaml.spool", spool, sizeof(spool));
     }
     if ((ember && l->fd < 0) || (!ember && l->scratch < 0)) {
-        cli_error("cannot create a file in %s: %s", rn->r->dir, strerror(errno));
+        cannot_record_here(rn, l);
         return -1;
     }
     int err = ember_trace_recorder_new(&l->rec, l->t, l->fd, l->scratch);
     if (err) {
-        cli_error("cannot record %s: %s", l->path, strerror(-err));
+        cli_error("cannot record %s: %s", live_name(l), strerror(-err));
         return -1;
     }
     return 0;
@@ -190,7 +242,7 @@ static int look(struct runner *rn)
         if (err == -ETIMEDOUT)
             continue; /* not there, or its header not written, yet */
         if (err) {
-            cli_diag_error(&d, err);
+            live_error(l, &d, err);
             return -1;
         }
         if (begin_recording(rn, l, i) < 0)
@@ -211,9 +263,9 @@ static int poll_all(struct runner *rn, bool final)
         if (n < 0) {
             const struct ember_diag *why = ember_trace_error(l->t);
             if (why->msg[0])
-                cli_diag_error(why, n);
+                live_error(l, why, n);
             else
-                cli_error("%s: %s", l->path, strerror(-n));
+                cli_error("%s: %s", live_name(l), strerror(-n));
             return -1;
         }
         total += n;
@@ -231,13 +283,11 @@ static int finish_ocaml(struct runner *rn, struct live *l, char *path, size_t ca
         out = both;
     }
     if (out) {
-        if (cli_output_open_mode(&l->o, out, 0600) < 0)
+        if (take_out(rn, l, out) < 0)
             return -1;
-        l->user_out = true;
-        l->fd = l->o.fd;
         snprintf(path, cap, "%s", out);
     } else if ((l->fd = private_file(rn, "ocaml.events", path, cap)) < 0) {
-        cli_error("cannot create a file in %s: %s", rn->r->dir, strerror(errno));
+        cannot_record_here(rn, l);
         return -1;
     }
     return 0;
@@ -256,7 +306,7 @@ static int finish_all(struct runner *rn, bool ok)
         snprintf(path, sizeof(path), "%s", rn->o->out ? rn->o->out : l->recording);
         int err = ret == 0 && ocaml ? finish_ocaml(rn, l, path, sizeof(path)) : ret;
         if (!err && l->rec && (err = ember_trace_recorder_finish(l->rec, l->fd)) != 0)
-            cli_error("cannot record into %s: %s", path, strerror(-err));
+            cli_error("cannot record %s: %s", l->user_out ? path : live_name(l), strerror(-err));
         if (l->user_out && (err || cli_output_commit(&l->o) < 0)) {
             if (err)
                 cli_output_abort(&l->o);
@@ -290,56 +340,27 @@ static void close_all(struct runner *rn)
         if (!l->user_out && l->fd >= 0 && l->t)
             close(l->fd);
     }
+    if (rn->out_ready) /* nothing was recorded into it */
+        cli_output_abort(&rn->out);
+    rn->out_ready = false;
     /* the OCaml file it left outside our directory, unless asked to keep it */
     if (rn->live[1].path[0] && !rn->ocaml_dir_ours && !rn->ocaml_preserve)
         unlink(rn->live[1].path);
 }
 
+/* The run's private directory (private_dir.c): what the program opens by
+ * path goes there, and nothing of it outlives us for long. */
 static int make_dir(struct trace_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->max_rss_kb = -1;
-    /* the rings may be large: under TMPDIR when the user set one */
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !tmp[0])
-        tmp = "/tmp";
-    if ((size_t)snprintf(r->dir, sizeof(r->dir), "%s/ember-record.XXXXXX", tmp) >=
-        sizeof(r->dir) - 64) {
-        cli_error("TMPDIR is too long: %s", tmp);
-        r->dir[0] = '\0';
-        return -1;
-    }
-    sigset_t old;
-    cli_cleanup_block(&old);
-    bool made = mkdtemp(r->dir) && cli_cleanup_add(r->dir, true) == 0;
-    cli_cleanup_unblock(&old);
-    if (!made) {
-        cli_error("cannot create a directory in %s: %s", tmp, strerror(errno));
-        r->dir[0] = '\0';
-        return -1;
-    }
-    return 0;
+    cli_private_dir_sweep();
+    return cli_private_dir_make(r->dir, sizeof(r->dir), &r->dir_lock);
 }
 
 void trace_run_done(struct trace_run *r)
 {
-    if (!r->dir[0])
-        return;
-    /* ours, the OCaml runtime's own file (<pid>.events) and its children's:
-     * the directory is flat */
-    sigset_t old;
-    cli_cleanup_block(&old);
-    DIR *dir = opendir(r->dir);
-    struct dirent *e;
-    while (dir && (e = readdir(dir)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlinkat(dirfd(dir), e->d_name, 0);
-    if (dir)
-        closedir(dir);
-    rmdir(r->dir);
-    cli_cleanup_remove(r->dir);
-    cli_cleanup_unblock(&old);
-    r->dir[0] = '\0';
+    cli_private_dir_remove(r->dir, &r->dir_lock);
 }
 
 /* Follows until the program ends (or a signal asks us to stop it). */
@@ -363,6 +384,15 @@ static int follow_loop(struct runner *rn, bool *exited, int *status, struct rusa
     return err;
 }
 
+/* Where cmd's process pid writes its runtime events, and their name. */
+static void name_ocaml(struct runner *rn, const char *cmd, pid_t pid)
+{
+    struct live *l = &rn->live[1];
+    snprintf(l->path, sizeof(l->path), "%s/%d.events", rn->ocaml_dir, (int)pid);
+    if (rn->ocaml_dir_ours)
+        snprintf(l->name, sizeof(l->name), "the runtime events of %s", cmd);
+}
+
 /* Where the OCaml runtime will write: the user's OCAML_RUNTIME_EVENTS_DIR,
  * else our directory. */
 static void choose_ocaml_dir(struct runner *rn)
@@ -376,8 +406,11 @@ static void choose_ocaml_dir(struct runner *rn)
 int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_opts *o)
 {
     struct runner rn = {.r = r, .o = o};
-    if (make_dir(r) < 0)
+    if (make_dir(r) < 0 || open_out(&rn) < 0) {
+        r->status = 1; /* the command never ran: the failure is ours */
+        r->failed = true;
         return -1;
+    }
     snprintf(rn.ember_path, sizeof(rn.ember_path), "%s/rings", r->dir);
     choose_ocaml_dir(&rn);
     int exec_err = 0;
@@ -387,13 +420,15 @@ int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_o
         cli_error("cannot %s %s: %s", exec_err ? "run" : "start", argv[0], strerror(err));
         if (rn.pid > 0)
             waitpid(rn.pid, NULL, 0);
+        close_all(&rn);
         /* as a shell: not found, or found but not runnable */
         r->status = rn.pid < 0 ? 1 : err == ENOENT || err == ENOTDIR ? 127 : 126;
         r->failed = true;
         return -1;
     }
     snprintf(rn.live[0].path, sizeof(rn.live[0].path), "%s", rn.ember_path);
-    snprintf(rn.live[1].path, sizeof(rn.live[1].path), "%s/%d.events", rn.ocaml_dir, (int)rn.pid);
+    snprintf(rn.live[0].name, sizeof(rn.live[0].name), "the trace of %s", argv[0]);
+    name_ocaml(&rn, argv[0], rn.pid);
     for (unsigned i = 0; i < TRACE_RUN_MAX; i++)
         rn.live[i].fd = rn.live[i].scratch = -1;
     signal(SIGINT, on_signal);
@@ -428,11 +463,13 @@ int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_o
 int trace_run_follow(struct trace_run *r, const char *what, const struct trace_run_opts *o)
 {
     struct runner rn = {.r = r, .o = o};
-    if (make_dir(r) < 0)
-        return -1;
     for (unsigned i = 0; i < TRACE_RUN_MAX; i++)
         rn.live[i].fd = rn.live[i].scratch = -1;
     rn.ocaml_dir_ours = true; /* nothing of ours to remove outside */
+    if (make_dir(r) < 0 || open_out(&rn) < 0) {
+        r->failed = true;
+        return -1;
+    }
     bool pid = what[0] && strspn(what, "0123456789") == strlen(what);
     char path[4096];
     signal(SIGINT, on_signal);
@@ -442,6 +479,7 @@ int trace_run_follow(struct trace_run *r, const char *what, const struct trace_r
         while (ember_trace_find_pid(atoi(what), path, sizeof(path)) <= 0) {
             if (stop || kill((pid_t)atoi(what), 0) < 0) {
                 cli_error("process %s %s no trace file", what, stop ? "has" : "ended with");
+                close_all(&rn);
                 r->failed = true;
                 return -1;
             }
@@ -457,6 +495,7 @@ int trace_run_follow(struct trace_run *r, const char *what, const struct trace_r
     int err = ember_trace_follow(&l->t, path, 60000, &d);
     if (err) {
         cli_diag_error(&d, err);
+        close_all(&rn);
         r->failed = true;
         return -1;
     }
@@ -503,19 +542,18 @@ int trace_side_begin(struct trace_side **out, const char *events_out)
     s->o.out = events_out;
     s->rn.r = &s->r;
     s->rn.o = &s->o;
-    if (make_dir(&s->r) < 0)
-        return -1;
     for (unsigned i = 0; i < TRACE_RUN_MAX; i++)
         s->rn.live[i].fd = s->rn.live[i].scratch = -1;
+    if (make_dir(&s->r) < 0 || open_out(&s->rn) < 0)
+        return -1;
     choose_ocaml_dir(&s->rn);
     ocaml_env(&s->rn);
     return 0;
 }
 
-void trace_side_command(struct trace_side *s, pid_t pid)
+void trace_side_command(struct trace_side *s, const char *cmd, pid_t pid)
 {
-    snprintf(s->rn.live[1].path, sizeof(s->rn.live[1].path), "%s/%d.events", s->rn.ocaml_dir,
-             (int)pid);
+    name_ocaml(&s->rn, cmd, pid);
 }
 
 int trace_side_poll(struct trace_side *s, bool final)

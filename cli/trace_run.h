@@ -27,7 +27,8 @@ struct trace_run_stat {
 
 /* What a run recorded: its recordings, the command's status and peak RSS. */
 struct trace_run {
-    char dir[4096]; /* the temporary directory, "" when gone */
+    char dir[4096]; /* the private directory (private_dir.c), "" when gone */
+    int dir_lock;   /* its lock, held while we live */
     unsigned n;
     char recording[TRACE_RUN_MAX][4200];
     enum ember_trace_format format[TRACE_RUN_MAX];
@@ -42,15 +43,17 @@ struct trace_run {
 int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_opts *o);
 /* Follows what (a PID, or a trace file) until its writer ends or SIGINT. */
 int trace_run_follow(struct trace_run *r, const char *what, const struct trace_run_opts *o);
-/* Removes the temporary directory and what is in it. */
+/* Removes the private directory and what is in it. */
 void trace_run_done(struct trace_run *r);
 
 /* Following a command's OCaml runtime events beside another tool (ember
- * record, which starts the command itself): trace_side_begin makes the
- * private directory and sets this process's environment as for a traced
- * run (OCAML_RUNTIME_EVENTS_START, _PRESERVE, _DIR; OCAMLRUNPARAM is left
- * as the user set it), so that the command started next inherits it;
- * trace_side_command names the command's process; trace_side_poll follows
+ * record, which starts the command itself, when trace_side_wanted says it
+ * may write them): trace_side_begin makes the private directory, opens
+ * events_out (when not NULL: one that cannot be written is said before the
+ * command runs) and sets this process's environment as for a traced run
+ * (OCAML_RUNTIME_EVENTS_START, _PRESERVE, _DIR; OCAMLRUNPARAM is left as the
+ * user set it), so that the command started next inherits it;
+ * trace_side_command names the command (cmd, in messages) and its process; trace_side_poll follows
  * its file once it appears with a complete header (0: nothing to follow
  * yet or ever, 1: following, -1 after saying why); trace_side_finish lays
  * the recording out (into events_out, else a file in the private
@@ -58,7 +61,10 @@ void trace_run_done(struct trace_run *r);
  * events. trace_side_free removes the private directory. */
 struct trace_side;
 int trace_side_begin(struct trace_side **s, const char *events_out);
-void trace_side_command(struct trace_side *s, pid_t pid);
+/* Whether argv runs an OCaml 5 program in its own process, the one
+ * followed (ocaml_exe.c): only then is a side worth its directory. */
+bool trace_side_wanted(char *const *argv);
+void trace_side_command(struct trace_side *s, const char *cmd, pid_t pid);
 int trace_side_poll(struct trace_side *s, bool final);
 const char *trace_side_finish(struct trace_side *s);
 void trace_side_free(struct trace_side *s);

@@ -17,6 +17,11 @@ struct ember_input;
 
 /* path NULL or "-" reads standard input. */
 EMBER_API int ember_input_open(struct ember_input **in, const char *path, struct ember_diag *d);
+/* Reads fd from where it is (fd stays open: the caller's), named name in
+ * messages: a file that has no name of its own to give, such as an
+ * unnamed (O_TMPFILE) one. */
+EMBER_API int ember_input_open_fd(struct ember_input **in, int fd, const char *name,
+                                  struct ember_diag *d);
 /* Reads len bytes at data (which must outlive the input), named name. */
 EMBER_API int ember_input_open_memory(struct ember_input **in, const void *data, size_t len,
                                       const char *name, struct ember_diag *d);

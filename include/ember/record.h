@@ -30,7 +30,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum { EMBER_RECORD_FREQ_DEFAULT = 4000, EMBER_RECORD_STACK_DEFAULT = 8192 };
+enum {
+    EMBER_RECORD_FREQ_DEFAULT = 4000,
+    EMBER_RECORD_STACK_DEFAULT = 8192,
+    EMBER_RECORD_KILL_AFTER_MS_DEFAULT = 2000
+};
 
 struct ember_record_opts {
     unsigned freq;       /* samples per second and CPU; 0: 4000, perf's default */
@@ -47,6 +51,9 @@ struct ember_record_opts {
     char *const *argv;        /* the command (NULL-terminated), or NULL; with pids or
                                  system_wide, recording lasts as long as it runs */
     char *const *cmdline;     /* what the file says recorded it (HEADER_CMDLINE) */
+    unsigned kill_after_ms;   /* a command still running at stop gets SIGTERM, then
+                                 SIGKILL when it has not ended this long after;
+                                 0: EMBER_RECORD_KILL_AFTER_MS_DEFAULT */
     const char *tool_version; /* HEADER_VERSION, e.g. "ember 0.1.0" */
 };
 
@@ -60,6 +67,7 @@ struct ember_record_stats {
     bool event_fallback;  /* cycles were asked for and are not counted here */
     bool kernel_excluded; /* not permitted: user-space samples only */
     bool cmd_ended;       /* the command was waited for: cmd_status is valid */
+    bool cmd_killed;      /* it did not end at SIGTERM: SIGKILL ended it */
     int cmd_status;       /* its wait status (waitpid) */
     int exec_errno;       /* why the command could not run (0: it ran) */
     pid_t pid;            /* the command's process (from ember_recorder_new), -1: none */
@@ -80,7 +88,8 @@ EMBER_API int ember_recorder_start(struct ember_recorder *r, struct ember_diag *
  * process of -p) has ended, or a negative errno. Interrupted by a signal,
  * it returns 1 at once. */
 EMBER_API int ember_recorder_poll(struct ember_recorder *r, int timeout_ms, struct ember_diag *d);
-/* Stops sampling, ends a command still running (SIGTERM, as perf does) and
+/* Stops sampling, ends a command still running (SIGTERM, as perf does; then
+ * SIGKILL if it is still running kill_after_ms later: stats' cmd_killed) and
  * waits for it, copies the last records, writes the feature sections and
  * the header: the file is complete. */
 EMBER_API int ember_recorder_stop(struct ember_recorder *r, struct ember_diag *d);

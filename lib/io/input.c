@@ -148,25 +148,9 @@ static ssize_t fill(struct ember_input *in, char *buf, size_t want, struct ember
 
 static int sniff(struct ember_input *in, struct ember_diag *d);
 
-int ember_input_open(struct ember_input **out, const char *path, struct ember_diag *d)
+/* The input on in->fd: its size when a regular file, and gzip detected. */
+static int start_fd(struct ember_input *in, struct ember_input **out, struct ember_diag *d)
 {
-    struct ember_input *in = calloc(1, sizeof(*in));
-    if (!in)
-        return -ENOMEM;
-    in->size = -1;
-    if (!path || strcmp(path, "-") == 0) {
-        snprintf(in->name, sizeof(in->name), "<stdin>");
-        in->fd = STDIN_FILENO;
-    } else {
-        snprintf(in->name, sizeof(in->name), "%s", path);
-        in->fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (in->fd < 0) {
-            int err = io_error(in, d, "open", errno);
-            free(in);
-            return err;
-        }
-        in->own_fd = true;
-    }
     struct stat st;
     if (fstat(in->fd, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
@@ -186,6 +170,39 @@ int ember_input_open(struct ember_input **out, const char *path, struct ember_di
     }
     *out = in;
     return 0;
+}
+
+int ember_input_open(struct ember_input **out, const char *path, struct ember_diag *d)
+{
+    struct ember_input *in = calloc(1, sizeof(*in));
+    if (!in)
+        return -ENOMEM;
+    in->size = -1;
+    if (!path || strcmp(path, "-") == 0) {
+        snprintf(in->name, sizeof(in->name), "<stdin>");
+        in->fd = STDIN_FILENO;
+    } else {
+        snprintf(in->name, sizeof(in->name), "%s", path);
+        in->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (in->fd < 0) {
+            int err = io_error(in, d, "open", errno);
+            free(in);
+            return err;
+        }
+        in->own_fd = true;
+    }
+    return start_fd(in, out, d);
+}
+
+int ember_input_open_fd(struct ember_input **out, int fd, const char *name, struct ember_diag *d)
+{
+    struct ember_input *in = calloc(1, sizeof(*in));
+    if (!in)
+        return -ENOMEM;
+    in->size = -1;
+    snprintf(in->name, sizeof(in->name), "%s", name);
+    in->fd = fd;
+    return start_fd(in, out, d);
 }
 
 /* Starts gzip decompression if the content begins with gzip's magic. */

@@ -67,6 +67,7 @@ struct ember_recorder {
     int *pidfds; /* -p: one per process still running, -1 once ended */
     size_t alive;
     bool cmd_ended;
+    bool cmd_killed; /* it outlived SIGTERM by o.kill_after_ms: SIGKILL */
     int cmd_status;
     int exec_errno;
     bool started, stopped;

@@ -6,7 +6,8 @@
  * -a, a command only says how long to record: its end ends the recording. The rings are
  * polled and copied until the command (or every process) ends or the
  * caller stops; stop ends a command still running with SIGTERM, as perf
- * does, copies what is left and completes the file.
+ * does (SIGKILL if it outlives that by kill_after_ms), copies what is left
+ * and completes the file.
  *
  * Invariants: a child we forked is always reaped (by poll, stop or free);
  * its exec's failure comes back through a close-on-exec pipe as an errno,
@@ -139,6 +140,8 @@ int ember_recorder_new(struct ember_recorder **out, const struct ember_record_op
         opts.freq = EMBER_RECORD_FREQ_DEFAULT;
     if (opts.dwarf && !opts.stack_size)
         opts.stack_size = EMBER_RECORD_STACK_DEFAULT;
+    if (!opts.kill_after_ms)
+        opts.kill_after_ms = EMBER_RECORD_KILL_AFTER_MS_DEFAULT;
     int err = check_opts(&opts, d);
     if (err)
         return err;
@@ -286,12 +289,40 @@ int ember_recorder_poll(struct ember_recorder *r, int timeout_ms, struct ember_d
     return r->o.npids && r->alive == 0 ? 0 : 1;
 }
 
+/* Waits up to ms for the child to end (a pidfd polled; where there is
+ * none, 10 ms naps). */
+static void wait_child(struct ember_recorder *r, unsigned ms)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, r->child, 0);
+    uint64_t until = now_ns() + (uint64_t)ms * 1000000u;
+    for (uint64_t now = now_ns(); !child_ended(r) && now < until; now = now_ns()) {
+        int left = (int)((until - now + 999999) / 1000000);
+        if (pidfd >= 0) {
+            struct pollfd p = {pidfd, POLLIN, 0};
+            poll(&p, 1, left); /* interrupted: looked at again */
+        } else {
+            struct timespec nap = {0, 10000000L};
+            nanosleep(&nap, NULL);
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+}
+
+/* SIGTERM, as perf sends; a command that ignores it is not left running
+ * past the recording (the caller would wait for ever): SIGKILL. */
 static void end_child(struct ember_recorder *r)
 {
     if (r->child <= 0 || r->cmd_ended)
         return;
-    if (!child_ended(r))
+    if (!child_ended(r)) {
         kill(r->child, SIGTERM);
+        wait_child(r, r->o.kill_after_ms);
+        if (!r->cmd_ended) {
+            kill(r->child, SIGKILL);
+            r->cmd_killed = true;
+        }
+    }
     while (!r->cmd_ended && waitpid(r->child, &r->cmd_status, 0) < 0 && errno == EINTR)
         ;
     r->cmd_ended = true;
@@ -303,8 +334,8 @@ int ember_recorder_stop(struct ember_recorder *r, struct ember_diag *d)
         return 0;
     r->stopped = true;
     rec_enable(r, false);
+    r->t1 = now_ns(); /* what was sampled: not the wait for the command to end */
     end_child(r);
-    r->t1 = now_ns();
     int err = rec_drain(r, d);
     return err ? err : rec_write_tail(r, d);
 }
@@ -321,6 +352,7 @@ void ember_recorder_stats(const struct ember_recorder *r, struct ember_record_st
     s->event_fallback = r->event_fallback;
     s->kernel_excluded = r->attr.exclude_kernel;
     s->cmd_ended = r->cmd_ended;
+    s->cmd_killed = r->cmd_killed;
     s->cmd_status = r->cmd_status;
     s->exec_errno = r->exec_errno;
     s->pid = r->child;

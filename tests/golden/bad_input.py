@@ -168,6 +168,10 @@ def bad_options(d):
     for args, needle in ((["flamegraph", "--colors=nope"], "unknown palette"),
                          (["flamegraph", "--width=abc"], "--width"),
                          (["flamegraph", "--minwidth=x%"], "--minwidth"),
+                         # NaN passed every range check after the parser's
+                         (["flamegraph", "--fontsize=nan"], "--fontsize"),
+                         (["flamegraph", "--total=inf"], "--total"),
+                         (["report", "--percent-limit=nan"], "--percent-limit"),
                          (["collapse", "--bogus"], "unknown option"),
                          (["frobnicate"], "not an ember command")):
         rc, _, err = ember(args, stdin=b"")

@@ -143,13 +143,26 @@ def test_follow(work):
     dump, _, _ = ember(["trace", "dump", "--format", "ocaml", events])
     if len(pids) != 1 or ("ring_start\t%s" % list(pids)[0]) not in dump:
         golden.fail("the runtime events are not the recorded process's (%r)" % pids)
-    # the command's environment: runtime events on, the user's OCAMLRUNPARAM as it was
+    # the command's environment: runtime events on, the user's OCAMLRUNPARAM as
+    # it was, for a command that may run OCaml in its process (here the
+    # fixture named in argv, as a wrapper that execs names it: sh's $0); a
+    # command that does not is left alone, and needs no directory
     envfile = os.path.join(work, "env.txt")
-    rc, err = record(work, ["-o", "env.data", "--", "sh", "-c", "env > " + envfile], env=env)
-    seen = dict(line.split("=", 1) for line in open(envfile).read().splitlines() if "=" in line)
-    if seen.get("OCAMLRUNPARAM") != "v=0" or seen.get("OCAML_RUNTIME_EVENTS_START") != "1":
-        golden.fail("the command's environment: OCAMLRUNPARAM=%r OCAML_RUNTIME_EVENTS_START=%r" %
-                    (seen.get("OCAMLRUNPARAM"), seen.get("OCAML_RUNTIME_EVENTS_START")))
+    tmp = os.path.join(work, "tmp")
+    os.makedirs(tmp)
+    for cmd, ocaml in ((["sh", "-c", "env > " + envfile, FIXTURE], True),
+                       (["sh", "-c", "env > %s; echo \"in TMPDIR: $(ls $TMPDIR)\" >> %s" %
+                         (envfile, envfile)], False)):
+        rc, err = record(work, ["-o", "env.data", "--"] + cmd, env=dict(env, TMPDIR=tmp))
+        text = open(envfile).read()
+        seen = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        if (rc != 0 or seen.get("OCAMLRUNPARAM") != "v=0" or
+                seen.get("OCAML_RUNTIME_EVENTS_START") != ("1" if ocaml else None) or
+                (not ocaml and text.splitlines()[-1] != "in TMPDIR: ")):
+            golden.fail("the environment of %r: exit %d, OCAMLRUNPARAM=%r "
+                        "OCAML_RUNTIME_EVENTS_START=%r, TMPDIR %s" %
+                        (cmd, rc, seen.get("OCAMLRUNPARAM"),
+                         seen.get("OCAML_RUNTIME_EVENTS_START"), text.splitlines()[-1:]))
     # a command that is not OCaml: nothing beside, nothing said; an older file goes
     stale = os.path.join(work, "c.data.events")
     open(stale, "w").write("older")

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -29,10 +30,10 @@ import golden  # noqa: E402
 from recording import compile_c, perf, skip  # noqa: E402
 
 
-def record(work, args, check=True):
+def record(work, args, check=True, env=None):
     """ember record ARGS in WORK: (exit code, stderr, samples it says)."""
     p = subprocess.run([golden.EMBER, "record"] + args, capture_output=True, text=True,
-                       cwd=work)
+                       cwd=work, env=env)
     m = re.search(r"ember record: (\d+) samples of ", p.stderr)
     if check and not m:
         golden.fail("ember record %s: exit %d, no summary: %r" %
@@ -246,25 +247,134 @@ def test_cannot_run(work, reader):
         golden.fail("nothing to record: exit %d, %r" % (rc, err))
 
 
-def wait_recording(directory, prefix):
-    """Until a recording in directory has records from the kernel (more
-    than its header and attr), and a second more: a loaded machine may be
-    slow to start ember and the command."""
+def wait_recording(pid):
+    """Until ember (pid) writes a recording with records from the kernel
+    (more than its header and attr), and a second more: a loaded machine
+    may be slow to start ember and the command. The file has no name (it
+    is unnamed until renamed onto -o, or ember's alone): it is found among
+    ember's descriptors."""
     deadline = time.time() + 60
+    fds = "/proc/%d/fd" % pid
     while time.time() < deadline:
-        for name in os.listdir(directory):
-            if name.startswith(prefix) and os.path.getsize(os.path.join(directory, name)) > 2000:
+        for fd in os.listdir(fds) if os.path.exists(fds) else []:
+            try:
+                st = os.stat(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > 2000:
                 time.sleep(1)
                 return
         time.sleep(0.05)
-    golden.fail("no recording %s* in %s after 60 s" % (prefix, directory))
+    golden.fail("ember record (pid %d) wrote no recording in 60 s" % pid)
+
+
+def test_output_first(work):
+    """An -o that cannot be written is said before the command runs, in
+    well under a second (the whole command ran, then 'cannot create' and
+    exit 1: the run was lost): a missing directory, whatever the format;
+    a directory where the file would go."""
+    sub = os.path.join(work, "unwritable")
+    os.makedirs(os.path.join(sub, "dir.svg"))
+    for out in ("/nonexistent-dir/y.svg", "missing/y.data", "missing/y.folded",
+                "missing/y.json", "missing/y.pftrace", "missing/y.pb.gz", "dir.svg"):
+        start = time.time()
+        rc, err, _ = record(sub, ["-o", out, "--", "sh", "-c", "touch ran; sleep 3"],
+                            check=False)
+        took = time.time() - start
+        if (rc != 1 or out not in err or err.count("\n") != 1 or took > 1 or
+                os.listdir(sub) != ["dir.svg"]):
+            golden.fail("-o %s: exit %d after %.2f s, %r, files %r (expected exit 1 at once, "
+                        "the command not run)" % (out, rc, took, err, os.listdir(sub)))
+
+
+def leaves_nothing(work, known, out):
+    """kill -9 of ember record -o OUT while it records: nothing of it is
+    left, in TMPDIR or beside OUT; while it recorded, nothing was in TMPDIR
+    (a command that is not OCaml needs no directory)."""
+    sub = os.path.join(work, "kill9-" + out)
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    p = subprocess.Popen([golden.EMBER, "record", "-o", out, "--", known, "1000000"], cwd=sub,
+                         env=dict(os.environ, TMPDIR=tmp), stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_recording(p.pid)
+        during = os.listdir(tmp)
+        p.kill()
+        p.wait()
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)  # the command, which outlives ember
+    beside = sorted(set(os.listdir(sub)) - {"tmp"})
+    if during or beside or os.listdir(tmp):
+        golden.fail("kill -9 of ember record -o %s: TMPDIR held %r while recording, %r after; "
+                    "%r beside the output" % (out, during, os.listdir(tmp), beside))
+
+
+def test_kill9(work, known):
+    """Nothing ember record makes for itself outlives it (it left
+    /tmp/ember-record-XXXX.data, /tmp/ember-record.XXXX/ and .OUT.XXXX):
+    the recording read back for an SVG, and a perf.data on its way to -o."""
+    leaves_nothing(work, known, "k.svg")
+    leaves_nothing(work, known, "k.data")
+
+
+def test_kill9_ocaml(work):
+    """An OCaml program opens its runtime events by path: they go to a
+    directory of ember's in TMPDIR, which kill -9 cannot take away; the next
+    ember record removes it (its owner is gone), though the program, still
+    running, writes on."""
+    fixture = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
+    if not os.path.exists(fixture):
+        print("note: no OCaml fixture (%s): kill -9 of an OCaml recording not checked" % fixture)
+        return
+    sub = os.path.join(work, "kill9-ocaml")
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
+    p = subprocess.Popen([golden.EMBER, "record", "-o", "fx.svg", "--", fixture, "-iters",
+                          "1000000"], cwd=sub, env=env, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_recording(p.pid)
+        p.kill()
+        p.wait()
+        stale = os.listdir(tmp)
+        rc, err, _ = record(sub, ["-o", "t.folded", "--", "sh", "-c", "i=0; while [ $i -lt "
+                                  "30000 ]; do i=$((i+1)); done"], env=env)
+        after = os.listdir(tmp)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+    if len(stale) != 1 or rc != 0 or after:
+        golden.fail("kill -9 of ember record of an OCaml program: TMPDIR held %r; the next "
+                    "ember record: exit %d, %r, and TMPDIR holds %r" % (stale, rc, err, after))
+
+
+def test_names(work):
+    """Messages name what the user named, not a file of ember's own: no
+    samples in -p PID of a process asleep (it said 'no samples in
+    /tmp/ember-record-XXXX.data')."""
+    sub = os.path.join(work, "names")
+    tmp = os.path.join(sub, "tmp")
+    os.makedirs(tmp)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        rc, err, _ = record(sub, ["-o", "x.svg", "-p", str(sleeper.pid), "--duration", "0.3"],
+                            check=False, env=dict(os.environ, TMPDIR=tmp))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    want = "no samples in the recording of process %d" % sleeper.pid
+    if rc != 1 or want not in err or tmp in err or "ember-record" in err or os.listdir(sub) != [
+            "tmp"] or os.listdir(tmp):
+        golden.fail("-p of a process asleep: exit %d, %r (expected %r), files %r" %
+                    (rc, err, want, os.listdir(sub)))
 
 
 def test_ctrl_c(work, known):
     data = os.path.join(work, "int.data")
     p = subprocess.Popen([golden.EMBER, "record", "-o", data, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, cwd=work)
-    wait_recording(work, ".int.data.")
+    wait_recording(p.pid)
     p.send_signal(signal.SIGINT)
     try:
         _, err = p.communicate(timeout=30)
@@ -414,6 +524,63 @@ def test_system_wide(work):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_duration_values(work):
+    """--duration takes seconds above 0: -1, 0, nan, inf and words are one
+    clear error (exit 2) before anything runs (-1 used to be accepted, and
+    the command run)."""
+    sub = os.path.join(work, "duration")
+    os.makedirs(sub)
+    for value in ("-1", "0", "-0.5", "nan", "inf", "abc", "1s"):
+        rc, err, _ = record(sub, ["--duration", value, "-o", "x.data", "--", "touch", "ran"],
+                            check=False)
+        if rc != 2 or "--duration" not in err or value not in err or os.listdir(sub):
+            golden.fail("--duration %s: exit %d (2 expected), %r, files %r" %
+                        (value, rc, err, os.listdir(sub)))
+
+
+def test_sigterm_ignored(work):
+    """A command that ignores SIGTERM is still ended at --duration: SIGKILL
+    2 s later, said on stderr, and its status is 128 + 9 (it used to be
+    waited for as long as it ran)."""
+    data = os.path.join(work, "deaf.data")
+    start = time.time()
+    p = subprocess.Popen([golden.EMBER, "record", "--duration", "0.5", "-o", data, "--", "sh",
+                          "-c", "trap '' TERM; exec sleep 60"], stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        golden.fail("--duration 0.5 of a command ignoring SIGTERM: still running after 20 s")
+    took = time.time() - start
+    m = re.search(r"(\d+) samples of .*, (\d+\.\d+) s, wrote", err)
+    if (p.returncode != 128 + signal.SIGKILL or "SIGKILL" not in err or not m or
+            not 2.4 < took < 10 or float(m.group(2)) > 1.5):
+        golden.fail("--duration 0.5 of a command ignoring SIGTERM: exit %d after %.1f s, %r" %
+                    (p.returncode, took, err))
+    check_readable(data, int(m.group(1)))
+
+
+def test_help_groups(work):
+    """--help lists each option under its own heading: the GC options of
+    every reading command under theirs, not under the last format's
+    ("DTrace options:", where they were), and a command's first options
+    apart from its description's examples."""
+    for cmd in ("collapse", "flamegraph", "diff", "report", "convert", "record"):
+        text = subprocess.run([golden.EMBER, cmd, "--help"], capture_output=True,
+                              text=True).stdout
+        heading = None
+        for line in text.splitlines():
+            if line and not line.startswith(" "):
+                heading = line
+            m = re.match(r"\s+(?:-\w, )?--(during|outside|gc-events)\b", line)
+            if m and cmd != "record" and (not heading or "GC" not in heading):
+                golden.fail("ember %s --help: --%s under %r" % (cmd, m.group(1), heading))
+            if m and cmd == "record" and heading != "Options:":
+                golden.fail("ember record --help: --%s under %r" % (m.group(1), heading))
+
+
 def folded_shares(path, names):
     """Shares (percent) of folded weight under each of names, among stacks
     under any (None when they hold less than 90% of leaf's weight); and the
@@ -481,7 +648,7 @@ def test_outputs(work, known, known_omit):
     interrupted = os.path.join(work, "int.folded")
     p = subprocess.Popen([golden.EMBER, "record", "-o", interrupted, "--", known, "1000000"],
                          stderr=subprocess.PIPE, text=True, env=env)
-    wait_recording(tmp, "ember-record-")
+    wait_recording(p.pid)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     if p.returncode != 128 + signal.SIGTERM or not os.path.getsize(interrupted) or os.listdir(tmp):
@@ -514,7 +681,14 @@ def main():
     got = test_dwarf(work, known_omit)
     leaf = test_leaf_stack(work, known_nopie)
     test_cannot_run(work, reader)
+    test_output_first(work)
+    test_duration_values(work)
+    test_sigterm_ignored(work)
+    test_help_groups(work)
     test_ctrl_c(work, known)
+    test_kill9(work, known)
+    test_kill9_ocaml(work)
+    test_names(work)
     test_threads(work, forks)
     test_pid(work, forks)
     test_system_wide(work)

@@ -2,8 +2,9 @@
 name): a command that cannot run is one clear error and the shell's exit
 status (127: not found, 126: found but not executable), with no output
 file left; a command that runs but does not trace says so once and exits
-with the command's status; a traced one is recorded. Its help says that it
-drains the program's rings.
+with the command's status; an output that cannot be written is said before
+the command runs; a traced one is recorded. Its help says that it drains
+the program's rings.
 
 usage: record.py TRACED WORKDIR
 """
@@ -58,6 +59,15 @@ def main():
     if rc != 3 or err.count("\n") != 1 or "did not trace" not in err or left != before:
         golden.fail("record of a program that does not trace: exit %d, %r, files %r" %
                     (rc, err, left))
+    # an output that cannot be written is said before the command runs (the
+    # command ran, and an OCaml one's events were lost at the end)
+    for out in ("missing/x.trace", "adir"):
+        p = subprocess.run([golden.EMBER, "trace", "record", "-o", out, "--", "sh", "-c",
+                            "touch ran; sleep 3"], capture_output=True, text=True, cwd=work,
+                           timeout=60)
+        if p.returncode != 1 or out not in p.stderr or sorted(os.listdir(work)) != before:
+            golden.fail("record -o %s: exit %d, %r, files %r (expected exit 1, the command not "
+                        "run)" % (out, p.returncode, p.stderr, sorted(os.listdir(work))))
     rc, err, left = record(work, [traced, "10", "1"])
     if rc != 0 or "out.trace" not in left or "events" not in err:
         golden.fail("record of the traced example: exit %d, %r" % (rc, err))

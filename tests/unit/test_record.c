@@ -1,7 +1,8 @@
 /*
  * test_record.c - the sampler's library contract (ember/record.h): options
  * that cannot work are -EINVAL with a message and no file written; a
- * command that cannot run is its errno, reaped; a recording of `true` is
+ * command that cannot run is its errno, reaped; stop ends a command with
+ * SIGTERM, or SIGKILL when it ignores that; a recording of `true` is
  * a complete perf.data (magic, sections where the header says, the
  * features ember writes, the data section as long as the stats say); the
  * caller a frame-pointer walk skips, found from the CFI and the top of the
@@ -26,7 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int temp_file(void)
@@ -73,10 +77,11 @@ static void bad_options(void **state)
     expect_invalid(&fast, "perf_event_max_sample_rate");
 }
 
-/* A recorder of argv into fd; skips when sampling is not permitted. */
-static struct ember_recorder *recorder(char **argv, int fd)
+/* A recorder of argv into fd (SIGKILL kill_after_ms after SIGTERM at stop;
+ * 0: the default); skips when sampling is not permitted. */
+static struct ember_recorder *recorder_killing(char **argv, int fd, unsigned kill_after_ms)
 {
-    struct ember_record_opts o = {.argv = argv, .freq = 1000};
+    struct ember_record_opts o = {.argv = argv, .freq = 1000, .kill_after_ms = kill_after_ms};
     struct ember_recorder *r = NULL;
     struct ember_diag d;
     ember_diag_clear(&d);
@@ -85,6 +90,57 @@ static struct ember_recorder *recorder(char **argv, int fd)
         skip();
     assert_int_equal(err, 0);
     return r;
+}
+
+static struct ember_recorder *recorder(char **argv, int fd)
+{
+    return recorder_killing(argv, fd, 0);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Stops a recording of argv after 300 ms; the command's stats. */
+static void stop_running(char **argv, struct ember_record_stats *st, double *stop_s)
+{
+    int fd = temp_file();
+    struct ember_recorder *r = recorder_killing(argv, fd, 200);
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    assert_int_equal(ember_recorder_start(r, &d), 0);
+    for (double t0 = now_s(); now_s() - t0 < 0.3;)
+        assert_int_equal(ember_recorder_poll(r, 50, &d), 1);
+    double t = now_s();
+    assert_int_equal(ember_recorder_stop(r, &d), 0);
+    *stop_s = now_s() - t;
+    ember_recorder_stats(r, st);
+    ember_recorder_free(r);
+    close(fd);
+}
+
+/* stop ends a command with SIGTERM; one that ignores it with SIGKILL,
+ * kill_after_ms later (it used to be waited for as long as it ran). */
+static void stop_ends_command(void **state)
+{
+    (void)state;
+    char *polite[] = {"sleep", "30", NULL};
+    char *deaf[] = {"sh", "-c", "trap '' TERM; exec sleep 30", NULL};
+    struct ember_record_stats st;
+    double took;
+    stop_running(polite, &st, &took);
+    assert_true(st.cmd_ended && WIFSIGNALED(st.cmd_status));
+    assert_int_equal(WTERMSIG(st.cmd_status), SIGTERM);
+    assert_false(st.cmd_killed);
+    assert_true(took < 0.2);
+    stop_running(deaf, &st, &took);
+    assert_true(st.cmd_ended && WIFSIGNALED(st.cmd_status));
+    assert_int_equal(WTERMSIG(st.cmd_status), SIGKILL);
+    assert_true(st.cmd_killed);
+    assert_true(took >= 0.2 && took < 5);
 }
 
 static void cannot_run(void **state)
@@ -242,9 +298,8 @@ static void leaf_caller(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_options),
-        cmocka_unit_test(cannot_run),
-        cmocka_unit_test(whole_file),
+        cmocka_unit_test(bad_options),       cmocka_unit_test(cannot_run),
+        cmocka_unit_test(stop_ends_command), cmocka_unit_test(whole_file),
         cmocka_unit_test(leaf_caller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
