@@ -149,7 +149,7 @@ static void put_field(struct ember_writer *w, enum ember_table fmt, const char *
     }
     ember_writer_put(w, "\"", 1);
     for (size_t i = 0; i < n; i++)
-        ember_writer_put(w, s + i, 1 + (s[i] == '"')); /* "" for " */
+        ember_writer_put(w, s[i] == '"' ? "\"\"" : s + i, 1 + (s[i] == '"'));
     ember_writer_put(w, "\"", 1);
 }
 
