@@ -169,8 +169,8 @@ size_t ember_name_strip_hex(const char *s, size_t n, char *buf)
 /* Escaped into the room's tail (4 * n bytes at most), then stripped to its
  * head: stripping at most doubles ("0x1" is "0x..."), so 8 * n bytes of
  * head never reach the tail. Escaping first or stripping first gives the
- * same: an escape's "\x" never follows a '0', and a control character
- * ends a hex number as its escape's '\' does. */
+ * same: an escape makes no "0x" (its 'x' follows a '\'), and a control
+ * character ends a hex number as its escape's '\' does. */
 size_t ember_stack_text_fold(const char *s, size_t n, bool strip_hex, char *buf)
 {
     char *tail = buf + 8 * n;

@@ -122,7 +122,7 @@ static void put_weight(struct ember_writer *w, const struct ember_profile *p, in
  * the type as read, its control characters escaped as names are. */
 static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
 {
-    char num[64], type[96];
+    char num[64], type[64];
     const char *read = ember_profile_sample_type(p);
     ember_text_escape(read, strlen(read), type, sizeof(type));
     if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
