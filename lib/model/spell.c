@@ -126,7 +126,7 @@ static size_t spell(const struct ember_frame *f, char *buf, size_t cap, bool fol
         char line[16];
         int ln = snprintf(line, sizeof(line), ":%u", (unsigned)f->line);
         put(buf, cap, &at, ":", 1);
-        put(buf, cap, &at, base, f->file_len - (size_t)(base - f->file));
+        put_name(buf, cap, &at, base, f->file_len - (size_t)(base - f->file), folded);
         put(buf, cap, &at, line, (size_t)ln);
     }
     if (cap)

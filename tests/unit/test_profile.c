@@ -280,6 +280,16 @@ static void test_spell_folded_controls(void **state)
                              .module = EMBER_NO_MODULE};
     assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 14);
     assert_string_equal(buf, "my_cmd\\x0a-7/8");
+    /* the file of "name:file:line" too */
+    f = (struct ember_frame){.name = "f",
+                             .name_len = 1,
+                             .file = "/src/a;b\n.c",
+                             .file_len = 11,
+                             .line = 3,
+                             .place_in_name = true,
+                             .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 13);
+    assert_string_equal(buf, "f:a:b\\x0a.c:3");
 }
 
 /* Found wherever it lies in a word, or across two; cut to whole escapes. */
