@@ -1,12 +1,16 @@
 /*
  * messages.c - how ember talks to its user on stderr: "ember CMD: ..."
- * lines that say what failed, and on what.
+ * lines that say what failed, and on what. What a message quotes from the
+ * input (a name, a path) may hold control characters: each message is
+ * one line, its control characters spelled "\xNN" (ember_text_escape),
+ * so that no input moves or recolours the terminal.
  */
 #include "cli.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char command[64] = "ember";
@@ -21,10 +25,25 @@ const char *cli_command_name(void)
     return command;
 }
 
+/* s on stderr, its control characters escaped. */
+static void put_text(const char *s)
+{
+    char small[1024];
+    size_t n = strlen(s), need = ember_text_escape(s, n, small, sizeof(small));
+    char *big = need < sizeof(small) ? NULL : malloc(need + 1);
+    if (big)
+        ember_text_escape(s, n, big, need + 1);
+    fputs(big ? big : small, stderr);
+    free(big);
+}
+
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
+    char *text = NULL;
     fprintf(stderr, "%s: %s", command, kind);
-    vfprintf(stderr, fmt, ap);
+    if (vasprintf(&text, fmt, ap) >= 0)
+        put_text(text);
+    free(text);
     fputc('\n', stderr);
 }
 
@@ -46,29 +65,30 @@ void cli_warning(const char *fmt, ...)
 
 static void print_where(const struct ember_diag *d)
 {
+    put_text(d->file);
     if (d->file[0] && d->line)
-        fprintf(stderr, "%s:%llu: ", d->file, (unsigned long long)d->line);
+        fprintf(stderr, ":%llu: ", (unsigned long long)d->line);
     else if (d->file[0])
-        fprintf(stderr, "%s: ", d->file);
+        fputs(": ", stderr);
 }
 
 void cli_diag_error(const struct ember_diag *d, int err)
 {
     fprintf(stderr, "%s: ", command);
     print_where(d);
-    if (d->msg[0])
-        fprintf(stderr, "%s\n", d->msg);
-    else
-        fprintf(stderr, "%s\n", strerror(err < 0 ? -err : err));
+    put_text(d->msg[0] ? d->msg : strerror(err < 0 ? -err : err));
+    fputc('\n', stderr);
 }
 
 enum { WARNINGS_PER_FILE = 10 };
 
 void cli_warnings_flush(struct cli_warnings *w)
 {
-    if (w->hidden)
-        fprintf(stderr, "%s: warning: %s: %llu more warnings not shown\n", command, w->file,
-                (unsigned long long)w->hidden);
+    if (w->hidden) {
+        fprintf(stderr, "%s: warning: ", command);
+        put_text(w->file);
+        fprintf(stderr, ": %llu more warnings not shown\n", (unsigned long long)w->hidden);
+    }
     w->shown = 0;
     w->hidden = 0;
     w->file[0] = '\0';
@@ -95,6 +115,7 @@ void cli_warn_cb(void *ctx, const struct ember_diag *d)
     }
     fprintf(stderr, "%s: warning: ", command);
     print_where(d);
-    fprintf(stderr, "%s\n", d->msg);
+    put_text(d->msg);
+    fputc('\n', stderr);
     pthread_mutex_unlock(&warn_lock);
 }

@@ -15,6 +15,7 @@
 #ifndef EMBER_ERROR_H
 #define EMBER_ERROR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define EMBER_API __attribute__((visibility("default")))
@@ -29,5 +30,11 @@ struct ember_diag {
 typedef void (*ember_warn_fn)(void *ctx, const struct ember_diag *d);
 
 EMBER_API void ember_diag_clear(struct ember_diag *d);
+
+/* [s, s + n) fit to print on a terminal, one line: each byte of a control
+ * character (bytes below 0x20, DEL, U+0080..U+009F) as "\xNN", the rest
+ * kept. Writes whole escapes into buf, cut to cap with its NUL; returns
+ * the length of the whole escaped text (as snprintf does). */
+EMBER_API size_t ember_text_escape(const char *s, size_t n, char *buf, size_t cap);
 
 #endif

@@ -158,9 +158,10 @@ EMBER_API size_t ember_frame_spell(const struct ember_frame *f, char *buf, size_
 EMBER_API bool ember_frame_spelled(const struct ember_frame *f);
 /* The frame as a piece of a folded stack, what folded stacks, flame graphs,
  * reports and the rules that match names (--hide, --focus...) show:
- * ember_frame_spell, and each ';' of the name (which separates frames
- * there) as ':'. Names keep their ';' everywhere else (the pprof,
- * speedscope and Chrome exports). */
+ * ember_frame_spell, each ';' of the name (which separates frames there)
+ * as ':', and each byte of a control character (bytes below 0x20, DEL,
+ * U+0080..U+009F: a newline would end the line) as "\xNN". Names keep
+ * their bytes everywhere else (the pprof, speedscope and Chrome exports). */
 EMBER_API size_t ember_frame_spell_folded(const struct ember_frame *f, char *buf, size_t cap);
 /* Whether ember_frame_spell_folded writes more than the name, or else. */
 EMBER_API bool ember_frame_spelled_folded(const struct ember_frame *f);

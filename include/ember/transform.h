@@ -16,9 +16,9 @@ EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct embe
 
 /* src with frames of their names alone (stacks that differ only in lines
  * or addresses merged), as views of names draw it: each named as
- * ember_frame_spell_folded spells it (a ';' in a name as ':'), for
- * folded stacks, flame graphs and reports; *out is NULL when src's frames
- * are those names already (use src). */
+ * ember_frame_spell_folded spells it (a ';' in a name as ':', a control
+ * character as "\xNN"), for folded stacks, flame graphs and reports; *out
+ * is NULL when src's frames are those names already (use src). */
 EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_profile **out);
 /* The same view for exports that name functions as read (speedscope,
  * Chrome): frames spelled by ember_frame_spell, a ';' kept. */

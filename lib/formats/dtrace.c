@@ -214,31 +214,41 @@ static int dtrace_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
-/* After the header, indented frames and an indented count. */
+/* After the header, indented frames and an indented count: sure at the
+ * first stack, when no line before it was unindented. DTrace indents
+ * every line of its stacks, but the reader takes any line for a frame, so
+ * an unindented one (some other output) does not refuse the input by
+ * itself: it is DTrace's when such lines are no more than the indented
+ * ones (folded stacks are all unindented). */
 static enum ember_probe dtrace_probe(const char *data, size_t len)
 {
-    const char *s = data, *end = data + len;
-    unsigned line = 0, frames = 0;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        if (!nl)
-            break;
-        size_t n = (size_t)(nl - s);
+    const char *s = data, *end = data + len, *nl;
+    uint64_t line = 0, indented = 0, stray = 0, frames = 0;
+    bool stack = false;
+    for (; s < end && (nl = memchr(s, '\n', (size_t)(end - s))); s = nl + 1) {
+        size_t n = (size_t)(nl - s), i = 0;
         int64_t count;
-        if (++line > DTRACE_HEADER_LINES && n > 0) {
-            size_t i = 0;
-            while (i < n && is_space((unsigned char)s[i]))
-                i++;
-            if (i == 0)
-                return EMBER_PROBE_NO;
-            if (count_line(s, n, &count))
-                return frames ? EMBER_PROBE_YES : EMBER_PROBE_NO;
-            if (i < n)
-                frames++;
+        if (++line <= DTRACE_HEADER_LINES || n == 0)
+            continue;
+        while (i < n && is_space((unsigned char)s[i]))
+            i++;
+        if (i == 0) {
+            stray++;
+        } else if (count_line(s, n, &count)) {
+            if (!frames && !stack)
+                return EMBER_PROBE_NO; /* a count before any frame */
+            stack = true;
+            indented++;
+            if (!stray)
+                return EMBER_PROBE_YES;
+        } else if (i < n) {
+            frames++;
+            indented++;
         }
-        s = nl + 1;
     }
-    return frames ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
+    if (stray > indented || !frames)
+        return EMBER_PROBE_NO;
+    return stack ? EMBER_PROBE_YES : EMBER_PROBE_MAYBE;
 }
 
 static const struct ember_format_option dtrace_options[] = {

@@ -6,7 +6,10 @@
  * whitespace and a number, the line is differential (before, after). A
  * trailing '\r' is ignored (flamegraph.pl skips CRLF lines entirely).
  * Frames are split on ';'; like Perl's split, trailing empty frames vanish.
- * Lines that do not end in a count are skipped with a warning.
+ * Lines that do not end in a count are skipped wherever they are, as
+ * flamegraph.pl skips them, and one warning at the first says how many
+ * (folded_scan.c); detection takes an input whose lines mostly have one
+ * (folded_probe). A count beyond 63 bits is an error, not a skipped line.
  *
  * Truncation: folded files need not end with a newline, and a line cut
  * inside its count ("a;b;c 12" cut to "a;b;c 1") or at a line's end is
@@ -55,9 +58,8 @@ bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v)
             return false;
         if (frac && digits >= EMBER_MAX_DECIMALS)
             continue; /* beyond what the model keeps */
-        if (m > (INT64_MAX - 9) / 10)
+        if (__builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, s[i] - '0', &m))
             return false;
-        m = m * 10 + (s[i] - '0');
         if (frac)
             digits++;
     }
@@ -66,18 +68,20 @@ bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v)
     return true;
 }
 
-/* Splits "STACK<ws>COUNT" (the count is the whole last word); returns false
- * if the line does not end in a count. */
-bool ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v)
+/* Splits "STACK<ws>COUNT" (the count is the whole last word). A count
+ * that does not fit is one all the same (digits, at most one '.'). */
+int ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v)
 {
     size_t b = n;
     while (b > 0 && ((s[b - 1] >= '0' && s[b - 1] <= '9') || s[b - 1] == '.'))
         b--;
-    if (b == 0 || b == n || !is_space((unsigned char)s[b - 1]) ||
-        !ember_parse_decimal(s + b, n - b, v))
-        return false;
+    if (b == 0 || b == n || !is_space((unsigned char)s[b - 1]) || s[b] == '.')
+        return 0;
     *stack_len = b - 1;
-    return true;
+    if (ember_parse_decimal(s + b, n - b, v))
+        return 1;
+    const char *dot = memchr(s + b, '.', n - b);
+    return dot && memchr(dot + 1, '.', (size_t)(s + n - dot - 1)) ? 0 : -ERANGE;
 }
 
 /* Reading a profile: its stacks come as text. */
@@ -140,40 +144,53 @@ static int folded_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
-/* Every line of the first bytes (but a possibly cut last one) must be
- * "stack COUNT" with a stack that does not start with whitespace. */
-static enum ember_probe folded_probe(const char *data, size_t len)
+/* A line the probe takes for folded: "stack COUNT", the stack not
+ * starting with whitespace (perf's and DTrace's frames are indented). */
+static bool probe_line(const char *s, size_t n)
 {
-    const char *s = data, *end = data + len;
-    unsigned good = 0;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        if (!nl)
-            break;
-        size_t n = (size_t)(nl - s), slen;
+    size_t slen;
+    struct ember_decimal v;
+    return !is_space((unsigned char)s[0]) && ember_folded_split_count(s, n, &slen, &v) != 0 &&
+           slen > 0;
+}
+
+void ember_folded_census(const char *data, size_t len, struct ember_folded_census *c)
+{
+    const char *s = data, *end = data + len, *nl;
+    *c = (struct ember_folded_census){0};
+    for (uint64_t line = 1; s < end && (nl = memchr(s, '\n', (size_t)(end - s))); line++) {
+        size_t n = (size_t)(nl - s);
         if (n > 0 && s[n - 1] == '\r')
             n--;
-        struct ember_decimal v;
-        if (n > 0) {
-            if (is_space((unsigned char)s[0]) || !ember_folded_split_count(s, n, &slen, &v) ||
-                slen == 0)
-                return EMBER_PROBE_NO;
-            good++;
+        bool comment = n == 0 || s[0] == '#'; /* says nothing of the format */
+        if (!comment && probe_line(s, n)) {
+            c->good++;
+        } else if (!comment && c->bad++ == 0) {
+            c->first_bad = line;
+            c->bad_text = s;
+            c->bad_len = n;
         }
         s = nl + 1;
     }
-    if (good == 0 && s < end) {
-        size_t slen;
-        struct ember_decimal v;
-        size_t n = (size_t)(end - s);
-        if (!is_space((unsigned char)s[0]) && ember_folded_split_count(s, n, &slen, &v) && slen > 0)
-            return EMBER_PROBE_MAYBE;
-        /* a first line longer than what probing sees (a deep stack, or a
-         * long name): its end tells */
-        if (!is_space((unsigned char)s[0]))
-            return EMBER_PROBE_MORE;
-    }
-    return good ? EMBER_PROBE_YES : EMBER_PROBE_NO;
+    c->rest = s;
+    c->rest_len = (size_t)(end - s);
+}
+
+/* Folded when most whole lines of the first bytes are "stack COUNT" (at
+ * least as many as not), as flamegraph.pl reads any text and skips the
+ * lines it cannot use: one bad line is no reason to refuse the input,
+ * wherever it is. Sure when every line is. Without a whole line (a first
+ * line longer than what probing sees: a deep stack, or a long name), the
+ * cut one tells, or more of it. */
+static enum ember_probe folded_probe(const char *data, size_t len)
+{
+    struct ember_folded_census c;
+    ember_folded_census(data, len, &c);
+    if (c.good == 0 && c.bad == 0 && c.rest_len && !is_space((unsigned char)c.rest[0]))
+        return probe_line(c.rest, c.rest_len) ? EMBER_PROBE_MAYBE : EMBER_PROBE_MORE;
+    if (c.good == 0 || c.bad > c.good)
+        return EMBER_PROBE_NO;
+    return c.bad ? EMBER_PROBE_MAYBE : EMBER_PROBE_YES;
 }
 
 const struct ember_format ember_format_folded = {

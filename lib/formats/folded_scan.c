@@ -53,8 +53,9 @@
 enum { SCAN_SLOTS = 4, SCAN_CHUNK = 256 << 10 };
 
 /* A parsed line: COUNTED has a count, SKIPPED not, CUT is an input's last
- * line without a count or a line end, BLANK is empty. */
-enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT };
+ * line without a count or a line end, BLANK is empty, HUGE has a count
+ * that does not fit (an error). */
+enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT, LINE_HUGE };
 
 struct parsed {
     enum line_kind kind;
@@ -94,6 +95,10 @@ struct scan {
     pthread_cond_t moved;
     unsigned head, filled;
     bool stop; /* the caller gave up: the reader ends */
+    /* the caller's: lines without a count in the input being delivered,
+     * and the first of them, said once at its end */
+    uint64_t skipped, skipped_line;
+    char skipped_text[200];
 };
 
 /* A line, without its '\n'; unterminated: it had none (the input's last). */
@@ -105,12 +110,17 @@ static void parse_line(const char *s, size_t n, bool unterminated, struct parsed
     p->s = s;
     p->n = n;
     p->l = (struct ember_folded_line){.stack = s};
-    if (!ember_folded_split_count(s, n, &slen, &p->l.count)) {
-        p->kind = n == 0 ? LINE_BLANK : unterminated ? LINE_CUT : LINE_SKIPPED;
+    int counted = ember_folded_split_count(s, n, &slen, &p->l.count);
+    if (counted <= 0) {
+        p->kind = counted < 0    ? LINE_HUGE
+                  : n == 0       ? LINE_BLANK
+                  : unterminated ? LINE_CUT
+                                 : LINE_SKIPPED;
         return;
     }
-    p->kind = LINE_COUNTED;
-    p->l.diff = ember_folded_split_count(s, slen, &slen2, &p->l.before);
+    counted = ember_folded_split_count(s, slen, &slen2, &p->l.before);
+    p->kind = counted < 0 ? LINE_HUGE : LINE_COUNTED;
+    p->l.diff = counted > 0;
     p->l.len = p->l.diff ? slen2 : slen;
     /* Perl's split drops trailing empty fields */
     while (p->l.len > 0 && s[p->l.len - 1] == ';')
@@ -157,16 +167,29 @@ static int parse_batch(struct scan *r, struct batch *b, struct ember_diag *d)
     return 0;
 }
 
-static void warn_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
+/* A line without a count is skipped, as flamegraph.pl skips it, wherever
+ * it is; the input's end says how many there were and which came first. */
+static void skip_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
 {
     src->st->skipped++;
-    if (!r->o->warn)
+    if (r->skipped++ == 0) {
+        r->skipped_line = p->line;
+        ember_quote(r->skipped_text, sizeof(r->skipped_text), p->s, p->n, 120);
+    }
+}
+
+static void warn_skipped(struct scan *r, const struct ember_folded_source *src)
+{
+    uint64_t n = r->skipped;
+    r->skipped = 0;
+    if (!n || !r->o->warn)
         return;
     struct ember_diag d;
-    char q[200];
-    ember_quote(q, sizeof(q), p->s, p->n, 120);
-    ember_diag_set(&d, 0, ember_input_name(src->in), p->line,
-                   "skipped line without a count (expected \"frame;frame COUNT\"): \"%s\"", q);
+    ember_diag_set(&d, 0, ember_input_name(src->in), r->skipped_line,
+                   "ignored %llu line%s with invalid format (expected \"frame;frame COUNT\"), as "
+                   "flamegraph.pl does%s \"%s\"",
+                   (unsigned long long)n, n == 1 ? "" : "s",
+                   n == 1 ? ":" : "; the first is this one:", r->skipped_text);
     r->o->warn(r->o->warn_ctx, &d);
 }
 
@@ -180,12 +203,23 @@ static int cut_line(struct scan *r, const struct ember_folded_source *src, const
                                   "a count at the end of the line (\"frame;frame COUNT\")");
 }
 
+/* A count beyond the model's 63 bits: an error, not a line to skip. */
+static int huge_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
+{
+    char q[200];
+    ember_quote(q, sizeof(q), p->s, p->n, 120);
+    return ember_diag_set(r->d, -ERANGE, ember_input_name(src->in), p->line,
+                          "a count does not fit 64 bits (at most 9223372036854775807): \"%s\"", q);
+}
+
 static int deliver(struct scan *r, const struct ember_folded_source *src, struct parsed *p)
 {
     if (p->kind == LINE_CUT)
         return cut_line(r, src, p);
+    if (p->kind == LINE_HUGE)
+        return huge_line(r, src, p);
     if (p->kind == LINE_SKIPPED)
-        warn_line(r, src, p);
+        skip_line(r, src, p);
     if (p->kind != LINE_COUNTED)
         return 0;
     int err = r->fn->line(src->ctx, &p->l);
@@ -242,6 +276,8 @@ static int deliver_batch(struct scan *r, struct batch *b)
         *r->d = b->d;
         err = b->err;
     }
+    if (!err && b->end)
+        warn_skipped(r, src);
     if (!err && b->end && r->fn->end)
         err = r->fn->end(src->ctx, src->in, src->st, r->d);
     return err;

@@ -11,9 +11,10 @@
  * [s, s + n). */
 bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
 
-/* Splits "STACK<ws>COUNT" (the count is the whole last word): false if the
- * line does not end in a count. */
-bool ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v);
+/* Splits "STACK<ws>COUNT" (the count is the whole last word): 1, 0 if the
+ * line does not end in a count, -ERANGE if its count does not fit 63 bits
+ * (*stack_len is set, *v is not). */
+int ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v);
 
 /* One line of folded input with a count: the stack (its trailing ';'
  * dropped), its count, and for a differential line ("stack BEFORE AFTER")
@@ -72,6 +73,20 @@ int ember_folded_scan_all(const struct ember_folded_source *src, size_t n,
                           struct ember_diag *d);
 
 extern const struct ember_format ember_format_folded;
+
+/* What the folded probe counts in the first bytes of an input: whole
+ * lines (not blank nor '#' comments) that are "stack COUNT" and those
+ * that are not, the
+ * first of these (its number and text), and what follows the last
+ * newline. The probe takes the input for folded stacks when good > 0 and
+ * good >= bad; the detection's error says why when it does not. */
+struct ember_folded_census {
+    uint64_t good, bad;
+    uint64_t first_bad; /* 1-based; 0: none */
+    const char *bad_text, *rest;
+    size_t bad_len, rest_len;
+};
+void ember_folded_census(const char *data, size_t len, struct ember_folded_census *c);
 
 /* ember_format_read's rule once fmt has read file: no sample, or samples
  * that all weigh nothing (weightless), is an error (-ENODATA). */

@@ -7,6 +7,7 @@
 #ifndef EMBER_FORMATS_PERF_NAMES_H
 #define EMBER_FORMATS_PERF_NAMES_H
 
+#include "ember/formats.h"
 #include "ember/profile.h"
 #include "perf_opts.h"
 #include "symbol/frame.h"
@@ -52,5 +53,11 @@ size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const ch
  * where it is (address, module). 0 or -ENOMEM. */
 int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, char **buf,
                             size_t *cap, struct ember_frame *rec);
+
+/* Telling perf script's text (perf_probe.c): is the line an event line,
+ * a frame line, as the reader takes them (perf_script.c)? */
+bool ember_perf_probe_event(const char *s, size_t n);
+bool ember_perf_probe_frame(const char *s, size_t n);
+enum ember_probe ember_perf_probe(const char *data, size_t len);
 
 #endif

@@ -1307,7 +1307,7 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
 /* Is this line an event line (as on_line decides)? A ';' in the first
  * word is a folded stack ("a;b;c 1 3", difffolded's two counts, would
  * otherwise pass for "comm pid time"). */
-static bool probe_event(const char *s, size_t n)
+bool ember_perf_probe_event(const char *s, size_t n)
 {
     const char *semi = memchr(s, ';', n), *sp = memchr(s, ' ', n);
     if (semi && (!sp || semi < sp))
@@ -1323,34 +1323,10 @@ static bool probe_event(const char *s, size_t n)
            (lead == 0 && bare_event_rest(ev.rest, ev.rest_len));
 }
 
-/* An event line, then (after comments) a frame line, a blank line or
- * another event line. */
-static enum ember_probe perf_probe(const char *data, size_t len)
+bool ember_perf_probe_frame(const char *s, size_t n)
 {
-    const char *p = data, *end = data + len;
-    bool saw_event = false;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (n > 0 && p[n - 1] == '\r')
-            n--;
-        struct frame_line f;
-        if (n > 0 && p[0] == '#') {
-            /* perf's header comments */
-        } else if (!saw_event) {
-            if (n > 0 && !probe_event(p, n))
-                return EMBER_PROBE_NO;
-            saw_event = n > 0;
-        } else {
-            if (n == 0 || probe_event(p, n) || parse_frame(p, n, &f))
-                return nl ? EMBER_PROBE_YES : EMBER_PROBE_MAYBE;
-            return EMBER_PROBE_NO;
-        }
-        if (!nl)
-            break;
-        p = nl + 1;
-    }
-    return saw_event ? EMBER_PROBE_MAYBE : EMBER_PROBE_NO;
+    struct frame_line f;
+    return parse_frame(s, n, &f);
 }
 
 const struct ember_format ember_format_perf = {
@@ -1358,6 +1334,6 @@ const struct ember_format ember_format_perf = {
     .description = "`perf script` text (stackcollapse-perf.pl's input)",
     .options = ember_perf_options,
     .options_heading = EMBER_PERF_OPTIONS_HEADING,
-    .probe = perf_probe,
+    .probe = ember_perf_probe,
     .read = perf_read,
 };

@@ -108,6 +108,39 @@ static const struct ember_format *probe_all(const char *data, size_t len, bool *
     return maybe;
 }
 
+/* The error of an input no probe takes. Where some lines are folded
+ * stacks, too few of them, it quotes the first that is not one (never a
+ * valid line); else the first line that is not blank or a comment. */
+static int unknown(struct ember_input *in, const char *data, size_t len, struct ember_diag *d)
+{
+    struct ember_folded_census c;
+    char q[160];
+    ember_folded_census(data, len, &c);
+    if (c.good > 0) {
+        ember_quote(q, sizeof(q), c.bad_text, c.bad_len, 100);
+        return ember_diag_set(d, -EINVAL, ember_input_name(in), c.first_bad,
+                              "unknown profile format: \"%s\" is none of the formats ember "
+                              "reads, and only %llu of the first %llu lines are folded stacks "
+                              "(\"frame;frame COUNT\"; use --format to say which it is)",
+                              q, (unsigned long long)c.good, (unsigned long long)(c.good + c.bad));
+    }
+    /* Quote the first line that is not blank or a comment. */
+    size_t at = 0, n;
+    uint64_t line = 1;
+    for (;; line++) {
+        const char *nl = memchr(data + at, '\n', len - at);
+        n = nl ? (size_t)(nl - (data + at)) : len - at;
+        if (!nl || (n > 0 && data[at] != '#'))
+            break;
+        at += n + 1;
+    }
+    ember_quote(q, sizeof(q), data + at, n, 100);
+    return ember_diag_set(d, -EINVAL, ember_input_name(in), line,
+                          "unknown profile format: \"%s\" is none of the formats ember reads "
+                          "(use --format to say which it is; --help lists them)",
+                          q);
+}
+
 int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
                         struct ember_diag *d)
 {
@@ -132,22 +165,7 @@ int ember_format_detect(struct ember_input *in, const struct ember_format **fmt,
         *fmt = found;
         return 0;
     }
-    /* Quote the first line that is not blank or a comment. */
-    size_t at = 0, n;
-    uint64_t line = 1;
-    for (;; line++) {
-        const char *nl = memchr(data + at, '\n', len - at);
-        n = nl ? (size_t)(nl - (data + at)) : len - at;
-        if (!nl || (n > 0 && data[at] != '#'))
-            break;
-        at += n + 1;
-    }
-    char q[160];
-    ember_quote(q, sizeof(q), data + at, n, 100);
-    return ember_diag_set(d, -EINVAL, ember_input_name(in), line,
-                          "unknown profile format: \"%s\" is none of the formats ember reads "
-                          "(use --format to say which it is; --help lists them)",
-                          q);
+    return unknown(in, data, len, d);
 }
 
 /* Does p hold no weight at all (every sample read weighed 0)? */

@@ -12,8 +12,10 @@
  * are not copied.
  *
  * Two views: folded stacks, flame graphs and reports join frames with ';'
- * and see a ';' in a name as ':' (ember_frame_spell_folded); the JSON
- * exports name functions as read, ';' kept (ember_profile_function_names).
+ * and lines with '\n', and see a ';' in a name as ':' and a control
+ * character as "\xNN" (ember_frame_spell_folded); the JSON exports name
+ * functions as read, ';' kept (ember_profile_function_names), and escape
+ * what JSON must.
  */
 #include "ember/transform.h"
 #include "profile_impl.h"
@@ -72,7 +74,7 @@ static void agree(struct agreed *a, const struct ember_frame_loc *l)
 
 /* Frame f's name in the view, interned in scratch: FlameGraph's spelling
  * of its record (ember_frame_spell: "name_[k]", "name:file:line"), and
- * ';' as ':' in the folded view. */
+ * ';' as ':', control characters as "\xNN" in the folded view. */
 static int view_name(struct ember_profile *scratch, const struct ember_profile *p, uint32_t f,
                      bool folded, uint32_t *id)
 {
@@ -105,12 +107,13 @@ static int name_frame(void *ctx, struct ember_profile *dst, const struct ember_p
                    : ember_frames_intern(&dst->frames, name, len, out);
 }
 
-/* Whether some name has a ';' (looked for when a view is asked for, not
- * by every reader as it interns names: most inputs have none). */
-static bool has_semicolons(const struct ember_frames *f)
+/* Whether some name is spelled otherwise in the folded view: a ';' or a
+ * control character (looked for when a view is asked for, not by every
+ * reader as it interns names: most inputs have none). */
+static bool has_unfit(const struct ember_frames *f)
 {
     for (uint32_t i = 0; i < f->count; i++)
-        if (f->len[i] && memchr(f->str[i], ';', f->len[i]))
+        if (ember_name_unfit_folded(f->str[i], f->len[i]))
             return true;
     return false;
 }
@@ -121,7 +124,7 @@ static bool needs_view(const struct ember_profile *p, bool folded)
     if (p->view == EMBER_VIEW_FOLDED || (p->view == EMBER_VIEW_NAMES && !folded))
         return false;
     bool names_only = p->view == EMBER_VIEW_NAMES || !ember_profile_detailed(p);
-    return !names_only || (folded && has_semicolons(&p->frames));
+    return !names_only || (folded && has_unfit(&p->frames));
 }
 
 static int names_view(const struct ember_profile *p, bool folded, struct ember_profile **out)

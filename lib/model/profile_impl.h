@@ -138,6 +138,17 @@ int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
 /* The frame of f's name alone, in dst (another profile's table). */
 int ember_frames_intern_name_of(struct ember_frames *dst, const struct ember_frames *f, uint32_t id,
                                 uint32_t *out);
+/* Whether the folded view spells the name [s, s + n) otherwise: it holds a
+ * ';' or a control character (spell.c). */
+bool ember_name_unfit_folded(const char *s, size_t n);
+/* A folded stack's text [s, s + n) as the folded view spells its names:
+ * control characters as "\xNN", and with strip_hex each 0x-number as
+ * "0x..." (ember_name_strip_hex); into buf, of EMBER_FOLD_ROOM(n) bytes.
+ * Returns its length. */
+#define EMBER_FOLD_ROOM(n) (12 * (n) + 1)
+size_t ember_stack_text_fold(const char *s, size_t n, bool strip_hex, char *buf);
+/* Whether ember_stack_text_fold changes [s, s + n). */
+bool ember_stack_text_unfit(const char *s, size_t n, bool strip_hex);
 /* Adds to a node's weight and the total, without recording the sequence;
  * -ERANGE if either would overflow. */
 int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight);

@@ -6,11 +6,17 @@
  * Readers keep what they know in the record (the kind, the file and line)
  * and say with kind_in_name and place_in_name whether FlameGraph's spelling
  * shows it; the name itself never carries an annotation a reader added, and
- * keeps its ';' (which separates the frames of a folded stack): only the
- * folded spelling writes it as ':' (put_name), the one place where a name
- * is made fit to be joined.
+ * keeps its bytes as read: only the folded spelling (put_name) makes a name
+ * fit to be one piece of a line of text, the one place where that is done.
+ * There each ';' (which separates the frames of a folded stack) is ':', as
+ * FlameGraph's stackcollapse scripts write it, and each byte of a control
+ * character (a newline would split the line, an ESC drive the terminal)
+ * "\xNN" (util/text.h). The spelling is not undone when a folded stack is
+ * read back: a name spelled once is spelled the same again.
  */
 #include "ember/profile.h"
+#include "profile_impl.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,18 +46,29 @@ static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
 }
 
 /* A name as a piece of a folded stack: each ';' (the frames' separator)
- * as ':', as FlameGraph's stackcollapse scripts write it. */
+ * as ':', each byte of a control character as "\xNN". */
 static void put_name(char *buf, size_t cap, size_t *at, const char *s, size_t n, bool folded)
 {
-    const char *semi;
-    while (folded && n && (semi = memchr(s, ';', n)) != NULL) {
-        size_t head = (size_t)(semi - s);
-        put(buf, cap, at, s, head);
-        put(buf, cap, at, ":", 1);
-        s += head + 1;
-        n -= head + 1;
+    size_t run = 0; /* the bytes from run on are kept */
+    for (size_t i = 0; folded && i < n;) {
+        size_t k = s[i] == ';' ? 1 : ember_text_ctl_len(s + i, n - i);
+        if (!k) {
+            i++;
+            continue;
+        }
+        put(buf, cap, at, s + run, i - run);
+        char esc[2 * EMBER_TEXT_ESCAPE];
+        put(buf, cap, at, s[i] == ';' ? ":" : esc,
+            s[i] == ';' ? 1 : ember_text_escape_into(s + i, k, esc));
+        i += k;
+        run = i;
     }
-    put(buf, cap, at, s, n);
+    put(buf, cap, at, s + run, n - run);
+}
+
+bool ember_name_unfit_folded(const char *s, size_t n)
+{
+    return n && (memchr(s, ';', n) || ember_text_has_ctl(s, n));
 }
 
 /* A process or thread spelled as perf's scripts do: "comm-PID/TID". */
@@ -68,14 +85,19 @@ bool ember_frame_spelled(const struct ember_frame *f)
 
 bool ember_frame_spelled_folded(const struct ember_frame *f)
 {
-    return ember_frame_spelled(f) || (f->name_len && memchr(f->name, ';', f->name_len));
+    return ember_frame_spelled(f) || ember_name_unfit_folded(f->name, f->name_len);
 }
 
 /* "comm-PID/TID": the command's spaces as '_' (the script's tr/ /_/). */
 static void put_task(const struct ember_frame *f, char *buf, size_t cap, size_t *at, bool folded)
 {
-    for (size_t i = 0; i < f->name_len; i++)
-        put_name(buf, cap, at, f->name[i] == ' ' ? "_" : f->name + i, 1, folded);
+    const char *s = f->name, *end = f->name + f->name_len, *sp;
+    while (s < end && (sp = memchr(s, ' ', (size_t)(end - s))) != NULL) {
+        put_name(buf, cap, at, s, (size_t)(sp - s), folded);
+        put(buf, cap, at, "_", 1);
+        s = sp + 1;
+    }
+    put_name(buf, cap, at, s, (size_t)(end - s), folded);
     char ids[48];
     int n = f->pid < 0 ? snprintf(ids, sizeof(ids), "-?")
                        : snprintf(ids, sizeof(ids), "-%lld", (long long)f->pid);
@@ -104,7 +126,7 @@ static size_t spell(const struct ember_frame *f, char *buf, size_t cap, bool fol
         char line[16];
         int ln = snprintf(line, sizeof(line), ":%u", (unsigned)f->line);
         put(buf, cap, &at, ":", 1);
-        put(buf, cap, &at, base, f->file_len - (size_t)(base - f->file));
+        put_name(buf, cap, &at, base, f->file_len - (size_t)(base - f->file), folded);
         put(buf, cap, &at, line, (size_t)ln);
     }
     if (cap)
@@ -142,4 +164,24 @@ size_t ember_name_strip_hex(const char *s, size_t n, char *buf)
         }
     }
     return o;
+}
+
+/* Escaped into the room's tail (4 * n bytes at most), then stripped to its
+ * head: stripping at most doubles ("0x1" is "0x..."), so 8 * n bytes of
+ * head never reach the tail. Escaping first or stripping first gives the
+ * same: an escape makes no "0x" (its 'x' follows a '\'), and a control
+ * character ends a hex number as its escape's '\' does. */
+size_t ember_stack_text_fold(const char *s, size_t n, bool strip_hex, char *buf)
+{
+    char *tail = buf + 8 * n;
+    size_t m = ember_text_escape_into(s, n, tail);
+    if (strip_hex)
+        return ember_name_strip_hex(tail, m, buf);
+    memmove(buf, tail, m);
+    return m;
+}
+
+bool ember_stack_text_unfit(const char *s, size_t n, bool strip_hex)
+{
+    return (strip_hex && memmem(s, n, "0x", 2)) || ember_text_has_ctl(s, n);
 }

@@ -10,10 +10,10 @@
  * pieces ("name;" inside a stack, "name" at its end, ember_piece_ranks),
  * whose order is the order of the whole lines. The numbers follow the
  * tree's arithmetic step by step (per side: decimals rescaled as they grow,
- * totals checked for overflow; then normalized per input stack), so both
- * ways print the same bytes as ember_profile_diff (lib/transform/diff.c).
- * It lives with the model because it is one: a table of stacks over the
- * frame table, as stack_text.c and stack_cache.c are.
+ * totals checked for overflow; then normalized per input stack) and the
+ * names spelled as the folded view spells them (ember_stack_text_fold), so
+ * both ways print the same bytes as ember_profile_diff (transform/diff.c).
+ * A table of stacks over the frame table, as stack_text.c is: the model's.
  */
 #include "ember/transform.h"
 #include "util/pow10.h"
@@ -148,10 +148,10 @@ struct sd_reader {
 /* the reading thread's room for a split, as ember_stack_text_split needs */
 _Static_assert(EMBER_FOLDED_SPLIT_ROOM(0) >= EMBER_SPLIT_SLACK, "split room");
 
-/* Would --strip-hex change the stack s? */
+/* Does the folded view spell the stack s otherwise (--strip-hex, a control character)? */
 static bool sd_strips(const struct ember_stack_diff *sd, const char *s, size_t n)
 {
-    return sd->o.strip_hex && memmem(s, n, "0x", 2);
+    return ember_stack_text_unfit(s, n, sd->o.strip_hex);
 }
 
 /* The ends of the names of s and their hashes (ember_folded_calls.split:
@@ -175,13 +175,13 @@ static int sd_frames(struct ember_stack_diff *sd, const struct ember_folded_line
     const size_t *ends = l->ends;
     const uint64_t *hashes = l->name_hash;
     if (!k && sd_strips(sd, s, n)) {
-        if (n * 2 + 1 > sd->bcap) { /* "0x1" grows to "0x..." */
+        if (EMBER_FOLD_ROOM(n) > sd->bcap) { /* "0x1" grows to "0x...", ESC to "\x1b" */
             free(sd->buf);
-            sd->bcap = n * 2 + 1;
+            sd->bcap = EMBER_FOLD_ROOM(n);
             if (!(sd->buf = malloc(sd->bcap)))
                 return sd->bcap = 0, -ENOMEM;
         }
-        n = ember_name_strip_hex(s, n, sd->buf);
+        n = ember_stack_text_fold(s, n, sd->o.strip_hex, sd->buf);
         s = sd->buf;
     }
     if (!k) {

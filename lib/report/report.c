@@ -118,11 +118,13 @@ static void put_weight(struct ember_writer *w, const struct ember_profile *p, in
     ember_writer_printf(w, "%*s", width, buf);
 }
 
-/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles". */
+/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles";
+ * the type as read, its control characters escaped as names are. */
 static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
 {
-    char num[64];
-    const char *type = ember_profile_sample_type(p);
+    char num[64], type[64];
+    const char *read = ember_profile_sample_type(p);
+    ember_text_escape(read, strlen(read), type, sizeof(type));
     if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
                           ember_profile_unit(p))) {
         snprintf(buf, cap, "%s of %s", num, type);
@@ -147,7 +149,7 @@ static void put_field(struct ember_writer *w, enum ember_table fmt, const char *
     }
     ember_writer_put(w, "\"", 1);
     for (size_t i = 0; i < n; i++)
-        ember_writer_put(w, s + i, 1 + (s[i] == '"')); /* "" for " */
+        ember_writer_put(w, s[i] == '"' ? "\"\"" : s + i, 1 + (s[i] == '"'));
     ember_writer_put(w, "\"", 1);
 }
 

@@ -51,6 +51,16 @@ def folded_dict(data):
     return out
 
 
+# A control character: a byte below 0x20, DEL, U+0080..U+009F in UTF-8.
+CONTROL = re.compile(rb"[\x00-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def spell_controls(name):
+    """A name's control characters as ember's folded view spells them:
+    each byte as \\xNN (names in folded stacks, reports, the SVG)."""
+    return CONTROL.sub(lambda m: b"".join(b"\\x%02x" % c for c in m.group(0)), name)
+
+
 def cases():
     """A registry of test cases: a decorator that records each function,
     and main(), which runs each in its own directory under argv[1] (only

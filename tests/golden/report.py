@@ -8,6 +8,7 @@ usage: report.py
 import csv
 import io
 import os
+import tempfile
 
 import golden
 
@@ -108,8 +109,16 @@ def check_neighbours(path, stacks):
     print("ok callers/callees of", target)
 
 
+# names CSV must quote (a comma, quotes) and one with a tab (spelled \x09)
+ODD = (b'main;say "hi", world;a,b 3\nmain;say "hi", world;"q" 2\n'
+       b'main;x\ty 4\nmain;"q";a,b 1\n')
+
+
 def main():
-    for path in INPUTS:
+    odd = tempfile.NamedTemporaryFile(suffix=".folded")
+    odd.write(ODD)
+    odd.flush()
+    for path in INPUTS + [odd.name]:
         stacks = folded(path)
         check_top(path, stacks)
         check_tree(path, stacks)

@@ -11,6 +11,7 @@
 #include "ember/formats.h"
 #include "ember/profile.h"
 #include "ember/transform.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,92 @@ static void test_names_view_spells_semicolons(void **state)
     ember_profile_free(p);
 }
 
+/* Control characters (C0, DEL, C1 in UTF-8) are "\xNN" per byte in the
+ * folded spelling, whatever else the name holds; other bytes are kept. */
+static void test_spell_folded_controls(void **state)
+{
+    (void)state;
+    char buf[128];
+    const char name[] = "m;\n;s\x1b[1m\t\r\x7f\xc2\x9b\xc3\xa9\\x";
+    struct ember_frame f = {.name = name, .name_len = sizeof(name) - 1, .module = EMBER_NO_MODULE};
+    assert_false(ember_frame_spelled(&f));
+    assert_true(ember_frame_spelled_folded(&f));
+    const char want[] = "m:\\x0a:s\\x1b[1m\\x09\\x0d\\x7f\\xc2\\x9b\xc3\xa9\\x";
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), sizeof(want) - 1);
+    assert_string_equal(buf, want);
+    assert_int_equal(ember_frame_spell(&f, buf, sizeof(buf)), sizeof(name) - 1); /* as read */
+    f = (struct ember_frame){.name = "a\x01", .name_len = 2, .module = EMBER_NO_MODULE};
+    assert_true(ember_frame_spelled_folded(&f));
+    f = (struct ember_frame){.name = "a\xc2\xa9\xc2", .name_len = 4, .module = EMBER_NO_MODULE};
+    assert_false(ember_frame_spelled_folded(&f)); /* U+00A9, and a cut 0xc2: not controls */
+    f = (struct ember_frame){.name = "my cmd\n",
+                             .name_len = 7,
+                             .kind = EMBER_FRAME_THREAD,
+                             .kind_in_name = true,
+                             .pid = 7,
+                             .tid = 8,
+                             .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 14);
+    assert_string_equal(buf, "my_cmd\\x0a-7/8");
+    /* the file of "name:file:line" too */
+    f = (struct ember_frame){.name = "f",
+                             .name_len = 1,
+                             .file = "/src/a;b\n.c",
+                             .file_len = 11,
+                             .line = 3,
+                             .place_in_name = true,
+                             .module = EMBER_NO_MODULE};
+    assert_int_equal(ember_frame_spell_folded(&f, buf, sizeof(buf)), 13);
+    assert_string_equal(buf, "f:a:b\\x0a.c:3");
+}
+
+/* Found wherever it lies in a word, or across two; cut to whole escapes. */
+static void test_text_controls(void **state)
+{
+    (void)state;
+    char s[24], buf[16];
+    for (size_t at = 0; at < sizeof(s); at++)
+        for (unsigned c = 0; c < 256; c++) {
+            memset(s, 'a', sizeof(s));
+            s[at] = (char)c;
+            bool ctl = c < 0x20 || c == 0x7f;
+            assert_int_equal(ember_text_has_ctl(s, sizeof(s)), ctl);
+            if (at + 1 < sizeof(s)) {
+                s[at] = '\xc2';
+                s[at + 1] = (char)c;
+                assert_int_equal(ember_text_has_ctl(s, sizeof(s)), ctl || (c >= 0x80 && c <= 0x9f));
+            }
+        }
+    assert_int_equal(ember_text_escape("ab\x1b\x1b", 4, buf, 8), 10);
+    assert_string_equal(buf, "ab\\x1b");
+    assert_int_equal(ember_text_escape("ab\x1b", 3, buf, sizeof(buf)), 6);
+    assert_string_equal(buf, "ab\\x1b");
+}
+
+/* The folded view makes a name with a newline and the text of its
+ * spelling one frame; a names-only profile whose one odd name has no ';'
+ * gets a view too. */
+static void test_names_view_escapes_controls(void **state)
+{
+    (void)state;
+    struct ember_profile *p = ember_profile_new(), *v = NULL;
+    uint32_t raw, spelled, n1, n2;
+    assert_int_equal(ember_profile_intern(p, "a\nb", 3, &raw), 0);
+    assert_int_equal(ember_profile_intern(p, "a\\x0ab", 6, &spelled), 0);
+    assert_int_equal(ember_profile_add_stack(p, &raw, 1, EMBER_ROOT_FIRST, (int64_t[]){2}, &n1), 0);
+    assert_int_equal(ember_profile_add_stack(p, &spelled, 1, EMBER_ROOT_FIRST, (int64_t[]){3}, &n2),
+                     0);
+    assert_false(ember_profile_is_names(p));
+    assert_int_equal(ember_profile_names(p, &v), 0);
+    assert_non_null(v);
+    size_t len;
+    assert_int_equal(ember_profile_frame_count(v), 1);
+    assert_string_equal(ember_profile_frame_name(v, 0, &len), "a\\x0ab");
+    assert_int_equal(ember_profile_self(v, ember_profile_child_lookup(v, EMBER_ROOT, 0), 0), 5);
+    ember_profile_free(v);
+    ember_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +352,9 @@ int main(void)
         cmocka_unit_test(test_spell),
         cmocka_unit_test(test_spell_folded),
         cmocka_unit_test(test_names_view_spells_semicolons),
+        cmocka_unit_test(test_spell_folded_controls),
+        cmocka_unit_test(test_text_controls),
+        cmocka_unit_test(test_names_view_escapes_controls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
