@@ -2,7 +2,8 @@
  * perf_data.h - the pieces of the perf.data reader and what they share
  * (library-internal).
  *
- * perf_data_file.c   the file: header, attributes, feature sections, records
+ * perf_data_file.c   the file: header, attributes, records, the layout of a sample
+ * perf_data_features.c the feature sections after the data (build-ids, names)
  * perf_data_order.c  records delivered in time order, as perf sorts them
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
  * perf_data_kernel.c kernel symbols from /proc/kallsyms
@@ -139,8 +140,14 @@ void pd_file_release(struct pd_file *f);
 /* The header and everything before the data section (attributes and their
  * ids); leaves s at the first record. */
 int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_diag *d);
-/* The feature sections after the data section, s just past the data. */
+/* The feature sections after the data section, s just past the data
+ * (perf_data_features.c). */
 int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_diag *d);
+/* Feature section bit, whole (len bytes): those ember uses are kept. */
+int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
+                    struct ember_diag *d);
+/* One build-id entry (HEADER_BUILD_ID) of len bytes at most: *used of them. */
+int pd_file_build_id_entry(struct pd_file *f, const uint8_t *p, size_t len, size_t *used);
 /* The next record, or 1 at the end of the data (0: *r filled). */
 int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record *r,
                         struct ember_diag *d);
@@ -159,6 +166,9 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
                          const struct pd_record *r, struct pd_sample *out, struct ember_diag *d);
 /* The pid/tid a non-sample record carries in its sample_id trailer. */
 const struct pd_build_id *pd_file_build_id(const struct pd_file *f, const char *path, bool kernel);
+/* "corrupt perf.data: ..." of the file as a whole. */
+int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* "corrupt perf.data: ..." at a record. */
 int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
