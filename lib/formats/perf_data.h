@@ -9,6 +9,7 @@
  * perf_data_kernel.c kernel symbols from /proc/kallsyms
  * perf_data_names.c  an address in a map -> the frames perf script would print
  * perf_data_unwind.c DWARF call graphs: the copied user stack unwound by libdwfl
+ * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: samples -> stacks -> the profile
  *
  * The file is read as a stream (ember_input: a file, standard input, gzip),
@@ -26,6 +27,7 @@
 #include "u64map.h"
 #include "util/arena.h"
 
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -110,7 +112,9 @@ struct pd_record {
     uint64_t offset; /* in the file */
 };
 
-/* A sample, decoded (pointers into its record). */
+/* A sample, decoded (pointers into its record). Its period is perf's
+ * (evsel__parse_sample): the field, else the event's fixed period (perf
+ * record -c, a period= term); none in frequency mode without the field. */
 struct pd_sample {
     uint64_t ip, time, id, period;
     uint32_t pid, tid;
@@ -296,6 +300,33 @@ void pd_offcpu_exit(struct pd_offcpu *o, uint32_t tid);
 int pd_offcpu_close_next(struct pd_offcpu *o, uint64_t end, struct pd_offcpu_interval *iv);
 /* Intervals measured so far, closed at the end included. */
 uint64_t pd_offcpu_count(const struct pd_offcpu *o);
+
+/* ---- the event kept, and the values (perf_data_values.c) ---------------- */
+
+/* What the samples of one event were. */
+struct pd_seen {
+    uint64_t samples;
+    uint64_t first; /* order of its first sample, from 1; 0: none */
+    bool weighed;   /* a sample had a period (not 0) */
+};
+
+/* The profile's values: samples and their periods (the same index
+ * without periods), and with off-CPU time shown that time and, when the
+ * periods are nanoseconds too, both together (wall). */
+struct pd_values {
+    unsigned samples, period;
+    unsigned off, wall; /* PD_NO_VALUE: none */
+    bool offcpu;        /* off-CPU intervals shown, the context switches' samples not */
+};
+#define PD_NO_VALUE UINT_MAX
+
+/* The event kept (filter's, else the first sampled), keep[a] for each
+ * event whose samples are placed, st's counts of the others, and the
+ * values added to p, the one views show selected. intervals: off-CPU
+ * intervals were measured. */
+int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct pd_seen *seen,
+                  const char *filter, bool intervals, struct ember_read_stats *st, bool *keep,
+                  struct pd_values *v);
 
 /* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
 

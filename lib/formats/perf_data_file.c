@@ -701,7 +701,7 @@ static int sample_fields(const struct pd_attr *a, struct cursor *c, struct pd_sa
         return -1;
     if ((t & PERF_SAMPLE_CPU) && !take_u64(c, &v))
         return -1;
-    s->has_period = t & PERF_SAMPLE_PERIOD;
+    s->has_period = (t & PERF_SAMPLE_PERIOD) || !a->freq; /* freq: sample_period is a rate */
     s->period = a->sample_period;
     if ((t & PERF_SAMPLE_PERIOD) && !take_u64(c, &s->period))
         return -1;
