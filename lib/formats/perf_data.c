@@ -110,7 +110,8 @@ struct reader {
     struct pd_unwind *uw; /* DWARF call graphs */
     struct pd_leaf *leaf; /* fp call graphs' skipped callers */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
-    uint64_t last_time;   /* the latest record's, where open intervals end */
+    uint64_t last_time;   /* the latest record's (open intervals end at the recording's) */
+    bool dwarf;           /* samples were unwound from their registers */
     uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
 
@@ -344,6 +345,7 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
  * cannot start): the same here. */
 static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
 {
+    r->dwarf |= s->regs != NULL;
     if (!s->regs || !s->stack || s->stack_size == 0)
         return 0;
     size_t n;
@@ -532,12 +534,15 @@ static int on_switch(struct reader *r, const struct pd_record *rec)
     return got > 0 ? add_interval(r, &iv) : got;
 }
 
-/* Threads still away when the recording ended were away until then. */
+/* Threads still away when the recording ended were away until then: the
+ * latest time the file holds, its records' or the one its header gives
+ * (where ember record says when it stopped; perf's is its last sample). */
 static int close_intervals(struct reader *r)
 {
     struct pd_offcpu_interval iv;
+    uint64_t end = r->f.time_end > r->last_time ? r->f.time_end : r->last_time;
     int got, err = 0;
-    while (!err && (got = pd_offcpu_close_next(r->oc, r->last_time, &iv)) > 0)
+    while (!err && (got = pd_offcpu_close_next(r->oc, end, &iv)) > 0)
         err = add_interval(r, &iv);
     return err;
 }
@@ -820,8 +825,7 @@ static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t sample
         err = ember_profile_add(r->p, n, v->period, (int64_t)period);
     if (!err && v->wall != PD_NO_VALUE)
         err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
-    if (!mark)
-        r->st->samples += samples;
+    r->st->samples += samples; /* an interval too: a profile may be off-CPU time alone */
     return err;
 }
 
@@ -969,8 +973,7 @@ static int read_data(struct reader *r)
             return err;
     if (err < 0)
         return err;
-    err = pd_queue_flush(&r->q, true, deliver, r);
-    return err ? err : close_intervals(r);
+    return pd_queue_flush(&r->q, true, deliver, r);
 }
 
 static void warn_lost(struct reader *r)
@@ -1002,6 +1005,10 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
         err = read_data(&r);
     if (!err)
         err = pd_file_read_features(&r.f, &r.s, d);
+    if (!err && r.dwarf)
+        err = pd_file_check_arch(&r.f, d);
+    if (!err)
+        err = close_intervals(&r);
     if (!err) {
         warn_lost(&r);
         err = build_profile(&r);
@@ -1012,10 +1019,15 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
+/* perf's magic, and those of the files the reader refuses by name: a
+ * big-endian one, perf's first format. */
 static enum ember_probe perf_data_probe(const char *data, size_t len)
 {
-    return len >= PD_MAGIC_LEN && memcmp(data, PD_MAGIC, PD_MAGIC_LEN) == 0 ? EMBER_PROBE_YES
-                                                                            : EMBER_PROBE_NO;
+    static const char *const magic[] = {PD_MAGIC, PD_MAGIC_SWAPPED, PD_MAGIC_V1};
+    for (size_t i = 0; len >= PD_MAGIC_LEN && i < sizeof(magic) / sizeof(magic[0]); i++)
+        if (memcmp(data, magic[i], PD_MAGIC_LEN) == 0)
+            return EMBER_PROBE_YES;
+    return EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_perf_data = {

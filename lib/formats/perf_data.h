@@ -100,7 +100,8 @@ struct pd_file {
     int id_pos, is_pos;      /* perf's positions of the id in samples / other records */
     struct pd_build_id *bids;
     size_t nbids, bcap;
-    char arch[32];
+    char arch[32];     /* HEADER_ARCH: uname -m where it was recorded; "" unknown */
+    uint64_t time_end; /* HEADER_SAMPLE_TIME's last time; 0: none */
     struct ember_arena arena;
 };
 
@@ -150,6 +151,9 @@ int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_d
 /* Feature section bit, whole (len bytes): those ember uses are kept. */
 int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
                     struct ember_diag *d);
+/* 0, or -ENOTSUP when the file's DWARF call graphs (its samples' user
+ * registers) are of an architecture the unwinder does not know. */
+int pd_file_check_arch(const struct pd_file *f, struct ember_diag *d);
 /* One build-id entry (HEADER_BUILD_ID) of len bytes at most: *used of them. */
 int pd_file_build_id_entry(struct pd_file *f, const uint8_t *p, size_t len, size_t *used);
 /* The next record, or 1 at the end of the data (0: *r filled). */

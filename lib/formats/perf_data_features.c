@@ -2,7 +2,8 @@
  * perf_data_features.c - the feature sections of a perf.data file (perf's
  * util/header.c writes them after the data section, one per bit set in the
  * header; a pipe-mode file sends them as HEADER_FEATURE records): the
- * build-ids, the events' names, the architecture. The others are skipped,
+ * build-ids, the events' names, the architecture, the last sample's time
+ * (where ember record says when it stopped). The others are skipped,
  * but must be there: a file cut inside them is a truncation error.
  *
  * Invariants: a section is read whole (at most MAX_FEATURE bytes), in
@@ -118,6 +119,27 @@ static int feature_arch(struct pd_file *f, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* The first and the last time the recording holds: perf's first and last
+ * sample, ember record's first sample and the moment it stopped. */
+static int feature_sample_time(struct pd_file *f, const uint8_t *p, size_t len,
+                               struct ember_diag *d)
+{
+    if (len < 16)
+        return pd_bad_file(d, f->name, "the sample time section has %zu bytes (expected 16)", len);
+    f->time_end = pd_u64(p + 8);
+    return 0;
+}
+
+int pd_file_check_arch(const struct pd_file *f, struct ember_diag *d)
+{
+    if (!f->arch[0] || strcmp(f->arch, "x86_64") == 0)
+        return 0;
+    return ember_diag_set(d, -ENOTSUP, f->name, 0,
+                          "DWARF call graphs recorded on %s (the file's HEADER_ARCH): ember "
+                          "unwinds those of x86_64 only",
+                          f->arch);
+}
+
 int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
                     struct ember_diag *d)
 {
@@ -128,6 +150,8 @@ int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t le
         return feature_event_desc(f, p, len, d);
     case PD_FEAT_ARCH:
         return feature_arch(f, p, len);
+    case PD_FEAT_SAMPLE_TIME:
+        return feature_sample_time(f, p, len, d);
     default:
         return 0;
     }
@@ -135,7 +159,8 @@ int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t le
 
 static bool wanted(unsigned bit)
 {
-    return bit == PD_FEAT_BUILD_ID || bit == PD_FEAT_EVENT_DESC || bit == PD_FEAT_ARCH;
+    return bit == PD_FEAT_BUILD_ID || bit == PD_FEAT_EVENT_DESC || bit == PD_FEAT_ARCH ||
+           bit == PD_FEAT_SAMPLE_TIME;
 }
 
 struct feat_ref {

@@ -428,15 +428,15 @@ int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_dia
     if (err)
         return err;
     if (memcmp(h, PD_MAGIC, PD_MAGIC_LEN) != 0) {
-        if (memcmp(h, "2ELIFREP", 8) == 0)
+        if (memcmp(h, PD_MAGIC_SWAPPED, PD_MAGIC_LEN) == 0)
             return ember_diag_set(d, -EINVAL, f->name, 0,
                                   "a big-endian perf.data (recorded on another architecture): "
                                   "ember reads little-endian ones");
-        return ember_diag_set(d, -EINVAL, f->name, 0,
-                              "not a perf.data file (expected the magic \"PERFILE2\"%s)",
-                              memcmp(h, "PERFFILE", 8) == 0 ? "; \"PERFFILE\" is perf's first "
-                                                              "format, from before 2.6.37"
-                                                            : "");
+        return ember_diag_set(
+            d, -EINVAL, f->name, 0, "not a perf.data file (expected the magic \"PERFILE2\"%s)",
+            memcmp(h, PD_MAGIC_V1, PD_MAGIC_LEN) == 0 ? "; \"PERFFILE\" is perf's first "
+                                                        "format, from before 2.6.37"
+                                                      : "");
     }
     uint64_t hsize = pd_u64(h + 8);
     if (hsize == PD_PIPE_HEADER_SIZE) {

@@ -11,7 +11,10 @@
  * "cpu-clock/period=100000/", a name= term), a count of the event
  * otherwise; without periods, samples alone. Off-CPU intervals (context
  * switches and their switch records) add off-CPU time and, beside a
- * clock, wall time (cpu + off-cpu).
+ * clock, wall time (cpu + off-cpu). A recording whose threads only waited
+ * is a profile too: its first event other than the context switches is
+ * kept though it sampled nothing, so that it has cpu (0), off-CPU and
+ * wall time like any other.
  * Invariants: keep[] marks every event of the kept one's name and, with
  * off-CPU time shown, the context switches, whose samples give the
  * intervals their stacks (their own weights never count then).
@@ -28,22 +31,26 @@ static bool same_event(const char *a, const char *b)
 
 /* The event kept: the one asked for, else the first sampled (with
  * off-CPU intervals, the first sampled but the context switches, which
- * give the intervals their stacks). */
+ * give the intervals their stacks, and when none was, the file's first
+ * other event). */
 static const char *kept_event(const struct pd_file *f, const struct pd_seen *seen,
                               const char *filter, bool intervals)
 {
     if (filter)
         return filter;
     uint64_t first = UINT64_MAX;
-    const char *kept = NULL;
+    const char *kept = NULL, *unsampled = NULL;
     for (size_t a = 0; a < f->nattrs; a++) {
-        if (!seen[a].first || seen[a].first > first ||
-            (intervals && pd_offcpu_is_switches(&f->attrs[a])))
+        if (intervals && pd_offcpu_is_switches(&f->attrs[a]))
+            continue;
+        if (!unsampled)
+            unsampled = f->attrs[a].name;
+        if (!seen[a].first || seen[a].first > first)
             continue;
         first = seen[a].first;
         kept = f->attrs[a].name;
     }
-    return kept;
+    return kept ? kept : intervals ? unsampled : NULL;
 }
 
 /* Off-CPU time is shown when intervals were measured and the context

@@ -303,8 +303,8 @@ int ember_recorder_stop(struct ember_recorder *r, struct ember_diag *d)
         return 0;
     r->stopped = true;
     rec_enable(r, false);
+    r->t1 = now_ns(); /* the recording's end: nothing is recorded after */
     end_child(r);
-    r->t1 = now_ns();
     int err = rec_drain(r, d);
     return err ? err : rec_write_tail(r, d);
 }

@@ -514,6 +514,52 @@ def bad_input(work):
     print("ok: cut and corrupt perf.data files are clear errors")
 
 
+def feature_section(blob, bit):
+    """(offset, size) of feature section BIT of a perf.data file: the
+    table after the data section has one entry per bit set, in bit order."""
+    bits = int.from_bytes(blob[72:104], "little")
+    if not bits >> bit & 1:
+        golden.fail("the file has no feature section %d" % bit)
+    start, size = struct.unpack_from("<QQ", blob, 40)
+    index = bin(bits & ((1 << bit) - 1)).count("1")
+    return struct.unpack_from("<QQ", blob, start + size + 16 * index)
+
+
+@case
+def not_supported(work):
+    """What ember cannot read is said by name: DWARF call graphs recorded on
+    another architecture (HEADER_ARCH: perf says "target platform=arm64 is
+    not supported"; ember's unwinder knows x86-64's registers only), and a
+    big-endian file; an fp recording from another architecture reads as
+    any (its call chains are addresses)."""
+    HEADER_ARCH = 6
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    for name, extra in (("dwarf", DWARF), ("fp", ["-g"])):
+        data = record(work, name, [prog, "1"], extra)
+        blob = bytearray(open(data, "rb").read())
+        at, size = feature_section(blob, HEADER_ARCH)
+        if blob[at + 4:at + 11] != b"x86_64\0":
+            print("skip: recorded on %r, not x86_64" % bytes(blob[at + 4:at + 12]))
+            return
+        blob[at + 4:at + 12] = b"aarch64\0"  # within its 64-byte padding
+        arm = os.path.join(work, name + "-arm64.data")
+        with open(arm, "wb") as f:
+            f.write(blob)
+        if name == "dwarf":
+            must_fail(arm, "DWARF recorded on arm64",
+                      "DWARF call graphs recorded on aarch64 (the file's HEADER_ARCH): ember "
+                      "unwinds those of x86_64 only")
+        else:
+            golden.first_difference(golden.run(["collapse", arm])[0],
+                                    golden.run(["collapse", data])[0], "fp recorded on arm64")
+    big = os.path.join(work, "big-endian.data")
+    with open(big, "wb") as f:
+        f.write(b"2ELIFREP" + bytes(blob[8:]))
+    must_fail(big, "a big-endian perf.data", "a big-endian perf.data (recorded on another "
+              "architecture): ember reads little-endian ones")
+    print("ok: DWARF from arm64 and big-endian files are refused by name")
+
+
 @case
 def rebuilt_binary(work):
     """A binary rebuilt after recording (perf record -N: no build-id cache)
