@@ -613,7 +613,8 @@ static int push_id(struct id_vec *v, uint32_t id)
 }
 
 /* The root frame, as perf_script.c makes it: the process or thread (views
- * spell "comm-PID/TID"), else the command alone (spaces as '_'). */
+ * spell "comm-PID/TID"; the kernel's -1, a task it could not name, is an
+ * unknown id), else the command alone (spaces as '_'). */
 static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
 {
     const struct ember_perf_opts *po = &r->po;
@@ -623,8 +624,8 @@ static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, 
                                  .name_len = rt->comm_len,
                                  .module = EMBER_NO_MODULE,
                                  .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
-                                 .pid = rt->pid,
-                                 .tid = rt->tid,
+                                 .pid = (int32_t)rt->pid,
+                                 .tid = (int32_t)rt->tid,
                                  .kind_in_name = true};
         return ember_profile_intern_frame(r->p, &fr, frame);
     }

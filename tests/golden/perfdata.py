@@ -22,6 +22,7 @@ Skips (exit 77) when perf cannot record here; cases whose program is
 missing (the OCaml fixture, python3, xz) are skipped alone.
 """
 import csv
+import gzip
 import io
 import os
 import re
@@ -558,6 +559,82 @@ def not_supported(work):
     must_fail(big, "a big-endian perf.data", "a big-endian perf.data (recorded on another "
               "architecture): ember reads little-endian ones")
     print("ok: DWARF from arm64 and big-endian files are refused by name")
+
+
+def with_idle(data, every=5):
+    """DATA itself when some sample is the idle task's (pid 0), else a copy
+    in which every EVERY-th sample's pid and tid are 0: on a busy machine a
+    CPU may never idle while recording."""
+    blob = bytearray(open(data, "rb").read())
+    attrs = struct.unpack_from("<Q", blob, 24)[0]
+    sample_type, = struct.unpack_from("<Q", blob, attrs + 24)
+    tid_at = 8 + 8 * bool(sample_type & 0x10000) + 8 * bool(sample_type & 0x1)  # IDENTIFIER, IP
+    _, recs = records(data)
+    samples = [at for at, typ, _ in recs if typ == 9]
+    if any(struct.unpack_from("<I", blob, at + tid_at)[0] == 0 for at in samples):
+        return data
+    for at in samples[::every]:
+        struct.pack_into("<II", blob, at + tid_at, 0, 0)
+    idle = data.replace(".data", "-idle.data")
+    with open(idle, "wb") as f:
+        f.write(blob)
+    return idle
+
+
+def roots(folded):
+    """{root frame: weight} of folded stacks, but for the samples of a task
+    the kernel could not name (pid or tid -1, of a thread exiting): perf
+    script prints ":-1  PID/-1", which stackcollapse-perf.pl's rule reads
+    as a command of the whole line; ember names them ":-1" as perf does."""
+    out = {}
+    for line in folded.splitlines():
+        stack, _, n = line.rpartition(b" ")
+        root = stack.split(b";")[0]
+        if not root.startswith(b":-1"):
+            out[root] = out.get(root, 0) + int(n)
+    return out
+
+
+@case
+def idle_task(work):
+    """pid 0, the idle task, is perf's "swapper" (perf script, perf report
+    --sort comm,pid) in every view: collapse, --pid, --tid, report, the
+    pprof and Chrome exports; of perf record -a and of ember record -a
+    --off-cpu (its cpu-clock samples: perf script text has no off-CPU
+    time). Only the processes are compared here (the roots of the stacks
+    and their weights): the other processes of the machine are whatever
+    runs beside the test."""
+    perf_data = os.path.join(work, "all.data")
+    p = subprocess.run(["perf", "record", "-q", "-a", "-g", "-o", perf_data, "--", "sleep",
+                        "0.5"], capture_output=True)
+    if p.returncode != 0:
+        print("skip: perf record -a: %r" % p.stderr[-300:])
+        return
+    mine = os.path.join(work, "mine.data")
+    golden.run(["record", "-a", "--off-cpu", "--duration", "0.5", "-o", mine])
+    for data, event in ((perf_data, []), (mine, ["--event-filter=cpu-clock"])):
+        data = with_idle(data)
+        for opts in ([], ["--pid"], ["--tid"]):
+            text = perf_script(data, opts)
+            want, _, _ = golden.run(["collapse"] + event + opts, stdin=text)
+            got, _, _ = golden.run(["collapse"] + event + opts + (["--event", "cpu"] if event
+                                                                   else []) + [data])
+            idle = {b"swapper", b"swapper-0", b"swapper-0/0"} & set(roots(want))
+            if roots(got) != roots(want) or not idle:
+                golden.fail("%s %s: processes %r, perf script's %r" %
+                            (data, " ".join(opts), sorted(roots(got).items())[:20],
+                             sorted(roots(want).items())[:20]))
+        out, _, _ = golden.run(["report", "--top", "0", "--tid", data])
+        if b"swapper-0/0" not in out or re.search(rb"(^|\s):0(-0)?\b", out, re.M):
+            golden.fail("%s: report should name pid 0 swapper: %r" % (data, out[:600]))
+        for fmt in ("pprof", "chrome"):
+            exported = os.path.join(work, "idle." + fmt)
+            golden.run(["convert", "--to", fmt, "--pid", data, "-o", exported])
+            body = open(exported, "rb").read()
+            body = gzip.decompress(body) if fmt == "pprof" else body
+            if b"swapper-0" not in body or b":0-0" in body:
+                golden.fail("%s: the %s export should name pid 0 swapper-0" % (data, fmt))
+        print("ok: %s: pid 0 is swapper in every view" % data)
 
 
 @case
