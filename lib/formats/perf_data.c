@@ -111,7 +111,7 @@ struct reader {
     struct pd_leaf *leaf; /* fp call graphs' skipped callers */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
     uint64_t last_time;   /* the latest record's (open intervals end at the recording's) */
-    bool dwarf;           /* samples were unwound from their registers */
+    bool dwarf;           /* samples whose user frames only unwinding gives */
     uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
 
@@ -345,7 +345,10 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
  * cannot start): the same here. */
 static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
 {
-    r->dwarf |= s->regs != NULL;
+    bool user = false;
+    for (size_t i = 0; i < r->nchain && !user; i++)
+        user = r->chain[i].cpumode == PERF_RECORD_MISC_USER;
+    r->dwarf |= s->regs && !user; /* its user frames are the unwinder's alone */
     if (!s->regs || !s->stack || s->stack_size == 0)
         return 0;
     size_t n;

@@ -151,8 +151,9 @@ int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_d
 /* Feature section bit, whole (len bytes): those ember uses are kept. */
 int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
                     struct ember_diag *d);
-/* 0, or -ENOTSUP when the file's DWARF call graphs (its samples' user
- * registers) are of an architecture the unwinder does not know. */
+/* 0, or -ENOTSUP when the file was recorded on an architecture whose
+ * registers the unwinder does not know: for a file with DWARF call graphs
+ * (samples whose user frames only unwinding gives). */
 int pd_file_check_arch(const struct pd_file *f, struct ember_diag *d);
 /* One build-id entry (HEADER_BUILD_ID) of len bytes at most: *used of them. */
 int pd_file_build_id_entry(struct pd_file *f, const uint8_t *p, size_t len, size_t *used);
