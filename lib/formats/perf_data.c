@@ -77,11 +77,6 @@ struct root {
     size_t nlast, pcap, lcap;
 };
 
-struct attr_seen {
-    uint64_t samples;
-    uint64_t first; /* order of its first sample, from 1; 0: none */
-};
-
 struct seq_entry {
     uint32_t node;
     uint64_t samples, period;
@@ -115,7 +110,8 @@ struct reader {
     struct pd_unwind *uw; /* DWARF call graphs */
     struct pd_leaf *leaf; /* fp call graphs' skipped callers */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
-    uint64_t last_time;   /* the latest record's, where open intervals end */
+    uint64_t last_time;   /* the latest record's (open intervals end at the recording's) */
+    bool dwarf;           /* samples whose user frames only unwinding gives */
     uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
 
@@ -139,10 +135,9 @@ struct reader {
     size_t nroots, rcap;
     struct ember_strmap root_ids;
 
-    struct attr_seen *seen; /* per event */
+    struct pd_seen *seen; /* per event */
     size_t seencap;
     uint64_t nseen, lost, unknown_ids;
-    bool weighed;
 
     bool keep_seq;
     struct seq_entry *seq;
@@ -350,6 +345,10 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
  * cannot start): the same here. */
 static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
 {
+    bool user = false;
+    for (size_t i = 0; i < r->nchain && !user; i++)
+        user = r->chain[i].cpumode == PERF_RECORD_MISC_USER;
+    r->dwarf |= s->regs && !user; /* its user frames are the unwinder's alone */
     if (!s->regs || !s->stack || s->stack_size == 0)
         return 0;
     size_t n;
@@ -480,7 +479,7 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
         return err;
     if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s.pid, s.tid, s.time))
         return 0;
-    struct attr_seen *seen = &r->seen[ai];
+    struct pd_seen *seen = &r->seen[ai];
     if (!seen->first)
         seen->first = ++r->nseen;
     seen->samples++;
@@ -500,7 +499,7 @@ static int on_sample(struct reader *r, const struct pd_record *rec)
     uint64_t period = 1;
     if (s.has_period && s.period > 0) {
         period = s.period;
-        r->weighed = true;
+        seen->weighed = true;
     }
     err = add_weight(r, node, period);
     return err ? err : note_time(r, s.pid, s.tid, s.time);
@@ -538,12 +537,15 @@ static int on_switch(struct reader *r, const struct pd_record *rec)
     return got > 0 ? add_interval(r, &iv) : got;
 }
 
-/* Threads still away when the recording ended were away until then. */
+/* Threads still away when the recording ended were away until then: the
+ * latest time the file holds, its records' or the one its header gives
+ * (where ember record says when it stopped; perf's is its last sample). */
 static int close_intervals(struct reader *r)
 {
     struct pd_offcpu_interval iv;
+    uint64_t end = r->f.time_end > r->last_time ? r->f.time_end : r->last_time;
     int got, err = 0;
-    while (!err && (got = pd_offcpu_close_next(r->oc, r->last_time, &iv)) > 0)
+    while (!err && (got = pd_offcpu_close_next(r->oc, end, &iv)) > 0)
         err = add_interval(r, &iv);
     return err;
 }
@@ -583,7 +585,7 @@ static int on_record(struct reader *r, const struct pd_record *rec)
             /* pipe mode: events arrive as records */
             if (EMBER_VEC_RESERVE(r->seen, r->seencap, r->f.nattrs) < 0)
                 return -ENOMEM;
-            r->seen[r->f.nattrs - 1] = (struct attr_seen){0, 0};
+            r->seen[r->f.nattrs - 1] = (struct pd_seen){0};
         }
         return err;
     }
@@ -613,100 +615,9 @@ static int push_id(struct id_vec *v, uint32_t id)
     return 0;
 }
 
-static bool same_event(const char *a, const char *b)
-{
-    return ember_perf_same_event(a, strlen(a), b, strlen(b));
-}
-
-/* The event kept: the one asked for, else the first sampled (with
- * off-CPU intervals, the first sampled but the context switches, which
- * give the intervals their stacks). */
-static const char *kept_event(const struct reader *r)
-{
-    if (r->po.event_filter)
-        return r->po.event_filter;
-    bool offcpu = pd_offcpu_count(r->oc) > 0;
-    uint64_t first = UINT64_MAX;
-    const char *kept = NULL;
-    for (size_t a = 0; a < r->f.nattrs; a++) {
-        if (!r->seen[a].first || r->seen[a].first > first ||
-            (offcpu && pd_offcpu_is_switches(&r->f.attrs[a])))
-            continue;
-        first = r->seen[a].first;
-        kept = r->f.attrs[a].name;
-    }
-    return kept;
-}
-
-/* Off-CPU time is shown when intervals were measured and the context
- * switches are not themselves the event asked for (then they count as
- * samples, as perf script shows them). */
-static bool shows_offcpu(const struct reader *r, const char *kept)
-{
-    if (pd_offcpu_count(r->oc) == 0)
-        return false;
-    for (size_t a = 0; kept && a < r->f.nattrs; a++)
-        if (pd_offcpu_is_switches(&r->f.attrs[a]) && same_event(r->f.attrs[a].name, kept))
-            return false;
-    return true;
-}
-
-static void count_kept(struct reader *r, const char *kept, bool offcpu, bool *keep)
-{
-    uint64_t other = UINT64_MAX;
-    for (size_t a = 0; a < r->f.nattrs; a++) {
-        keep[a] = (kept && same_event(r->f.attrs[a].name, kept)) ||
-                  (offcpu && pd_offcpu_is_switches(&r->f.attrs[a]));
-        if (keep[a])
-            continue;
-        r->st->filtered += r->seen[a].samples;
-        if (r->seen[a].first && r->seen[a].first < other) {
-            other = r->seen[a].first;
-            snprintf(r->st->other_event, sizeof(r->st->other_event), "%s", r->f.attrs[a].name);
-        }
-    }
-    if (kept)
-        snprintf(r->st->kept_event, sizeof(r->st->kept_event), "%s", kept);
-}
-
-/* The profile's values: samples and their periods (the same index
- * without periods), and with off-CPU time that time and, when the periods
- * are nanoseconds too, both together (wall). */
-struct values {
-    unsigned samples, period;
-    unsigned off, wall; /* NO_VALUE: none */
-};
-#define NO_VALUE UINT_MAX
-
-/* The values: samples, and the periods' sum (cpu time for the clocks),
- * shown, as for perf script text; without periods, samples alone. With
- * off-CPU time, wall time is shown (off-CPU time alone when nothing else
- * was sampled). */
-static int set_values(struct reader *r, const char *kept, bool offcpu, struct values *v)
-{
-    *v = (struct values){.off = NO_VALUE, .wall = NO_VALUE};
-    int err = ember_profile_value(r->p, "samples", "count", &v->samples);
-    unsigned shown = v->period = v->samples;
-    const char *unit = NULL;
-    if (!err && r->weighed && kept) {
-        char type[EMBER_UNIT_MAX];
-        ember_perf_period_value(kept, strlen(kept), type, sizeof(type), &unit);
-        err = ember_profile_value(r->p, type, unit, &v->period);
-        shown = v->period;
-    }
-    if (!err && offcpu)
-        err = ember_profile_value(r->p, "off-cpu", "nanoseconds", &v->off);
-    if (!err && offcpu && unit && strcmp(unit, "nanoseconds") == 0)
-        err = ember_profile_value(r->p, "wall", "nanoseconds", &v->wall);
-    if (offcpu)
-        shown = v->wall != NO_VALUE ? v->wall : !kept ? v->off : shown;
-    if (!err)
-        ember_profile_select_index(r->p, shown);
-    return err;
-}
-
 /* The root frame, as perf_script.c makes it: the process or thread (views
- * spell "comm-PID/TID"), else the command alone (spaces as '_'). */
+ * spell "comm-PID/TID"; the kernel's -1, a task it could not name, is an
+ * unknown id), else the command alone (spaces as '_'). */
 static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
 {
     const struct ember_perf_opts *po = &r->po;
@@ -716,8 +627,8 @@ static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, 
                                  .name_len = rt->comm_len,
                                  .module = EMBER_NO_MODULE,
                                  .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
-                                 .pid = rt->pid,
-                                 .tid = rt->tid,
+                                 .pid = (int32_t)rt->pid,
+                                 .tid = (int32_t)rt->tid,
                                  .kind_in_name = true};
         return ember_profile_intern_frame(r->p, &fr, frame);
     }
@@ -908,7 +819,7 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
  * context switch that began it), a sample's period as its own (and wall)
  * time. */
 static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t samples, uint64_t period,
-                         const struct values *v)
+                         const struct pd_values *v)
 {
     bool mark = is_mark(r, i);
     int err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
@@ -916,10 +827,9 @@ static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t sample
         err = ember_profile_add(r->p, n, v->off, (int64_t)period);
     else if (!err && v->period != v->samples)
         err = ember_profile_add(r->p, n, v->period, (int64_t)period);
-    if (!err && v->wall != NO_VALUE)
+    if (!err && v->wall != PD_NO_VALUE)
         err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
-    if (!mark)
-        r->st->samples += samples;
+    r->st->samples += samples; /* an interval too: a profile may be off-CPU time alone */
     return err;
 }
 
@@ -932,7 +842,7 @@ static void tell_times(struct reader *r, size_t *next, uint64_t k, bool placed)
                               r->times[*next].time);
 }
 
-static int add_weights(struct reader *r, const uint32_t *pnode, const struct values *v)
+static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_values *v)
 {
     int err = 0;
     if (r->keep_seq) {
@@ -959,17 +869,14 @@ static int build_profile(struct reader *r)
     uint32_t *pnode = malloc(r->nnodes * sizeof(*pnode));
     struct pd_names *nm = NULL;
     int err = keep && pnode ? 0 : -ENOMEM;
-    const char *kept = kept_event(r);
-    bool offcpu = shows_offcpu(r, kept);
-    struct values v;
-    if (!err) {
-        count_kept(r, kept, offcpu, keep);
-        err = set_values(r, kept, offcpu, &v);
-    }
+    struct pd_values v;
+    if (!err)
+        err = pd_values_set(r->p, &r->f, r->seen, r->po.event_filter, pd_offcpu_count(r->oc) > 0,
+                            r->st, keep, &v);
     if (!err)
         err = pd_names_new(&nm, r->p, &r->f, r->t, r->o);
     if (!err)
-        err = place_nodes(r, nm, keep, offcpu, pnode);
+        err = place_nodes(r, nm, keep, v.offcpu, pnode);
     if (!err)
         err = add_weights(r, pnode, &v);
     if (err == -ERANGE)
@@ -1070,8 +977,7 @@ static int read_data(struct reader *r)
             return err;
     if (err < 0)
         return err;
-    err = pd_queue_flush(&r->q, true, deliver, r);
-    return err ? err : close_intervals(r);
+    return pd_queue_flush(&r->q, true, deliver, r);
 }
 
 static void warn_lost(struct reader *r)
@@ -1103,6 +1009,10 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
         err = read_data(&r);
     if (!err)
         err = pd_file_read_features(&r.f, &r.s, d);
+    if (!err && r.dwarf)
+        err = pd_file_check_arch(&r.f, d);
+    if (!err)
+        err = close_intervals(&r);
     if (!err) {
         warn_lost(&r);
         err = build_profile(&r);
@@ -1113,10 +1023,15 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
     return err;
 }
 
+/* perf's magic, and those of the files the reader refuses by name: a
+ * big-endian one, perf's first format. */
 static enum ember_probe perf_data_probe(const char *data, size_t len)
 {
-    return len >= PD_MAGIC_LEN && memcmp(data, PD_MAGIC, PD_MAGIC_LEN) == 0 ? EMBER_PROBE_YES
-                                                                            : EMBER_PROBE_NO;
+    static const char *const magic[] = {PD_MAGIC, PD_MAGIC_SWAPPED, PD_MAGIC_V1};
+    for (size_t i = 0; len >= PD_MAGIC_LEN && i < sizeof(magic) / sizeof(magic[0]); i++)
+        if (memcmp(data, magic[i], PD_MAGIC_LEN) == 0)
+            return EMBER_PROBE_YES;
+    return EMBER_PROBE_NO;
 }
 
 const struct ember_format ember_format_perf_data = {

@@ -2,12 +2,14 @@
  * perf_data.h - the pieces of the perf.data reader and what they share
  * (library-internal).
  *
- * perf_data_file.c   the file: header, attributes, feature sections, records
+ * perf_data_file.c   the file: header, attributes, records, the layout of a sample
+ * perf_data_features.c the feature sections after the data (build-ids, names)
  * perf_data_order.c  records delivered in time order, as perf sorts them
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
  * perf_data_kernel.c kernel symbols from /proc/kallsyms
  * perf_data_names.c  an address in a map -> the frames perf script would print
  * perf_data_unwind.c DWARF call graphs: the copied user stack unwound by libdwfl
+ * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: samples -> stacks -> the profile
  *
  * The file is read as a stream (ember_input: a file, standard input, gzip),
@@ -25,6 +27,7 @@
 #include "u64map.h"
 #include "util/arena.h"
 
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,7 +100,8 @@ struct pd_file {
     int id_pos, is_pos;      /* perf's positions of the id in samples / other records */
     struct pd_build_id *bids;
     size_t nbids, bcap;
-    char arch[32];
+    char arch[32];     /* HEADER_ARCH: uname -m where it was recorded; "" unknown */
+    uint64_t time_end; /* HEADER_SAMPLE_TIME's last time; 0: none */
     struct ember_arena arena;
 };
 
@@ -109,7 +113,9 @@ struct pd_record {
     uint64_t offset; /* in the file */
 };
 
-/* A sample, decoded (pointers into its record). */
+/* A sample, decoded (pointers into its record). Its period is perf's
+ * (evsel__parse_sample): the field, else the event's fixed period (perf
+ * record -c, a period= term); none in frequency mode without the field. */
 struct pd_sample {
     uint64_t ip, time, id, period;
     uint32_t pid, tid;
@@ -139,8 +145,18 @@ void pd_file_release(struct pd_file *f);
 /* The header and everything before the data section (attributes and their
  * ids); leaves s at the first record. */
 int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_diag *d);
-/* The feature sections after the data section, s just past the data. */
+/* The feature sections after the data section, s just past the data
+ * (perf_data_features.c). */
 int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_diag *d);
+/* Feature section bit, whole (len bytes): those ember uses are kept. */
+int pd_file_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
+                    struct ember_diag *d);
+/* 0, or -ENOTSUP when the file was recorded on an architecture whose
+ * registers the unwinder does not know: for a file with DWARF call graphs
+ * (samples whose user frames only unwinding gives). */
+int pd_file_check_arch(const struct pd_file *f, struct ember_diag *d);
+/* One build-id entry (HEADER_BUILD_ID) of len bytes at most: *used of them. */
+int pd_file_build_id_entry(struct pd_file *f, const uint8_t *p, size_t len, size_t *used);
 /* The next record, or 1 at the end of the data (0: *r filled). */
 int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record *r,
                         struct ember_diag *d);
@@ -159,6 +175,9 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
                          const struct pd_record *r, struct pd_sample *out, struct ember_diag *d);
 /* The pid/tid a non-sample record carries in its sample_id trailer. */
 const struct pd_build_id *pd_file_build_id(const struct pd_file *f, const char *path, bool kernel);
+/* "corrupt perf.data: ..." of the file as a whole. */
+int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* "corrupt perf.data: ..." at a record. */
 int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
@@ -286,6 +305,33 @@ void pd_offcpu_exit(struct pd_offcpu *o, uint32_t tid);
 int pd_offcpu_close_next(struct pd_offcpu *o, uint64_t end, struct pd_offcpu_interval *iv);
 /* Intervals measured so far, closed at the end included. */
 uint64_t pd_offcpu_count(const struct pd_offcpu *o);
+
+/* ---- the event kept, and the values (perf_data_values.c) ---------------- */
+
+/* What the samples of one event were. */
+struct pd_seen {
+    uint64_t samples;
+    uint64_t first; /* order of its first sample, from 1; 0: none */
+    bool weighed;   /* a sample had a period (not 0) */
+};
+
+/* The profile's values: samples and their periods (the same index
+ * without periods), and with off-CPU time shown that time and, when the
+ * periods are nanoseconds too, both together (wall). */
+struct pd_values {
+    unsigned samples, period;
+    unsigned off, wall; /* PD_NO_VALUE: none */
+    bool offcpu;        /* off-CPU intervals shown, the context switches' samples not */
+};
+#define PD_NO_VALUE UINT_MAX
+
+/* The event kept (filter's, else the first sampled), keep[a] for each
+ * event whose samples are placed, st's counts of the others, and the
+ * values added to p, the one views show selected. intervals: off-CPU
+ * intervals were measured. */
+int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct pd_seen *seen,
+                  const char *filter, bool intervals, struct ember_read_stats *st, bool *keep,
+                  struct pd_values *v);
 
 /* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
 

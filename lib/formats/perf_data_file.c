@@ -1,14 +1,14 @@
 /*
  * perf_data_file.c - the perf.data file (tools/perf/Documentation/
  * perf.data-file-format.txt): its header, the events' attributes, the
- * feature sections (build-ids, event names), the records of the data
- * section and the layout of a sample.
+ * records of the data section and the layout of a sample.
  *
  * The file is read front to back, once: the header, everything up to the
  * data section (perf writes the attributes' ids and the attributes there)
  * kept in memory, then the data section as a stream of records, then the
- * feature sections that follow it. A pipe-mode file (`perf record -o -`)
- * has a 16-byte header and describes itself with records instead.
+ * feature sections that follow it (perf_data_features.c). A pipe-mode
+ * file (`perf record -o -`) has a 16-byte header and describes itself
+ * with records instead.
  * Invariants: a record handed out holds its whole declared size; every
  * field is read only after the bytes that hold it are known to be there;
  * a file that ends early is a truncation error naming where.
@@ -24,8 +24,7 @@
 #include <stdlib.h>
 
 enum {
-    MAX_PREFIX = 256 << 20,  /* bytes before the data section kept in memory */
-    MAX_FEATURE = 256 << 20, /* a feature section read whole */
+    MAX_PREFIX = 256 << 20, /* bytes before the data section kept in memory */
     MAX_ATTRS = 1 << 16,
     MAX_ATTR_SIZE = 4096,
 };
@@ -231,10 +230,7 @@ int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r
                           what);
 }
 
-static int bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
+int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
 {
     char what[400];
     va_list ap;
@@ -371,13 +367,13 @@ static int settle_layout(struct pd_file *f, struct ember_diag *d)
         if (id_pos(f->attrs[i].sample_type) != f->id_pos ||
             is_pos(f->attrs[i].sample_type) != f->is_pos ||
             f->attrs[i].sample_id_all != f->attrs[0].sample_id_all)
-            return bad_file(d, f->name,
-                            "its %zu events place their ids differently (perf requires "
-                            "PERF_SAMPLE_IDENTIFIER then)",
-                            f->nattrs);
+            return pd_bad_file(d, f->name,
+                               "its %zu events place their ids differently (perf requires "
+                               "PERF_SAMPLE_IDENTIFIER then)",
+                               f->nattrs);
         if (f->id_pos < 0)
-            return bad_file(d, f->name, "%zu events, but samples carry no id to tell them apart",
-                            f->nattrs);
+            return pd_bad_file(d, f->name, "%zu events, but samples carry no id to tell them apart",
+                               f->nattrs);
     }
     return 0;
 }
@@ -389,36 +385,36 @@ static int read_attrs(struct pd_file *f, const uint8_t *prefix, uint64_t base, u
                       uint64_t attr_size, uint64_t off, uint64_t size, struct ember_diag *d)
 {
     if (size == 0)
-        return bad_file(d, f->name, "no events (the attributes section is empty)");
+        return pd_bad_file(d, f->name, "no events (the attributes section is empty)");
     if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > MAX_ATTR_SIZE)
-        return bad_file(d, f->name, "attribute size %llu (expected %d to %d bytes)",
-                        (unsigned long long)attr_size, PERF_ATTR_SIZE_VER0 + 16, MAX_ATTR_SIZE);
+        return pd_bad_file(d, f->name, "attribute size %llu (expected %d to %d bytes)",
+                           (unsigned long long)attr_size, PERF_ATTR_SIZE_VER0 + 16, MAX_ATTR_SIZE);
     if (size % attr_size)
-        return bad_file(d, f->name,
-                        "the attributes section (%llu bytes) is not a whole number of "
-                        "%llu-byte attributes",
-                        (unsigned long long)size, (unsigned long long)attr_size);
+        return pd_bad_file(d, f->name,
+                           "the attributes section (%llu bytes) is not a whole number of "
+                           "%llu-byte attributes",
+                           (unsigned long long)size, (unsigned long long)attr_size);
     if (off < base || off - base > plen || size > plen - (off - base))
-        return bad_file(d, f->name,
-                        "the attributes section at offset %llu (%llu bytes) is not between the "
-                        "header and the data section at offset %llu",
-                        (unsigned long long)off, (unsigned long long)size,
-                        (unsigned long long)(base + plen));
+        return pd_bad_file(d, f->name,
+                           "the attributes section at offset %llu (%llu bytes) is not between the "
+                           "header and the data section at offset %llu",
+                           (unsigned long long)off, (unsigned long long)size,
+                           (unsigned long long)(base + plen));
     for (uint64_t at = off - base; at < off - base + size; at += attr_size) {
         struct pd_attr *a;
         int err = add_attr(f, prefix + at, attr_size - 16, &a);
         if (err == -E2BIG)
-            return bad_file(d, f->name, "more than %d events", MAX_ATTRS);
+            return pd_bad_file(d, f->name, "more than %d events", MAX_ATTRS);
         if (err)
             return err;
         uint64_t ioff = pd_u64(prefix + at + attr_size - 16);
         uint64_t isize = pd_u64(prefix + at + attr_size - 8);
         if (isize % 8 ||
             (isize && (ioff < base || ioff - base > plen || isize > plen - (ioff - base))))
-            return bad_file(d, f->name,
-                            "event %zu's ids at offset %llu (%llu bytes) are not between the "
-                            "header and the data section",
-                            f->nattrs, (unsigned long long)ioff, (unsigned long long)isize);
+            return pd_bad_file(d, f->name,
+                               "event %zu's ids at offset %llu (%llu bytes) are not between the "
+                               "header and the data section",
+                               f->nattrs, (unsigned long long)ioff, (unsigned long long)isize);
         if (isize && (err = add_ids(f, f->nattrs - 1, prefix + (ioff - base), isize / 8)) < 0)
             return err;
     }
@@ -432,15 +428,15 @@ int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_dia
     if (err)
         return err;
     if (memcmp(h, PD_MAGIC, PD_MAGIC_LEN) != 0) {
-        if (memcmp(h, "2ELIFREP", 8) == 0)
+        if (memcmp(h, PD_MAGIC_SWAPPED, PD_MAGIC_LEN) == 0)
             return ember_diag_set(d, -EINVAL, f->name, 0,
                                   "a big-endian perf.data (recorded on another architecture): "
                                   "ember reads little-endian ones");
-        return ember_diag_set(d, -EINVAL, f->name, 0,
-                              "not a perf.data file (expected the magic \"PERFILE2\"%s)",
-                              memcmp(h, "PERFFILE", 8) == 0 ? "; \"PERFFILE\" is perf's first "
-                                                              "format, from before 2.6.37"
-                                                            : "");
+        return ember_diag_set(
+            d, -EINVAL, f->name, 0, "not a perf.data file (expected the magic \"PERFILE2\"%s)",
+            memcmp(h, PD_MAGIC_V1, PD_MAGIC_LEN) == 0 ? "; \"PERFFILE\" is perf's first "
+                                                        "format, from before 2.6.37"
+                                                      : "");
     }
     uint64_t hsize = pd_u64(h + 8);
     if (hsize == PD_PIPE_HEADER_SIZE) {
@@ -448,8 +444,8 @@ int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_dia
         return 0;
     }
     if (hsize < PD_HEADER_SIZE || hsize > MAX_ATTR_SIZE)
-        return bad_file(d, f->name, "header size %llu (expected %d)", (unsigned long long)hsize,
-                        PD_HEADER_SIZE);
+        return pd_bad_file(d, f->name, "header size %llu (expected %d)", (unsigned long long)hsize,
+                           PD_HEADER_SIZE);
     if ((err = pd_stream_read(s, hsize - PD_PIPE_HEADER_SIZE, &h, "the perf.data header", d)))
         return err;
     h -= PD_PIPE_HEADER_SIZE; /* offsets below are the header's */
@@ -458,204 +454,16 @@ int pd_file_read_header(struct pd_file *f, struct pd_stream *s, struct ember_dia
     f->data_size = pd_u64(h + 48);
     memcpy(f->features, h + 72, sizeof(f->features));
     if (f->data_offset < hsize || f->data_offset - hsize > MAX_PREFIX)
-        return bad_file(d, f->name,
-                        "data section at offset %llu (expected after the %llu-byte "
-                        "header, within 256 MiB)",
-                        (unsigned long long)f->data_offset, (unsigned long long)hsize);
+        return pd_bad_file(d, f->name,
+                           "data section at offset %llu (expected after the %llu-byte "
+                           "header, within 256 MiB)",
+                           (unsigned long long)f->data_offset, (unsigned long long)hsize);
     /* what lies before the data: the attributes and their ids */
     const uint8_t *prefix;
     uint64_t plen = f->data_offset - hsize;
     if ((err = pd_stream_read(s, plen, &prefix, "the attributes before the data section", d)))
         return err;
     return read_attrs(f, prefix, hsize, plen, attr_size, aoff, asize, d);
-}
-
-/* ---- feature sections --------------------------------------------------- */
-
-static int add_build_id(struct pd_file *f, const uint8_t *bits, size_t n, bool kernel,
-                        const char *path, size_t plen)
-{
-    if (EMBER_VEC_RESERVE(f->bids, f->bcap, f->nbids + 1) < 0)
-        return -ENOMEM;
-    struct pd_build_id *b = &f->bids[f->nbids];
-    b->path = ember_arena_strndup(&f->arena, path, plen);
-    if (!b->path)
-        return -ENOMEM;
-    b->size = (uint8_t)(n < PD_BUILD_ID_MAX ? n : PD_BUILD_ID_MAX);
-    memcpy(b->bits, bits, b->size);
-    b->kernel = kernel;
-    f->nbids++;
-    return 0;
-}
-
-/* One build_id_event: header, pid, 24 bytes of build-id (the size in its
- * 21st byte when misc says so), the path. */
-static int parse_build_id(struct pd_file *f, const uint8_t *p, size_t len, size_t *used)
-{
-    enum { FIXED = PD_BUILD_ID_ENTRY_NAME, MISC_BUILD_ID_SIZE = 1 << 15 };
-    if (len < FIXED)
-        return -EINVAL;
-    uint16_t misc = pd_u16(p + 4), size = pd_u16(p + 6);
-    if (size < FIXED || size > len)
-        return -EINVAL;
-    size_t n = misc & MISC_BUILD_ID_SIZE ? p[12 + 20] : PD_BUILD_ID_MAX;
-    if (n > PD_BUILD_ID_MAX)
-        n = PD_BUILD_ID_MAX;
-    const char *path = (const char *)p + FIXED;
-    size_t plen = strnlen(path, size - FIXED);
-    uint8_t cpumode = misc & PERF_RECORD_MISC_CPUMODE_MASK;
-    bool kernel = cpumode == PERF_RECORD_MISC_KERNEL || cpumode == PERF_RECORD_MISC_GUEST_KERNEL;
-    *used = size;
-    return add_build_id(f, p + 12, n, kernel, path, plen);
-}
-
-static int feature_build_ids(struct pd_file *f, const uint8_t *p, size_t len, struct ember_diag *d)
-{
-    size_t at = 0, used;
-    while (at < len) {
-        int err = parse_build_id(f, p + at, len - at, &used);
-        if (err == -EINVAL)
-            return bad_file(d, f->name, "the build-id section has a broken entry at its byte %zu",
-                            at);
-        if (err)
-            return err;
-        at += used;
-    }
-    return 0;
-}
-
-/* A perf_header_string: u32 length (with padding), then the bytes. */
-static bool header_string(const uint8_t *p, size_t len, size_t *at, const char **s, size_t *n)
-{
-    if (len - *at < 4)
-        return false;
-    uint32_t l = pd_u32(p + *at);
-    if (l > len - *at - 4)
-        return false;
-    *s = (const char *)p + *at + 4;
-    *n = strnlen(*s, l);
-    *at += 4 + (size_t)l;
-    return true;
-}
-
-/* Event names: nr, attr_size, then per event its attribute, its id count,
- * its name and its ids; matched to the attributes by position. */
-static int feature_event_desc(struct pd_file *f, const uint8_t *p, size_t len, struct ember_diag *d)
-{
-    if (len < 8)
-        return bad_file(d, f->name, "the event description section is cut (%zu bytes)", len);
-    uint32_t nr = pd_u32(p), asz = pd_u32(p + 4);
-    size_t at = 8;
-    for (uint32_t i = 0; i < nr; i++) {
-        const char *name;
-        size_t n;
-        if (asz > len - at || len - at - asz < 4)
-            return bad_file(d, f->name, "the description of event %u is cut", i);
-        at += asz;
-        uint32_t nids = pd_u32(p + at);
-        at += 4;
-        if (!header_string(p, len, &at, &name, &n) || nids > (len - at) / 8)
-            return bad_file(d, f->name, "the description of event %u is cut", i);
-        at += (size_t)nids * 8;
-        if (i < f->nattrs && n > 0)
-            snprintf(f->attrs[i].name, sizeof(f->attrs[i].name), "%.*s", (int)n, name);
-    }
-    return 0;
-}
-
-static int feature_arch(struct pd_file *f, const uint8_t *p, size_t len)
-{
-    const char *s;
-    size_t n, at = 0;
-    if (header_string(p, len, &at, &s, &n))
-        snprintf(f->arch, sizeof(f->arch), "%.*s", (int)n, s);
-    return 0;
-}
-
-static int parse_feature(struct pd_file *f, unsigned bit, const uint8_t *p, size_t len,
-                         struct ember_diag *d)
-{
-    switch (bit) {
-    case PD_FEAT_BUILD_ID:
-        return feature_build_ids(f, p, len, d);
-    case PD_FEAT_EVENT_DESC:
-        return feature_event_desc(f, p, len, d);
-    case PD_FEAT_ARCH:
-        return feature_arch(f, p, len);
-    default:
-        return 0;
-    }
-}
-
-static bool wanted(unsigned bit)
-{
-    return bit == PD_FEAT_BUILD_ID || bit == PD_FEAT_EVENT_DESC || bit == PD_FEAT_ARCH;
-}
-
-struct feat_ref {
-    unsigned bit;
-    uint64_t offset, size;
-};
-
-static int by_offset(const void *a, const void *b)
-{
-    const struct feat_ref *x = a, *y = b;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
-/* Skips to offset end, the end of feature section bit. */
-static int skip_to(struct pd_stream *s, uint64_t end, unsigned bit, struct ember_diag *d)
-{
-    char what[64];
-    snprintf(what, sizeof(what), "feature section %u", bit);
-    return pd_stream_skip(s, end - s->offset, what, d);
-}
-
-int pd_file_read_features(struct pd_file *f, struct pd_stream *s, struct ember_diag *d)
-{
-    if (f->pipe)
-        return 0;
-    struct feat_ref refs[PD_FEAT_BITS];
-    unsigned n = 0;
-    for (unsigned bit = 0; bit < PD_FEAT_BITS; bit++)
-        if (f->features[bit / 8] >> (bit % 8) & 1)
-            refs[n++].bit = bit;
-    if (n == 0)
-        return 0;
-    const uint8_t *t;
-    int err = pd_stream_read(s, (size_t)n * 16, &t, "the table of feature sections", d);
-    if (err)
-        return err;
-    for (unsigned i = 0; i < n; i++) {
-        refs[i].offset = pd_u64(t + 16 * i);
-        refs[i].size = pd_u64(t + 16 * i + 8);
-    }
-    qsort(refs, n, sizeof(refs[0]), by_offset);
-    for (unsigned i = 0; i < n; i++) {
-        if (refs[i].size > UINT64_MAX - refs[i].offset)
-            return bad_file(d, f->name, "feature section %u's size (%llu bytes) runs past 2^64",
-                            refs[i].bit, (unsigned long long)refs[i].size);
-        if (!wanted(refs[i].bit)) { /* skipped, but it must be there: a cut file is an error */
-            if (refs[i].offset + refs[i].size > s->offset &&
-                (err = skip_to(s, refs[i].offset + refs[i].size, refs[i].bit, d)))
-                return err;
-            continue;
-        }
-        if (refs[i].offset < s->offset || refs[i].size > MAX_FEATURE)
-            return bad_file(d, f->name,
-                            "feature section %u at offset %llu (%llu bytes) overlaps what "
-                            "precedes it",
-                            refs[i].bit, (unsigned long long)refs[i].offset,
-                            (unsigned long long)refs[i].size);
-        char what[64];
-        snprintf(what, sizeof(what), "feature section %u", refs[i].bit);
-        const uint8_t *p;
-        if ((err = pd_stream_skip(s, refs[i].offset - s->offset, what, d)) ||
-            (err = pd_stream_read(s, (size_t)refs[i].size, &p, what, d)) ||
-            (err = parse_feature(f, refs[i].bit, p, (size_t)refs[i].size, d)))
-            return err;
-    }
-    return 0;
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -716,15 +524,15 @@ int pd_file_user_record(struct pd_file *f, const struct pd_record *r, struct emb
         return err ? err : settle_layout(f, d);
     }
     case PD_RECORD_HEADER_BUILD_ID: {
-        int err = parse_build_id(f, p, r->size, &used);
+        int err = pd_file_build_id_entry(f, p, r->size, &used);
         return err == -EINVAL ? pd_corrupt(d, f->name, r, "a broken build-id entry") : err;
     }
     case PD_RECORD_HEADER_FEATURE:
         if (r->size < 16)
             return pd_corrupt(d, f->name, r, "no feature number");
-        if (pd_u64(p + 8) >= PD_FEAT_BITS || !wanted((unsigned)pd_u64(p + 8)))
-            return 0;
-        return parse_feature(f, (unsigned)pd_u64(p + 8), p + 16, r->size - 16, d);
+        return pd_u64(p + 8) >= PD_FEAT_BITS
+                   ? 0
+                   : pd_file_feature(f, (unsigned)pd_u64(p + 8), p + 16, r->size - 16, d);
     case PD_RECORD_EVENT_UPDATE: {
         enum { UPDATE_NAME = 1 };
         if (r->size < 24 || pd_u64(p + 8) != UPDATE_NAME)
@@ -893,7 +701,7 @@ static int sample_fields(const struct pd_attr *a, struct cursor *c, struct pd_sa
         return -1;
     if ((t & PERF_SAMPLE_CPU) && !take_u64(c, &v))
         return -1;
-    s->has_period = t & PERF_SAMPLE_PERIOD;
+    s->has_period = (t & PERF_SAMPLE_PERIOD) || !a->freq; /* freq: sample_period is a rate */
     s->period = a->sample_period;
     if ((t & PERF_SAMPLE_PERIOD) && !take_u64(c, &s->period))
         return -1;
@@ -953,12 +761,4 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
     if (!out->stack)
         out->stack_size = 0;
     return 0;
-}
-
-const struct pd_build_id *pd_file_build_id(const struct pd_file *f, const char *path, bool kernel)
-{
-    for (size_t i = f->nbids; i-- > 0;)
-        if (f->bids[i].kernel == kernel && strcmp(f->bids[i].path, path) == 0)
-            return &f->bids[i];
-    return NULL;
 }

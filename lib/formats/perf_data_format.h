@@ -19,8 +19,10 @@
 #ifndef EMBER_FORMATS_PERF_DATA_FORMAT_H
 #define EMBER_FORMATS_PERF_DATA_FORMAT_H
 
-#define PD_MAGIC     "PERFILE2"
-#define PD_MAGIC_LEN 8
+#define PD_MAGIC         "PERFILE2"
+#define PD_MAGIC_LEN     8
+#define PD_MAGIC_SWAPPED "2ELIFREP" /* the magic of a big-endian file */
+#define PD_MAGIC_V1      "PERFFILE" /* perf's first format, before Linux 2.6.37 */
 
 /* perf's own record types, beyond the kernel's */
 enum {

@@ -4,12 +4,11 @@
  * machine.c keeps them, so that every sample gets the name and the maps
  * perf script gives it.
  *
- * perf's rules, followed here: a thread seen first in a sample is named
- * ":TID"; threads of a process share its maps; a forked process gets a copy
- * of its parent's maps and name (a new thread shares them); a thread id
- * forked anew replaces the old thread; a new map cuts the parts of older
- * maps it overlaps; anonymous executable memory is the dso
- * /tmp/perf-PID.map (where JIT compilers write their symbols).
+ * perf's rules, followed here: the idle task (pid and tid 0) is "swapper";
+ * a thread seen first in a sample is named ":TID"; threads of a process share its maps; a forked
+ * process gets a copy of its parent's maps and name (a new thread shares them); a thread id forked
+ * anew replaces the old thread; a new map cuts the parts of older maps it overlaps; anonymous
+ * executable memory is the dso /tmp/perf-PID.map (where JIT compilers write their symbols).
  * Invariants: a process's maps are sorted by start and never overlap; a
  * process's generation changes whenever its maps do (the unwinder and the
  * stack cache key on it); dso ids are stable.
@@ -56,6 +55,8 @@ struct pd_tasks {
     uint64_t generations;        /* a source of fresh generation numbers */
 };
 
+static int register_idle(struct pd_tasks *t);
+
 int pd_tasks_new(struct pd_tasks **out)
 {
     struct pd_tasks *t = calloc(1, sizeof(*t));
@@ -67,6 +68,11 @@ int pd_tasks_new(struct pd_tasks **out)
         return -ENOMEM;
     }
     t->kernel.pid = -1;
+    int err = register_idle(t);
+    if (err) {
+        pd_tasks_free(t);
+        return err;
+    }
     *out = t;
     return 0;
 }
@@ -203,13 +209,26 @@ static int findnew(struct pd_tasks *t, int64_t pid, uint32_t tid, struct thread 
     uint32_t index = (uint32_t)t->nth++;
     t->th[index] = (struct thread){.tid = tid, .pid = pid, .process = NO_PROCESS};
     char name[16];
-    int n = snprintf(name, sizeof(name), ":%u", tid);
+    int n = snprintf(name, sizeof(name), ":%d", (int32_t)tid); /* perf: ":-1" */
     int err = set_comm(t, &t->th[index], name, (size_t)n);
     if (!err)
         err = ember_u64map_put(&t->by_tid, tid, index);
     if (!err)
         err = init_maps(t, index);
     *out = &t->th[index];
+    return err;
+}
+
+/* perf_session__register_idle_thread: pid 0, the idle task, is named
+ * before any record (no COMM record names it). */
+static int register_idle(struct pd_tasks *t)
+{
+    struct thread *idle;
+    int err = findnew(t, 0, 0, &idle);
+    if (!err)
+        err = set_comm(t, idle, "swapper", strlen("swapper"));
+    if (!err)
+        idle->comm_set = true;
     return err;
 }
 

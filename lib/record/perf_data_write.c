@@ -16,7 +16,8 @@
  * CLOCK_MONOTONIC (use_clockid) get perf's HEADER_CLOCKID (the clock's
  * resolution) and HEADER_CLOCK_DATA (the clock and the wall clock read
  * together), which perf script and perf report need to read them without a
- * warning and to print wall-clock times.
+ * warning and to print wall-clock times; their HEADER_SAMPLE_TIME ends when
+ * the recording did (see feat_sample_time).
  */
 #include "record_impl.h"
 #include "util/diag.h"
@@ -256,10 +257,15 @@ static void feat_event_desc(const struct ember_recorder *r, struct fbuf *b)
     }
 }
 
+/* The first sample's time, and the recording's end: the last sample's,
+ * or when the samples are stamped with CLOCK_MONOTONIC, the moment the
+ * events were disabled, later (a thread still off the CPU then was away
+ * until then: readers close its interval there). */
 static void feat_sample_time(const struct ember_recorder *r, struct fbuf *b)
 {
+    bool mono = r->attr.use_clockid && r->attr.clockid == CLOCK_MONOTONIC;
     fput_u64(b, r->first_time);
-    fput_u64(b, r->last_time);
+    fput_u64(b, mono && r->t1 > r->last_time ? r->t1 : r->last_time);
 }
 
 static void feat_clockid(struct fbuf *b)

@@ -107,18 +107,19 @@ static bool is_cs_id(const struct ember_recorder *r, uint64_t id)
 }
 
 /* A sample: [identifier], ip, pid/tid, time (the sample_type of
- * attr_init); a context switch's is counted apart. */
+ * attr_init); a context switch's is counted apart, its time as any. */
 static void note_sample(struct ember_recorder *r, const unsigned char *rec, size_t size)
 {
     size_t at = 8;
+    bool cs = false;
     if (r->attr.sample_type & PERF_SAMPLE_IDENTIFIER) {
-        if (size >= 16 && is_cs_id(r, get_u64(rec + 8))) {
-            r->switches++;
-            return;
-        }
+        cs = size >= 16 && is_cs_id(r, get_u64(rec + 8));
         at += 8;
     }
-    r->samples++;
+    if (cs)
+        r->switches++;
+    else
+        r->samples++;
     at += 16; /* ip, pid/tid */
     if (size < at + 8)
         return;

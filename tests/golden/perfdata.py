@@ -21,6 +21,9 @@ usage: perfdata.py CC SOURCE_DIR WORKDIR
 Skips (exit 77) when perf cannot record here; cases whose program is
 missing (the OCaml fixture, python3, xz) are skipped alone.
 """
+import csv
+import gzip
+import io
 import os
 import re
 import shutil
@@ -193,6 +196,92 @@ def events(work):
     _, err, code = golden.run(["collapse", "--event-filter=nope", data], check=False)
     if code == 0 or "no samples of event 'nope'" not in err:
         golden.fail("an event the file does not have: %d %s" % (code, err))
+
+
+def report_events(data):
+    """perf report --no-children --sort sym, per event: {event: (event count,
+    {symbol: self percent})}."""
+    out = sh(["perf", "report", "-i", data, "--no-children", "--sort", "sym", "--stdio",
+              "--percent-limit", "0"]).stdout.decode()
+    events, rows = {}, None
+    for line in out.splitlines():
+        m = re.match(r"# Samples: .* of event '(.*)'$", line)
+        if m:
+            rows = {}
+            event = m.group(1)
+        m = re.match(r"# Event count \(approx.\): (\d+)$", line)
+        if m:
+            events[event] = (int(m.group(1)), rows)
+        m = re.match(r"\s+([\d.]+)%\s+\[.\]\s+(.*\S)\s*$", line)
+        if m and rows is not None:
+            rows[m.group(2)] = rows.get(m.group(2), 0.0) + float(m.group(1))
+    return events
+
+
+def ember_event(data, event):
+    """ember report of one event: (its value's type, total, {symbol: self %})."""
+    out, _, _ = golden.run(["report", "--top", "0", "--csv", "--event-filter=" + event, data],
+                           check=False)
+    rows = list(csv.DictReader(io.StringIO(out.decode())))
+    folded, _, _ = golden.run(["collapse", "--event-filter=" + event, data], check=False)
+    total = sum(int(line.rpartition(b" ")[2]) for line in folded.splitlines())
+    head, _, _ = golden.run(["report", "--event-filter=" + event, data], check=False)
+    return head.decode().split("\n")[0], total, {r["function"]: float(r["self_pct"]) for r in rows}
+
+
+def same_as_perf_report(data, what):
+    """Each event's total is perf report's event count (its periods' sum)
+    and each symbol's self share above 0.1% is perf report's."""
+    for event, (count, want) in report_events(data).items():
+        head, total, got = ember_event(data, event)
+        if total != count:
+            golden.fail("%s: event %s: ember's total %d, perf report's event count %d (%s)" %
+                        (what, event, total, count, head))
+        for sym, pct in want.items():
+            # perf 6.1.187 names a PLT stub "_init" (the section's first
+            # symbol); ember names the stub's own symbol ("_exit@plt")
+            if sym == "_init":
+                continue
+            if pct >= 0.1 and abs(got.get(sym, 0.0) - pct) > 0.006:
+                golden.fail("%s: event %s: %s: perf report %.2f%% self, ember %.4f%%" %
+                            (what, event, sym, pct, got.get(sym, 0.0)))
+        print("ok: %s: %s: %d, as perf report; %s" % (what, event, count, head))
+
+
+@case
+def fixed_periods(work):
+    """perf record -c N, a period= term, several events with their own
+    periods: samples without a period field weigh the event's fixed period
+    (perf's evsel__parse_sample), in the event's unit (a clock's
+    nanoseconds, whatever its name), as perf report counts them and as perf
+    script prints them; the pprof export carries cpu time."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    cases = (("c", ["-g", "-c", "100000"], "cpu"),
+             ("term", ["-g", "-e", "cpu-clock/period=100000/"], "cpu"),
+             ("named", ["-g", "-e", "cpu-clock/period=100000,name=ticks/"], "cpu"),
+             ("several", ["-g", "-e", "cpu-clock/period=100000/", "-e", "page-faults", "-e",
+                          "task-clock/period=300000/"], None))
+    for name, extra, unit in cases:
+        data = record(work, name, [prog, "1"], extra)
+        compare_all(data, "perf record " + " ".join(extra), [[], ["--tid"]])
+        same_as_perf_report(data, "perf record " + " ".join(extra))
+        head, _, _ = golden.run(["report", data], check=False)
+        if unit and not re.search(rb"total [\d.]+ m?s of cpu", head):
+            golden.fail("perf record %s: the profile should be cpu time: %r" %
+                        (" ".join(extra), head[:200]))
+    if not shutil.which("go"):
+        print("skip: no go")
+        return
+    out = os.path.join(work, "term.pb.gz")
+    golden.run(["convert", "--to", "pprof", os.path.join(work, "term.data"), "-o", out])
+    top = sh(["go", "tool", "pprof", "-top", "-unit=ns", out],
+             env=dict(os.environ, GOTOOLCHAIN="local"), cwd=work).stdout.decode()
+    count = report_events(os.path.join(work, "term.data"))["cpu-clock/period=100000/"][0]
+    m = re.search(r"of (\d+)ns total", top)
+    if "Type: cpu" not in top or not m or int(m.group(1)) != count:
+        golden.fail("go tool pprof -top of a fixed-period recording: %d ns of cpu expected: %s" %
+                    (count, top[:400]))
+    print("ok: go tool pprof: %s ns of cpu" % m.group(1))
 
 
 DWARF = ["--call-graph", "dwarf"]
@@ -428,6 +517,128 @@ def bad_input(work):
     if code == 0 or out or "not a perf.data file" not in err:
         golden.fail("a bad magic: exit %d, %r" % (code, err))
     print("ok: cut and corrupt perf.data files are clear errors")
+
+
+def feature_section(blob, bit):
+    """(offset, size) of feature section BIT of a perf.data file: the
+    table after the data section has one entry per bit set, in bit order."""
+    bits = int.from_bytes(blob[72:104], "little")
+    if not bits >> bit & 1:
+        golden.fail("the file has no feature section %d" % bit)
+    start, size = struct.unpack_from("<QQ", blob, 40)
+    index = bin(bits & ((1 << bit) - 1)).count("1")
+    return struct.unpack_from("<QQ", blob, start + size + 16 * index)
+
+
+@case
+def not_supported(work):
+    """What ember cannot read is said by name: DWARF call graphs recorded on
+    another architecture (HEADER_ARCH: perf says "target platform=arm64 is
+    not supported"; ember's unwinder knows x86-64's registers only), and a
+    big-endian file; an fp recording from another architecture reads as
+    any (its call chains are addresses)."""
+    HEADER_ARCH = 6
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    for name, extra in (("dwarf", DWARF), ("fp", ["-g"])):
+        data = record(work, name, [prog, "1"], extra)
+        blob = bytearray(open(data, "rb").read())
+        at, size = feature_section(blob, HEADER_ARCH)
+        if blob[at + 4:at + 11] != b"x86_64\0":
+            print("skip: recorded on %r, not x86_64" % bytes(blob[at + 4:at + 12]))
+            return
+        blob[at + 4:at + 12] = b"aarch64\0"  # within its 64-byte padding
+        arm = os.path.join(work, name + "-arm64.data")
+        with open(arm, "wb") as f:
+            f.write(blob)
+        if name == "dwarf":
+            must_fail(arm, "DWARF recorded on arm64",
+                      "DWARF call graphs recorded on aarch64 (the file's HEADER_ARCH): ember "
+                      "unwinds those of x86_64 only")
+        else:
+            golden.first_difference(golden.run(["collapse", arm])[0],
+                                    golden.run(["collapse", data])[0], "fp recorded on arm64")
+    big = os.path.join(work, "big-endian.data")
+    with open(big, "wb") as f:
+        f.write(b"2ELIFREP" + bytes(blob[8:]))
+    must_fail(big, "a big-endian perf.data", "a big-endian perf.data (recorded on another "
+              "architecture): ember reads little-endian ones")
+    print("ok: DWARF from arm64 and big-endian files are refused by name")
+
+
+def with_idle(data, every=5):
+    """DATA itself when some sample is the idle task's (pid 0), else a copy
+    in which every EVERY-th sample's pid and tid are 0: on a busy machine a
+    CPU may never idle while recording."""
+    blob = bytearray(open(data, "rb").read())
+    attrs = struct.unpack_from("<Q", blob, 24)[0]
+    sample_type, = struct.unpack_from("<Q", blob, attrs + 24)
+    tid_at = 8 + 8 * bool(sample_type & 0x10000) + 8 * bool(sample_type & 0x1)  # IDENTIFIER, IP
+    _, recs = records(data)
+    samples = [at for at, typ, _ in recs if typ == 9]
+    if any(struct.unpack_from("<I", blob, at + tid_at)[0] == 0 for at in samples):
+        return data
+    for at in samples[::every]:
+        struct.pack_into("<II", blob, at + tid_at, 0, 0)
+    idle = data.replace(".data", "-idle.data")
+    with open(idle, "wb") as f:
+        f.write(blob)
+    return idle
+
+
+def roots(folded):
+    """{root frame: weight} of folded stacks, but for the samples of a task
+    the kernel could not name (pid or tid -1, of a thread exiting): perf
+    script prints ":-1  PID/-1", which stackcollapse-perf.pl's rule reads
+    as a command of the whole line; ember names them ":-1" as perf does."""
+    out = {}
+    for line in folded.splitlines():
+        stack, _, n = line.rpartition(b" ")
+        root = stack.split(b";")[0]
+        if not root.startswith(b":-1"):
+            out[root] = out.get(root, 0) + int(n)
+    return out
+
+
+@case
+def idle_task(work):
+    """pid 0, the idle task, is perf's "swapper" (perf script, perf report
+    --sort comm,pid) in every view: collapse, --pid, --tid, report, the
+    pprof and Chrome exports; of perf record -a and of ember record -a
+    --off-cpu (its cpu-clock samples: perf script text has no off-CPU
+    time). Only the processes are compared here (the roots of the stacks
+    and their weights): the other processes of the machine are whatever
+    runs beside the test."""
+    perf_data = os.path.join(work, "all.data")
+    p = subprocess.run(["perf", "record", "-q", "-a", "-g", "-o", perf_data, "--", "sleep",
+                        "0.5"], capture_output=True)
+    if p.returncode != 0:
+        print("skip: perf record -a: %r" % p.stderr[-300:])
+        return
+    mine = os.path.join(work, "mine.data")
+    golden.run(["record", "-a", "--off-cpu", "--duration", "0.5", "-o", mine])
+    for data, event in ((perf_data, []), (mine, ["--event-filter=cpu-clock"])):
+        data = with_idle(data)
+        for opts in ([], ["--pid"], ["--tid"]):
+            text = perf_script(data, opts)
+            want, _, _ = golden.run(["collapse"] + event + opts, stdin=text)
+            got, _, _ = golden.run(["collapse"] + event + opts + (["--event", "cpu"] if event
+                                                                   else []) + [data])
+            idle = {b"swapper", b"swapper-0", b"swapper-0/0"} & set(roots(want))
+            if roots(got) != roots(want) or not idle:
+                golden.fail("%s %s: processes %r, perf script's %r" %
+                            (data, " ".join(opts), sorted(roots(got).items())[:20],
+                             sorted(roots(want).items())[:20]))
+        out, _, _ = golden.run(["report", "--top", "0", "--tid", data])
+        if b"swapper-0/0" not in out or re.search(rb"(^|\s):0(-0)?\b", out, re.M):
+            golden.fail("%s: report should name pid 0 swapper: %r" % (data, out[:600]))
+        for fmt in ("pprof", "chrome"):
+            exported = os.path.join(work, "idle." + fmt)
+            golden.run(["convert", "--to", fmt, "--pid", data, "-o", exported])
+            body = open(exported, "rb").read()
+            body = gzip.decompress(body) if fmt == "pprof" else body
+            if b"swapper-0" not in body or b":0-0" in body:
+                golden.fail("%s: the %s export should name pid 0 swapper-0" % (data, fmt))
+        print("ok: %s: pid 0 is swapper in every view" % data)
 
 
 @case

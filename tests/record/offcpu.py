@@ -28,6 +28,18 @@ pointers) and by `perf record -e cpu-clock -e context-switches/period=1/
   - with the OCaml fixture, `-o X.json` draws the samples, the intervals
     and the GC phases on one time axis.
 
+naps.c only sleeps, 0.7 s at a time (issue 17): `ember record --off-cpu
+-p` of it, and perf's own recording of it, have no cpu-clock sample, and
+their off-CPU time is a profile all the same (wall = off-cpu); `ember
+record --off-cpu --duration 1 -- sleep 3`, and the same stopped by SIGINT,
+count the sleep until the recording ended. Each total equals the
+intervals of `perf script --show-switch-events` (a switch-out after the
+thread's context-switches sample, to its switch-in), those still open
+closed at the end of the recording: for ember's files the time of `perf
+report --header`'s "last sample" (HEADER_SAMPLE_TIME, where ember record
+writes when it stopped; printed to the microsecond), for perf's, which do
+not say when they stopped, the last record's time.
+
 Skips (77) without cc or perf, or where perf_event_open is not permitted.
 
 usage: offcpu.py SOURCE_DIR WORKDIR
@@ -36,8 +48,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
@@ -170,6 +184,103 @@ def test_perf(work, prog):
                     "perf script | ember collapse:\n%s\n---\n%s" % (ours[:1500], text[:1500]))
 
 
+def perf_waits(data):
+    """The off-CPU intervals of perf script's records: ([(out, in)] of the
+    complete ones, [out] of those open at the end, the last record's time),
+    in ns."""
+    waits, stack, away, last = [], set(), {}, 0
+    out = perf(["script", "--ns", "--show-switch-events", "-F", "tid,time,event", "-i", data])
+    for line in out.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\d+)\.(\d{9}):\s+(.*?)\s*$", line)
+        if not m or m.group(1) == "0":
+            continue
+        tid, at, what = int(m.group(1)), int(m.group(2)) * 10 ** 9 + int(m.group(3)), m.group(4)
+        last = max(last, at)
+        if what.startswith("context-switches"):
+            stack.add(tid)
+        elif what.startswith("PERF_RECORD_SWITCH OUT") and tid in stack:
+            away[tid] = at
+        elif what.startswith("PERF_RECORD_SWITCH IN") and tid in away:
+            waits.append((away.pop(tid), at))
+            stack.discard(tid)
+    return waits, list(away.values()), last
+
+
+def header_end(data):
+    """perf report --header's "time of last sample", in ns (to the us)."""
+    out = perf(["report", "--header-only", "-i", data])
+    m = re.search(r"# time of last sample : (\d+)\.(\d{6})", out)
+    if not m:
+        golden.fail("%s: perf report --header has no time of last sample" % data)
+    return int(m.group(1)) * 10 ** 9 + int(m.group(2)) * 1000
+
+
+def check_waits(name, data, ember_made, duration_ns=None, only_waits=True):
+    """DATA's off-CPU time is perf script's intervals, the open ones closed
+    at the recording's end (only_waits: its only weight, wall = off-cpu)."""
+    off, wall = total(folded(data, "off-cpu")), total(folded(data, "wall"))
+    waits, open_, last = perf_waits(data)
+    end = header_end(data) if ember_made else last
+    want = sum(b - a for a, b in waits) + sum(max(end - a, 0) for a in open_)
+    slack = 1000 * len(open_) if ember_made else 0  # the header's time is to the microsecond
+    print("%s: off-CPU %.6f s in %d complete and %d open intervals (perf script: %.6f s)" %
+          (name, off / 1e9, len(waits), len(open_), want / 1e9))
+    if (only_waits and wall != off) or abs(off - want) > slack:
+        golden.fail("%s: wall %d, off-cpu %d ns; perf script's intervals give %d" %
+                    (name, wall, off, want))
+    # ember record prints its duration to 10 ms
+    if duration_ns and not duration_ns - 0.75e9 < off <= duration_ns + 5e6:
+        golden.fail("%s: %d ns off the CPU in a recording of %d ns (only the wait in progress "
+                    "when it began, at most 0.7 s, is not counted)" % (name, off, duration_ns))
+
+
+def ember_duration(stderr):
+    m = re.search(r" lost, ([\d.]+) s, wrote ", stderr)
+    if not m:
+        golden.fail("ember record said no duration: %r" % stderr)
+    return float(m.group(1)) * 1e9
+
+
+def test_only_waits(work, naps):
+    """A process that only sleeps, recorded by ember record -p and by perf
+    record -p: off-CPU time alone, a profile all the same."""
+    proc = subprocess.Popen([naps])
+    try:
+        time.sleep(0.3)
+        mine = os.path.join(work, "naps.data")
+        p = subprocess.run([golden.EMBER, "record", "--off-cpu", "-p", str(proc.pid),
+                            "--duration", "2", "-o", mine], capture_output=True, text=True)
+        if p.returncode != 0:
+            golden.fail("ember record --off-cpu -p: exit %d: %r" % (p.returncode, p.stderr))
+        theirs = os.path.join(work, "naps-perf.data")
+        subprocess.run(["perf", "record", "-q", "-o", theirs, "-e", "cpu-clock", "-e",
+                        "context-switches/period=1/", "--switch-events", "-g", "-p",
+                        str(proc.pid), "--", "sleep", "2"], capture_output=True, check=True)
+    finally:
+        proc.kill()
+        proc.wait()
+    check_waits("ember record --off-cpu -p of naps", mine, True, ember_duration(p.stderr))
+    check_waits("perf record -p of naps", theirs, False)
+
+
+def test_stopped(work):
+    """`-- sleep 3` stopped by --duration 1, and by SIGINT after 1 s: the
+    sleep counts until the recording ended."""
+    data = os.path.join(work, "sleep.data")
+    p = subprocess.run([golden.EMBER, "record", "--off-cpu", "--duration", "1", "-o", data, "--",
+                        "sleep", "3"], capture_output=True, text=True)
+    check_waits("ember record --off-cpu --duration 1 -- sleep 3", data, True,
+                ember_duration(p.stderr), only_waits=False)
+    data = os.path.join(work, "sigint.data")
+    p = subprocess.Popen([golden.EMBER, "record", "--off-cpu", "-o", data, "--", "sleep", "3"],
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    check_waits("ember record --off-cpu -- sleep 3, SIGINT after 1 s", data, True,
+                ember_duration(err), only_waits=False)
+
+
 def test_timeline(work):
     """--off-cpu with the OCaml fixture's GC timeline: the samples, the
     off-CPU intervals (one sample each, from the switch-out for its length)
@@ -209,6 +320,9 @@ def main():
     test_ember_fp(work, fp)
     test_ember_dwarf(work, nofp)
     test_perf(work, fp)
+    test_only_waits(work, compile_c(os.path.join(src, "naps.c"), os.path.join(work, "naps"),
+                                    ["-O2", "-fno-omit-frame-pointer"]))
+    test_stopped(work)
     test_timeline(work)
     print("ok")
 
