@@ -334,7 +334,7 @@ int ember_recorder_stop(struct ember_recorder *r, struct ember_diag *d)
         return 0;
     r->stopped = true;
     rec_enable(r, false);
-    r->t1 = now_ns(); /* the recording's end: nothing is sampled after, nor the wait for the command */
+    r->t1 = now_ns(); /* the end: nothing is sampled after, nor the wait for the command */
     end_child(r);
     int err = rec_drain(r, d);
     return err ? err : rec_write_tail(r, d);
