@@ -26,6 +26,16 @@ bool ember_perf_parenthesized_only(const char *s, size_t n);
  * printed with and without its modifiers is not split; a tracepoint's
  * "sched:sched_switch" keeps its second part, which is not modifiers. */
 size_t ember_perf_event_base_len(const char *name, size_t n);
+/* Whether two names, as perf names events (NAME[/TERMS/][[:]MODIFIERS]),
+ * are one event, for --event-filter and the first event seen: the same
+ * NAME; the same modifiers where both have some ("cycles:u" is "cycles",
+ * as inferno compares them, not "cycles:k"); the same value of each term
+ * both have, and a term only one has is a setting of the sampling
+ * (period=, freq=, call-graph=...), not part of which event it is:
+ * "task-clock" is "task-clock/freq=1000/", "cpu" is not "cpu/event=0x3c/"
+ * and "task-clock/freq=99/" not "task-clock/freq=1000/". (Both
+ * stackcollapse-perf.pl and perf's own evsel lookup compare names as
+ * printed, whole.) */
 bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t blen);
 /* The value the periods of an event add up to, in pprof's words: the
  * clocks' nanoseconds are "cpu" time, other events count themselves
