@@ -239,3 +239,15 @@ int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, c
     rec->place_in_name = false;
     return 0;
 }
+
+int ember_perf_intern_root(struct ember_profile *p, const char *name, size_t len, bool thread,
+                           uint32_t *id)
+{
+    struct ember_frame fr = {.name = name,
+                             .name_len = len,
+                             .module = EMBER_NO_MODULE,
+                             .kind = thread ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
+                             .pid = -1,
+                             .tid = -1};
+    return ember_profile_intern_frame(p, &fr, id);
+}
