@@ -16,8 +16,9 @@ static const char description[] =
     "Reads profiles (any input ember reads; standard input when no FILE is given) and\n"
     "prints the functions by self weight (as 'pprof -top'), the call tree with\n"
     "percentages (--tree), or who calls a function and what it calls. A function's total\n"
-    "counts each stack once however deep it recurses. --csv and --tsv print the same\n"
-    "rows for spreadsheets and pandas ('ember convert --to csv' gives one row per stack).";
+    "counts each stack once however deep it recurses; a process is no function (perf's\n"
+    "stacks begin with theirs). --csv and --tsv print the same rows for spreadsheets and\n"
+    "pandas ('ember convert --to csv' gives one row per stack).";
 
 enum { UNSET = -1 }; /* --percent-limit or --top not given */
 
@@ -49,6 +50,35 @@ static int write_report(const struct ember_profile *p, const struct report_args 
     return cli_output_finish(o, err, NULL);
 }
 
+/* Whether some frame has a source file: what --lines can show. */
+static bool has_lines(const struct ember_profile *p)
+{
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++) {
+        struct ember_frame fr;
+        ember_profile_frame(p, f, &fr);
+        if (fr.file)
+            return true;
+    }
+    return false;
+}
+
+/* --lines: the profile by line, or a warning that it has no lines. */
+static int by_lines(struct ember_profile **p)
+{
+    struct ember_profile *by_line = NULL;
+    if (!has_lines(*p))
+        cli_warning("--lines: no frame has a source line (folded stacks have none; perf: the "
+                    "binaries' DWARF line tables were not found): functions are shown");
+    int err = ember_profile_lines(*p, &by_line);
+    if (err) {
+        cli_error("cannot group the profile by line: %s", strerror(-err));
+        return 1;
+    }
+    ember_profile_free(*p);
+    *p = by_line;
+    return 0;
+}
+
 static int check_modes(const struct report_args *a)
 {
     int modes = a->tree + (a->callers != NULL) + (a->callees != NULL);
@@ -75,9 +105,13 @@ int cmd_report(int argc, char **argv)
     const struct option opts[] = {
         {OPT_UINT, "top", 0, &a.top, "N", "the N heaviest functions (0: all)",
          "10; all for --csv and --tsv", NULL, false},
-        {OPT_FLAG, "cum", 0, &a.cum, NULL, "top: by total weight, not self", NULL, NULL, false},
+        {OPT_FLAG, "cum", 0, &a.cum, NULL,
+         "top: by total weight, not self (as perf report --children: the processes stacks "
+         "begin with and [unknown], one name for many addresses, are not ranked)",
+         NULL, NULL, false},
         {OPT_FLAG, "lines", 0, &a.lines, NULL,
-         "by source line: \"function file:line\" (as pprof -lines), where the input has lines",
+         "by source line: \"function file:line\" (as pprof -lines, inlined calls apart): "
+         "perf.data and perf script are read with --inline (lines from DWARF) unless --srcline",
          NULL, NULL, false},
         {OPT_FLAG, "tree", 0, &a.tree, NULL, "the call tree with percentages", NULL, NULL, false},
         {OPT_STRING, "callers", 0, &a.callers, "NAME", "the callers of function NAME", NULL, NULL,
@@ -113,26 +147,21 @@ int cmd_report(int argc, char **argv)
     if (!p)
         cli_error("out of memory");
     r.verb = "report";
+    /* perf's lines come from DWARF, with the inlined calls pprof -lines shows */
+    if (a.lines && !ember_read_opts_flag(&r.ro, "srcline") &&
+        ember_read_opts_set(&r.ro, "inline", "1") < 0) {
+        cli_error("too many format options");
+        ret = 1;
+    }
     if (!ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
     struct cli_output o;
-    struct ember_profile *by_line = NULL;
-    if (!ret && a.lines) {
-        int err = ember_profile_lines(p, &by_line);
-        if (err) {
-            cli_error("cannot group the profile by line: %s", strerror(-err));
-            ret = 1;
-        } else {
-            ember_profile_free(p);
-            p = by_line;
-            by_line = NULL;
-        }
-    }
+    if (!ret && a.lines)
+        ret = by_lines(&p);
     if (!ret && cli_output_open(&o, a.out) < 0)
         ret = 1;
     if (!ret)
         ret = write_report(p, &a, &ro, &o);
-    ember_profile_free(by_line);
     ember_profile_free(p);
     cli_reader_release(&r);
     return ret;

@@ -35,10 +35,15 @@ static const char description[] =
     "  dump      one line per event, in time order (--format ocaml: as OCaml's own\n"
     "            consumer reads a runtime_events file, ring by ring)\n"
     "  stats     per span name: count, total, mean, min, p50, p90, p99, max\n"
-    "  latency   an HdrHistogram of span durations (--span NAME for one span); of\n"
-    "            an OCaml program, its GC pauses\n"
-    "  gc-stats  an OCaml program's wall, CPU and GC time per domain, GC pauses,\n"
-    "            allocations and collections, as olly gc-stats (--json)\n"
+    "  latency   span durations in HdrHistogram's percentile table, and a chart\n"
+    "            (--span NAME for one span); of an OCaml program, its GC pauses\n"
+    "  gc-stats  an OCaml program's wall time, domain time (the sum of its domains'\n"
+    "            lifetimes, which olly calls CPU time), GC time per domain, GC\n"
+    "            pauses, allocations and collections, as olly gc-stats (--json);\n"
+    "            CPU time and max RSS when ember ran the program (-- CMD)\n"
+    "  Percentiles (stats, latency, gc-stats) are exact, by nearest rank: the pth\n"
+    "  percentile of n durations is the ceil(p/100 x n)-th smallest, a duration\n"
+    "  measured, never interpolated or bucketed\n"
     "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"
     "  record    -- CMD: runs CMD traced and drains its rings while it runs: the\n"
     "            <ember/trace.h> rings in drain mode (nothing is overwritten while\n"
@@ -52,7 +57,7 @@ static const char description[] =
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;
     bool ticks, json;
-    int64_t max_rss_kb;
+    int64_t max_rss_kb, cpu_ns;
 };
 
 /* " (name)" of a thread, escaped as dump prints it, or "". */
@@ -165,7 +170,7 @@ static int run_tool(struct ember_trace *t, const struct tool_opts *o, const stru
                    ? ember_trace_gc_latency(t, sink, d)
                    : ember_trace_latency(t, o->span, sink, d);
     if (strcmp(tool, "gc-stats") == 0) {
-        struct ember_gc_options go = {o->max_rss_kb, o->json};
+        struct ember_gc_options go = {o->max_rss_kb, o->cpu_ns, o->json};
         return ember_trace_gc_stats(t, &go, sink, d);
     }
     if (strcmp(o->format, "chrome") == 0)
@@ -376,6 +381,7 @@ static int on_running(const struct tool_opts *o, char **cmd, const char *follow,
     } else if (!err) {
         struct tool_opts to = *o;
         to.max_rss_kb = r.max_rss_kb;
+        to.cpu_ns = r.cpu_ns;
         char *paths[TRACE_RUN_MAX];
         for (unsigned i = 0; i < r.n; i++)
             paths[i] = r.recording[i];
@@ -455,7 +461,7 @@ static bool has_dashdash(int argc, char **argv)
 
 int cmd_trace(int argc, char **argv)
 {
-    struct tool_opts o = {.max_rss_kb = -1};
+    struct tool_opts o = {.max_rss_kb = -1, .cpu_ns = -1};
     const char *follow = NULL, *ring = NULL, *wsize = NULL;
     const struct option opts[] = {
         {OPT_STRING, "output", 'o', &o.out, "FILE", "write to FILE (record: ember.trace)", "stdout",
@@ -467,7 +473,10 @@ int cmd_trace(int argc, char **argv)
          "all spans (OCaml: GC pauses)", NULL, false},
         {OPT_FLAG, "ticks", 0, &o.ticks, NULL, "dump: raw timestamps instead of seconds", NULL,
          NULL, false},
-        {OPT_FLAG, "json", 0, &o.json, NULL, "gc-stats: as JSON (olly's keys)", NULL, NULL, false},
+        {OPT_FLAG, "json", 0, &o.json, NULL,
+         "gc-stats: as JSON (olly's keys, version 3: its cpu_time is domain_time; cpu_time is "
+         "the command's, or null)",
+         NULL, NULL, false},
         {OPT_STRING, "follow", 'f', &follow, "PID|FILE",
          "read a running program's trace until it ends (dump: as it is written)", NULL, NULL,
          false},

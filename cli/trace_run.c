@@ -353,7 +353,7 @@ static void close_all(struct runner *rn)
 static int make_dir(struct trace_run *r)
 {
     memset(r, 0, sizeof(*r));
-    r->max_rss_kb = -1;
+    r->max_rss_kb = r->cpu_ns = -1;
     cli_private_dir_sweep();
     return cli_private_dir_make(r->dir, sizeof(r->dir), &r->dir_lock);
 }
@@ -448,6 +448,8 @@ int trace_run_command(struct trace_run *r, char **argv, const struct trace_run_o
                 : WIFEXITED(status) ? WEXITSTATUS(status)
                                     : 1;
     r->max_rss_kb = ru.ru_maxrss;
+    r->cpu_ns = (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+                (int64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
     if (!err && !rn.live[0].t && !rn.live[1].t) {
         cli_error("%s did not trace (no <ember/trace.h> ring file, no OCaml runtime_events file)",
                   argv[0]);

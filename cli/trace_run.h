@@ -35,6 +35,7 @@ struct trace_run {
     struct trace_run_stat stat[TRACE_RUN_MAX]; /* what was read of each */
     int status;                                /* the command's exit status, as a shell gives it */
     int64_t max_rss_kb;                        /* the command's peak RSS, -1 when not run by us */
+    int64_t cpu_ns;                            /* its user + system CPU time, -1 likewise */
     bool failed;                               /* an error was said */
 };
 

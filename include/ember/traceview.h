@@ -36,16 +36,22 @@ EMBER_API size_t ember_trace_escape(const char *name, char *buf, size_t cap);
  * open at the end of the trace are counted apart, not as spans. */
 EMBER_API int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out);
 
-/* Durations of the spans named span (NULL: all) as an HdrHistogram: the
- * percentile table in HdrHistogram's classic format, then a bar chart. */
+/* Durations of the spans named span (NULL: all): the percentile table in
+ * HdrHistogram's classic format, every value exact, then a bar chart.
+ * Percentiles, here and in stats and gc-stats, are by nearest rank: the
+ * pth of n durations is the ceil(p/100 * n)-th smallest. */
 EMBER_API int ember_trace_latency(struct ember_trace *t, const char *span,
                                   const struct ember_sink *out, struct ember_diag *d);
 
-/* OCaml 5 programs: olly's gc-stats (wall, CPU and GC time per domain, GC
- * pause percentiles, allocations, collections) as text or JSON; a program
- * that died without a stop event, open pauses and lost words are said. */
+/* OCaml 5 programs: olly's gc-stats (wall time, domain time - the sum of
+ * the domains' lifetimes, which olly calls CPU time - and GC time per
+ * domain, GC pause percentiles, allocations, collections) as text or JSON
+ * (olly's keys, version 3: cpu_time is the command's CPU time, null when
+ * unknown, domain_time olly's cpu_time); a program that died without a
+ * stop event, open pauses and lost words are said. */
 struct ember_gc_options {
     int64_t max_rss_kb; /* the program's peak RSS when ember ran it; -1 unknown */
+    int64_t cpu_ns;     /* its user + system CPU time likewise; -1 unknown */
     bool json;
 };
 EMBER_API int ember_trace_gc_stats(struct ember_trace *t, const struct ember_gc_options *o,

@@ -4,7 +4,8 @@
  * 5 program's runtime events, by the same rules, with exact numbers and
  * without its failures:
  *
- * - wall time: ring 0's ring_start to its ring_stop; CPU time: the sum of
+ * - wall time: ring 0's ring_start to its ring_stop; domain time (olly's
+ *   "CPU time", which it is not: a blocked domain lives on): the sum of
  *   the domains' lifetimes (ring 0: ring_start to ring_stop; another ring:
  *   each domain_spawn to its domain_terminate: a ring reused by a later
  *   domain adds that domain's lifetime too, where olly kept the last);
@@ -12,6 +13,7 @@
  *   and interrupt_remote (the first to begin while none is open, until
  *   that phase ends); GC time per domain is their sum, while the domain is
  *   alive (ring 0's teardown after ring_stop is not the program's);
+ *   percentiles by nearest rank, exact (util/percentile.h);
  * - minor, major (major_gc_stw), forced (explicit_gc_major, _full_major)
  *   collections and compactions: begins on ring 0; allocations: the sums
  *   of the minor_allocated and minor_promoted counters, bytes / 8.
@@ -27,7 +29,7 @@
 #include "io/writer.h"
 #include "latency.h"
 #include "util/diag.h"
-#include "util/hdr.h"
+#include "util/percentile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,11 +68,12 @@ struct gc {
     unsigned nrings;
     unsigned char *class; /* by site id */
     size_t nclass;
-    struct ember_hdr h;
+    struct ember_values pauses; /* ns */
     uint64_t minor, major, forced, compactions, minor_words, promoted_words;
     bool any, ring_start, ring_stop;
     int64_t wall_start, wall_end, first, last;
     uint64_t cut, open_at_end, lost_words;
+    int err; /* -ENOMEM once a pause could not be kept */
 };
 
 static unsigned char classify(const struct ember_trace_site *s)
@@ -157,8 +160,9 @@ static void pause_end(struct gc *g, struct gc_ring *r, int64_t at)
     int64_t d = at > r->pause_at ? at - r->pause_at : 0;
     r->gc += d;
     r->pauses++;
-    ember_hdr_record(&g->h, d > 0 ? d : 1);
     r->pause_id = -1;
+    if (ember_values_add(&g->pauses, d) < 0)
+        g->err = -ENOMEM;
 }
 
 /* A domain's lifetime: its start and end lifecycle events. */
@@ -228,7 +232,7 @@ static int on_event(void *ctx, const struct ember_trace_event *e)
         g->promoted_words += (uint64_t)e->v[0].i / 8;
     else if (c != C_OTHER)
         phase(g, r, e, c, e->ring);
-    return 0;
+    return g->err;
 }
 
 static int on_lost(void *ctx, unsigned ring, uint64_t events, uint64_t words)
@@ -246,8 +250,9 @@ static int on_lost(void *ctx, unsigned ring, uint64_t events, uint64_t words)
     return 0;
 }
 
-/* What is still alive or open at the end ends with the trace. */
-static void finish(struct gc *g)
+/* What is still alive or open at the end ends with the trace; the
+ * pauses are then sorted. */
+static int finish(struct gc *g)
 {
     for (unsigned i = 0; i < g->nrings; i++) {
         struct gc_ring *r = &g->rings[i];
@@ -265,17 +270,16 @@ static void finish(struct gc *g)
         g->wall_start = g->first;
     if (!g->ring_stop)
         g->wall_end = g->last;
+    ember_values_sort(&g->pauses);
+    return g->err;
 }
 
 static int compute(struct ember_trace *t, struct gc *g, struct ember_diag *d)
 {
     memset(g, 0, sizeof(*g));
     g->t = t;
-    int err = ember_hdr_init(&g->h, 1, 3600LL * 1000000000, 3);
-    if (err)
-        return err;
     struct ember_trace_visitor v = {on_event, on_lost, g, false};
-    err = ember_trace_visit(t, &v);
+    int err = ember_trace_visit(t, &v);
     if (err)
         return err;
     bool ocaml = false;
@@ -285,42 +289,29 @@ static int compute(struct ember_trace *t, struct gc *g, struct ember_diag *d)
         return ember_diag_set(d, -ENODATA, NULL, 0,
                               "no OCaml runtime events in the trace (gc-stats reads OCaml 5 "
                               "programs' runtime_events)");
-    finish(g);
-    return 0;
+    return finish(g);
 }
 
 static void release(struct gc *g)
 {
-    ember_hdr_release(&g->h);
+    ember_values_release(&g->pauses);
     free(g->rings);
     free(g->class);
 }
 
 /* ---- printing ------------------------------------------------------------ */
 
-static const double percentiles[] = {25.0, 50.0, 60.0, 70.0, 75.0, 80.0,  85.0,   90.0,    95.0,
-                                     96.0, 97.0, 98.0, 99.0, 99.9, 99.99, 99.999, 99.9999, 100.0};
+/* olly's percentiles, in units of 1/10000 percent: exact fractions */
+static const uint32_t percentiles[] = {250000, 500000, 600000, 700000, 750000, 800000,
+                                       850000, 900000, 950000, 960000, 970000, 980000,
+                                       990000, 999000, 999900, 999990, 999999, 1000000};
 enum { NPERCENTILES = sizeof(percentiles) / sizeof(percentiles[0]) };
 
-static int64_t cpu_ns(const struct gc *g)
-{
-    int64_t n = 0;
-    for (unsigned i = 0; i < g->nrings; i++)
-        n += g->rings[i].life;
-    return n;
-}
-
-static int64_t gc_ns(const struct gc *g)
-{
-    int64_t n = 0;
-    for (unsigned i = 0; i < g->nrings; i++)
-        n += g->rings[i].gc;
-    return n;
-}
+#define PERCENT(p) ((double)(p) / 10000.0)
 
 /* What both outputs print, computed once. */
 struct summary {
-    int64_t wall, cpu, gc;                     /* ns */
+    int64_t wall, domain, gc;                  /* ns */
     double mean, stddev, min, max;             /* pause latencies, ms */
     double at[NPERCENTILES];                   /* ms, at each of percentiles */
     unsigned long long total_heap, minor_heap; /* words */
@@ -329,16 +320,19 @@ struct summary {
 static void summarize(const struct gc *g, struct summary *s)
 {
     int64_t wall = g->wall_end - g->wall_start;
-    bool any = g->h.total > 0;
+    const struct ember_values *p = &g->pauses;
     s->wall = wall > 0 ? wall : 0;
-    s->cpu = cpu_ns(g);
-    s->gc = gc_ns(g);
-    s->mean = ember_hdr_mean(&g->h) / 1e6;
-    s->stddev = ember_hdr_stddev(&g->h) / 1e6;
-    s->min = any ? (double)g->h.min / 1e6 : 0.0;
-    s->max = any ? (double)g->h.max / 1e6 : 0.0;
-    for (int i = 0; i < NPERCENTILES; i++)
-        s->at[i] = any ? (double)ember_hdr_value_at_percentile(&g->h, percentiles[i]) / 1e6 : 0.0;
+    s->domain = s->gc = 0;
+    for (unsigned i = 0; i < g->nrings; i++)
+        s->domain += g->rings[i].life, s->gc += g->rings[i].gc;
+    s->mean = ember_values_mean(p) / 1e6;
+    s->stddev = ember_values_stddev(p) / 1e6;
+    s->min = p->n ? (double)ember_values_min(p) / 1e6 : 0.0;
+    s->max = p->n ? (double)ember_values_max(p) / 1e6 : 0.0;
+    for (int i = 0; i < NPERCENTILES; i++) {
+        struct ember_percent at = {percentiles[i], 10000};
+        s->at[i] = p->n ? (double)ember_percentile(p, at) / 1e6 : 0.0;
+    }
     s->minor_heap = g->minor_words;
     s->total_heap = g->minor_words > g->promoted_words ? g->minor_words - g->promoted_words : 0;
 }
@@ -404,36 +398,47 @@ static void notes(const struct gc *g, struct ember_writer *w, bool json)
     }
 }
 
-/* The times both outputs begin with, after text labels or JSON keys. */
-static void print_times(const struct summary *s, struct ember_writer *w, int64_t max_rss_kb,
-                        bool json)
+/* A time measured when ember ran the program, or "-" (null). */
+static void measured(struct ember_writer *w, int64_t v, bool json, bool ns)
 {
-    static const char *const before[2][5] = {
-        {"Execution times:\nWall time (s):\t", "\nCPU time (s):\t", "\nGC time (s):\t",
-         "\nGC overhead (% of CPU time):\t", "%\nMax RSS (kB):\t"},
-        {"{\"version\": 2, \"wall_time\": ", ", \"cpu_time\": ", ", \"gc_time\": ",
-         ", \"gc_overhead\": ", ", \"max_rss_kb\": "},
+    if (v >= 0 && ns)
+        seconds(w, v);
+    else if (v >= 0)
+        ember_writer_printf(w, "%lld", (long long)v);
+    else
+        ember_writer_puts(w, json ? "null" : "- (not measured: the program was not run by ember)");
+}
+
+/* The times both outputs begin with, after text labels or JSON keys: the
+ * domains' lifetimes are not CPU time, which is measured or not said. */
+static void print_times(const struct summary *s, struct ember_writer *w,
+                        const struct ember_gc_options *o)
+{
+    static const char *const before[2][7] = {
+        {"Execution times:\nWall time (s):\t", "\nDomain time (s):\t", "\nGC time (s):\t",
+         "\nGC overhead (% of domain time):\t", "%\nCPU time (s):\t", "\nMax RSS (kB):\t", "\n"},
+        {"{\"version\": 3, \"wall_time\": ", ", \"domain_time\": ", ", \"gc_time\": ",
+         ", \"gc_overhead\": ", ", \"cpu_time\": ", ", \"max_rss_kb\": ", ""},
     };
-    const char *const *b = before[json];
-    const int64_t ns[3] = {s->wall, s->cpu, s->gc};
+    const char *const *b = before[o->json];
+    const int64_t ns[3] = {s->wall, s->domain, s->gc};
     for (int i = 0; i < 3; i++) {
         ember_writer_puts(w, b[i]);
         seconds(w, ns[i]);
     }
     ember_writer_puts(w, b[3]);
-    percent(w, (double)s->gc, (double)s->cpu, json);
+    percent(w, (double)s->gc, (double)s->domain, o->json);
     ember_writer_puts(w, b[4]);
-    if (max_rss_kb >= 0)
-        ember_writer_printf(w, json ? "%lld" : "%lld\n", (long long)max_rss_kb);
-    else
-        ember_writer_puts(w,
-                          json ? "null" : "- (not measured: the program was not run by ember)\n");
+    measured(w, o->cpu_ns, o->json, true);
+    ember_writer_puts(w, b[5]);
+    measured(w, o->max_rss_kb, o->json, false);
+    ember_writer_puts(w, b[6]);
 }
 
 static void print_text(const struct gc *g, const struct summary *s, struct ember_writer *w,
-                       int64_t max_rss_kb)
+                       const struct ember_gc_options *o)
 {
-    print_times(s, w, max_rss_kb, false);
+    print_times(s, w, o);
     ember_writer_printf(w, "\nPer domain stats:\n%-8s %-14s %-14s %s\n", "Domain", "Wall (s)",
                         "GC (s)", "GC (%)");
     for (unsigned i = 0; i < g->nrings; i++) {
@@ -448,12 +453,12 @@ static void print_text(const struct gc *g, const struct summary *s, struct ember
         percent(w, (double)r->gc, (double)r->life, false);
         ember_writer_puts(w, "\n");
     }
-    ember_writer_printf(w, "\nGC latency profile (%lld pauses):\n", (long long)g->h.total);
+    ember_writer_printf(w, "\nGC latency profile (%lld pauses):\n", (long long)g->pauses.n);
     ember_writer_printf(w, "#[Mean (ms):\t%.6f,\t Stddev (ms):\t%.6f]\n", s->mean, s->stddev);
     ember_writer_printf(w, "#[Min (ms):\t%.6f,\t max (ms):\t%.6f]\n", s->min, s->max);
     ember_writer_puts(w, "\nPercentile \t Latency (ms)\n");
     for (int i = 0; i < NPERCENTILES; i++)
-        ember_writer_printf(w, "%.4f \t %.6f\n", percentiles[i], s->at[i]);
+        ember_writer_printf(w, "%.4f \t %.6f\n", PERCENT(percentiles[i]), s->at[i]);
     ember_writer_printf(w, "\nGC allocations (in words):\nTotal heap:\t %llu\nMinor heap:\t %llu\n",
                         s->total_heap, s->minor_heap);
     ember_writer_printf(w, "Promoted words:\t %llu (", (unsigned long long)g->promoted_words);
@@ -476,9 +481,9 @@ static void json_seconds(struct ember_writer *w, const char *key, int64_t ns)
 }
 
 static void print_json(const struct gc *g, const struct summary *s, struct ember_writer *w,
-                       int64_t max_rss_kb)
+                       const struct ember_gc_options *o)
 {
-    print_times(s, w, max_rss_kb, true);
+    print_times(s, w, o);
     ember_writer_puts(w, ", \"domain_stats\": {");
     const char *sep = "";
     for (unsigned i = 0; i < g->nrings; i++) {
@@ -497,9 +502,10 @@ static void print_json(const struct gc *g, const struct summary *s, struct ember
     ember_writer_printf(w,
                         "}, \"pauses\": %lld, \"mean_latency\": %.6f, \"stddev_latency\": %.6f, "
                         "\"min_latency\": %.6f, \"max_latency\": %.6f, \"distr_latency\": {",
-                        (long long)g->h.total, s->mean, s->stddev, s->min, s->max);
+                        (long long)g->pauses.n, s->mean, s->stddev, s->min, s->max);
     for (int i = 0; i < NPERCENTILES; i++)
-        ember_writer_printf(w, "%s\"%.4f\": %.6f", i ? ", " : "", percentiles[i], s->at[i]);
+        ember_writer_printf(w, "%s\"%.4f\": %.6f", i ? ", " : "", PERCENT(percentiles[i]),
+                            s->at[i]);
     ember_writer_printf(w,
                         "}, \"allocations\": {\"total_heap\": %llu, \"minor_heap\": %llu, "
                         "\"promoted_words\": %llu, \"promoted_pct\": ",
@@ -525,7 +531,7 @@ static int compute_and_print(
     struct gc *g = calloc(1, sizeof(*g)); /* zeroed: released even if never computed */
     struct ember_writer *w = malloc(sizeof(*w));
     int err = g && w ? compute(t, g, d) : -ENOMEM;
-    if (!err && pauses && !g->h.total)
+    if (!err && pauses && !g->pauses.n)
         err = ember_diag_set(d, -ENODATA, NULL, 0, "no GC pause in the trace");
     if (!err) {
         ember_writer_init(w, out);
@@ -545,9 +551,9 @@ static void print_stats(const struct gc *g, struct ember_writer *w, const void *
     struct summary s;
     summarize(g, &s);
     if (o->json)
-        print_json(g, &s, w, o->max_rss_kb);
+        print_json(g, &s, w, o);
     else
-        print_text(g, &s, w, o->max_rss_kb);
+        print_text(g, &s, w, o);
 }
 
 static void print_latency(const struct gc *g, struct ember_writer *w, const void *ctx)
@@ -556,13 +562,13 @@ static void print_latency(const struct gc *g, struct ember_writer *w, const void
     ember_writer_printf(w,
                         "# GC pauses (per domain, the outermost of major, stw_leader and "
                         "interrupt_remote): %lld pauses",
-                        (long long)g->h.total);
+                        (long long)g->pauses.n);
     if (g->open_at_end)
         ember_writer_printf(w, " (%llu still open at the end, closed there)",
                             (unsigned long long)g->open_at_end);
     ember_writer_puts(w, ", durations in microseconds\n");
-    ember_hdr_print_classic(&g->h, w, 5, 1000.0);
-    ember_latency_chart(w, &g->h);
+    ember_latency_table(w, &g->pauses);
+    ember_latency_chart(w, &g->pauses);
     if (g->cut || g->lost_words || !g->ring_stop)
         ember_writer_puts(w, "\n");
     notes(g, w, false);

@@ -1,14 +1,22 @@
 /*
- * latency.h - what latency views share (library-internal): the bar chart
- * `ember trace latency` prints under HdrHistogram's percentile table.
+ * latency.h - what the latency views share (library-internal): `ember
+ * trace latency` of spans and of OCaml GC pauses prints durations as
+ * HdrHistogram's "classic" percentile table, every value exact (nearest
+ * rank, util/percentile.h), then a bar chart per power of two.
  */
 #ifndef EMBER_EXPORT_LATENCY_H
 #define EMBER_EXPORT_LATENCY_H
 
 #include "io/writer.h"
-#include "util/hdr.h"
+#include "util/percentile.h"
 
-/* Counts per power-of-two range of durations (ns), as bars. */
-void ember_latency_chart(struct ember_writer *w, const struct ember_hdr *h);
+/* Sorted durations (ns), n > 0, shown in microseconds. */
+void ember_latency_table(struct ember_writer *w, const struct ember_values *s);
+
+/* A duration (ns) in 11 columns, in a unit that keeps it readable. */
+void ember_put_duration(struct ember_writer *w, double ns);
+
+/* The same durations' counts per power-of-two range, as bars. */
+void ember_latency_chart(struct ember_writer *w, const struct ember_values *s);
 
 #endif

@@ -9,7 +9,6 @@
 #include "latency.h"
 #include "spans.h"
 #include "util/diag.h"
-#include "util/hdr.h"
 #include "util/strmap.h"
 #include "util/vec.h"
 
@@ -359,10 +358,10 @@ int ember_trace_dump(struct ember_trace *t, const struct ember_sink *out, bool t
 
 struct name_stats {
     const char *name;
-    struct ember_hdr h;
+    struct ember_values d; /* durations, ns */
     int64_t total;
     uint64_t unclosed;
-    uint64_t open; /* still open at the end: not in h */
+    uint64_t open; /* still open at the end: not in d */
 };
 
 struct stats_ctx {
@@ -379,8 +378,7 @@ static struct name_stats *name_stats_of(struct stats_ctx *c, const char *name, c
     if (ns)
         return ns;
     ns = calloc(1, sizeof(*ns));
-    if (!ns || EMBER_VEC_RESERVE(c->all, c->cap, c->n + 1) < 0 ||
-        ember_hdr_init(&ns->h, 1, 3600LL * 1000000000, 3) < 0) {
+    if (!ns || EMBER_VEC_RESERVE(c->all, c->cap, c->n + 1) < 0) {
         free(ns);
         return NULL;
     }
@@ -405,7 +403,8 @@ static int stats_span(void *ctx, const struct ember_span *s)
     int64_t d;
     if (__builtin_sub_overflow(s->end_ns, s->begin_ns, &d))
         d = INT64_MAX;
-    ember_hdr_record(&ns->h, d);
+    if (ember_values_add(&ns->d, d) < 0)
+        return -ENOMEM;
     if (__builtin_add_overflow(ns->total, d, &ns->total))
         ns->total = INT64_MAX;
     ns->unclosed += s->unclosed;
@@ -422,24 +421,11 @@ static int by_total(const void *a, const void *b)
 static void stats_free(struct stats_ctx *c)
 {
     for (size_t i = 0; i < c->n; i++) {
-        ember_hdr_release(&c->all[i]->h);
+        ember_values_release(&c->all[i]->d);
         free(c->all[i]);
     }
     free(c->all);
     ember_strmap_release(&c->by_name);
-}
-
-/* Durations as text with a unit that keeps them readable. */
-static void put_duration(struct ember_writer *w, double ns)
-{
-    if (ns < 1e3)
-        ember_writer_printf(w, " %9.0fns", ns);
-    else if (ns < 1e6)
-        ember_writer_printf(w, " %9.3fus", ns / 1e3);
-    else if (ns < 1e9)
-        ember_writer_printf(w, " %9.3fms", ns / 1e6);
-    else
-        ember_writer_printf(w, " %9.3fs ", ns / 1e9);
 }
 
 /* A name escaped (ember_trace_escape), left-aligned in width columns. */
@@ -450,17 +436,18 @@ static void put_name_column(struct ember_writer *w, const char *name, int width)
     ember_writer_printf(w, "%-*s", width, text);
 }
 
+/* A sorted name's row: its percentiles by nearest rank (percentile.h). */
 static void stats_row(struct ember_writer *w, const struct name_stats *ns)
 {
+    static const struct ember_percent at[] = {{50, 1}, {90, 1}, {99, 1}};
     put_name_column(w, ns->name, 32);
-    ember_writer_printf(w, " %9lld", (long long)ns->h.total);
-    put_duration(w, (double)ns->total);
-    put_duration(w, (double)ns->total / (double)ns->h.total);
-    put_duration(w, (double)ns->h.min);
-    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 50));
-    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 90));
-    put_duration(w, (double)ember_hdr_value_at_percentile(&ns->h, 99));
-    put_duration(w, (double)ns->h.max);
+    ember_writer_printf(w, " %9zu", ns->d.n);
+    ember_put_duration(w, (double)ns->total);
+    ember_put_duration(w, ember_values_mean(&ns->d));
+    ember_put_duration(w, (double)ember_values_min(&ns->d));
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        ember_put_duration(w, (double)ember_percentile(&ns->d, at[i]));
+    ember_put_duration(w, (double)ember_values_max(&ns->d));
     if (ns->unclosed)
         ember_writer_printf(w, "  (%llu unclosed)", (unsigned long long)ns->unclosed);
     ember_writer_puts(w, "\n");
@@ -501,9 +488,11 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
         ember_writer_init(w, out);
         ember_writer_printf(w, "%-32s %9s %11s %11s %11s %11s %11s %11s %11s\n", "span", "count",
                             "total", "mean", "min", "p50", "p90", "p99", "max");
-        for (size_t i = 0; i < c.n; i++)
-            if (c.all[i]->h.total)
+        for (size_t i = 0; i < c.n; i++) {
+            ember_values_sort(&c.all[i]->d);
+            if (c.all[i]->d.n)
                 stats_row(w, c.all[i]);
+        }
         open_spans_line(w, &c, st.open);
         if (st.unmatched_ends)
             ember_writer_printf(w,
@@ -518,40 +507,6 @@ int ember_trace_stats(struct ember_trace *t, const struct ember_sink *out)
 }
 
 /* ---- latency ---------------------------------------------------------- */
-
-/* Counts per power-of-two range of durations, as bars. */
-void ember_latency_chart(struct ember_writer *w, const struct ember_hdr *h)
-{
-    uint64_t bins[64] = {0}, most = 0;
-    int lo = 63, hi = 0;
-    for (int32_t i = 0; i < h->counts_len; i++) {
-        if (!h->counts[i])
-            continue;
-        int32_t b = (i >> h->sub_bucket_half_count_magnitude) - 1;
-        int32_t sb = (i & (h->sub_bucket_half_count - 1)) + h->sub_bucket_half_count;
-        if (b < 0)
-            sb -= h->sub_bucket_half_count, b = 0;
-        int64_t v = (int64_t)sb << (b + h->unit_magnitude);
-        int k = v > 0 ? 63 - __builtin_clzll((unsigned long long)v) : 0;
-        bins[k] += (uint64_t)h->counts[i];
-    }
-    for (int k = 0; k < 64; k++) {
-        if (!bins[k])
-            continue;
-        lo = k < lo ? k : lo;
-        hi = k > hi ? k : hi;
-        most = bins[k] > most ? bins[k] : most;
-    }
-    ember_writer_puts(w, "\n      duration from  count\n");
-    for (int k = lo; k <= hi && most; k++) {
-        put_duration(w, (double)(1ULL << k));
-        int width = (int)((double)bins[k] * 50 / (double)most + 0.5);
-        ember_writer_printf(w, " %9llu |", (unsigned long long)bins[k]);
-        for (int x = 0; x < width; x++)
-            ember_writer_puts(w, "#");
-        ember_writer_puts(w, "\n");
-    }
-}
 
 /* Why there is no histogram to show: no such span, or none ended. */
 static int no_durations(struct ember_diag *d, const char *name, uint64_t open)
@@ -584,12 +539,13 @@ int ember_trace_latency(struct ember_trace *t, const char *span, const struct em
     struct name_stats *ns = NULL;
     uint64_t open = 0;
     if (!err) {
-        /* all spans: every name's histogram merged into the first */
-        for (size_t i = 1; !span && i < c.n; i++)
-            ember_hdr_add(&c.all[0]->h, &c.all[i]->h);
+        /* all spans: every name's durations merged into the first */
+        for (size_t i = 1; !span && i < c.n && !err; i++)
+            err = ember_values_merge(&c.all[0]->d, &c.all[i]->d);
         ns = c.n ? c.all[0] : NULL;
         open = span ? (ns ? ns->open : 0) : st.open;
-        err = ns && ns->h.total ? 0 : no_durations(d, span, open);
+        if (!err)
+            err = ns && ns->d.n ? 0 : no_durations(d, span, open);
     }
     struct ember_writer *w = err ? NULL : malloc(sizeof(*w));
     if (!err && !w)
@@ -598,13 +554,14 @@ int ember_trace_latency(struct ember_trace *t, const char *span, const struct em
         ember_writer_init(w, out);
         ember_writer_puts(w, "# ");
         put_name_column(w, span ? span : "all spans", 0);
-        ember_writer_printf(w, ": %lld spans", (long long)ns->h.total);
+        ember_writer_printf(w, ": %zu spans", ns->d.n);
         if (open)
             ember_writer_printf(w, " (%llu more still open at the end of the trace, not counted)",
                                 (unsigned long long)open);
         ember_writer_puts(w, ", durations in microseconds\n");
-        ember_hdr_print_classic(&ns->h, w, 5, 1000.0);
-        ember_latency_chart(w, &ns->h);
+        ember_values_sort(&ns->d);
+        ember_latency_table(w, &ns->d);
+        ember_latency_chart(w, &ns->d);
         err = ember_writer_flush(w);
     }
     free(w);

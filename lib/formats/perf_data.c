@@ -636,7 +636,7 @@ static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, 
     size_t n = 0;
     for (size_t i = 0; i < rt->comm_len && n < sizeof(name); i++)
         name[n++] = rt->comm[i] == ' ' ? '_' : rt->comm[i];
-    return ember_profile_intern(r->p, name, n, frame);
+    return ember_perf_intern_root(r->p, name, n, false, frame);
 }
 
 /* Each raw frame's profile frames, named once (per JVM-ness). */

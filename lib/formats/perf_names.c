@@ -37,11 +37,105 @@ size_t ember_perf_event_base_len(const char *name, size_t n)
     return k - 1;
 }
 
+/* An event name's parts, perf's syntax: NAME, NAME:MODS, NAME/TERMS/ or
+ * NAME/TERMS/MODS (also /TERMS/:MODS); no modifier letters after the
+ * terms, or a second part that is not modifiers ("sched:sched_switch"): all
+ * of it is the name. */
+struct event_parts {
+    const char *terms, *mods;
+    size_t name_len, terms_len, mods_len;
+};
+
+static bool all_modifiers(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("ukhIGHpPSDWeb", s[i]))
+            return false;
+    return true;
+}
+
+static void event_split(const char *s, size_t n, struct event_parts *p)
+{
+    const char *open = memchr(s, '/', n), *close = memrchr(s, '/', n);
+    memset(p, 0, sizeof(*p));
+    p->name_len = n;
+    if (open && close > open) {
+        const char *mods = close + 1 + (close + 1 < s + n && close[1] == ':');
+        if (!all_modifiers(mods, (size_t)(s + n - mods)))
+            return;
+        p->name_len = (size_t)(open - s);
+        p->terms = open + 1, p->terms_len = (size_t)(close - open - 1);
+        p->mods = mods, p->mods_len = (size_t)(s + n - mods);
+        return;
+    }
+    p->name_len = ember_perf_event_base_len(s, n);
+    if (p->name_len < n)
+        p->mods = s + p->name_len + 1, p->mods_len = n - p->name_len - 1;
+}
+
+/* The length of a term's key: "period=100" has "period". */
+static size_t key_len(const char *t, size_t n)
+{
+    const char *eq = memchr(t, '=', n);
+    return eq ? (size_t)(eq - t) : n;
+}
+
+/* perf's terms that set how an event is sampled, not which event it is:
+ * an event with them is still the event named without them. */
+static bool setting_term(const char *t, size_t n)
+{
+    static const char *const settings[] = {
+        "period",    "freq",         "time",      "call-graph", "stack-size",
+        "inherit",   "no-inherit",   "max-stack", "nr",         "max-events",
+        "overwrite", "no-overwrite", "percore",   "aux-output", "aux-sample-size",
+        "metric-id", "name",
+    };
+    size_t key = key_len(t, n);
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+        if (strlen(settings[i]) == key && memcmp(settings[i], t, key) == 0)
+            return true;
+    return false;
+}
+
+/* The term of list whose key is term's: its start, or NULL; its length. */
+static const char *find_term(const char *list, size_t n, const char *term, size_t tn, size_t *len)
+{
+    size_t key = key_len(term, tn);
+    for (const char *t = list, *end = list + n; n && t < end;) {
+        const char *comma = memchr(t, ',', (size_t)(end - t));
+        *len = (size_t)((comma ? comma : end) - t);
+        if (key_len(t, *len) == key && memcmp(t, term, key) == 0)
+            return t;
+        t += *len + 1;
+    }
+    return NULL;
+}
+
+/* Every term of a is b's too, with its value, or a setting b has not. */
+static bool terms_within(const struct event_parts *a, const struct event_parts *b)
+{
+    for (const char *t = a->terms, *end = a->terms + a->terms_len; a->terms_len && t < end;) {
+        const char *comma = memchr(t, ',', (size_t)(end - t));
+        size_t len = (size_t)((comma ? comma : end) - t), blen;
+        const char *in_b = find_term(b->terms, b->terms_len, t, len, &blen);
+        if (in_b ? blen != len || memcmp(in_b, t, len) != 0 : !setting_term(t, len))
+            return false;
+        t += len + 1;
+    }
+    return true;
+}
+
 bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t blen)
 {
-    alen = ember_perf_event_base_len(a, alen);
-    blen = ember_perf_event_base_len(b, blen);
-    return alen == blen && memcmp(a, b, alen) == 0;
+    struct event_parts x, y;
+    event_split(a, alen, &x);
+    event_split(b, blen, &y);
+    if (x.name_len != y.name_len || memcmp(a, b, x.name_len) != 0)
+        return false;
+    if (x.mods_len && y.mods_len &&
+        (x.mods_len != y.mods_len || memcmp(x.mods, y.mods, x.mods_len) != 0))
+        return false;
+    return terms_within(&x, &y) && terms_within(&y, &x);
 }
 
 void ember_perf_period_value(const char *event, size_t len, char *type, size_t cap,
@@ -144,4 +238,16 @@ int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, c
     rec->name = *buf;
     rec->place_in_name = false;
     return 0;
+}
+
+int ember_perf_intern_root(struct ember_profile *p, const char *name, size_t len, bool thread,
+                           uint32_t *id)
+{
+    struct ember_frame fr = {.name = name,
+                             .name_len = len,
+                             .module = EMBER_NO_MODULE,
+                             .kind = thread ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
+                             .pid = -1,
+                             .tid = -1};
+    return ember_profile_intern_frame(p, &fr, id);
 }

@@ -27,6 +27,16 @@ bool ember_perf_parenthesized_only(const char *s, size_t n);
  * printed with and without its modifiers is not split; a tracepoint's
  * "sched:sched_switch" keeps its second part, which is not modifiers. */
 size_t ember_perf_event_base_len(const char *name, size_t n);
+/* Whether two names, as perf names events (NAME[/TERMS/][[:]MODIFIERS]),
+ * are one event, for --event-filter and the first event seen: the same
+ * NAME; the same modifiers where both have some ("cycles:u" is "cycles",
+ * as inferno compares them, not "cycles:k"); the same value of each term
+ * both have, and a term only one has is a setting of the sampling
+ * (period=, freq=, call-graph=...), not part of which event it is:
+ * "task-clock" is "task-clock/freq=1000/", "cpu" is not "cpu/event=0x3c/"
+ * and "task-clock/freq=99/" not "task-clock/freq=1000/". (Both
+ * stackcollapse-perf.pl and perf's own evsel lookup compare names as
+ * printed, whole.) */
 bool ember_perf_same_event(const char *a, size_t alen, const char *b, size_t blen);
 /* The value the periods of an event add up to, in pprof's words: the
  * clocks' nanoseconds are "cpu" time, other events count themselves
@@ -51,6 +61,13 @@ size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const ch
  * views spell it "func:file:line", and a function without a file gets that
  * spelling in its name, written in *buf (grown as needed). The caller sets
  * where it is (address, module). 0 or -ENOMEM. */
+/* A stack's root as both perf readers make it without --pid or --tid:
+ * the command, spaces as '_' (or "comm-PID/TID" text, ids that are no
+ * numbers), marked a process (thread: a thread) so that reports know it is
+ * no function; views spell it by its name alone. */
+int ember_perf_intern_root(struct ember_profile *p, const char *name, size_t len, bool thread,
+                           uint32_t *id);
+
 int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, char **buf,
                             size_t *cap, struct ember_frame *rec);
 

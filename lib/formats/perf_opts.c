@@ -13,7 +13,8 @@ const struct ember_format_option ember_perf_options[] = {
     {"all", EMBER_OPTION_FLAG, NULL, NULL, "all annotations (--kernel --jit)"},
     {"addrs", EMBER_OPTION_FLAG, NULL, NULL, "include raw addresses where symbols can't be found"},
     {"event-filter", EMBER_OPTION_STRING, "EVENT", "the first event seen",
-     "keep only samples of EVENT"},
+     "keep only samples of EVENT (task-clock: also task-clock:u and task-clock/freq=1000/; "
+     "modifiers and terms given must be the event's)"},
     {"inline", EMBER_OPTION_FLAG, NULL, NULL, "expand inlined functions from DWARF (elfutils)"},
     {"context", EMBER_OPTION_FLAG, NULL, NULL, "with --inline: add source file:line"},
     {"srcline", EMBER_OPTION_FLAG, NULL, NULL,

@@ -650,7 +650,7 @@ static int start_sample(struct perf_parser *ps, const struct event_head *ev, con
             o += ev->tid_len;
         }
     }
-    return intern_buf(ps, o, EMBER_FRAME_USER, &ps->root);
+    return ember_perf_intern_root(ps->p, ps->buf, o, po->include_tid, &ps->root);
 }
 
 /* "file:line" (perf's srcline) into fr's file and line; false if it is

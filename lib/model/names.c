@@ -166,7 +166,9 @@ int ember_profile_function_names(const struct ember_profile *p, struct ember_pro
     return names_view(p, false, out);
 }
 
-/* A frame as go tool pprof -lines names it: "function file:line". */
+/* A frame as go tool pprof -lines names it: "function file:line"; one
+ * without a file keeps its record (a process root stays one, "f_[k]" is
+ * spelled by the names view as ever). */
 static int line_name(void *ctx, struct ember_profile *dst, const struct ember_profile *src,
                      const uint32_t *in, size_t n, struct ember_stack_out *out)
 {
@@ -178,7 +180,7 @@ static int line_name(void *ctx, struct ember_profile *dst, const struct ember_pr
         const struct ember_frame_loc *l = &src->frames.loc[in[i]];
         size_t len = src->frames.len[in[i]];
         if (!l->detailed || !l->file) {
-            err = ember_stack_out_name(out, dst, src->frames.str[in[i]], len);
+            err = ember_stack_out_copy(out, dst, src, in[i]);
             continue;
         }
         size_t need = len + l->file_len + 16;
@@ -205,8 +207,5 @@ static int line_name(void *ctx, struct ember_profile *dst, const struct ember_pr
 
 int ember_profile_lines(const struct ember_profile *p, struct ember_profile **out)
 {
-    int err = ember_profile_map(p, line_name, NULL, out);
-    if (!err)
-        (*out)->view = EMBER_VIEW_NAMES;
-    return err;
+    return ember_profile_map(p, line_name, NULL, out);
 }

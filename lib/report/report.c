@@ -11,6 +11,7 @@
 #include "ember/report.h"
 #include "ember/transform.h"
 #include "io/writer.h"
+#include "not_functions.h"
 
 #include <errno.h>
 #include <math.h>
@@ -199,8 +200,10 @@ static int by_total(const void *a, const void *b)
     return by_self(a, b);
 }
 
-/* Per function: self and total; the functions that have any weight. */
-static int frame_stats(const struct tree *t, struct frame_stat **out, size_t *count)
+/* Per function: self and total; the functions that have any weight. A
+ * root named as a process is no function: its total is not counted. */
+static int frame_stats(const struct tree *t, const bool *root_name, struct frame_stat **out,
+                       size_t *count)
 {
     const struct ember_profile *p = t->p;
     struct frame_stat *fs =
@@ -210,9 +213,10 @@ static int frame_stats(const struct tree *t, struct frame_stat **out, size_t *co
     for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
         fs[f].frame = f;
     for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
-        struct frame_stat *s = &fs[ember_profile_node_frame(p, n)];
+        uint32_t f = ember_profile_node_frame(p, n);
+        struct frame_stat *s = &fs[f];
         s->self += ember_profile_self(p, n, t->m);
-        if (t->outer[n])
+        if (t->outer[n] && !(root_name[f] && ember_profile_node_parent(p, n) == EMBER_ROOT))
             s->total += t->incl[n];
     }
     size_t k = 0;
@@ -250,16 +254,42 @@ static void top_rows(struct ember_writer *w, const struct tree *t, const struct 
     }
 }
 
-static int report_top(const struct ember_profile *p, const struct ember_report_opts *o,
-                      const struct ember_sink *out)
+/* By total, the names of unresolved addresses are left out (not_functions.h). */
+static size_t rank_by_total(const struct ember_profile *p, struct frame_stat *fs, size_t n,
+                            size_t *unresolved)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *name = name_of(p, fs[i].frame, &len);
+        if (ember_report_unresolved(name, len))
+            ++*unresolved;
+        else
+            fs[k++] = fs[i];
+    }
+    return k;
+}
+
+static size_t count_roots(const struct ember_profile *p, const bool *root_name)
+{
+    size_t n = 0;
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
+        n += root_name[f];
+    return n;
+}
+
+static int report_top(const struct ember_profile *p, const bool *root_name,
+                      const struct ember_report_opts *o, const struct ember_sink *out)
 {
     struct tree t = {0};
     struct frame_stat *fs = NULL;
-    size_t n = 0;
+    size_t n = 0, unresolved = 0;
     struct ember_writer *w = malloc(sizeof(*w));
     int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
     if (!err)
-        err = frame_stats(&t, &fs, &n);
+        err = frame_stats(&t, root_name, &fs, &n);
+    if (!err && o->by_total)
+        n = rank_by_total(p, fs, n, &unresolved);
     if (!err) {
         qsort(fs, n, sizeof(*fs), o->by_total ? by_total : by_self);
         size_t rows = o->top && o->top < n ? o->top : n;
@@ -275,6 +305,7 @@ static int report_top(const struct ember_profile *p, const struct ember_report_o
             char total[160];
             total_text(total, sizeof(total), p, t.total);
             ember_writer_printf(w, "Showing %zu of %zu functions; total %s\n", rows, n, total);
+            ember_report_left_out(w, count_roots(p, root_name), unresolved);
             ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
                                 "total%", "function");
         }
@@ -524,9 +555,13 @@ int ember_report_top(const struct ember_profile *p, const struct ember_report_op
                      const struct ember_sink *out)
 {
     struct ember_profile *named;
+    bool *root_name = NULL;
     int err = ember_profile_names(p, &named);
     if (!err)
-        err = report_top(named ? named : p, o, out);
+        err = ember_report_root_names(p, named ? named : p, &root_name);
+    if (!err)
+        err = report_top(named ? named : p, root_name, o, out);
+    free(root_name);
     ember_profile_free(named);
     return err;
 }

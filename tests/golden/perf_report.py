@@ -21,14 +21,15 @@ import golden
 SKIP = 77
 
 
-def perf_report(data):
-    """{symbol: self percent} for every row perf report prints."""
-    out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym",
-                          "--stdio", "--percent-limit", "0"],
+def perf_report(data, children=False):
+    """{symbol: self percent} for every row perf report prints (children:
+    {symbol: children percent} of perf report --children)."""
+    out = subprocess.run(["perf", "report", "-i", data, "--children" if children else
+                          "--no-children", "--sort", "sym", "--stdio", "--percent-limit", "0"],
                          capture_output=True, text=True, check=True).stdout
     rows = {}
     for line in out.splitlines():
-        m = re.match(r"\s+([\d.]+)%\s+\[.\]\s+(.*\S)\s*$", line)
+        m = re.match(r"\s+([\d.]+)%\s+(?:[\d.]+%\s+)?\[.\]\s+(.*\S)\s*$", line)
         if m:
             rows[m.group(2)] = rows.get(m.group(2), 0.0) + float(m.group(1))
     return rows
@@ -76,6 +77,49 @@ def compare(data, script, extra, what):
     return want
 
 
+def cum_matches(data, prog):
+    """report --cum ranks as perf report --children does: each symbol's
+    total share is perf's children share; the process (perf's comm, ember's
+    root frame) is no symbol, nor is [unknown], which stands for every
+    address perf could not name (perf ranks each address apart)."""
+    want = perf_report(data, children=True)
+    got = ember_self(data, ["--cum"], "total_pct")
+    out, _, _ = golden.run(["report", "--cum", "--top", "0", "--csv", data])
+    order = [float(r["total_pct"]) for r in csv.DictReader(io.StringIO(out.decode()))]
+    for sym, pct in sorted(want.items()):
+        if pct >= 0.5 and abs(got.get(sym, 0.0) - pct) > 0.006:
+            golden.fail("--cum: %s: perf report --children gives %.2f%%, ember %.4f%%" %
+                        (sym, pct, got.get(sym, 0.0)))
+    if os.path.basename(prog) in got or "[unknown]" in got or order != sorted(order, reverse=True):
+        golden.fail("--cum ranks the process or [unknown], or is not by total: %s" %
+                    sorted(got.items(), key=lambda kv: -kv[1])[:5])
+    print("ok: --cum: %d symbols above 0.5%% have perf report --children's share"
+          % sum(1 for p in want.values() if p >= 0.5))
+
+
+def srclines_match(data):
+    """report --lines of perf.data (lines from DWARF, without --inline) has
+    perf report --sort srcline's self shares, line by line: perf names a
+    line by its file's base name."""
+    out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "srcline",
+                          "--stdio", "--percent-limit", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    want = {m.group(2): float(m.group(1)) for m in
+            re.finditer(r"^\s+([\d.]+)%\s+(\S+\.\w+:\d+)\s*$", out, re.M)}
+    got = {}
+    for name, pct in ember_self(data, ["--lines"]).items():
+        m = re.search(r" (\S+):(\d+)$", name)
+        if m:
+            key = "%s:%s" % (os.path.basename(m.group(1)), m.group(2))
+            got[key] = got.get(key, 0.0) + pct
+    placed = [k for k, p in want.items() if p >= 0.5]
+    if not placed or any(abs(got.get(k, 0.0) - want[k]) > 0.006 for k in placed):
+        golden.fail("report --lines of perf.data and perf report --sort srcline differ: %s" %
+                    [(k, want[k], got.get(k)) for k in placed])
+    print("ok: report --lines of perf.data: %d lines above 0.5%% have perf's srcline shares" %
+          len(placed))
+
+
 def total(script, extra=()):
     out, _, _ = golden.run(["convert", "--to", "csv"] + list(extra) + [script])
     return sum(int(line.rpartition(b",")[2]) for line in out.splitlines()[1:])
@@ -111,7 +155,7 @@ def clean_place(name):
     return m.group(1) + posixpath.normpath(m.group(2)) + m.group(3) if m else name
 
 
-def lines_match(script, opts, work):
+def lines_match(script, opts, work, prog):
     pb = os.path.join(work, "lines.pb.gz")
     golden.run(["convert", "--to", "pprof"] + opts + [script, "-o", pb])
     env = dict(os.environ, HOME=work, GOCACHE=os.path.join(work, "gocache"))
@@ -124,6 +168,9 @@ def lines_match(script, opts, work):
                      r"( \(inline\))?$", line)
         if r:
             want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
+    # pprof has no processes: ember's export makes the root a function,
+    # which ember's report does not rank
+    want.pop(os.path.basename(prog), None)
     out, _, _ = golden.run(["report", "--lines", "--top", "0", "--csv"] + opts + [script])
     # pprof cleans paths ("./elf/x.c" is "elf/x.c", "a/../a/x.S" is "a/x.S");
     # ember shows them as DWARF says
@@ -146,6 +193,8 @@ def main():
     data = os.path.join(work, "perf.data")
     script = record(prog, data, ["-e", "cpu-clock", "-g"])
     want = compare(data, script, [], "-g")
+    cum_matches(data, prog)
+    srclines_match(data)
     anon = [s for s in want if s.startswith("(anonymous namespace)::")]
     if not anon or max(want[s] for s in anon) < 5:
         golden.fail("the program should spend its time in an anonymous namespace: %s" % want)
@@ -177,10 +226,10 @@ def main():
         with open(srcline, "w") as f:
             subprocess.run(["perf", "script", "-F+srcline", "-i", data], stdout=f,
                            stderr=subprocess.DEVNULL, check=True)
-        lines_match(srcline, ["--srcline"], work)
+        lines_match(srcline, ["--srcline"], work, prog)
         addresses_kept(script, prog, work)
         # --inline: ember's own DWARF reading gives the lines (and chains)
-        lines_match(script, ["--inline"], work)
+        lines_match(script, ["--inline"], work, prog)
     # two events without -g: only the first is kept, as with call chains
     two = os.path.join(work, "two.data")
     two_script = record(prog, two, ["-e", "cpu-clock", "-e", "task-clock"])

@@ -21,6 +21,7 @@ usage: perfdata.py CC SOURCE_DIR WORKDIR
 Skips (exit 77) when perf cannot record here; cases whose program is
 missing (the OCaml fixture, python3, xz) are skipped alone.
 """
+import collections
 import csv
 import gzip
 import io
@@ -282,6 +283,37 @@ def fixed_periods(work):
         golden.fail("go tool pprof -top of a fixed-period recording: %d ns of cpu expected: %s" %
                     (count, top[:400]))
     print("ok: go tool pprof: %s ns of cpu" % m.group(1))
+
+
+@case
+def event_names(work):
+    """--event-filter NAME keeps the event perf names NAME with terms that
+    set its sampling or with modifiers (task-clock/freq=1000/, cpu-clock:u),
+    in both readers alike; a filter's own terms and modifiers must be the
+    event's (cpu-clock:k is not cpu-clock:u, task-clock/freq=99/ is not
+    task-clock/freq=1000/). perf script and
+    stackcollapse-perf.pl compare names as printed: the filter given in full
+    is the test's reference, the short one must keep the same samples."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "terms", [prog, "2"],
+                  ["-g", "-e", "task-clock/freq=1000/", "-e", "cpu-clock:u"])
+    script = perf_script(data, [])
+    events = collections.Counter(re.findall(rb"^\S.*? \d+\.\d+: +\d+ +(\S+):", script, re.M))
+    for short, full in (("task-clock", b"task-clock/freq=1000/"), ("cpu-clock", b"cpu-clock:u")):
+        want, _ = compare(data, ["--event-filter=" + full.decode()], "named in full")
+        for filt in (full.decode(), short):
+            got, err = compare(data, ["--event-filter=" + filt], "event names")
+            kept = re.search(r"kept the (\d+) samples", err)
+            if got != want or not kept or int(kept.group(1)) != events[full]:
+                golden.fail("--event-filter=%s: not the %d samples of %s: %s" %
+                            (filt, events[full], full.decode(), err))
+    for filt in ("cpu-clock:k", "task-clock/freq=99/"):
+        for args, stdin in (([data], None), ([], script)):
+            _, err, code = golden.run(["collapse", "--event-filter=" + filt] + args, stdin=stdin,
+                                      check=False)
+            if code == 0 or "no samples of event '%s'" % filt not in err:
+                golden.fail("--event-filter=%s kept another event: %d %s" % (filt, code, err))
+    print("ok: task-clock and cpu-clock keep %s, as named in full, in both readers" % dict(events))
 
 
 DWARF = ["--call-graph", "dwarf"]
