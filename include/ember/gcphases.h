@@ -94,10 +94,12 @@ EMBER_API void ember_gc_filter_release(struct ember_gc_filter *f);
 /*
  * One timeline in Chrome's Trace Event JSON: the CPU samples of p (read
  * with its arrival sequence kept, f's times recorded) as a flame chart per
- * thread, each sample from its time until the thread's next sample or its
- * period, and g's phases (NULL: none) on a track per domain ("OCaml domain
- * N: GC phases", tid 4194304 + N: above any Linux thread id); times are
- * CLOCK_MONOTONIC microseconds, to the nanosecond. -EINVAL (d says why)
+ * thread, on a track (pid, tid) named after the thread's command (its
+ * process after its main thread's), each sample from its time until the
+ * thread's next sample or its period, and g's phases (NULL: none) on a
+ * track per domain ("OCaml domain N: GC phases", tid 4194304 + N: above
+ * any Linux thread id); times are the recording's (CLOCK_MONOTONIC for
+ * ember record) in microseconds, to the nanosecond. -EINVAL (d says why)
  * when the sequence and the times do not pair (transforms that dropped
  * samples).
  */
