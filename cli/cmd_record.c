@@ -330,8 +330,8 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     r.gc_events = events;
     r.during = a->during;
     r.outside = a->outside;
-    /* samples and GC on one axis */
-    r.timeline = !w || (events && strcmp(w->name, "chrome") == 0);
+    /* the samples (and GC phases) on their time axis, a track per thread */
+    r.timeline = !w || strcmp(w->name, "chrome") == 0;
     r.ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
     r.flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
     /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
@@ -351,7 +351,7 @@ static int write_from_recording(const struct ember_writer_format *w, char *path,
     co.name = name;
     co.exporter = "ember@" EMBER_VERSION;
     struct cli_output o;
-    if (!ret && r.timeline && (!w || r.gc_phases))
+    if (!ret && r.timeline && (!w || r.gc.times))
         ret = cli_write_gc_timeline(&r, p, out, !w);
     else if (!ret && cli_output_open(&o, out) < 0)
         ret = 1;
