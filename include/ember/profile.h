@@ -351,9 +351,15 @@ typedef int (*ember_walk_below_fn)(void *ctx, const uint32_t *path, size_t depth
 EMBER_API int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
                                         const uint64_t *skip, ember_walk_below_fn below, void *ctx);
 
-/* The same callback over the arrival sequence (flame charts). */
+/* The same callback over the arrival sequence (flame charts). A transform
+ * that leaves stacks out (--focus, --ignore) keeps their entries in the
+ * sequence at the root, so that what pairs with it (a recording's sample
+ * times) stays in step: ember_profile_walk_sequence skips them,
+ * ember_profile_walk_sequence_all gives them too (depth 0). */
 EMBER_API int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
                                           void *ctx);
+EMBER_API int ember_profile_walk_sequence_all(const struct ember_profile *p, ember_walk_fn fn,
+                                              void *ctx);
 
 /* Formats a scaled weight as an exact decimal ("12", "2.5"); returns the
  * length written (buf needs 32 bytes). */

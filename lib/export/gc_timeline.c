@@ -45,23 +45,28 @@ static bool find_value(const struct ember_profile *p, const char *type, unsigned
     return false;
 }
 
-/* A sequence entry: its samples take the next times. */
+/* A sequence entry: its samples take the next times; those of a stack a
+ * transform left out (at the root) are passed over. */
 static int on_entry(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct timeline *t = ctx;
     int64_t k = self[t->vsamples] / t->scale;
-    if (k <= 0 || depth == 0)
+    if (k <= 0)
         return 0;
     if ((uint64_t)k > t->ns - t->next) {
         t->mismatch = true;
         return -EINVAL;
     }
+    if (depth == 0) {
+        t->next += (uint64_t)k;
+        return 0;
+    }
     uint64_t period = t->vtime != t->vsamples ? (uint64_t)(self[t->vtime] / t->scale / k) : 0;
     for (int64_t i = 0; i < k; i++) {
-        const struct ember_sample_time *st = &t->f->v[t->next];
-        t->s[t->next] =
-            (struct tl_sample){st->pid, st->tid, st->time, period, path[depth - 1], t->next};
-        t->next++;
+        const struct ember_sample_time *st = &t->f->v[t->next++];
+        t->s[t->kept] =
+            (struct tl_sample){st->pid, st->tid, st->time, period, path[depth - 1], t->kept};
+        t->kept++;
     }
     return 0;
 }
@@ -196,12 +201,12 @@ static int pair(struct timeline *t, struct ember_diag *d)
     t->s = malloc((t->ns ? t->ns : 1) * sizeof(*t->s));
     if (!t->s)
         return -ENOMEM;
-    int err = ember_profile_walk_sequence(p, on_entry, t);
+    int err = ember_profile_walk_sequence_all(p, on_entry, t);
     if (t->mismatch || (!err && t->next != t->ns))
         return ember_diag_set(d, -EINVAL, NULL, 0,
-                              "the samples' stacks and times do not pair (%zu times, %zu stacks): "
-                              "a timeline cannot be drawn after transforms that drop samples",
+                              "the samples' stacks and times do not pair (%zu times, %zu stacks)",
                               t->ns, t->next);
+    t->ns = t->kept;
     return err;
 }
 

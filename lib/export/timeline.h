@@ -39,7 +39,7 @@ struct timeline {
     unsigned vsamples, vtime; /* vtime == vsamples: no time value */
     int64_t scale;            /* 10^decimals */
     struct tl_sample *s;
-    size_t ns, next;
+    size_t ns, next, kept; /* ns: the times, then the samples kept */
     struct tl_span *spans;
     size_t nspans, scap;
     bool mismatch;

@@ -146,10 +146,8 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
         for (size_t i = 0; i < src->seq_len && !err; i++) {
             uint32_t r;
             err = map_node(&m, src->seq_node[i], &r);
-            if (err > 0) {
-                err = 0;
-                continue;
-            }
+            if (err > 0) /* left out: kept at the root, the sequence in step */
+                err = 0, r = EMBER_ROOT;
             for (unsigned k = 0; k < src->nvalues && !err; k++)
                 if (src->seq_w[k][i])
                     err = ember_profile_seq_append(m.dst, r, vmap[k], src->seq_w[k][i]);

@@ -15,6 +15,8 @@ threads.c runs three threads at once (main, "alpha", "beta"). Recorded by
     inside a root span of its thread's track;
   - the three tracks overlap in time (the threads ran at once), which a
     chart of summed weights cannot show;
+  - with --focus worker, alpha's and beta's tracks alone, at their samples'
+    times (the samples left out shift nothing);
   - what Perfetto's JSON importer needs: dur >= 0, spans of a track nested;
   - the Perfetto export (protoc decodes it) has the same tracks, named the
     same.
@@ -138,6 +140,24 @@ def check_against_perf(path, data):
     return sum(len(v) for v in times.values())
 
 
+def check_focus(data, work):
+    """--focus worker: the samples of the two threads that run worker(), on
+    their tracks at their times (the samples left out do not shift the
+    others' times)."""
+    out = os.path.join(work, "focus.json")
+    golden.run(["convert", "--to", "chrome", "--focus", "worker", data, "-o", out])
+    times, _ = perf_samples(data)
+    tracks, threads, _ = tracks_of(out)
+    if sorted(threads.get(k, "?") for k in tracks) != ["alpha", "beta"]:
+        golden.fail("%s: tracks %r, expected alpha's and beta's" % (out, threads))
+    for key, spans in tracks.items():
+        roots(out, key, spans)
+        off = [s for s in spans if int(s[0]) not in set(times[key])]
+        if off:
+            golden.fail("%s: track %r: spans at no sample time of the thread: %r" %
+                        (out, key, off[:3]))
+
+
 def check_perfetto(data, path, work):
     """The Perfetto export of data: the tracks of the Chrome trace at path."""
     if not shutil.which("protoc"):
@@ -173,6 +193,8 @@ def main():
         golden.run(["convert", "--to", "chrome"] + args + [data, "-o", out])
         n = check_against_perf(out, data)
     print("ok perf record: convert --to chrome: %d samples on 3 tracks, at their times" % n)
+    check_focus(data, work)
+    print("ok perf record: --focus worker keeps alpha's and beta's samples, at their times")
     check_perfetto(data, out, work)
     print("ok perf record: the Perfetto export has the same tracks")
     p = subprocess.run([golden.EMBER, "record", "-F", "1000", "-o", "rec.data", "--", prog],
