@@ -21,10 +21,9 @@
  * address and module) as its Lines, innermost first; such Locations are
  * interned as the walk meets them. The modules are the Mappings, the main
  * program's first (pprof takes the first for the main binary: go tool
- * pprof's "File:"), numbered from 1 in that order; a frame without a
- * module is in no mapping. A profile without modules gets one Mapping
- * without a file that says its functions are known: pprof would otherwise
- * make one up and try to symbolize through it. Values are the profile's
+ * pprof's "File:"), numbered from 1 in that order, or after an empty
+ * Mapping 1 when the main program is not known (put_mappings); a frame
+ * without a module is in no mapping. Values are the profile's
  * scaled integers; with decimals, a comment says so
  * (EMBER_PPROF_DECIMALS_COMMENT), which ember's reader uses to read them
  * back exactly.
@@ -210,14 +209,59 @@ static int stack_locations(struct pprof_out *o, const uint32_t *path, size_t dep
     return 0;
 }
 
+/* A stack's weight, for each module it runs in (once), when the reader
+ * named no main module. */
+static void weigh_modules(struct pprof_out *o, const uint32_t *path, size_t depth,
+                          const int64_t *self)
+{
+    int64_t w = self[ember_convert_metric(o->p)];
+    o->stamp++;
+    for (size_t i = 0; i < depth; i++) {
+        uint32_t fr = ember_profile_node_frame(o->p, path[i]);
+        struct ember_frame rec;
+        if (!ember_profile_frame_detailed(o->p, fr))
+            continue;
+        ember_profile_frame(o->p, fr, &rec);
+        if (rec.module == EMBER_NO_MODULE || o->module_stamp[rec.module] == o->stamp)
+            continue;
+        o->module_stamp[rec.module] = o->stamp;
+        o->module_weight[rec.module] += w < 0 ? -(uint64_t)w : (uint64_t)w;
+    }
+}
+
 static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct pprof_out *o = ctx;
     size_t nids;
     if (EMBER_VEC_RESERVE(o->ids, o->idcap, depth) < 0)
         return -ENOMEM;
+    if (o->module_weight)
+        weigh_modules(o, path, depth, self);
     int err = stack_locations(o, path, depth, &nids);
     return err ? err : ember_pprof_put_samples(o, path[depth - 1], nids, self);
+}
+
+/* What pprof's main binary can be: a program's file, not a shared library,
+ * the kernel, a pseudo-file ("[vdso]") or a JIT's map of symbols. */
+static bool is_program(const char *path)
+{
+    if (!path || path[0] != '/' || strncmp(path, "/tmp/perf-", 10) == 0)
+        return false;
+    const char *so = strstr(strrchr(path, '/'), ".so");
+    return !so || (so[3] != '\0' && so[3] != '.');
+}
+
+/* The main module: the reader's, else (perf script text says no more) the
+ * program that the most weight runs in, as perf_to_profile guesses it; else
+ * none. */
+static uint32_t main_module(const struct pprof_out *o)
+{
+    uint32_t main = ember_profile_main_module(o->p);
+    for (uint32_t m = 0; o->module_weight && m < ember_profile_module_count(o->p); m++)
+        if (o->module_weight[m] && is_program(ember_profile_module_info(o->p, m)->path) &&
+            (main == EMBER_NO_MODULE || o->module_weight[m] > o->module_weight[main]))
+            main = m;
+    return main;
 }
 
 /* The index in string_table of an extra string (after the names). */
@@ -287,29 +331,32 @@ static int put_mapping(struct pprof_out *o, uint32_t m)
 }
 
 /* The Mappings: the main module's first (id 1), then the others in their
- * order; without modules, one that says the functions are known. */
+ * order. Without a main module, mapping 1 is none (no file, no range, no
+ * location in it: go tool pprof names no "File:", as perf_to_profile's
+ * profiles do when the main program is not known); pprof would otherwise
+ * take another module for the program, or, without any, make one up and
+ * try to symbolize through it ("Main binary filename not available"). */
 static int put_mappings(struct pprof_out *o)
 {
     const struct ember_profile *p = o->p;
-    uint32_t n = ember_profile_module_count(p), main = ember_profile_main_module(p);
+    uint32_t n = ember_profile_module_count(p), main = main_module(o);
     o->mapping_id = malloc((n ? n : 1) * sizeof(*o->mapping_id));
     if (!o->mapping_id)
         return -ENOMEM;
-    uint64_t next = main == EMBER_NO_MODULE ? 1 : 2;
+    uint64_t next = 2;
     for (uint32_t m = 0; m < n; m++)
         o->mapping_id[m] = m == main ? 1 : next++;
-    int err = main == EMBER_NO_MODULE ? 0 : put_mapping(o, main);
-    for (uint32_t m = 0; m < n && !err && !o->gz->err; m++)
-        err = m == main ? 0 : put_mapping(o, m);
-    if (!err && n == 0) {
+    if (main == EMBER_NO_MODULE) {
         Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
         map.id = 1;
-        map.has_functions = true;
         pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
         part.n_mapping = 1;
         part.mapping = &mapp;
         ember_pprof_pack(o, &part);
     }
+    int err = main == EMBER_NO_MODULE ? 0 : put_mapping(o, main);
+    for (uint32_t m = 0; m < n && !err && !o->gz->err; m++)
+        err = m == main ? 0 : put_mapping(o, m);
     return err ? err : o->gz->err;
 }
 
@@ -478,6 +525,12 @@ static int write_all(struct pprof_out *o)
     char comment[sizeof(EMBER_PPROF_DECIMALS_COMMENT) + 8];
     put_header(o, comment);
     int err = group_grow(o);
+    uint32_t nmod = ember_profile_module_count(o->p);
+    if (!err && nmod && ember_profile_main_module(o->p) == EMBER_NO_MODULE) {
+        o->module_weight = calloc(nmod, sizeof(*o->module_weight));
+        o->module_stamp = calloc(nmod, sizeof(*o->module_stamp));
+        err = o->module_weight && o->module_stamp ? 0 : -ENOMEM;
+    }
     if (!err)
         err = ember_pprof_parts_index(o);
     if (!err)
@@ -533,6 +586,8 @@ int ember_write_pprof(const struct ember_profile *p, const struct ember_convert_
     free(o.extra);
     free(o.file_string);
     free(o.mapping_id);
+    free(o.module_weight);
+    free(o.module_stamp);
     free(o.gz);
     return err;
 }

@@ -57,6 +57,9 @@ struct pprof_out {
     size_t nextra, xcap;
     uint64_t *file_string; /* by dense frame: its file's string, 0 for none */
     uint64_t *mapping_id;  /* by module: its Mapping's id (the main one is 1) */
+    /* when the reader named no main module: by module, the weight of the
+     * stacks that run in it, and the last stack counted (stamp) */
+    uint64_t *module_weight, *module_stamp, stamp;
     /* labels: the labelled parts by node, and each label set's strings
      * (key, str, unit per label) from set_first[set] - 1; 0: not taken */
     struct pprof_part {

@@ -27,7 +27,9 @@ and 10), read by pprof's own client, go tool pprof, and by protoc:
   frequency mode 1e9 / frequency ns), the first Mapping (pprof's main
   binary, go tool pprof's "File:") is the executable of the process with
   the most samples, as perf script's samples and MMAP2 events say, and no
-  Mapping is named after the input.
+  Mapping is named after the input; from perf script's text, which has no
+  exec nor maps, the program the most samples run in (no "File:" when no
+  sample runs in it, as perf_to_profile does when it cannot tell).
 
 Documented differences (what profile.proto leaves to the writer): ids and
 the order of the string table; samples in ember's order, those with the
@@ -366,6 +368,17 @@ def check_perf(d, data, name):
         golden.fail("%s: go tool pprof -top says %r" % (name, top))
     if any(os.path.basename(data) in m for m in maps):
         golden.fail("%s: a mapping is named after the input: %r" % (name, maps))
+    # perf script's text says less (no exec, no maps): the program that the
+    # most samples run in, none (no "File:") when no sample runs in it
+    text = os.path.join(d, name + ".txt")
+    with open(text, "w") as f:
+        subprocess.run(["perf", "script", "-i", data], stdout=f, check=True)
+    golden.run(["convert", "--to", "pprof", text, "-o", pb])
+    top = golden.go(["tool", "pprof", "-top", pb], d).splitlines()[0]
+    want = "File: " + os.path.basename(path) if "(%s)" % path in open(text).read() else None
+    if (want and top != want) or (not want and top.startswith("File:")):
+        golden.fail("%s: perf script | convert --to pprof: go tool pprof -top says %r, "
+                    "expected %r" % (name, top, want or "no File:"))
     print("  %s: PeriodType %s, Period %d, File: %s" % (name, ptype, period,
                                                         os.path.basename(path)))
 
