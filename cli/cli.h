@@ -130,6 +130,7 @@ struct cli_reader {
      * kept (gc.times) */
     const char *during, *outside, *gc_events;
     bool timeline;
+    const char *title; /* a speedscope timeline's name; NULL: "timeline" */
     struct ember_gc_filter gc;
     struct ember_gc_phases *gc_phases;
 };
@@ -208,8 +209,10 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
 /* After reading a perf.data recording with timeline set (r->gc.times):
  * CPU samples and GC phases (when found) on one time axis, as a Chrome
- * trace or Perfetto's protobuf, into out (NULL: stdout). */
+ * trace, Perfetto's protobuf or speedscope's evented profiles (named
+ * title), into out (NULL: stdout). Perfetto is 1: true picks it. */
+enum cli_timeline { CLI_TIMELINE_CHROME, CLI_TIMELINE_PERFETTO, CLI_TIMELINE_SPEEDSCOPE };
 int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
-                          bool perfetto);
+                          enum cli_timeline how);
 
 #endif

@@ -113,7 +113,7 @@ int cmd_convert(int argc, char **argv)
          "the first input's name", NULL, false},
         {OPT_FLAG, "time-order", 0, &r.flamechart, NULL,
          "samples in arrival order: evented speedscope, Chrome trace in time order (a "
-         "perf.data recording is always drawn on its time axis, a track per thread)",
+         "perf.data recording: on its time axis, a track per thread; Chrome always)",
          NULL, NULL, false},
         {OPT_FLAG, "tsv", 0, &tsv, NULL, "with --to csv: tab-separated (as --to tsv)", NULL, NULL,
          false},
@@ -144,9 +144,12 @@ int cmd_convert(int argc, char **argv)
         cli_error("out of memory");
         ret = 1;
     }
-    /* Chrome: a recording with times (perf.data) on its time axis, a track
-     * per thread; other profiles as a flame chart */
-    r.timeline = perfetto || (w && strcmp(w->name, "chrome") == 0);
+    /* Chrome (and speedscope in time order): a recording with times
+     * (perf.data) on its time axis, a track per thread; other profiles as
+     * a flame chart */
+    bool speedscope = w && strcmp(w->name, "speedscope") == 0 && r.flamechart;
+    r.timeline = perfetto || speedscope || (w && strcmp(w->name, "chrome") == 0);
+    r.title = co.name;
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
     if (p && !ret && perfetto && !r.gc.times) {
@@ -154,7 +157,10 @@ int cmd_convert(int argc, char **argv)
                   nfiles ? argv[0] : "standard input");
         ret = 1;
     } else if (p && !ret && (perfetto || (r.timeline && r.gc.times)))
-        ret = cli_write_gc_timeline(&r, p, out, perfetto);
+        ret = cli_write_gc_timeline(&r, p, out,
+                                    perfetto     ? CLI_TIMELINE_PERFETTO
+                                    : speedscope ? CLI_TIMELINE_SPEEDSCOPE
+                                                 : CLI_TIMELINE_CHROME);
     else if (p && !ret)
         ret = output(w, p, &co, out);
     ember_profile_free(p);

@@ -363,7 +363,7 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
 }
 
 int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, const char *out,
-                          bool perfetto)
+                          enum cli_timeline how)
 {
     struct cli_output o;
     struct ember_diag d;
@@ -371,7 +371,11 @@ int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, c
     if (cli_output_open(&o, out) < 0)
         return 1;
     struct ember_sink sink = cli_output_sink(&o);
-    int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
-                       : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
+    int err = how == CLI_TIMELINE_PERFETTO
+                  ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
+              : how == CLI_TIMELINE_SPEEDSCOPE
+                  ? ember_gc_timeline_speedscope(p, &r->gc, r->gc_phases,
+                                                 r->title ? r->title : "timeline", &sink, &d)
+                  : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
     return cli_output_finish_doing(&o, err, &d, "write the timeline");
 }

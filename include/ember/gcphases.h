@@ -113,5 +113,12 @@ EMBER_API int ember_gc_timeline_chrome(const struct ember_profile *p,
                                        const struct ember_gc_filter *f,
                                        const struct ember_gc_phases *g,
                                        const struct ember_sink *out, struct ember_diag *d);
+/* The same timeline in speedscope's file format (title: its name): an
+ * evented profile per thread and per domain's GC phases, in nanoseconds
+ * from the timeline's first time, all on that one axis. */
+EMBER_API int ember_gc_timeline_speedscope(const struct ember_profile *p,
+                                           const struct ember_gc_filter *f,
+                                           const struct ember_gc_phases *g, const char *title,
+                                           const struct ember_sink *out, struct ember_diag *d);
 
 #endif

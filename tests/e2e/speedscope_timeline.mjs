@@ -5,7 +5,9 @@
 // warning), with one profile per thread of the recorded program
 // (tests/record/threads.c: main, "alpha" and "beta"), named
 // "threads (pid P), NAME (tid T)" as the trace names them, each weighing
-// the time of its thread's outermost spans.
+// the time of its thread's outermost spans. Its speedscope export in time
+// order (`--to speedscope --time-order`) loads too, an evented profile per
+// thread named "NAME (pid P, tid T)".
 //
 // usage: node speedscope_timeline.mjs EMBER THREADS_C OUTDIR
 // Exits 77 (skipped) where no C compiler is found or perf_event_open is
@@ -41,6 +43,9 @@ if (rec.status !== 0 && /not permitted/.test(rec.stderr)) {
 }
 assert.equal(rec.status, 0, `ember record: ${rec.stderr}`);
 execFileSync(ember, ["convert", "--to", "chrome", data, "-o", json], { stdio: "inherit", timeout: 60_000 });
+const evented = path.join(outdir, "threads.speedscope.json");
+execFileSync(ember, ["convert", "--to", "speedscope", "--time-order", data, "-o", evented],
+	{ stdio: "inherit", timeout: 60_000 });
 
 // What speedscope should list: per thread, its name and the time (us) of
 // its outermost spans (spans of a thread nest; times are us, 3 decimals).
@@ -67,7 +72,8 @@ assert.equal(process_, "threads", "process name in the trace");
 assert.deepEqual([...threads.values()].map((t) => t.name).sort(), ["alpha", "beta", "threads"],
 	"one track per thread in the trace");
 
-const { server, base } = await serve((name) => (name === "threads.trace.json" ? json : null));
+const { server, base } = await serve((name) => (name === "threads.trace.json" ? json
+	: name === "threads.speedscope.json" ? evented : null));
 const browser = await launch();
 await runChecks(browser, server, async () => {
 	const { page, warnings, errors } = await openInSpeedscope(browser, base, "threads.trace.json",
@@ -99,4 +105,25 @@ await runChecks(browser, server, async () => {
 	assert.deepEqual(warnings, [], "console warnings");
 	console.log(`ok: speedscope loaded ${path.basename(json)}: ${threads.size} profiles, one per thread ` +
 		`(${[...threads.values()].map((t) => t.name).join(", ")}), weights as the trace's spans`);
+
+	// `--to speedscope --time-order`: an evented profile per thread, named
+	// "NAME (pid P, tid T)" as the trace names the thread.
+	const ev = await openInSpeedscope(browser, base, "threads.speedscope.json", "threads.data",
+		{ width: 1400, height: 900 });
+	assert.deepEqual(ev.warnings, [], "speedscope's importer warned (evented)");
+	const evCounter = ev.page.getByText(/^\(\d+\/\d+\)$/);
+	assert.equal(await evCounter.textContent(), `(1/${threads.size})`, "evented profiles shown");
+	await evCounter.click();
+	const evRows = ev.page.locator("tr:visible", { has: ev.page.locator("td") });
+	await evRows.first().waitFor();
+	const names = [];
+	for (const cells of await Promise.all((await evRows.all()).map((r) => r.locator("td").allInnerTexts()))) {
+		const m = /^(.*) \(pid (\d+), tid (\d+)\)$/.exec(cells[1]);
+		assert.ok(m, `evented profile name ${JSON.stringify(cells[1])}`);
+		assert.equal(m[1], threads.get(m[3])?.name, `evented profile of tid ${m[3]}`);
+		names.push(m[1]);
+	}
+	assert.deepEqual(names.sort(), ["alpha", "beta", "threads"], "evented profiles, one per thread");
+	assert.deepEqual(ev.errors, [], "page errors (evented)");
+	console.log(`ok: speedscope loaded threads.speedscope.json: ${names.length} evented profiles, one per thread`);
 });

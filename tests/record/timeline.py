@@ -19,7 +19,8 @@ threads.c runs three threads at once (main, "alpha", "beta"). Recorded by
     times (the samples left out shift nothing);
   - what Perfetto's JSON importer needs: dur >= 0, spans of a track nested;
   - the Perfetto export (protoc decodes it) has the same tracks, named the
-    same.
+    same, and `convert --to speedscope --time-order` an evented profile per
+    thread, its frames opening at the thread's samples' times.
 
 Skips (77) without cc or perf, or where perf_event_open is not permitted.
 
@@ -158,6 +159,42 @@ def check_focus(data, work):
                         (out, key, off[:3]))
 
 
+def check_speedscope(data, work):
+    """convert --to speedscope --time-order: an evented profile per thread,
+    named as the Chrome trace names its track, its spans opening at its
+    samples' times (nanoseconds from the first sample: perf script's times
+    to the microsecond), opened and closed in order."""
+    out = os.path.join(work, "t.speedscope.json")
+    golden.run(["convert", "--to", "speedscope", "--time-order", data, "-o", out])
+    times, comms = perf_samples(data)
+    t0 = min(min(v) for v in times.values())
+    with open(out) as f:
+        doc = json.load(f)
+    got = {}
+    for prof in doc["profiles"]:
+        m = re.match(r"^(.*) \(pid (\d+), tid (\d+)\)$", prof["name"])
+        key = (int(m.group(2)), int(m.group(3))) if m else None
+        if not m or prof["type"] != "evented" or m.group(1) != comms.get(key):
+            golden.fail("%s: profile %r, perf script has %r" % (out, prof["name"], comms))
+        got[key] = prof
+        stack, last = [], 0
+        for e in prof["events"]:
+            if e["at"] < last or (e["type"] == "C" and (not stack or stack.pop() != e["frame"])):
+                golden.fail("%s: %s: events out of order at %r" % (out, prof["name"], e))
+            last = e["at"]
+            if e["type"] == "O":
+                stack.append(e["frame"])
+                t = t0 + e["at"] / 1000.0
+                if not any(abs(x - t) <= 1 for x in times[key]):
+                    golden.fail("%s: %s opens a frame at %.3f us, no sample of the thread then" %
+                                (out, prof["name"], t))
+        if stack:
+            golden.fail("%s: %s: frames left open" % (out, prof["name"]))
+    if set(got) != set(times):
+        golden.fail("%s: profiles of %r, perf script has samples of %r" % (out, sorted(got),
+                                                                         sorted(times)))
+
+
 def check_perfetto(data, path, work):
     """The Perfetto export of data: the tracks of the Chrome trace at path."""
     if not shutil.which("protoc"):
@@ -197,6 +234,8 @@ def main():
     print("ok perf record: --focus worker keeps alpha's and beta's samples, at their times")
     check_perfetto(data, out, work)
     print("ok perf record: the Perfetto export has the same tracks")
+    check_speedscope(data, work)
+    print("ok perf record: convert --to speedscope --time-order: a profile per thread, in time")
     p = subprocess.run([golden.EMBER, "record", "-F", "1000", "-o", "rec.data", "--", prog],
                        capture_output=True, text=True, cwd=work)
     if p.returncode != 0 and "not permitted" in p.stderr:
