@@ -30,8 +30,11 @@ struct ss {
     struct ember_writer w;
     const struct timeline *t;
     const struct ember_gc_phases *g;
-    uint32_t *frame;     /* by profile frame: its shared index + 1; 0: none yet */
-    const char **phases; /* the GC phases' names, shared after the frames */
+    uint32_t *frame; /* by profile frame: its shared index + 1; 0: none yet */
+    struct phase {
+        const char *name;
+        bool open; /* still open at the end: named with EMBER_OPEN_SPAN_MARK */
+    } * phases;    /* the GC phases' frames, shared after the spans' */
     size_t nphases, pcap;
     uint32_t nframes;
     uint64_t t0, t1; /* the timeline's first and last times */
@@ -43,12 +46,22 @@ struct ss {
     int err;
 };
 
-static void put_frame_name(struct ss *s, const char *name, size_t len)
+static void put_frame_name(struct ss *s, const char *name, size_t len, const char *mark)
 {
     ember_writer_puts(&s->w, s->nframes ? ",\n{\"name\":" : "\n{\"name\":");
-    ember_export_json_bytes(&s->w, name, len, "");
+    ember_export_json_bytes(&s->w, name, len, mark);
     ember_writer_puts(&s->w, "}");
     s->nframes++;
+}
+
+/* A slice's phase among those taken (nphases: not yet). */
+static size_t phase_index(const struct ss *s, const struct ember_gc_slice *sl)
+{
+    size_t k = 0;
+    while (k < s->nphases &&
+           (strcmp(s->phases[k].name, sl->name) != 0 || s->phases[k].open != sl->open_at_end))
+        k++;
+    return k;
 }
 
 /* The shared frames: the spans' frames, then the phases' names. */
@@ -62,31 +75,26 @@ static int put_frames(struct ss *s)
         struct ember_frame fr;
         ember_profile_frame(s->t->p, f, &fr);
         size_t n = ember_frame_spell(&fr, buf, sizeof(buf));
-        put_frame_name(s, buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
+        put_frame_name(s, buf, n < sizeof(buf) ? n : sizeof(buf) - 1, "");
         s->frame[f] = s->nframes;
     }
     for (unsigned dm = 0; s->g && dm < ember_gc_phases_domains(s->g); dm++)
         for (size_t i = 0; i < ember_gc_phases_count(s->g, dm); i++) {
-            const char *name = ember_gc_phases_slice(s->g, dm, i)->name;
-            size_t k = 0;
-            while (k < s->nphases && strcmp(s->phases[k], name) != 0)
-                k++;
-            if (k < s->nphases)
+            const struct ember_gc_slice *sl = ember_gc_phases_slice(s->g, dm, i);
+            if (phase_index(s, sl) < s->nphases)
                 continue;
             if (EMBER_VEC_RESERVE(s->phases, s->pcap, s->nphases + 1) < 0)
                 return -ENOMEM;
-            s->phases[s->nphases++] = name;
-            put_frame_name(s, name, strlen(name));
+            s->phases[s->nphases++] = (struct phase){sl->name, sl->open_at_end};
+            put_frame_name(s, sl->name, strlen(sl->name),
+                           sl->open_at_end ? EMBER_OPEN_SPAN_MARK : "");
         }
     return 0;
 }
 
-static uint32_t phase_frame(const struct ss *s, const char *name)
+static uint32_t phase_frame(const struct ss *s, const struct ember_gc_slice *sl)
 {
-    size_t k = 0;
-    while (k < s->nphases && strcmp(s->phases[k], name) != 0)
-        k++;
-    return s->nframes - (uint32_t)s->nphases + (uint32_t)k;
+    return s->nframes - (uint32_t)s->nphases + (uint32_t)phase_index(s, sl);
 }
 
 static void put_event(struct ss *s, char type, uint32_t frame, uint64_t at)
@@ -160,7 +168,7 @@ static void put_phases(struct ss *s)
         profile_head(s, name);
         for (size_t i = 0; i < n; i++) {
             const struct ember_gc_slice *sl = ember_gc_phases_slice(s->g, dm, i);
-            open_span(s, phase_frame(s, sl->name), sl->begin, sl->end);
+            open_span(s, phase_frame(s, sl), sl->begin, sl->end);
         }
         close_to(s, UINT64_MAX);
     }
