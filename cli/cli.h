@@ -145,6 +145,7 @@ struct cli_reader {
      * files[0] only its name in messages (ember record's unnamed
      * recording: nothing beside it either); -1 (cli_reader_init) */
     int input_fd;
+    const char *title; /* a speedscope timeline's name; NULL: "timeline" */
     struct ember_gc_filter gc;
     struct ember_gc_phases *gc_phases;
 };
@@ -224,9 +225,10 @@ void cli_check_units(const char *type, const char *unit, const char *name,
 int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files, int nfiles);
 /* After reading a perf.data recording with timeline set (r->gc.times):
  * CPU samples and GC phases (when found) on one time axis, as a Chrome
- * trace or Perfetto's protobuf, into o (open; finished here: 0, or 1 after
- * saying why). */
+ * trace, Perfetto's protobuf or speedscope's evented profiles (named
+ * title), into o (open; finished here: 0, or 1 after saying why). */
+enum cli_timeline { CLI_TIMELINE_CHROME, CLI_TIMELINE_PERFETTO, CLI_TIMELINE_SPEEDSCOPE };
 int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, struct cli_output *o,
-                          bool perfetto);
+                          enum cli_timeline how);
 
 #endif

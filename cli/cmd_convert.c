@@ -82,19 +82,6 @@ static int output(const struct ember_writer_format *w, const struct ember_profil
     return cli_output_finish_doing(&o, w->write(p, co, &sink, &d), &d, doing);
 }
 
-/* Whether the one input has an OCaml program's runtime events beside it
- * (ember record's X.data.events, or --gc-events). */
-static bool gc_data_beside(const struct cli_reader *r, char **files, int nfiles)
-{
-    if (nfiles != 1 || strcmp(files[0], "-") == 0)
-        return false;
-    if (r->gc_events)
-        return true;
-    char events[4200];
-    snprintf(events, sizeof(events), "%s.events", files[0]);
-    return access(events, F_OK) == 0;
-}
-
 /* The title: --name, else the first input's file name. */
 static const char *default_name(char **files, int nfiles)
 {
@@ -125,8 +112,9 @@ int cmd_convert(int argc, char **argv)
         {OPT_STRING, "name", 0, &name, "TEXT", "the profile's title (speedscope, chrome)",
          "the first input's name", NULL, false},
         {OPT_FLAG, "time-order", 0, &r.flamechart, NULL,
-         "samples in arrival order: evented speedscope, Chrome trace in time order", NULL, NULL,
-         false},
+         "samples in arrival order: evented speedscope, Chrome trace in time order (a "
+         "perf.data recording: on its time axis, a track per thread; Chrome always)",
+         NULL, NULL, false},
         {OPT_FLAG, "tsv", 0, &tsv, NULL, "with --to csv: tab-separated (as --to tsv)", NULL, NULL,
          false},
         CLI_READ_OPTIONS(r),
@@ -156,17 +144,26 @@ int cmd_convert(int argc, char **argv)
         cli_error("out of memory");
         ret = 1;
     }
-    r.timeline =
-        perfetto || (w && strcmp(w->name, "chrome") == 0 && gc_data_beside(&r, argv, nfiles));
+    /* Chrome (and speedscope in time order): a recording with times
+     * (perf.data) on its time axis, a track per thread; other profiles as
+     * a flame chart */
+    bool speedscope = w && strcmp(w->name, "speedscope") == 0 && r.flamechart;
+    r.timeline = perfetto || speedscope || (w && strcmp(w->name, "chrome") == 0);
+    r.title = co.name;
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
     if (p && !ret && perfetto && !r.gc.times) {
         cli_error("--to perfetto draws a perf.data recording on its time axis: %s is not one",
                   nfiles ? argv[0] : "standard input");
         ret = 1;
-    } else if (p && !ret && (perfetto || (r.timeline && r.gc_phases))) {
+    } else if (p && !ret && (perfetto || (r.timeline && r.gc.times))) {
         struct cli_output o;
-        ret = cli_output_open(&o, out) < 0 ? 1 : cli_write_gc_timeline(&r, p, &o, perfetto);
+        ret = cli_output_open(&o, out) < 0
+                  ? 1
+                  : cli_write_gc_timeline(&r, p, &o,
+                                          perfetto     ? CLI_TIMELINE_PERFETTO
+                                          : speedscope ? CLI_TIMELINE_SPEEDSCOPE
+                                                       : CLI_TIMELINE_CHROME);
     } else if (p && !ret)
         ret = output(w, p, &co, out);
     ember_profile_free(p);

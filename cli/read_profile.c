@@ -245,6 +245,9 @@ static int read_one(struct cli_reader *r, struct ember_profile *p, const char *p
     struct ember_read_stats st;
     memset(&st, 0, sizeof(st));
     ro.threads = thread_count(r, in);
+    /* a timeline's samples in time order: perf.data recordings have times */
+    ember_profile_keep_sequence(p, r->flamechart ||
+                                       (r->timeline && fmt && strcmp(fmt->name, "perf.data") == 0));
     if (!err && gc_setup(r, fmt, path, &ro)) {
         ember_input_close(in);
         return 1;
@@ -322,8 +325,6 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
         return bad;
     if (r->timeline && nfiles > 1)
         r->timeline = false; /* one recording's times */
-    if (r->flamechart || r->timeline)
-        ember_profile_keep_sequence(p, true);
     /* each input has samples, or is an error (ember_format_read); each is
      * read into a profile of its own and added to p by the names of its
      * values (cpu time to cpu time, samples to samples) */
@@ -334,7 +335,6 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
             cli_error("out of memory");
             return 1;
         }
-        ember_profile_keep_sequence(q, r->flamechart);
         ret = read_one(r, q, files[i]);
         if (!ret)
             cli_check_units(ember_profile_sample_type(p), ember_profile_unit(p), files[0], q,
@@ -365,12 +365,16 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
 }
 
 int cli_write_gc_timeline(struct cli_reader *r, const struct ember_profile *p, struct cli_output *o,
-                          bool perfetto)
+                          enum cli_timeline how)
 {
     struct ember_diag d;
     ember_diag_clear(&d);
     struct ember_sink sink = cli_output_sink(o);
-    int err = perfetto ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
-                       : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
+    int err = how == CLI_TIMELINE_PERFETTO
+                  ? ember_gc_timeline_perfetto(p, &r->gc, r->gc_phases, &sink, &d)
+              : how == CLI_TIMELINE_SPEEDSCOPE
+                  ? ember_gc_timeline_speedscope(p, &r->gc, r->gc_phases,
+                                                 r->title ? r->title : "timeline", &sink, &d)
+                  : ember_gc_timeline_chrome(p, &r->gc, r->gc_phases, &sink, &d);
     return cli_output_finish_doing(o, err, &d, "write the timeline");
 }

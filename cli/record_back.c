@@ -91,8 +91,8 @@ static int set_reader(struct cli_reader *r, const struct record_back *b, int fd)
     r->gc_events = b->events;
     r->during = b->during;
     r->outside = b->outside;
-    /* samples and GC on one axis */
-    r->timeline = !w || (b->events && strcmp(w->name, "chrome") == 0);
+    /* the samples (and GC phases) on their time axis, a track per thread */
+    r->timeline = !w || strcmp(w->name, "chrome") == 0;
     r->ro.addresses = w && strcmp(w->name, "pprof") == 0; /* pprof keeps addresses and mappings */
     r->flamechart = w && strcmp(w->name, "chrome") == 0;  /* samples in time order */
     /* names people read: OCaml's camlFixture.descend_771 as Fixture.descend,
@@ -110,8 +110,8 @@ static int set_reader(struct cli_reader *r, const struct record_back *b, int fd)
 static int write_profile(const struct record_back *b, struct cli_reader *r,
                          const struct ember_profile *p, struct cli_output *o)
 {
-    if (r->timeline && (!b->w || r->gc_phases))
-        return cli_write_gc_timeline(r, p, o, !b->w);
+    if (r->timeline && (!b->w || r->gc.times))
+        return cli_write_gc_timeline(r, p, o, b->w ? CLI_TIMELINE_CHROME : CLI_TIMELINE_PERFETTO);
     struct ember_convert_opts co;
     ember_convert_opts_default(&co);
     co.name = b->title;

@@ -31,9 +31,12 @@ struct ember_convert_opts {
 EMBER_API void ember_convert_opts_default(struct ember_convert_opts *o);
 
 /* pprof's profile.proto, gzipped: one sample per stack (location ids leaf
- * first), one Function and Location per distinct frame name, the sample
- * type and unit the profile has ("samples"/"count" unless a reader said
- * otherwise); a differential profile gets two: "before" and "after". */
+ * first) and labelled part of it, one Function per frame and one Location
+ * per frame and the calls inlined at its address, the modules as Mappings
+ * (the main program's first), every value as a sample type ("samples"/
+ * "count" unless a reader said otherwise; a differential profile gets
+ * "before" and "after"), and what the profile says of itself (period,
+ * times, comments, frame filters). */
 EMBER_API int ember_write_pprof(const struct ember_profile *p, const struct ember_convert_opts *o,
                                 const struct ember_sink *out, struct ember_diag *d);
 

@@ -94,10 +94,12 @@ EMBER_API void ember_gc_filter_release(struct ember_gc_filter *f);
 /*
  * One timeline in Chrome's Trace Event JSON: the CPU samples of p (read
  * with its arrival sequence kept, f's times recorded) as a flame chart per
- * thread, each sample from its time until the thread's next sample or its
- * period, and g's phases (NULL: none) on a track per domain ("OCaml domain
- * N: GC phases", tid 4194304 + N: above any Linux thread id); times are
- * CLOCK_MONOTONIC microseconds, to the nanosecond. -EINVAL (d says why)
+ * thread, on a track (pid, tid) named after the thread's command (its
+ * process after its main thread's), each sample from its time until the
+ * thread's next sample or its period, and g's phases (NULL: none) on a
+ * track per domain ("OCaml domain N: GC phases", tid 4194304 + N: above
+ * any Linux thread id); times are the recording's (CLOCK_MONOTONIC for
+ * ember record) in microseconds, to the nanosecond. -EINVAL (d says why)
  * when the sequence and the times do not pair (transforms that dropped
  * samples).
  */
@@ -111,5 +113,12 @@ EMBER_API int ember_gc_timeline_chrome(const struct ember_profile *p,
                                        const struct ember_gc_filter *f,
                                        const struct ember_gc_phases *g,
                                        const struct ember_sink *out, struct ember_diag *d);
+/* The same timeline in speedscope's file format (title: its name): an
+ * evented profile per thread and per domain's GC phases, in nanoseconds
+ * from the timeline's first time, all on that one axis. */
+EMBER_API int ember_gc_timeline_speedscope(const struct ember_profile *p,
+                                           const struct ember_gc_filter *f,
+                                           const struct ember_gc_phases *g, const char *title,
+                                           const struct ember_sink *out, struct ember_diag *d);
 
 #endif

@@ -143,6 +143,13 @@ struct ember_frame {
     /* PROCESS frames: the process; THREAD frames: the process and the
      * thread; -1: unknown */
     int64_t pid, tid;
+    /* the function's name as linked (pprof's system_name: mangled), when
+     * the input says it; NULL: not known */
+    const char *system_name;
+    size_t system_name_len;
+    /* pprof's Location.is_folded: the address holds several functions
+     * folded into one by the linker */
+    bool folded;
 };
 
 /* FlameGraph's annotation of a kind: "_[k]" kernel, "_[j]" JIT, "_[i]"
@@ -203,6 +210,67 @@ EMBER_API int ember_profile_module(struct ember_profile *p, const struct ember_m
 EMBER_API uint32_t ember_profile_module_count(const struct ember_profile *p);
 EMBER_API const struct ember_module *ember_profile_module_info(const struct ember_profile *p,
                                                                uint32_t id);
+/* The main program's module (pprof's first mapping, "File:" in go tool
+ * pprof): a reader's (the executable of perf.data's busiest process, a
+ * pprof's first mapping); EMBER_NO_MODULE when none was named (or the
+ * modules were dropped). */
+EMBER_API void ember_profile_set_main_module(struct ember_profile *p, uint32_t id);
+EMBER_API uint32_t ember_profile_main_module(const struct ember_profile *p);
+
+/*
+ * What a profile says of itself beyond its stacks, as pprof's Profile does:
+ * kept by the readers that know it (pprof, perf.data), carried through the
+ * transforms, written back by pprof's writer. Strings are copied; NULL and
+ * 0 say nothing.
+ */
+struct ember_profile_meta {
+    const char *period_type, *period_unit; /* what one sample's period counts */
+    int64_t period;                        /* the events between two samples */
+    int64_t time_nanos;                    /* when it was taken, ns since the epoch */
+    int64_t duration_nanos;                /* how long it was taken for */
+    const char *drop_frames, *keep_frames; /* pprof's regexes of frames to drop, keep */
+    const char *doc_url;                   /* where its sample types are documented */
+};
+/* Never NULL: all zero until set. */
+EMBER_API const struct ember_profile_meta *ember_profile_meta(const struct ember_profile *p);
+EMBER_API int ember_profile_set_meta(struct ember_profile *p, const struct ember_profile_meta *m);
+/* Free-form comments (pprof's Profile.comment), in order. */
+EMBER_API int ember_profile_add_comment(struct ember_profile *p, const char *s, size_t len);
+EMBER_API size_t ember_profile_comment_count(const struct ember_profile *p);
+EMBER_API const char *ember_profile_comment(const struct ember_profile *p, size_t i, size_t *len);
+
+/*
+ * Sample labels (pprof's Label: a key and a string, or a number with its
+ * unit). Samples of one stack with different labels are told apart: a
+ * node's weight may be given in parts, each with its label set, the rest
+ * of its weight having none. Label sets are interned as given (order
+ * kept). Differential profiles have no labelled parts.
+ */
+struct ember_label {
+    const char *key;
+    size_t key_len;
+    const char *str; /* a string label; NULL: a number */
+    size_t str_len;
+    int64_t num;
+    const char *unit; /* a number's unit; NULL: none */
+    size_t unit_len;
+};
+EMBER_API int ember_profile_label_set(struct ember_profile *p, const struct ember_label *labels,
+                                      size_t n, uint32_t *set);
+/* The labels of a set (valid while p lives); their number. */
+EMBER_API size_t ember_profile_labels(const struct ember_profile *p, uint32_t set,
+                                      const struct ember_label **labels);
+/* Adds weight (at the profile's decimals) to node's part labelled set in
+ * value v: it is also added to node's weight (ember_profile_add) by the
+ * caller, as for any sample. */
+EMBER_API int ember_profile_add_labelled(struct ember_profile *p, uint32_t node, uint32_t set,
+                                         unsigned v, int64_t weight);
+/* The labelled parts: their number, and part i's node, label set and
+ * weights by value (at the profile's decimals). */
+EMBER_API size_t ember_profile_labelled_count(const struct ember_profile *p);
+EMBER_API void ember_profile_labelled(const struct ember_profile *p, size_t i, uint32_t *node,
+                                      uint32_t *set, int64_t w[EMBER_MAX_VALUES]);
+
 EMBER_API const char *ember_profile_frame_name(const struct ember_profile *p, uint32_t frame,
                                                size_t *len);
 EMBER_API uint32_t ember_profile_frame_count(const struct ember_profile *p);
@@ -352,9 +420,15 @@ typedef int (*ember_walk_below_fn)(void *ctx, const uint32_t *path, size_t depth
 EMBER_API int ember_profile_walk_pruned(const struct ember_profile *p, ember_walk_fn fn,
                                         const uint64_t *skip, ember_walk_below_fn below, void *ctx);
 
-/* The same callback over the arrival sequence (flame charts). */
+/* The same callback over the arrival sequence (flame charts). A transform
+ * that leaves stacks out (--focus, --ignore) keeps their entries in the
+ * sequence at the root, so that what pairs with it (a recording's sample
+ * times) stays in step: ember_profile_walk_sequence skips them,
+ * ember_profile_walk_sequence_all gives them too (depth 0). */
 EMBER_API int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
                                           void *ctx);
+EMBER_API int ember_profile_walk_sequence_all(const struct ember_profile *p, ember_walk_fn fn,
+                                              void *ctx);
 
 /* Formats a scaled weight as an exact decimal ("12", "2.5"); returns the
  * length written (buf needs 32 bytes). */

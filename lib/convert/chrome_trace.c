@@ -18,6 +18,7 @@
  * siblings in order (ts is always the double of the exact start).
  */
 #include "convert_impl.h"
+#include "util/trace_time.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -84,17 +85,6 @@ static int put_time(struct chrome *c, int64_t v, char *text)
     return n < 0 ? n : 0;
 }
 
-/* The largest dur (>= 0) for which ts + dur, in doubles, is at most
- * limit. ts + (limit - ts) can round above limit, and no dur may give
- * limit exactly, so step down a few ulps. */
-static double fitted_dur(double ts, double limit)
-{
-    double dur = limit - ts;
-    for (int i = 0; i < 64 && dur > 0 && ts + dur > limit; i++)
-        dur = nextafter(dur, -INFINITY);
-    return dur > 0 ? dur : 0;
-}
-
 /* Writes span s; limit is where its parent ends as viewers compute it,
  * *end_d where s does. */
 static int put_span(struct chrome *c, const struct span *s, double limit, double *end_d)
@@ -110,7 +100,7 @@ static int put_span(struct chrome *c, const struct span *s, double limit, double
         *end_d = strtod(end, NULL);
     } else {
         double ts_d = strtod(ts, NULL), target = strtod(end, NULL);
-        double dur_d = fitted_dur(ts_d, target < limit ? target : limit);
+        double dur_d = ember_trace_fitted_dur(ts_d, target < limit ? target : limit);
         snprintf(dur, sizeof(dur), "%.17g", dur_d);
         *end_d = ts_d + dur_d;
     }

@@ -4,50 +4,41 @@
  *
  * Protobuf merges concatenated messages (repeated fields append, scalars
  * set once here), so the file is a sequence of small Profile messages, each
- * packed by protobuf-c and holding a few fields: the sample types, then one
- * message per stack (written as the walk visits it: nothing is kept), then
- * the Function and Location of each frame in use, then the string table.
- * Streaming through zlib, memory stays that of the profile.
+ * packed by protobuf-c and holding a few fields: the sample types, then the
+ * samples of each stack (written as the walk visits it: nothing is kept;
+ * labelled parts and the profile's meta in pprof_extra.c), then the
+ * Mappings, the Function and Location of each frame in use, then the
+ * string table. Streaming through zlib, memory stays that of the profile.
  *
  * Numbering (invariants the parts agree on): the frame with dense index i
  * (see ember_used_frames) is Function i + 1, and its name is
  * string_table[nfixed + i]; the strings before it are "" and the fixed
- * ones (sample types, units, comment), the strings after it the files and
- * the modules' paths and build-ids (extras). A frame of a name alone is
- * also Location i + 1, in Mapping 1 (the profile itself, "symbolized"). A
- * frame with a record starts a Location of its own numbered after those,
- * with the frames inlined into it at its address (its next frames, of kind
- * inlined, same address and module) as its Lines, innermost first; such
- * Locations are interned as the walk meets them. Module m is Mapping m + 2.
- * Values are the profile's scaled integers; with decimals, a comment says
- * so (EMBER_PPROF_DECIMALS_COMMENT), which ember's reader uses to read
- * them back exactly.
+ * ones (sample types, units, comment), the strings after it the extras
+ * (pprof_write.h). A frame of a name alone is also Location i + 1, in no
+ * mapping (mapping_id 0: nothing to symbolize). A frame with a record
+ * starts a Location of its own numbered after those, with the frames
+ * inlined into it at its address (its next frames, of kind inlined, same
+ * address and module) as its Lines, innermost first; such Locations are
+ * interned as the walk meets them. The modules are the Mappings, the main
+ * program's first (pprof takes the first for the main binary: go tool
+ * pprof's "File:"), numbered from 1 in that order, or after an empty
+ * Mapping 1 when the main program is not known (put_mappings); a frame
+ * without a module is in no mapping. Values are the profile's
+ * scaled integers; with decimals, a comment says so
+ * (EMBER_PPROF_DECIMALS_COMMENT), which ember's reader uses to read them
+ * back exactly.
  */
-#include "convert_impl.h"
-#include "formats/pprof_wire.h"
+#include "pprof_write.h"
 #include "util/hash.h"
 #include "util/vec.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-typedef Perftools__Profiles__Profile pb_profile;
-
-enum { GZ_BUF = 1 << 16, STRINGS_PER_PART = 4096 };
-
-/* protobuf-c's output buffer, compressing into the sink. */
-struct gz_out {
-    ProtobufCBuffer base;
-    z_stream zs;
-    const struct ember_sink *sink;
-    int err;
-    size_t len;
-    uint8_t in[GZ_BUF];
-    uint8_t out[GZ_BUF];
-};
+enum { STRINGS_PER_PART = 4096 };
 
 static void gz_deflate(struct gz_out *g, int flush)
 {
@@ -80,35 +71,7 @@ static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
     }
 }
 
-struct pprof_out {
-    struct gz_out *gz;
-    const struct ember_profile *p;
-    struct ember_used_frames used;
-    /* the strings before the frames' names: "", the mapping's name, the
-     * values' types and units, the comment */
-    ProtobufCBinaryData fixed[2 * EMBER_MAX_VALUES + 4];
-    size_t nfixed;
-    uint64_t *ids; /* a sample's location ids */
-    size_t idcap;
-    /* Locations of frames with records: groups of frames, interned */
-    uint32_t *grp; /* every group's frames, root-most first, end to end */
-    size_t ngrp, gcap;
-    struct group {
-        uint32_t first, n;
-    } * groups;
-    size_t ngroups, gcount_cap;
-    uint32_t *gslots; /* group index + 1; 0: empty */
-    uint32_t gmask;
-    /* strings after the names: files, modules' paths and build-ids */
-    ProtobufCBinaryData *extra;
-    size_t nextra, xcap;
-    uint64_t *file_string; /* by dense frame: its file's string, 0 for none */
-    size_t self_name;      /* Mapping 1's name: the profile's */
-    const char *name;      /* the profile's name (a recorded program's) */
-    bool self_used;        /* some Location is in Mapping 1 */
-};
-
-static void pack(struct pprof_out *o, const pb_profile *part)
+void ember_pprof_pack(struct pprof_out *o, const pb_profile *part)
 {
     protobuf_c_message_pack_to_buffer(&part->base, &o->gz->base);
 }
@@ -123,17 +86,14 @@ static size_t fixed_string(struct pprof_out *o, const char *s)
     return o->nfixed++;
 }
 
-/* Sample types (one per value), the default, the decimals comment; the
- * name of Mapping 1. */
-static void put_header(struct pprof_out *o, const char *name, char *comment)
+/* Sample types (one per value), the default, the decimals comment. */
+static void put_header(struct pprof_out *o, char *comment)
 {
     const struct ember_profile *p = o->p;
     Perftools__Profiles__ValueType vt[EMBER_MAX_VALUES], *vtp[EMBER_MAX_VALUES];
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     int64_t comment_idx;
     fixed_string(o, "");
-    o->self_name = fixed_string(o, name);
-    o->name = name;
     for (unsigned v = 0; v < ember_profile_values(p); v++) {
         perftools__profiles__value_type__init(&vt[v]);
         vt[v].type = (int64_t)fixed_string(o, ember_profile_value_type(p, v));
@@ -142,7 +102,9 @@ static void put_header(struct pprof_out *o, const char *name, char *comment)
     }
     part.n_sample_type = ember_profile_values(p);
     part.sample_type = vtp;
-    part.default_sample_type = vt[ember_convert_metric(p)].type;
+    /* said only when it is not pprof's default, the last type */
+    unsigned metric = ember_convert_metric(p);
+    part.default_sample_type = metric + 1 < ember_profile_values(p) ? vt[metric].type : 0;
     if (ember_profile_decimals(p)) {
         /* one digit: decimals <= EMBER_MAX_DECIMALS = 9 */
         snprintf(comment, sizeof(EMBER_PPROF_DECIMALS_COMMENT) + 1, "%s%c",
@@ -151,7 +113,7 @@ static void put_header(struct pprof_out *o, const char *name, char *comment)
         part.n_comment = 1;
         part.comment = &comment_idx;
     }
-    pack(o, &part);
+    ember_pprof_pack(o, &part);
 }
 
 static uint64_t group_hash(const uint32_t *f, size_t n)
@@ -223,10 +185,6 @@ static int stack_locations(struct pprof_out *o, const uint32_t *path, size_t dep
     *n = 0;
     for (size_t i = 0; i < depth;) {
         uint32_t fr = ember_profile_node_frame(p, path[i]);
-        struct ember_frame rec; /* a frame of a name alone has no module */
-        ember_profile_frame(p, fr, &rec);
-        if (rec.module == EMBER_NO_MODULE)
-            o->self_used = true;
         if (!ember_profile_frame_detailed(p, fr)) {
             o->ids[(*n)++] = o->used.map[fr] + 1u;
             i++;
@@ -251,29 +209,63 @@ static int stack_locations(struct pprof_out *o, const uint32_t *path, size_t dep
     return 0;
 }
 
+/* A stack's weight, for each module it runs in (once), when the reader
+ * named no main module. */
+static void weigh_modules(struct pprof_out *o, const uint32_t *path, size_t depth,
+                          const int64_t *self)
+{
+    int64_t w = self[ember_convert_metric(o->p)];
+    o->stamp++;
+    for (size_t i = 0; i < depth; i++) {
+        uint32_t fr = ember_profile_node_frame(o->p, path[i]);
+        struct ember_frame rec;
+        if (!ember_profile_frame_detailed(o->p, fr))
+            continue;
+        ember_profile_frame(o->p, fr, &rec);
+        if (rec.module == EMBER_NO_MODULE || o->module_stamp[rec.module] == o->stamp)
+            continue;
+        o->module_stamp[rec.module] = o->stamp;
+        o->module_weight[rec.module] += w < 0 ? -(uint64_t)w : (uint64_t)w;
+    }
+}
+
 static int put_sample(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
 {
     struct pprof_out *o = ctx;
     size_t nids;
     if (EMBER_VEC_RESERVE(o->ids, o->idcap, depth) < 0)
         return -ENOMEM;
+    if (o->module_weight)
+        weigh_modules(o, path, depth, self);
     int err = stack_locations(o, path, depth, &nids);
-    if (err)
-        return err;
-    Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT, *sp = &s;
-    s.n_location_id = nids;
-    s.location_id = o->ids;
-    s.n_value = ember_profile_values(o->p);
-    s.value = (int64_t *)self;
-    pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
-    part.n_sample = 1;
-    part.sample = &sp;
-    pack(o, &part);
-    return o->gz->err;
+    return err ? err : ember_pprof_put_samples(o, path[depth - 1], nids, self);
+}
+
+/* What pprof's main binary can be: a program's file, not a shared library,
+ * the kernel, a pseudo-file ("[vdso]") or a JIT's map of symbols. */
+static bool is_program(const char *path)
+{
+    if (!path || path[0] != '/' || strncmp(path, "/tmp/perf-", 10) == 0)
+        return false;
+    const char *so = strstr(strrchr(path, '/'), ".so");
+    return !so || (so[3] != '\0' && so[3] != '.');
+}
+
+/* The main module: the reader's, else (perf script text says no more) the
+ * program that the most weight runs in, as perf_to_profile guesses it; else
+ * none. */
+static uint32_t main_module(const struct pprof_out *o)
+{
+    uint32_t main = ember_profile_main_module(o->p);
+    for (uint32_t m = 0; o->module_weight && m < ember_profile_module_count(o->p); m++)
+        if (o->module_weight[m] && is_program(ember_profile_module_info(o->p, m)->path) &&
+            (main == EMBER_NO_MODULE || o->module_weight[m] > o->module_weight[main]))
+            main = m;
+    return main;
 }
 
 /* The index in string_table of an extra string (after the names). */
-static int extra_string(struct pprof_out *o, const char *str, size_t len, uint64_t *index)
+int ember_pprof_extra_string(struct pprof_out *o, const char *str, size_t len, uint64_t *index)
 {
     if (EMBER_VEC_RESERVE(o->extra, o->xcap, o->nextra + 1) < 0)
         return -ENOMEM;
@@ -304,24 +296,9 @@ static int file_strings(struct pprof_out *o)
             o->file_string[i] = o->file_string[j];
             continue;
         }
-        int err = extra_string(o, l.file, l.file_len, &o->file_string[i]);
+        int err = ember_pprof_extra_string(o, l.file, l.file_len, &o->file_string[i]);
         if (err)
             return err;
-    }
-    return 0;
-}
-
-/* The module whose file is named as the profile (the program ember record
- * ran), or the first: pprof takes the first mapping for the main binary
- * ("File:" in go tool pprof), not the dynamic loader mapped before it. */
-static uint32_t main_module(const struct pprof_out *o)
-{
-    const struct ember_profile *p = o->p;
-    for (uint32_t m = 0; o->name && m < ember_profile_module_count(p); m++) {
-        const char *path = ember_profile_module_info(p, m)->path,
-                   *base = path ? strrchr(path, '/') : NULL;
-        if (path && strcmp(base ? base + 1 : path, o->name) == 0)
-            return m;
     }
     return 0;
 }
@@ -331,12 +308,12 @@ static int put_mapping(struct pprof_out *o, uint32_t m)
     const struct ember_module *mod = ember_profile_module_info(o->p, m);
     Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
     uint64_t path = 0, bid = 0;
-    int err = mod->path ? extra_string(o, mod->path, strlen(mod->path), &path) : 0;
+    int err = mod->path ? ember_pprof_extra_string(o, mod->path, strlen(mod->path), &path) : 0;
     if (!err && mod->build_id)
-        err = extra_string(o, mod->build_id, strlen(mod->build_id), &bid);
+        err = ember_pprof_extra_string(o, mod->build_id, strlen(mod->build_id), &bid);
     if (err)
         return err;
-    map.id = m + 2u;
+    map.id = o->mapping_id[m];
     map.memory_start = mod->start;
     map.memory_limit = mod->limit;
     map.file_offset = mod->offset;
@@ -349,40 +326,74 @@ static int put_mapping(struct pprof_out *o, uint32_t m)
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     part.n_mapping = 1;
     part.mapping = &mapp;
-    pack(o, &part);
+    ember_pprof_pack(o, &part);
     return 0;
 }
 
-/* Mappings 2...: the profile's modules, the main one first; then Mapping 1,
- * the "binary" of locations without a module: named after the profile, and
- * saying that its functions are known (nothing to symbolize). */
+/* The Mappings: the main module's first (id 1), then the others in their
+ * order. Without a main module, mapping 1 is none (no file, no range, no
+ * location in it: go tool pprof names no "File:", as perf_to_profile's
+ * profiles do when the main program is not known); pprof would otherwise
+ * take another module for the program, or, without any, make one up and
+ * try to symbolize through it ("Main binary filename not available"). */
 static int put_mappings(struct pprof_out *o)
 {
     const struct ember_profile *p = o->p;
-    uint32_t first = main_module(o);
-    int err = ember_profile_module_count(p) ? put_mapping(o, first) : 0;
-    for (uint32_t m = 0; m < ember_profile_module_count(p) && !err && !o->gz->err; m++)
-        err = m == first ? 0 : put_mapping(o, m);
-    if (err)
-        return err;
-    if (o->self_used || !ember_profile_module_count(p)) {
+    uint32_t n = ember_profile_module_count(p), main = main_module(o);
+    o->mapping_id = malloc((n ? n : 1) * sizeof(*o->mapping_id));
+    if (!o->mapping_id)
+        return -ENOMEM;
+    uint64_t next = 2;
+    for (uint32_t m = 0; m < n; m++)
+        o->mapping_id[m] = m == main ? 1 : next++;
+    if (main == EMBER_NO_MODULE) {
         Perftools__Profiles__Mapping map = PERFTOOLS__PROFILES__MAPPING__INIT, *mapp = &map;
         map.id = 1;
-        map.filename = (int64_t)o->self_name;
-        map.has_functions = true;
         pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
         part.n_mapping = 1;
         part.mapping = &mapp;
-        pack(o, &part);
+        ember_pprof_pack(o, &part);
     }
-    return o->gz->err;
+    int err = main == EMBER_NO_MODULE ? 0 : put_mapping(o, main);
+    for (uint32_t m = 0; m < n && !err && !o->gz->err; m++)
+        err = m == main ? 0 : put_mapping(o, m);
+    return err ? err : o->gz->err;
+}
+
+/* A frame's system name: its name's string when they are the same, else
+ * its own (an extra); 0 when it is not known (pprof would take the name
+ * for one to demangle and simplify: C++ templates would lose their
+ * arguments in its views). */
+static int system_name(struct pprof_out *o, uint32_t i, const struct ember_frame *fl,
+                       int64_t *index)
+{
+    uint64_t k = fl->system_name ? o->nfixed + i : 0;
+    int err = 0;
+    if (fl->system_name && !(fl->system_name_len == fl->name_len &&
+                             memcmp(fl->system_name, fl->name, fl->name_len) == 0))
+        err = ember_pprof_extra_string(o, fl->system_name, fl->system_name_len, &k);
+    *index = (int64_t)k;
+    return err;
+}
+
+/* A frame that is an address no function is known for: named by its
+ * address (as pprof names a Location without Lines, and as ember's reader
+ * names it), nothing else said. It is a Location without Lines again. */
+static bool address_only(const struct ember_frame *f)
+{
+    char name[24];
+    int n = snprintf(name, sizeof(name), "0x%" PRIx64, f->address);
+    return f->has_address && f->kind == EMBER_FRAME_USER && !f->file && !f->line && !f->column &&
+           !f->start_line && !f->system_name && f->name_len == (size_t)n &&
+           memcmp(f->name, name, (size_t)n) == 0;
 }
 
 /* Function i + 1 for each frame in use; Location i + 1 for those of a name
- * alone. */
-static void put_frames(struct pprof_out *o)
+ * alone, in no mapping. */
+static int put_frames(struct pprof_out *o)
 {
-    for (uint32_t i = 0; i < o->used.count && !o->gz->err; i++) {
+    int err = 0;
+    for (uint32_t i = 0; i < o->used.count && !o->gz->err && !err; i++) {
         struct ember_frame fl;
         ember_profile_frame(o->p, o->used.frames[i], &fl);
         Perftools__Profiles__Function f = PERFTOOLS__PROFILES__FUNCTION__INIT, *fp = &f;
@@ -392,18 +403,20 @@ static void put_frames(struct pprof_out *o)
         f.name = (int64_t)(o->nfixed + i);
         f.filename = (int64_t)o->file_string[i];
         f.start_line = fl.start_line;
+        err = system_name(o, i, &fl, &f.system_name);
         l.function_id = f.id;
         loc.id = f.id;
-        loc.mapping_id = 1;
         loc.n_line = 1;
         loc.line = &lp;
         pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
-        part.n_function = 1;
+        part.n_function = address_only(&fl) ? 0 : 1; /* no Line names it */
         part.function = &fp;
         part.n_location = ember_profile_frame_detailed(o->p, o->used.frames[i]) ? 0 : 1;
         part.location = &locp;
-        pack(o, &part);
+        if (!err)
+            ember_pprof_pack(o, &part);
     }
+    return err ? err : o->gz->err;
 }
 
 /* The Locations of frames with records: address, mapping, and the lines
@@ -418,8 +431,9 @@ static int put_groups(struct pprof_out *o)
         ember_profile_frame(o->p, f[0], &base);
         Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT, *locp = &loc;
         loc.id = o->used.count + k + 1;
-        loc.mapping_id = base.module == EMBER_NO_MODULE ? 1 : base.module + 2u;
+        loc.mapping_id = base.module == EMBER_NO_MODULE ? 0 : o->mapping_id[base.module];
         loc.address = base.address;
+        loc.is_folded = base.folded;
         for (uint32_t j = 0; j < g->n; j++) {
             struct ember_frame fl;
             ember_profile_frame(o->p, f[g->n - 1 - j], &fl);
@@ -429,12 +443,12 @@ static int put_groups(struct pprof_out *o)
             lines[j].column = fl.column;
             lp[j] = &lines[j];
         }
-        loc.n_line = g->n;
+        loc.n_line = g->n == 1 && address_only(&base) ? 0 : g->n;
         loc.line = lp;
         pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
         part.n_location = 1;
         part.location = &locp;
-        pack(o, &part);
+        ember_pprof_pack(o, &part);
     }
     return o->gz->err;
 }
@@ -482,7 +496,7 @@ static int put_strings(struct pprof_out *o)
     pb_profile part = PERFTOOLS__PROFILES__PROFILE__INIT;
     part.n_string_table = o->nfixed;
     part.string_table = o->fixed;
-    pack(o, &part);
+    ember_pprof_pack(o, &part);
     int err = 0;
     for (uint32_t i = 0; i < o->used.count && !o->gz->err && !err;) {
         size_t n = 0;
@@ -491,7 +505,7 @@ static int put_strings(struct pprof_out *o)
         part.n_string_table = n;
         part.string_table = batch;
         if (!err)
-            pack(o, &part);
+            ember_pprof_pack(o, &part);
         for (size_t k = 0; k < n; k++)
             if (batch[k].data && is_task(o->p, o->used.frames[i - n + k]))
                 free(batch[k].data);
@@ -502,25 +516,35 @@ static int put_strings(struct pprof_out *o)
     part.n_string_table = o->nextra;
     part.string_table = o->extra;
     if (o->nextra)
-        pack(o, &part);
+        ember_pprof_pack(o, &part);
     return o->gz->err;
 }
 
-static int write_all(struct pprof_out *o, const char *name)
+static int write_all(struct pprof_out *o)
 {
     char comment[sizeof(EMBER_PPROF_DECIMALS_COMMENT) + 8];
-    put_header(o, name, comment);
+    put_header(o, comment);
     int err = group_grow(o);
+    uint32_t nmod = ember_profile_module_count(o->p);
+    if (!err && nmod && ember_profile_main_module(o->p) == EMBER_NO_MODULE) {
+        o->module_weight = calloc(nmod, sizeof(*o->module_weight));
+        o->module_stamp = calloc(nmod, sizeof(*o->module_stamp));
+        err = o->module_weight && o->module_stamp ? 0 : -ENOMEM;
+    }
+    if (!err)
+        err = ember_pprof_parts_index(o);
     if (!err)
         err = ember_profile_walk(o->p, put_sample, o);
+    if (!err)
+        err = ember_pprof_put_meta(o);
     if (!err)
         err = file_strings(o);
     if (!err)
         err = put_mappings(o);
-    if (!err) {
-        put_frames(o);
+    if (!err)
+        err = put_frames(o);
+    if (!err)
         err = put_groups(o);
-    }
     if (!err)
         err = put_strings(o);
     if (!err) {
@@ -533,6 +557,7 @@ static int write_all(struct pprof_out *o, const char *name)
 int ember_write_pprof(const struct ember_profile *p, const struct ember_convert_opts *opts,
                       const struct ember_sink *out, struct ember_diag *d)
 {
+    (void)opts;
     (void)d;
     struct pprof_out o = {.p = p};
     o.gz = calloc(1, sizeof(*o.gz));
@@ -549,16 +574,20 @@ int ember_write_pprof(const struct ember_profile *p, const struct ember_convert_
     if (!err) {
         err = ember_used_frames(p, &o.used);
         if (!err)
-            err = write_all(&o, ember_convert_opts_fill(opts).name);
+            err = write_all(&o);
         deflateEnd(&o.gz->zs);
     }
     ember_used_frames_release(&o.used);
+    ember_pprof_extra_release(&o);
     free(o.ids);
     free(o.grp);
     free(o.groups);
     free(o.gslots);
     free(o.extra);
     free(o.file_string);
+    free(o.mapping_id);
+    free(o.module_weight);
+    free(o.module_stamp);
     free(o.gz);
     return err;
 }

@@ -238,7 +238,7 @@ void pd_tasks_free(struct pd_tasks *t);
 int pd_tasks_record(struct pd_tasks *t, const struct pd_file *f, const struct pd_record *r,
                     struct ember_diag *d);
 /* The thread of a sample (created as perf does when unseen): its process
- * and current name. */
+ * and current name; the sample counts for its process. */
 int pd_tasks_thread(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *process,
                     const char **comm, size_t *comm_len);
 /* The map holding addr for a cpumode (PERF_RECORD_MISC_KERNEL or _USER),
@@ -251,6 +251,10 @@ uint32_t pd_tasks_dso_count(const struct pd_tasks *t);
 /* The process's maps, in address order (for the unwinder). */
 const struct pd_map *pd_tasks_maps(const struct pd_tasks *t, uint32_t process, size_t *n);
 uint32_t pd_tasks_pid(const struct pd_tasks *t, uint32_t process);
+/* The map of the executable of the process with the most samples (among
+ * those whose executable is known: the first file mapped executable after
+ * its exec, or ever for a process already running): false when none. */
+bool pd_tasks_main_exe(const struct pd_tasks *t, struct pd_map *exe);
 /* Whether the kernel's map was recorded, and where the kernel's _text was. */
 bool pd_tasks_kernel_text(const struct pd_tasks *t, uint64_t *text);
 
@@ -322,6 +326,7 @@ struct pd_values {
     unsigned samples, period;
     unsigned off, wall; /* PD_NO_VALUE: none */
     bool offcpu;        /* off-CPU intervals shown, the context switches' samples not */
+    const char *kept;   /* the kept event's name (the file's), NULL: none */
 };
 #define PD_NO_VALUE UINT_MAX
 
@@ -380,11 +385,22 @@ struct pd_names;
 int pd_names_new(struct pd_names **n, struct ember_profile *p, const struct pd_file *f,
                  const struct pd_tasks *t, const struct ember_read_opts *o);
 void pd_names_free(struct pd_names *n);
+/* The profile's module for the map of a frame (PD_NO_DSO: none, then
+ * EMBER_NO_MODULE): its path, build-id and range; what it knows. */
+int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module);
 /* The frames of one address, outermost first, interned in the profile
  * (java: the process is a JVM, whose names FlameGraph tidies): valid until
  * the next call. */
 int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool java,
                      const uint32_t **frames, size_t *count);
+
+/* ---- what the file says of itself (perf_data_meta.c) ------------------- */
+
+/* The profile's meta: the period of the event kept (its type and unit as
+ * its value's), and its main module: the executable of the process with
+ * the most samples. */
+int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_file *f,
+                    const struct pd_tasks *t, const char *kept);
 
 /* This process's vDSO as a file (a memfd; the recorded one on the same
  * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */

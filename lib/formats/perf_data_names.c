@@ -775,9 +775,7 @@ static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint
     return 0;
 }
 
-/* The profile's module for the mapping of a frame: its path, build-id and
- * range; what it knows. */
-static int module_of(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module)
+int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module)
 {
     *module = EMBER_NO_MODULE;
     if (src->dso == PD_NO_DSO)
@@ -806,7 +804,7 @@ int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool ja
 {
     uint32_t module;
     n->nout = 0;
-    int err = module_of(n, src, &module);
+    int err = pd_names_module(n, src, &module);
     if (!err && n->po.inline_frames && src->dso != PD_NO_DSO) {
         err = dwarf_frames(n, src, module);
         if (err == -ENOENT) {

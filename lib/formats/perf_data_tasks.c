@@ -37,6 +37,8 @@ struct process {
     struct pd_map *maps;
     size_t n, cap;
     uint64_t generation;
+    uint64_t samples;  /* told by pd_tasks_thread */
+    struct pd_map exe; /* its executable's map (dso PD_NO_DSO: not known) */
 };
 
 struct pd_tasks {
@@ -135,6 +137,7 @@ static int new_process(struct pd_tasks *t, int64_t pid, uint32_t *out)
     if (EMBER_VEC_RESERVE(t->pr, t->prcap, t->npr + 1) < 0)
         return -ENOMEM;
     t->pr[t->npr] = (struct process){.pid = pid, .generation = ++t->generations};
+    t->pr[t->npr].exe.dso = PD_NO_DSO;
     *out = (uint32_t)t->npr++;
     return 0;
 }
@@ -260,7 +263,21 @@ int pd_tasks_thread(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *pr
     *process = th->process;
     *comm = th->comm;
     *comm_len = th->comm_len;
+    if (th->process != NO_PROCESS)
+        t->pr[th->process].samples++;
     return 0;
+}
+
+bool pd_tasks_main_exe(const struct pd_tasks *t, struct pd_map *exe)
+{
+    const struct process *best = NULL;
+    for (size_t i = 0; i < t->npr; i++)
+        if (t->pr[i].exe.dso != PD_NO_DSO && t->pr[i].samples &&
+            (!best || t->pr[i].samples > best->samples))
+            best = &t->pr[i];
+    if (best)
+        *exe = best->exe;
+    return best != NULL;
 }
 
 uint32_t pd_tasks_pid(const struct pd_tasks *t, uint32_t process)
@@ -446,8 +463,12 @@ static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t sta
         err = dso_id(t, PD_DSO_FILE, name, n, 0, &m.dso);
     }
     if (anon || no_dso)
-        m.pgoff = m.start; /* identity: the address is its own */
-    return err ? err : insert_map(t, &t->pr[process], &m);
+        m.pgoff = m.start;                /* identity: the address is its own */
+    struct process *pr = &t->pr[process]; /* its first file mapped executable since exec */
+    if (!err && pr->exe.dso == PD_NO_DSO && (prot & PROT_EXEC) &&
+        t->dsos[m.dso].kind == PD_DSO_FILE)
+        pr->exe = m;
+    return err ? err : insert_map(t, pr, &m);
 }
 
 /* MMAP: pid, tid, start, len, pgoff, filename; MMAP2 adds (after pgoff)
@@ -517,8 +538,10 @@ static int comm_record(struct pd_tasks *t, const struct pd_file *f, const struct
         return err;
     th->comm_set = true;
     *exec = r->misc & PERF_RECORD_MISC_COMM_EXEC;
-    if (*exec && th->process != NO_PROCESS)
+    if (*exec && th->process != NO_PROCESS) {
         t->pr[th->process].generation = ++t->generations; /* perf flushes its unwind caches */
+        t->pr[th->process].exe.dso = PD_NO_DSO;           /* the next one is mapped now */
+    }
     return set_comm(t, th, name, n);
 }
 
@@ -562,6 +585,7 @@ static int fork_record(struct pd_tasks *t, const struct pd_file *f, const struct
         memcpy(cp->maps, pp->maps, pp->n * sizeof(*pp->maps));
     cp->n = pp->n;
     cp->generation = ++t->generations;
+    cp->exe = pp->exe;
     return 0;
 }
 

@@ -149,6 +149,7 @@ int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct
 {
     const char *kept = kept_event(f, seen, filter, intervals);
     *v = (struct pd_values){.off = PD_NO_VALUE, .wall = PD_NO_VALUE};
+    v->kept = kept;
     v->offcpu = shows_offcpu(f, kept, intervals);
     count_kept(f, seen, kept, v->offcpu, st, keep);
     return add_values(p, f, seen, kept, v);

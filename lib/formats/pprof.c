@@ -11,6 +11,11 @@
  *   stacks go root to leaf, and its value of the chosen sample type is
  *   added exactly (an int64; scaled back when ember wrote the file from a
  *   profile with decimals, which its comment says);
+ * - a Function's system_name is kept, a Location's is_folded, and the
+ *   first Mapping is the main program's;
+ * - the Profile's meta (period, times, comments, frame filters, doc_url)
+ *   and each Sample's labels go to the model too (pprof_meta.c), for the
+ *   writer to give back;
  * - every string index and id is checked before use: a bad file is an error
  *   naming what was expected, never a crash.
  * When protobuf-c refuses the bytes, a walk of the wire format guided by the
@@ -19,6 +24,7 @@
  */
 #include "formats_impl.h"
 #include "io/chunk.h"
+#include "pprof_meta.h"
 #include "pprof_wire.h"
 #include "util/diag.h"
 #include "util/vec.h"
@@ -315,6 +321,11 @@ static int line_frame(struct pprof_reader *r, const pb_location *loc, size_t j,
     int err = str_at(r, f->name, "function.name", &fr->name, &fr->name_len);
     if (!err && fr->name_len == 0) /* no name, or a name that is "": both stay "" */
         err = str_at(r, f->system_name, "function.system_name", &fr->name, &fr->name_len);
+    if (!err) /* the system name, when there is one */
+        err = str_at(r, f->system_name, "function.system_name", &fr->system_name,
+                     &fr->system_name_len);
+    if (!err && fr->system_name_len == 0)
+        fr->system_name = NULL;
     if (!err)
         err = str_at(r, f->filename, "function.filename", &fr->file, &fr->file_len);
     if (err)
@@ -356,7 +367,7 @@ static int push_frame(struct pprof_reader *r, uint32_t frame)
  * symbolized) is its address. */
 static int location_frames(struct pprof_reader *r, const pb_location *loc)
 {
-    struct ember_frame fr = {.kind = EMBER_FRAME_USER};
+    struct ember_frame fr = {.kind = EMBER_FRAME_USER, .folded = loc->is_folded};
     int err = location_module(r, loc, &fr.module);
     fr.address = loc->address;
     fr.has_address = loc->address != 0;
@@ -421,6 +432,8 @@ static int build_modules(struct pprof_reader *r)
         free(p0);
         free(b0);
     }
+    if (!err && pb->n_mapping) /* pprof's main binary: the first mapping */
+        ember_profile_set_main_module(r->p, r->modules[0]);
     return err;
 }
 
@@ -481,6 +494,8 @@ static int add_sample(struct pprof_reader *r, size_t k, const pb_sample *s)
         if (s->value[i])
             err = ember_profile_add_decimal(r->p, node, r->vmap[i],
                                             (struct ember_decimal){s->value[i], r->digits});
+    if (!err)
+        err = ember_pprof_read_labels(r->p, r->pb, k, node, r->vmap, r->digits, r->file, r->d);
     if (err == -ERANGE)
         return ember_diag_set(r->d, err, r->file, 0, "sample values overflow a 64-bit total");
     if (!err)
@@ -502,6 +517,8 @@ static int convert(struct pprof_reader *r)
         err = build_modules(r);
     if (!err)
         err = build_locations(r);
+    if (!err)
+        err = ember_pprof_read_meta(r->p, pb, r->file, r->d);
     find_decimals(r);
     for (size_t k = 0; k < pb->n_sample && !err; k++)
         err = add_sample(r, k, pb->sample[k]);

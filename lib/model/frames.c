@@ -5,8 +5,8 @@
  * (struct ember_frame_loc: file, line, address, module, kind). Names live
  * in an arena and are NUL-terminated (so they can be handed to C string
  * functions), but may contain NUL bytes of their own: lengths are
- * authoritative. File names are interned in their own map, so that a loc
- * can be compared and hashed by its file's pointer. The open-addressing
+ * authoritative. File names (and system names) are interned in their own
+ * map, so that a loc can be compared and hashed by their pointers. The open-addressing
  * table stays at most half full; a name alone hashes as its bytes (the hot
  * path in profile_impl.h), a frame with a loc as its bytes seeded with the
  * loc, with tags of different parity so that neither lookup stops at the
@@ -51,6 +51,7 @@ static uint64_t loc_seed(const struct ember_frame_loc *l)
                        ((uint64_t)l->has_address << 40) ^ ((uint64_t)l->place_in_name << 41) ^
                        ((uint64_t)l->kind_in_name << 42));
     s = ember_hash_u64(s ^ (uint64_t)l->pid ^ ((uint64_t)l->tid << 32));
+    s = ember_hash_u64(s ^ (uint64_t)(uintptr_t)l->system_name ^ ((uint64_t)l->folded << 63));
     return ember_hash_u64(s ^ l->address);
 }
 
@@ -135,13 +136,26 @@ static bool same_loc(const struct ember_frame_loc *a, const struct ember_frame_l
            a->start_line == b->start_line && a->module == b->module && a->address == b->address &&
            a->kind == b->kind && a->has_address == b->has_address &&
            a->place_in_name == b->place_in_name && a->kind_in_name == b->kind_in_name &&
-           a->pid == b->pid && a->tid == b->tid;
+           a->pid == b->pid && a->tid == b->tid && a->system_name == b->system_name &&
+           a->folded == b->folded;
 }
 
 static bool loc_says_nothing(const struct ember_frame_loc *l)
 {
     return !l->file && !l->line && !l->column && !l->start_line && l->module == EMBER_NO_MODULE &&
-           !l->has_address && l->kind == EMBER_FRAME_USER;
+           !l->has_address && l->kind == EMBER_FRAME_USER && !l->system_name && !l->folded;
+}
+
+/* The one copy of a file's (or system name's) n bytes; NULL: no memory. */
+static const char *kept_string(struct ember_frames *f, const char *s, size_t n)
+{
+    const char *kept = ember_strmap_get(&f->files, s, n);
+    if (!kept) {
+        kept = ember_arena_strndup(&f->files.arena, s, n);
+        if (!kept || ember_strmap_put(&f->files, s, n, (void *)kept) < 0)
+            return NULL;
+    }
+    return kept;
 }
 
 int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
@@ -153,15 +167,10 @@ int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
         return -ERANGE;
     struct ember_frame_loc loc = *in;
     loc.detailed = true;
-    if (loc.file) { /* the file's one copy */
-        const char *kept = ember_strmap_get(&f->files, loc.file, loc.file_len);
-        if (!kept) {
-            kept = ember_arena_strndup(&f->files.arena, loc.file, loc.file_len);
-            if (!kept || ember_strmap_put(&f->files, loc.file, loc.file_len, (void *)kept) < 0)
-                return -ENOMEM;
-        }
-        loc.file = kept;
-    }
+    if ((loc.file && !(loc.file = kept_string(f, loc.file, loc.file_len))) ||
+        (loc.system_name &&
+         !(loc.system_name = kept_string(f, loc.system_name, loc.system_name_len))))
+        return -ENOMEM;
     uint64_t h = ember_hash_bytes(s, n, loc_seed(&loc));
     uint32_t tag = (uint32_t)(h >> 32) & ~1u;
     for (uint32_t i = (uint32_t)h & f->mask;; i = (i + 1) & f->mask) {

@@ -112,6 +112,8 @@ static int profile_like(const struct ember_profile *src, unsigned *vmap, struct 
     int err = dst ? ember_profile_values_like(dst, src, vmap) : -ENOMEM;
     if (!err)
         err = ember_profile_modules_like(dst, src, &mods);
+    if (!err)
+        err = ember_profile_meta_like(dst, src);
     free(mods);
     if (!err)
         dst->decimals = src->decimals;
@@ -141,15 +143,18 @@ int ember_profile_map(const struct ember_profile *src, ember_stack_map_fn fn, vo
             if (src->self[k][n])
                 err = ember_profile_add_raw(m.dst, r, vmap[k], src->self[k][n]);
     }
+    for (size_t i = 0; i < ember_profile_labelled_count(src) && !err; i++) {
+        uint32_t r;
+        err = map_node(&m, src->extra->parts[i].node, &r);
+        err = err > 0 ? 0 : err ? err : ember_profile_labelled_copy(m.dst, src, i, r, vmap);
+    }
     if (!err && src->keep_seq) {
         m.dst->keep_seq = true;
         for (size_t i = 0; i < src->seq_len && !err; i++) {
             uint32_t r;
             err = map_node(&m, src->seq_node[i], &r);
-            if (err > 0) {
-                err = 0;
-                continue;
-            }
+            if (err > 0) /* left out: kept at the root, the sequence in step */
+                err = 0, r = EMBER_ROOT;
             for (unsigned k = 0; k < src->nvalues && !err; k++)
                 if (src->seq_w[k][i])
                     err = ember_profile_seq_append(m.dst, r, vmap[k], src->seq_w[k][i]);
@@ -206,6 +211,9 @@ int ember_profile_map_frames(const struct ember_profile *src, ember_frame_map_fn
             if (src->self[k][n])
                 err = ember_profile_add_raw(dst, node[n], vmap[k], src->self[k][n]);
     }
+    for (size_t i = 0; i < ember_profile_labelled_count(src) && !err; i++)
+        if (live[src->extra->parts[i].node])
+            err = ember_profile_labelled_copy(dst, src, i, node[src->extra->parts[i].node], vmap);
     if (!err && src->keep_seq) {
         dst->keep_seq = true;
         for (size_t i = 0; i < src->seq_len && !err; i++)

@@ -93,6 +93,7 @@ void ember_profile_free(struct ember_profile *p)
     free(p->child_hash);
     free(p->seq_node);
     free(p->modules);
+    ember_profile_extra_free(p->extra);
     for (unsigned v = 0; v < EMBER_MAX_VALUES; v++) {
         free(p->self[v]);
         free(p->seq_w[v]);
@@ -311,7 +312,7 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
 {
     if (fr->module != EMBER_NO_MODULE && fr->module >= p->nmodules)
         return -EINVAL;
-    if (fr->file_len > UINT32_MAX)
+    if (fr->file_len > UINT32_MAX || fr->system_name_len > UINT32_MAX)
         return -ERANGE;
     struct ember_frame_loc loc = {
         .file = fr->file,
@@ -324,6 +325,9 @@ int ember_profile_intern_frame(struct ember_profile *p, const struct ember_frame
         .kind = (uint8_t)fr->kind,
         .has_address = fr->has_address,
         .place_in_name = fr->place_in_name && fr->file,
+        .system_name = fr->system_name,
+        .system_name_len = fr->system_name ? (uint32_t)fr->system_name_len : 0,
+        .folded = fr->folded,
         .kind_in_name =
             fr->kind_in_name && (ember_frame_kind_suffix(fr->kind)[0] ||
                                  fr->kind == EMBER_FRAME_PROCESS || fr->kind == EMBER_FRAME_THREAD),
@@ -364,6 +368,9 @@ void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct e
     out->kind = (enum ember_frame_kind)l->kind;
     out->place_in_name = l->place_in_name;
     out->kind_in_name = l->kind_in_name;
+    out->system_name = l->system_name;
+    out->system_name_len = l->system_name_len;
+    out->folded = l->folded;
     if (l->kind == EMBER_FRAME_PROCESS || l->kind == EMBER_FRAME_THREAD) {
         out->pid = l->pid;
         out->tid = l->tid;
@@ -373,67 +380,6 @@ void ember_profile_frame(const struct ember_profile *p, uint32_t frame, struct e
 bool ember_profile_detailed(const struct ember_profile *p)
 {
     return p->frames.detailed;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-int ember_profile_module(struct ember_profile *p, const struct ember_module *m, uint32_t *id)
-{
-    for (uint32_t i = 0; i < p->nmodules; i++) {
-        const struct ember_module *k = &p->modules[i];
-        if (same_str(k->path, m->path) && same_str(k->build_id, m->build_id) &&
-            k->start == m->start && k->limit == m->limit && k->offset == m->offset &&
-            k->flags == m->flags) {
-            *id = i;
-            return 0;
-        }
-    }
-    if (p->nmodules >= EMBER_NO_MODULE - 1)
-        return -ERANGE;
-    if (EMBER_VEC_RESERVE(p->modules, p->mcap, (size_t)p->nmodules + 1) < 0)
-        return -ENOMEM;
-    struct ember_module copy = *m;
-    copy.path = m->path ? ember_arena_strndup(&p->frames.names, m->path, strlen(m->path)) : NULL;
-    copy.build_id = m->build_id
-                        ? ember_arena_strndup(&p->frames.names, m->build_id, strlen(m->build_id))
-                        : NULL;
-    if ((m->path && !copy.path) || (m->build_id && !copy.build_id))
-        return -ENOMEM;
-    p->modules[p->nmodules] = copy;
-    *id = p->nmodules++;
-    return 0;
-}
-
-uint32_t ember_profile_module_count(const struct ember_profile *p)
-{
-    return p->nmodules;
-}
-
-const struct ember_module *ember_profile_module_info(const struct ember_profile *p, uint32_t id)
-{
-    return id < p->nmodules ? &p->modules[id] : NULL;
-}
-
-int ember_profile_modules_like(struct ember_profile *dst, const struct ember_profile *src,
-                               uint32_t **map)
-{
-    *map = NULL;
-    if (!src->nmodules)
-        return 0;
-    if (!(*map = malloc(src->nmodules * sizeof(**map))))
-        return -ENOMEM;
-    for (uint32_t i = 0; i < src->nmodules; i++) {
-        int err = ember_profile_module(dst, &src->modules[i], &(*map)[i]);
-        if (err) {
-            free(*map);
-            *map = NULL;
-            return err;
-        }
-    }
-    return 0;
 }
 
 int ember_profile_copy_frame(struct ember_profile *dst, const struct ember_profile *src,
@@ -821,6 +767,9 @@ int ember_profile_merge_renamed(struct ember_profile *dst, const struct ember_pr
                 err = ember_profile_add_raw(dst, map[n], 1, w);
         }
     }
+    for (size_t i = 0; i < ember_profile_labelled_count(src) && !err && !both; i++)
+        if (map[src->extra->parts[i].node] != EMBER_ROOT)
+            err = ember_profile_labelled_copy(dst, src, i, map[src->extra->parts[i].node], vmap);
     /* src's arrival order after dst's */
     for (size_t i = 0; dst->keep_seq && i < src->seq_len && !err; i++)
         for (unsigned v = 0; v < src->nvalues && !err; v++) {

@@ -44,9 +44,12 @@ struct ember_frame_loc {
     uint64_t address;
     uint8_t kind;
     bool has_address;
-    bool place_in_name; /* views of names spell "name:file:line" */
-    bool kind_in_name;  /* views of names spell the kind: "name_[k]" */
-    int64_t pid, tid;   /* PROCESS and THREAD frames; -1: unknown */
+    bool place_in_name;      /* views of names spell "name:file:line" */
+    bool kind_in_name;       /* views of names spell the kind: "name_[k]" */
+    int64_t pid, tid;        /* PROCESS and THREAD frames; -1: unknown */
+    const char *system_name; /* interned in files as file is; NULL: the name */
+    uint32_t system_name_len;
+    bool folded;
     bool detailed;
 };
 
@@ -61,7 +64,7 @@ struct ember_frames {
     uint32_t *slots;
     uint32_t mask;
     bool detailed;             /* some frame has a loc */
-    struct ember_strmap files; /* file names, each stored once */
+    struct ember_strmap files; /* file names and system names, each stored once */
 };
 
 struct ember_node {
@@ -126,7 +129,45 @@ struct ember_profile {
     uint32_t *seq_node;
     int64_t *seq_w[EMBER_MAX_VALUES];
     size_t seq_len, seq_cap;
+
+    uint32_t main_module;              /* + 1; 0: none named */
+    struct ember_profile_extra *extra; /* meta, comments, labels; NULL: none */
 };
+
+/* What a profile says beyond its stacks (meta.c, labels.c). */
+struct ember_labelled_part {
+    uint32_t node, set;
+    unsigned decimals; /* w's */
+    int64_t w[EMBER_MAX_VALUES];
+};
+struct ember_profile_extra {
+    struct ember_arena arena; /* the strings and label arrays */
+    struct ember_profile_meta meta;
+    struct ember_comment {
+        const char *s;
+        size_t len;
+    } * comments;
+    size_t ncomments, ccap;
+    struct ember_strmap set_ids; /* a label set's bytes -> its id + 1 */
+    struct ember_label_set {
+        struct ember_label *labels;
+        size_t n;
+    } * sets;
+    size_t nsets, scap;
+    struct ember_strmap part_ids; /* (node, set) -> part index + 1 */
+    struct ember_labelled_part *parts;
+    size_t nparts, pcap;
+};
+
+/* p's extra, made on first use (NULL: no memory). */
+struct ember_profile_extra *ember_profile_extra(struct ember_profile *p);
+void ember_profile_extra_free(struct ember_profile_extra *x);
+/* Gives dst src's meta, comments and main module (a transform's result). */
+int ember_profile_meta_like(struct ember_profile *dst, const struct ember_profile *src);
+/* Adds src's labelled part i to dst at node (its set interned in dst, its
+ * weights moved to dst's values by vmap and scaled to dst's decimals). */
+int ember_profile_labelled_copy(struct ember_profile *dst, const struct ember_profile *src,
+                                size_t i, uint32_t node, const unsigned *vmap);
 
 int ember_frames_init(struct ember_frames *f);
 void ember_frames_release(struct ember_frames *f);

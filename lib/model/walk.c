@@ -331,7 +331,9 @@ int ember_profile_walk(const struct ember_profile *p, ember_walk_fn fn, void *ct
     return walk(p, fn, NULL, ctx);
 }
 
-int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
+/* The sequence's entries, those at the root (stacks a transform left out)
+ * when all. */
+static int walk_sequence(const struct ember_profile *p, ember_walk_fn fn, void *ctx, bool all)
 {
     uint32_t *path = NULL;
     size_t pcap = 0;
@@ -341,6 +343,8 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
         size_t depth = 0;
         for (uint32_t n = p->seq_node[i]; n != EMBER_ROOT; n = p->nodes[n].parent)
             depth++;
+        if (depth == 0 && !all)
+            continue;
         if ((ret = EMBER_VEC_RESERVE(path, pcap, depth)) < 0)
             break;
         size_t d = depth;
@@ -352,4 +356,14 @@ int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn,
     }
     free(path);
     return ret;
+}
+
+int ember_profile_walk_sequence(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
+{
+    return walk_sequence(p, fn, ctx, false);
+}
+
+int ember_profile_walk_sequence_all(const struct ember_profile *p, ember_walk_fn fn, void *ctx)
+{
+    return walk_sequence(p, fn, ctx, true);
 }

@@ -320,7 +320,7 @@ def test_timeline(work, data):
             tracks = gc_phases.perfetto_slices(f.read(), os.path.join(
                 os.path.dirname(__file__), "..", "trace"))
         domains = [t for t in tracks if str(t).startswith("OCaml domain ")]
-        threads = [t for t in tracks if str(t).startswith("thread ")]
+        threads = [t for t in tracks if str(t).startswith("fixture ")]
         if rc != 0 or len(domains) != 3 or not threads:
             golden.fail("ember record -o tl.pftrace: exit %d, tracks %r" % (rc, list(tracks)))
     return got

@@ -1,12 +1,14 @@
 // goprof.go - a small Go program that writes a CPU profile and a heap
 // profile with runtime/pprof, for ember's pprof reader tests. The work has
 // recursion, inlined helpers (several Lines per Location) and allocations
-// from distinct call sites.
+// from distinct call sites; the CPU profile's samples carry the label
+// "phase" (pprof.Do), the heap profile's their allocation size ("bytes").
 //
 // usage: go run goprof.go CPU.pb.gz HEAP.pb.gz
 package main
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -49,9 +51,10 @@ func main() {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		panic(err)
 	}
+	ctx := context.Background()
 	for start := time.Now(); time.Since(start) < 700*time.Millisecond; {
-		alpha()
-		beta()
+		pprof.Do(ctx, pprof.Labels("phase", "alpha"), func(context.Context) { alpha() })
+		pprof.Do(ctx, pprof.Labels("phase", "beta"), func(context.Context) { beta() })
 	}
 	pprof.StopCPUProfile()
 	cpu.Close()
