@@ -67,6 +67,7 @@ struct esym {
     uint64_t start, end;
     int binding;
     uint32_t order;
+    bool sized; /* it, or an alias perf dropped for it, has a size in the file */
 };
 
 struct symvec {
@@ -145,7 +146,7 @@ static int add_esym(struct ember_arena *names, struct symvec *sv, const char *na
     }
     if (EMBER_VEC_RESERVE(sv->v, sv->cap, sv->n + 1) < 0)
         return -ENOMEM;
-    sv->v[sv->n++] = (struct esym){name, start, start + size, binding, order};
+    sv->v[sv->n++] = (struct esym){name, start, start + size, binding, order, size > 0};
     return 0;
 }
 
@@ -210,10 +211,14 @@ static void settle_round(struct symvec *sv)
         v[n - 1].end = ((v[n - 1].start + 4095) & ~(uint64_t)4095) + 4096;
     for (size_t i = 0; i < n;) {
         size_t best = i, j = i + 1;
-        for (; j < n && v[j].start == v[i].start; j++)
+        bool sized = v[i].sized;
+        for (; j < n && v[j].start == v[i].start; j++) {
+            sized |= v[j].sized;
             if (better(&v[best], &v[j]))
                 best = j;
-        v[w++] = v[best];
+        }
+        v[w] = v[best];
+        v[w++].sized = sized;
         i = j;
     }
     sv->n = w;
@@ -227,16 +232,25 @@ static bool has_symtab(Elf *elf)
     return section_of_type(elf, SHT_SYMTAB, &sh) != NULL;
 }
 
-/* The PLT's entries, then the symbols: one that perf stretched over the
- * PLT (a symbol of no size before it, such as _init) stops where the PLT
- * starts, which is where perf's search stops finding it. */
+/* The PLT's entries, then the symbols, each over the addresses perf's
+ * search finds it at. One that perf stretched over the PLT (a symbol of
+ * no size before it, such as _init) stops where the PLT starts. A symbol
+ * of no size inside a sized one (a label in a function) names none of
+ * the function's addresses: perf stretches it to the next symbol, over
+ * the function's tail, where its search of overlapping ranges finds the
+ * one or the other depending on the shape of its tree; the function is
+ * what holds them. */
 static int add_symbols(Elf *main, struct ember_arena *names, struct ember_symtab *t,
                        const struct symvec *sv)
 {
-    uint64_t plt = UINT64_MAX;
+    uint64_t plt = UINT64_MAX, covered = 0; /* the end of the sized symbols so far */
     int err = pd_plt_symbols(main, names, t, &plt);
     for (size_t i = 0; i < sv->n && !err; i++) {
         uint64_t start = sv->v[i].start, end = sv->v[i].end;
+        if (!sv->v[i].sized && start < covered)
+            start = covered;
+        else if (sv->v[i].sized && end > covered)
+            covered = end;
         if (start < plt && plt < end)
             end = plt;
         if (end > start)
