@@ -204,21 +204,28 @@ static bool cache_path(const struct pd_build_id *b, const char *name, char *out,
 }
 
 /* An ELF file through the symbolizer, checked against its recorded
- * build-id: perf's cached copy when there is one, else the file at path. */
+ * build-id, where perf looks first: the file itself when its debug file
+ * lies beside it (perf's DEBUGLINK, before its cache, whose copy has no
+ * such neighbour), else perf's cached copy when there is one, then the
+ * file. */
 static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso *dso,
                     const char *path)
 {
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
+    const uint8_t *bits = b ? b->bits : NULL;
+    size_t bn = b ? b->size : 0;
     struct ember_diag why;
     char cached[4096];
     ember_diag_clear(&why);
+    const char *order[2] = {path, NULL};
+    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached))) {
+        bool beside = dso->kind == PD_DSO_FILE && pd_debuglink_beside(path);
+        order[0] = beside ? path : cached;
+        order[1] = beside ? cached : path;
+    }
     int err = -ENOENT;
-    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached)))
-        err = ember_symbolizer_module(n->sym, cached, strlen(cached), b->bits, b->size, &d->mod,
-                                      &why);
-    if (err && err != -ENOMEM)
-        err = ember_symbolizer_module(n->sym, path, strlen(path), b ? b->bits : NULL,
-                                      b ? b->size : 0, &d->mod, &why);
+    for (int i = 0; i < 2 && order[i] && err && err != -ENOMEM; i++)
+        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &d->mod, &why);
     if (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE))
         warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
     if (err)

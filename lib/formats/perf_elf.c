@@ -13,11 +13,16 @@
 #include "perf_elf.h"
 
 #include <ctype.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libiberty/demangle.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/vec.h"
 
@@ -58,6 +63,40 @@ char *pd_perf_demangle(const char *name)
 {
     char *d = cplus_demangle(name, DMGL_NO_OPTS);
     return d ? d : ocaml_demangle(name);
+}
+
+/* ---- where perf looks first: the debug file beside --------------------- */
+
+/* The name .gnu_debuglink gives in the regular file at path, into out. */
+static bool debuglink_of(const char *path, char *out, size_t cap)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    Elf *elf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+    GElf_Word crc;
+    const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
+    bool found = link && strchr(link, '/') == NULL && snprintf(out, cap, "%s", link) < (int)cap;
+    elf_end(elf);
+    close(fd);
+    return found;
+}
+
+bool pd_debuglink_beside(const char *path)
+{
+    char link[256], where[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash || !debuglink_of(path, link, sizeof(link)))
+        return false;
+    int dl = (int)(slash - path);
+    static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+        int n = snprintf(where, sizeof(where), forms[i], dl, path, link);
+        if (n > 0 && (size_t)n < sizeof(where) && access(where, R_OK) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* ---- perf's symbols of an ELF file -------------------------------------- */
