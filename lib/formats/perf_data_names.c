@@ -317,6 +317,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
     case PD_DSO_BPF:
         *sym = dso->name;
         return 0;
+    case PD_DSO_MEMORY:
+        return 0;
     default:
         break;
     }
@@ -469,7 +471,9 @@ static int module_of(struct pd_names *n, const struct pd_frame_src *src, uint32_
         .build_id = b ? bid : NULL,
         .start = src->start,
         .limit = src->end,
-        .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO ? src->pgoff : 0,
+        .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO || dso->kind == PD_DSO_MEMORY
+                      ? src->pgoff
+                      : 0,
         .flags = EMBER_MODULE_FUNCTIONS,
     };
     if (n->po.inline_frames && dso->kind == PD_DSO_FILE)
