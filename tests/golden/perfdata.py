@@ -29,6 +29,7 @@ import subprocess
 import sys
 
 import golden
+import perfref
 
 SKIP = 77
 OPTIONS = [[], ["--pid"], ["--tid"], ["--kernel"], ["--jit"], ["--all"], ["--addrs"],
@@ -62,8 +63,10 @@ def record(work, name, argv, extra=("-g",)):
 
 
 def perf_script(data, opts):
+    """perf script's text, PLT stubs named as every perf version would
+    (see perfref)."""
     fields = ["-F+pid"] if "--pid" in opts or "--tid" in opts else []
-    return sh(["perf", "script", "--no-inline", "-i", data] + fields).stdout
+    return perfref.perf_script(["--no-inline", "-i", data] + fields)
 
 
 def compare(data, opts, what):
@@ -76,10 +79,13 @@ def compare(data, opts, what):
     return got, err
 
 
-def compare_all(data, what, options=OPTIONS):
+def compare_all(data, what, options=OPTIONS, same=None):
+    """compare() with each option set, and ember report against perf
+    report (perfref.report_check; same: see there)."""
     for opts in options:
         compare(data, opts, what)
     print("ok: %s: %d option sets equal perf script | ember collapse" % (what, len(options)))
+    perfref.report_check(data, what, same)
 
 
 @case
@@ -195,6 +201,115 @@ def events(work):
         golden.fail("an event the file does not have: %d %s" % (code, err))
 
 
+@case
+def symbol_choice(work):
+    """Which symbol names an address, on symchoice.c (see there) and its
+    libsymver.so, fp and DWARF, and built for IBT (.plt.sec): a label of
+    no size inside a sized function names none of its addresses; of
+    aliases, perf 6.1's choice; versioned names as the linker wrote them;
+    PLT stubs "X@plt". Documented differences (same): perf's search of
+    overlapping ranges may find the label (it finds the function here);
+    perfs after 6.1 prefer a typed function to a label at one address
+    (func_typed), ember and perf 6.1 the longest name."""
+    lib = os.path.join(work, "libsymver.so")
+    sh([CC, "-O2", "-g", "-shared", "-fPIC", "-o", lib, os.path.join(SRC, "symver.c"),
+        "-Wl,--version-script=" + os.path.join(SRC, "symver.map")])
+    same = {"label_inside": "label_outer", "func_typed": "notype_longer_name"}
+    for name, flags, extra in (("symchoice", [], ["-g"]), ("symchoice", [], DWARF),
+                               ("symchoice_ibt", ["-fcf-protection=full", "-Wl,-z,ibtplt"],
+                                ["-g"])):
+        prog = build("symchoice.c", os.path.join(work, name), "-fno-builtin", "-L" + work,
+                     "-lsymver", "-Wl,-rpath," + work, *flags)
+        data = record(work, name, [prog, "5000000"], extra)
+        what = "%s %s" % (name, " ".join(extra))
+        compare_all(data, what, [[], ["--addrs"]], same)
+        report = perfref.ember_report(data, "cpu-clock")
+        for want in ("label_outer", "alias_global", "strong", "_under", "len_the_longest",
+                     "nosize_longer_name", "notype_longer_name", "vfunc@@VER_2", "labs@plt"):
+            if report.get(want, 0) < 1:
+                golden.fail("%s: %s should have its share: %s" % (what, want, report))
+        if "label_inside" in report:
+            golden.fail("%s: the label took its function's addresses: %s" % (what, report))
+
+
+@case
+def stripped_debug_file(work):
+    """A stripped binary with its debug file: found by .gnu_debuglink
+    beside the binary (where perf looks first, before its build-id
+    cache's copy of the stripped binary), then only in perf's cache
+    (.build-id/xx/yyyy/debug, next to its copy), as perf finds it."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    sh(["objcopy", "--only-keep-debug", prog, prog + ".debug"])
+    sh(["objcopy", "--strip-all", "--add-gnu-debuglink=" + prog + ".debug", prog])
+    data = record(work, "stripped", [prog, "1"])
+    compare_all(data, "stripped, debug file beside", [[], ["--tid"]])
+    got, _, _ = golden.run(["collapse", data])
+    if b";main;" not in got:
+        golden.fail("the stripped binary should be named from its debug file: %r" % got[:300])
+    bid = re.search(r"Build ID: ([0-9a-f]+)", sh(["readelf", "-n", prog]).stdout.decode()).group(1)
+    cached = os.path.join(os.environ["HOME"], ".debug", ".build-id", bid[:2], bid[2:])
+    shutil.copy(prog + ".debug", os.path.join(cached, "debug"))
+    os.unlink(prog + ".debug")
+    compare_all(data, "stripped, debug file in perf's cache", [[]])
+    os.unlink(os.path.join(cached, "debug"))
+
+
+@case
+def system_wide(work):
+    """perf record -a: every process of the machine, the kernel, idle."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "all", [prog, "2"], ["-a", "-g"])
+    perfref.report_check(data, "perf record -a")
+
+
+@case
+def fixed_period(work):
+    """-c N and period=N: samples without a period field, weighed by the
+    attribute's period (the same for every sample: shares as perf's)."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    for name, extra in (("c", ["-g", "-c", "100000"]),
+                        ("period", ["-g", "-e", "cpu-clock/period=100000/"])):
+        data = record(work, "fixed-" + name, [prog, "1"], extra)
+        perfref.report_check(data, "perf record " + " ".join(extra))
+
+
+MMAP2 = 10
+
+
+@case
+def memory_maps(work):
+    """Maps of memory no file backs (//anon, [stack], [heap], [anon:x],
+    /memfd:x, [vsyscall]): the program's text mapping renamed to each and
+    made non-executable (MMAP2's prot) in a copy of a recording. perf
+    loads nothing for them and says nothing; neither does ember: its
+    frames there are [unknown] in that module, as perf script names them."""
+    prog = build("perfdata_prog.c", os.path.join(work, "prog"))
+    data = record(work, "prog", [prog, "1"])
+    blob, recs = records(data)
+    name = prog.encode() + b"\0"
+    for fake in (b"//anon", b"[stack]", b"[heap]", b"[anon:ember]", b"/memfd:ember (deleted)",
+                 b"[vsyscall]"):
+        b = bytearray(blob)
+        n = 0
+        for at, typ, size in recs:
+            if typ == MMAP2 and blob[at + 72:at + 72 + len(name)] == name and \
+                    struct.unpack_from("<I", blob, at + 64)[0] & 4:
+                struct.pack_into("<I", b, at + 64, 1)  # PROT_READ
+                b[at + 72:at + 72 + len(name)] = fake.ljust(len(name), b"\0")
+                n += 1
+        if not n:
+            golden.fail("no executable MMAP2 of %s in the recording" % prog)
+        path = os.path.join(work, "memory.data")
+        with open(path, "wb") as f:
+            f.write(b)
+        what = "text mapped as " + fake.decode()
+        _, err = compare(path, [], what)
+        compare(path, ["--addrs"], what)
+        if "cannot read" in err or fake.decode() in err:
+            golden.fail("%s: memory with no file is no warning: %s" % (what, err))
+    print("ok: maps of memory with no file: frames as perf script's, no warning")
+
+
 DWARF = ["--call-graph", "dwarf"]
 
 
@@ -224,6 +339,7 @@ def compare_near(data, what, most):
     if share > most:
         golden.fail("%s: %.2f%% of the weight differs from perf script (at most %g%%)" %
                     (what, share, most))
+    perfref.report_check(data, what)  # the unwinders part, the leaves do not
 
 
 @case
@@ -313,9 +429,11 @@ def dwarf_far(work):
     if os.access(fixture, os.X_OK):
         data = record(work, "ocaml", [fixture, "-iters", "200", "-domains", "1"], DWARF)
         compare_near(data, "DWARF OCaml fixture", 5)
-        got, _, _ = golden.run(["collapse", data])
+        got, err, _ = golden.run(["collapse", data])
         if b"caml_start_program;Stdlib.Domain.body" not in got:
             golden.fail("OCaml's stacks should unwind to caml_start_program")
+        if "cannot read" in err:  # frames in //anon and [stack]: memory, no file
+            golden.fail("DWARF OCaml fixture: a warning about memory with no file: %s" % err)
 
 
 @case
