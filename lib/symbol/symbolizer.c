@@ -64,7 +64,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     size_t n = file ? strlen(file) : 0;
     if (fd >= 0 || n < 4 || strcmp(file + n - 4, "/elf") != 0)
         return fd;
-    char *debug = malloc(n + 2);
+    char *debug = malloc(n + 3); /* "elf" becomes "debug" */
     if (!debug)
         return -1;
     memcpy(debug, file, n - 3);
