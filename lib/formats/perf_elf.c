@@ -71,6 +71,7 @@ char *pd_perf_demangle(const char *name)
 static bool debuglink_of(const char *path, char *out, size_t cap)
 {
     struct stat st;
+    elf_version(EV_CURRENT);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return false;

@@ -101,9 +101,9 @@ static int read_relocs(struct plt *p, const char *rela, const char *rel, bool in
     if (!dscn || !gelf_getshdr(dscn, &ds) || ds.sh_type != SHT_DYNSYM || rs.sh_entsize == 0)
         return 0;
     Elf_Data *rd = elf_getdata(rscn, NULL), *sd = elf_getdata(dscn, NULL);
-    size_t n = rs.sh_size / rs.sh_entsize;
     if (!rd || !sd)
         return 0;
+    size_t n = (rs.sh_size < rd->d_size ? rs.sh_size : rd->d_size) / rs.sh_entsize;
     if (index && !(p->by_index = calloc(n ? n : 1, sizeof(*p->by_index))))
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -184,7 +184,8 @@ static int name_stubs(struct plt *p, const char *section, bool header)
     size_t es = scn ? entry_size(p, &sh) : 0;
     if (!d || es == 0)
         return 0;
-    for (size_t i = header; (i + 1) * es <= sh.sh_size && (i + 1) * es <= d->d_size; i++) {
+    size_t n = (sh.sh_size < d->d_size ? sh.sh_size : d->d_size) / es;
+    for (size_t i = header; i < n; i++) {
         uint64_t at = sh.sh_addr + i * es;
         const uint8_t *code = (const uint8_t *)d->d_buf + i * es;
         const char *name = p->x86_64 ? slot_name(p, x86_64_slot(code, es, at)) : NULL;
