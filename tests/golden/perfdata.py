@@ -6,7 +6,13 @@ JIT writing /tmp/perf-PID.map, the OCaml fixture of the corpus, python3 and
 and xz, measured and documented where perf's unwinder guesses); then what
 perf.data must give that text cannot (pprof mappings and addresses), and
 bad input: truncated and corrupt files, a binary rebuilt after recording,
-a stripped one, a deleted one.
+a stripped one, a deleted one. Which symbol names an address (a label
+inside a function, aliases, versions, PLT stubs: symchoice.c; node's
+builtins), a stripped binary's debug file, maps of memory with no file.
+Every recording's `ember report` is also perf report's, symbol by symbol
+(perfref.report_check), and perf record -a, -c N and period=N recordings
+are checked so; perf's text is read modulo what differs between perf
+versions (perfref.py).
 
 The text side runs `perf script --no-inline` (and `-F+pid` for --pid and
 --tid: perf script prints no pid by default, and the script's rule then
@@ -271,6 +277,28 @@ def fixed_period(work):
                         ("period", ["-g", "-e", "cpu-clock/period=100000/"])):
         data = record(work, "fixed-" + name, [prog, "1"], extra)
         perfref.report_check(data, "perf record " + " ".join(extra))
+
+
+@case
+def node(work):
+    """node: its builtins are functions with labels of no size inside
+    (Builtins_JSConstructStubGeneric, 412 bytes, holds
+    construct_stub_create_deopt_addr and construct_stub_invoke_deopt_addr):
+    the function's name for all of its addresses, as perf report gives."""
+    if not shutil.which("node"):
+        print("skip: no node")
+        return
+    code = ("class P { constructor(x) { this.x = x; } }\n"
+            "let s = 0;\n"
+            "for (let i = 0; i < 3e6; i++) { s += Reflect.construct(P, [i]).x; }\n"
+            "console.log(s);\n")
+    data = record(work, "node", ["node", "-e", code])
+    perfref.report_check(data, "node")
+    report = perfref.ember_report(data, "cpu-clock")
+    labels = [f for f in report if f.startswith("construct_stub_")]
+    if labels or report.get("Builtins_JSConstructStubGeneric", 0) < 1:
+        golden.fail("node: labels took their function's addresses: %s" %
+                    sorted(report.items(), key=lambda kv: -kv[1])[:8])
 
 
 MMAP2 = 10

@@ -147,6 +147,8 @@ def ember_report(data, event, extra=()):
 def tidied(names):
     """{perf's name: as stackcollapse-perf.pl names the frame}."""
     names = sorted(names)
+    if not names:
+        return {}
     text = "".join("n%d 1 1 1.0: 1 cpu-clock:\n\t1 %s (/x)\n\n" % (i, n)
                    for i, n in enumerate(names))
     out, _, _ = golden.run(["collapse", "--format", "perf"],
