@@ -204,10 +204,10 @@ static bool cache_path(const struct pd_build_id *b, const char *name, char *out,
 }
 
 /* An ELF file through the symbolizer, checked against its recorded
- * build-id, where perf looks first: the file itself when its debug file
- * lies beside it (perf's DEBUGLINK, before its cache, whose copy has no
- * such neighbour), else perf's cached copy when there is one, then the
- * file. */
+ * build-id, as perf finds its symbols: perf's cached copy when there is
+ * one, then the file, the first with a symbol table (its own or its debug
+ * file's: a stripped binary's debug file lies beside it, not beside the
+ * copy), else the first readable (its .dynsym). */
 static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso *dso,
                     const char *path)
 {
@@ -219,16 +219,25 @@ static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso 
     ember_diag_clear(&why);
     const char *order[2] = {path, NULL};
     if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached))) {
-        bool beside = dso->kind == PD_DSO_FILE && pd_debuglink_beside(path);
-        order[0] = beside ? path : cached;
-        order[1] = beside ? cached : path;
+        order[0] = cached;
+        order[1] = path;
     }
+    struct ember_symbol_module *m;
     int err = -ENOENT;
-    for (int i = 0; i < 2 && order[i] && err && err != -ENOMEM; i++)
-        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &d->mod, &why);
-    if (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE))
+    d->mod = NULL;
+    for (int i = 0; i < 2 && order[i]; i++) {
+        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &m, &why);
+        if (err == -ENOMEM)
+            return err;
+        bool full = !err && pd_elf_has_symtab(m);
+        if (!err && (!d->mod || full))
+            d->mod = m;
+        if (full)
+            break;
+    }
+    if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
         warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
-    if (err)
+    if (!d->mod)
         return err;
     return pd_elf_symbols(d->mod, &n->arena, &d->syms);
 }

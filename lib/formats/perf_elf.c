@@ -13,16 +13,11 @@
 #include "perf_elf.h"
 
 #include <ctype.h>
-#include <elfutils/libdwelf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libiberty/demangle.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "util/vec.h"
 
@@ -63,41 +58,6 @@ char *pd_perf_demangle(const char *name)
 {
     char *d = cplus_demangle(name, DMGL_NO_OPTS);
     return d ? d : ocaml_demangle(name);
-}
-
-/* ---- where perf looks first: the debug file beside --------------------- */
-
-/* The name .gnu_debuglink gives in the regular file at path, into out. */
-static bool debuglink_of(const char *path, char *out, size_t cap)
-{
-    struct stat st;
-    elf_version(EV_CURRENT);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return false;
-    Elf *elf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-    GElf_Word crc;
-    const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
-    bool found = link && strchr(link, '/') == NULL && snprintf(out, cap, "%s", link) < (int)cap;
-    elf_end(elf);
-    close(fd);
-    return found;
-}
-
-bool pd_debuglink_beside(const char *path)
-{
-    char link[256], where[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash || !debuglink_of(path, link, sizeof(link)))
-        return false;
-    int dl = (int)(slash - path);
-    static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
-    for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
-        int n = snprintf(where, sizeof(where), forms[i], dl, path, link);
-        if (n > 0 && (size_t)n < sizeof(where) && access(where, R_OK) == 0)
-            return true;
-    }
-    return false;
 }
 
 /* ---- perf's symbols of an ELF file -------------------------------------- */
@@ -270,6 +230,22 @@ static bool has_symtab(Elf *elf)
 {
     GElf_Shdr sh;
     return section_of_type(elf, SHT_SYMTAB, &sh) != NULL;
+}
+
+bool pd_elf_has_symtab(struct ember_symbol_module *m)
+{
+    uint64_t bias;
+    Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
+    GElf_Addr ebias;
+    Elf *main = mod ? dwfl_module_getelf(mod, &ebias) : NULL;
+    if (!main)
+        return false;
+    if (has_symtab(main))
+        return true;
+    const char *debug = NULL;
+    dwfl_module_getsymtab(mod); /* which looks for the debug file */
+    dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug);
+    return debug != NULL;
 }
 
 /* The PLT's entries, then the symbols, each over the addresses perf's

@@ -25,11 +25,9 @@
 int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
                    struct ember_symtab **out);
 
-/* Whether the ELF file at path names a debug file by .gnu_debuglink that
- * is where perf looks for it first, before its build-id cache: beside the
- * file, in .debug/ beside it, or under /usr/lib/debug/ and the file's
- * directory (libdwfl finds it there too, from the file). */
-bool pd_debuglink_beside(const char *path);
+/* Whether m has a symbol table, its own or its debug file's (not .dynsym
+ * alone): perf reads the first file that has one, of those it looks at. */
+bool pd_elf_has_symtab(struct ember_symbol_module *m);
 
 /* A name as perf demangles it without -v (C++ and Rust without parameters,
  * OCaml's "Module.fn"): malloc()ed, or NULL when it stays as it is. */
