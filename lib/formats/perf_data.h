@@ -213,6 +213,7 @@ enum pd_dso_kind {
     PD_DSO_VDSO,   /* [vdso] */
     PD_DSO_JIT,    /* /tmp/perf-PID.map for anonymous executable memory */
     PD_DSO_BPF,    /* a BPF program (KSYMBOL): one symbol, its name */
+    PD_DSO_MEMORY, /* no file (//anon, [stack], [heap], [anon:x], /memfd:x...): no symbols */
 };
 
 struct pd_dso {

@@ -4,13 +4,8 @@
  * rules (as perf_script.c names a frame line), each frame a record with
  * its module (the mapping), address and kind.
  *
- * perf's symbols, found as perf script finds them (util/symbol-elf.c,
- * symbol.c): an ELF file's functions, objects and text labels (.symtab,
- * else .dynsym: libdwfl picks the file, the separate debug file by
- * build-id or debuglink included), a symbol of no size reaching the next
- * one, of several at one address the one perf keeps, names demangled as
- * perf does (C++ without parameters, Rust, OCaml's "Module.fn"); JIT
- * compilers' /tmp/perf-PID.map files; [vdso] from this process's own
+ * perf's symbols, found as perf script finds them: an ELF file's (see
+ * perf_elf.h); JIT compilers' /tmp/perf-PID.map files; [vdso] from this process's own
  * vDSO when it is the recorded one; the kernel from kallsyms. Modules go
  * through the symbolizer, which checks the recorded build-id: a file that
  * changed since recording is said once, and its frames are "[unknown]"
@@ -21,17 +16,15 @@
  * profile module; results are memoized by the caller.
  */
 #include "perf_data.h"
+#include "perf_elf.h"
 #include "perf_names.h"
 #include "perf_tidy.h"
 #include "symbol/symbolizer.h"
 #include "util/diag.h"
 #include "util/vec.h"
 
-#include <ctype.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <gelf.h>
-#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -41,8 +34,6 @@ struct dso_syms {
     int state; /* 0 untried, 1 loaded, -1 none */
     struct ember_symbol_module *mod;
     struct ember_symtab *syms; /* perf's symbols: file addresses (JIT: process addresses) */
-    char **owned;              /* demangled names */
-    size_t nowned, ocap;
 };
 
 struct pd_names {
@@ -57,7 +48,7 @@ struct pd_names {
     struct pd_kernel kernel;
     int vdso_fd;
     char vdso_path[64];
-    struct ember_arena arena; /* JIT names */
+    struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
     char *buf;                /* a frame's name being built */
     size_t bcap;
     uint32_t *out; /* the frames of the current answer */
@@ -87,20 +78,12 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
     return 0;
 }
 
-static void release_dso(struct dso_syms *d)
-{
-    ember_symtab_free(d->syms);
-    for (size_t i = 0; i < d->nowned; i++)
-        free(d->owned[i]);
-    free(d->owned);
-}
-
 void pd_names_free(struct pd_names *n)
 {
     if (!n)
         return;
     for (size_t i = 0; i < n->ndsos; i++)
-        release_dso(&n->dsos[i]);
+        ember_symtab_free(n->dsos[i].syms);
     free(n->dsos);
     ember_symbolizer_free(n->sym);
     pd_kernel_release(&n->kernel);
@@ -127,320 +110,6 @@ static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
     va_end(ap);
     ember_diag_set(&d, 0, n->f->name, 0, "%s: %s", file, msg);
     n->o->warn(n->o->warn_ctx, &d);
-}
-
-/* ---- perf's demangling -------------------------------------------------- */
-
-static int hexval(char c)
-{
-    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
-
-/* perf's ocaml_demangle_sym: "camlStdlib__List.map_123" is
- * "Stdlib.List.map_123" ("caml" dropped, "__" as '.', "$xx" a byte). */
-static char *ocaml_demangle(const char *s)
-{
-    if (strncmp(s, "caml", 4) != 0 || !isupper((unsigned char)s[4]))
-        return NULL;
-    size_t len = strlen(s), j = 0;
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
-    for (size_t i = 4; i < len;) {
-        if (s[i] == '_' && s[i + 1] == '_') {
-            out[j++] = '.';
-            i += 2;
-        } else if (s[i] == '$' && isxdigit((unsigned char)s[i + 1]) &&
-                   isxdigit((unsigned char)s[i + 2])) {
-            out[j++] = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
-            i += 3;
-        } else {
-            out[j++] = s[i++];
-        }
-    }
-    out[j] = '\0';
-    return out;
-}
-
-/* perf's demangle_sym without -v: C++ and Rust by libiberty without
- * parameters, else OCaml. NULL: the name stays. */
-static char *perf_demangle(const char *name)
-{
-    char *d = cplus_demangle(name, DMGL_NO_OPTS);
-    return d ? d : ocaml_demangle(name);
-}
-
-/* ---- perf's symbols of an ELF file -------------------------------------- */
-
-struct esym {
-    const char *name;
-    uint64_t start, end;
-    int binding;
-    uint32_t order;
-};
-
-static int esym_cmp(const void *a, const void *b)
-{
-    const struct esym *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-static size_t underscores(const char *s)
-{
-    size_t n = 0;
-    while (s[n] == '_')
-        n++;
-    return n;
-}
-
-/* perf's choose_best_symbol: true when b is better than a. */
-static bool better(const struct esym *a, const struct esym *b)
-{
-    uint64_t la = a->end - a->start, lb = b->end - b->start;
-    if ((lb == 0) != (la == 0))
-        return lb > 0;
-    bool wa = a->binding == STB_WEAK, wb = b->binding == STB_WEAK;
-    if (wa != wb)
-        return wa;
-    bool ga = a->binding == STB_GLOBAL, gb = b->binding == STB_GLOBAL;
-    if (ga != gb)
-        return gb;
-    size_t ua = underscores(a->name), ub = underscores(b->name);
-    if (ua != ub)
-        return ub < ua;
-    return strlen(b->name) > strlen(a->name);
-}
-
-/* perf's filter: functions and objects, and labels in text sections, of
- * allocated sections, named, defined. */
-static bool perf_keeps(Elf *elf, const GElf_Sym *s, GElf_Word shndx)
-{
-    int type = GELF_ST_TYPE(s->st_info), vis = GELF_ST_VISIBILITY(s->st_other);
-    if (s->st_name == 0 || shndx == SHN_UNDEF)
-        return false;
-    bool label = type == STT_NOTYPE && shndx != SHN_ABS && vis != STV_HIDDEN && vis != STV_INTERNAL;
-    if (!label && type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT)
-        return false;
-    if (!elf || shndx >= SHN_LORESERVE)
-        return !label;
-    GElf_Shdr sh;
-    Elf_Scn *scn = elf_getscn(elf, shndx);
-    if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-        return false;
-    if (!label)
-        return true;
-    size_t shstrndx;
-    const char *sec =
-        elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-    return sec && strstr(sec, "text");
-}
-
-static int own(struct dso_syms *d, char *name)
-{
-    if (EMBER_VEC_RESERVE(d->owned, d->ocap, d->nowned + 1) < 0) {
-        free(name);
-        return -ENOMEM;
-    }
-    d->owned[d->nowned++] = name;
-    return 0;
-}
-
-struct symvec {
-    struct esym *v;
-    size_t n, cap;
-};
-
-/* A symbol as perf keeps it, its name demangled as perf does. */
-static int add_esym(struct dso_syms *d, struct symvec *sv, const char *name, uint64_t start,
-                    uint64_t size, int binding, uint32_t order)
-{
-    char *dm = perf_demangle(name);
-    if (dm && own(d, dm) < 0)
-        return -ENOMEM;
-    if (EMBER_VEC_RESERVE(sv->v, sv->cap, sv->n + 1) < 0)
-        return -ENOMEM;
-    sv->v[sv->n++] = (struct esym){dm ? dm : name, start, start + size, binding, order};
-    return 0;
-}
-
-/* libdwfl's symbol table: the file's .symtab, else its debug file's, else
- * its .dynsym (the file perf reads symbols from too). */
-static int dwfl_pass(Dwfl_Module *mod, uint64_t bias, struct dso_syms *d, struct symvec *sv)
-{
-    int n = dwfl_module_getsymtab(mod);
-    for (int i = 1; i < n; i++) {
-        GElf_Sym s;
-        GElf_Addr addr;
-        GElf_Word shndx = 0;
-        Elf *elf = NULL;
-        const char *name = dwfl_module_getsym_info(mod, i, &s, &addr, &shndx, &elf, NULL);
-        if (name && *name && perf_keeps(elf, &s, shndx) &&
-            add_esym(d, sv, name, addr - bias, s.st_size, GELF_ST_BIND(s.st_info), (uint32_t)i))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* The section of a type (the first), with data in the file. */
-static Elf_Scn *section_of_type(Elf *elf, Elf64_Word type, GElf_Shdr *sh)
-{
-    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn))
-        if (gelf_getshdr(scn, sh) && sh->sh_type == type)
-            return scn;
-    return NULL;
-}
-
-static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-    size_t shstrndx;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-        return NULL;
-    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-        const char *n = gelf_getshdr(scn, sh) ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
-        if (n && strcmp(n, name) == 0)
-            return scn;
-    }
-    return NULL;
-}
-
-/* perf reads .dynsym after .symtab, from the file that has both. */
-static int dynsym_pass(Elf *elf, struct dso_syms *d, struct symvec *sv, uint32_t base)
-{
-    GElf_Shdr sh;
-    Elf_Scn *scn = section_of_type(elf, SHT_DYNSYM, &sh);
-    Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-    if (!data || sh.sh_entsize == 0)
-        return 0;
-    size_t n = sh.sh_size / sh.sh_entsize;
-    for (size_t i = 1; i < n; i++) {
-        GElf_Sym s;
-        const char *name =
-            gelf_getsym(data, (int)i, &s) ? elf_strptr(elf, sh.sh_link, s.st_name) : NULL;
-        if (name && *name && perf_keeps(elf, &s, s.st_shndx) &&
-            add_esym(d, sv, name, s.st_value, s.st_size, GELF_ST_BIND(s.st_info),
-                     base + (uint32_t)i))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* perf's symbols__fixup_end then symbols__fixup_duplicate, in place. */
-static void settle_round(struct symvec *sv)
-{
-    struct esym *v = sv->v;
-    size_t n = sv->n, w = 0;
-    qsort(v, n, sizeof(*v), esym_cmp);
-    for (size_t i = 0; i + 1 < n; i++)
-        if (v[i].end == v[i].start)
-            v[i].end = v[i + 1].start;
-    if (n && v[n - 1].end == v[n - 1].start)
-        v[n - 1].end = ((v[n - 1].start + 4095) & ~(uint64_t)4095) + 4096;
-    for (size_t i = 0; i < n;) {
-        size_t best = i, j = i + 1;
-        for (; j < n && v[j].start == v[i].start; j++)
-            if (better(&v[best], &v[j]))
-                best = j;
-        v[w++] = v[best];
-        i = j;
-    }
-    sv->n = w;
-}
-
-/* perf's dso__synthesize_plt_symbols (before 6.3): an entry of .plt's
- * size per .rela.plt relocation, after the header, named "sym@plt". */
-static int plt_pass(Elf *elf, struct dso_syms *d, struct ember_symtab *t, uint64_t *lowest)
-{
-    GElf_Shdr rel, plt, dyn;
-    Elf_Scn *rscn = section_named(elf, ".rela.plt", &rel);
-    if (!rscn)
-        rscn = section_named(elf, ".rel.plt", &rel);
-    Elf_Scn *dscn = rscn ? elf_getscn(elf, rel.sh_link) : NULL;
-    if (!dscn || !gelf_getshdr(dscn, &dyn) || dyn.sh_type != SHT_DYNSYM ||
-        !section_named(elf, ".plt", &plt) || rel.sh_entsize == 0 || plt.sh_entsize == 0)
-        return 0;
-    Elf_Data *rd = elf_getdata(rscn, NULL), *sd = elf_getdata(dscn, NULL);
-    if (!rd || !sd)
-        return 0;
-    size_t n = rel.sh_size / rel.sh_entsize;
-    uint64_t at = plt.sh_addr + plt.sh_entsize;
-    *lowest = n ? at : UINT64_MAX;
-    for (size_t i = 0; i < n; i++, at += plt.sh_entsize) {
-        GElf_Rela ra;
-        GElf_Rel r;
-        size_t sym;
-        if (rel.sh_type == SHT_RELA && gelf_getrela(rd, (int)i, &ra))
-            sym = GELF_R_SYM(ra.r_info);
-        else if (rel.sh_type == SHT_REL && gelf_getrel(rd, (int)i, &r))
-            sym = GELF_R_SYM(r.r_info);
-        else
-            return 0;
-        GElf_Sym s;
-        const char *name =
-            gelf_getsym(sd, (int)sym, &s) ? elf_strptr(elf, dyn.sh_link, s.st_name) : NULL;
-        char *dm = name ? perf_demangle(name) : NULL;
-        char *full = NULL;
-        if (asprintf(&full, "%s@plt", dm ? dm : name ? name : "") < 0)
-            full = NULL;
-        free(dm);
-        if (!full || own(d, full) < 0 || ember_symtab_add(t, full, at, plt.sh_entsize, 1, true))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Whether the file itself has a symbol table (libdwfl then reads it, and
- * perf reads its .dynsym after it). */
-static bool has_symtab(Elf *elf)
-{
-    GElf_Shdr sh;
-    return section_of_type(elf, SHT_SYMTAB, &sh) != NULL;
-}
-
-/* The PLT's entries, then the symbols: one that perf stretched over the
- * PLT (a symbol of no size before it, such as _init) stops where the PLT
- * starts, which is where perf's search stops finding it. */
-static int add_symbols(Elf *main, struct dso_syms *d, const struct symvec *sv)
-{
-    uint64_t plt = UINT64_MAX;
-    int err = plt_pass(main, d, d->syms, &plt);
-    for (size_t i = 0; i < sv->n && !err; i++) {
-        uint64_t start = sv->v[i].start, end = sv->v[i].end;
-        if (start < plt && plt < end)
-            end = plt;
-        if (end > start)
-            err = ember_symtab_add(d->syms, sv->v[i].name, start, end - start, 0, true);
-    }
-    return err;
-}
-
-/* perf's symbols of an ELF file: .symtab (or what libdwfl finds), then
- * .dynsym when the file has both, each round settled as perf settles them,
- * and the PLT's entries. */
-static int elf_symbols(struct dso_syms *d)
-{
-    uint64_t bias;
-    Dwfl_Module *mod = ember_symbol_module_dwfl(d->mod, &bias);
-    GElf_Addr ebias;
-    Elf *main = mod ? dwfl_module_getelf(mod, &ebias) : NULL;
-    struct symvec sv = {0};
-    if (!main)
-        return -ENOENT;
-    int err = dwfl_pass(mod, bias, d, &sv);
-    settle_round(&sv);
-    if (!err && has_symtab(main)) {
-        err = dynsym_pass(main, d, &sv, UINT32_MAX / 2);
-        settle_round(&sv);
-    }
-    if (!err)
-        err = ember_symtab_new(&d->syms);
-    if (!err)
-        err = add_symbols(main, d, &sv);
-    if (!err)
-        err = ember_symtab_finish(d->syms);
-    free(sv.v);
-    return err;
 }
 
 /* ---- JIT maps ----------------------------------------------------------- */
@@ -535,26 +204,42 @@ static bool cache_path(const struct pd_build_id *b, const char *name, char *out,
 }
 
 /* An ELF file through the symbolizer, checked against its recorded
- * build-id: perf's cached copy when there is one, else the file at path. */
+ * build-id, as perf finds its symbols: perf's cached copy when there is
+ * one, then the file, the first with a symbol table (its own or its debug
+ * file's: a stripped binary's debug file lies beside it, not beside the
+ * copy), else the first readable (its .dynsym). */
 static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso *dso,
                     const char *path)
 {
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
+    const uint8_t *bits = b ? b->bits : NULL;
+    size_t bn = b ? b->size : 0;
     struct ember_diag why;
     char cached[4096];
     ember_diag_clear(&why);
+    const char *order[2] = {path, NULL};
+    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached))) {
+        order[0] = cached;
+        order[1] = path;
+    }
+    struct ember_symbol_module *m;
     int err = -ENOENT;
-    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached)))
-        err = ember_symbolizer_module(n->sym, cached, strlen(cached), b->bits, b->size, &d->mod,
-                                      &why);
-    if (err && err != -ENOMEM)
-        err = ember_symbolizer_module(n->sym, path, strlen(path), b ? b->bits : NULL,
-                                      b ? b->size : 0, &d->mod, &why);
-    if (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE))
+    d->mod = NULL;
+    for (int i = 0; i < 2 && order[i]; i++) {
+        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &m, &why);
+        if (err == -ENOMEM)
+            return err;
+        bool full = !err && pd_elf_has_symtab(m);
+        if (!err && (!d->mod || full))
+            d->mod = m;
+        if (full)
+            break;
+    }
+    if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
         warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
-    if (err)
+    if (!d->mod)
         return err;
-    return elf_symbols(d);
+    return pd_elf_symbols(d->mod, &n->arena, &d->syms);
 }
 
 static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
@@ -640,6 +325,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
                    : 0;
     case PD_DSO_BPF:
         *sym = dso->name;
+        return 0;
+    case PD_DSO_MEMORY:
         return 0;
     default:
         break;
@@ -791,7 +478,9 @@ int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t
         .build_id = b ? bid : NULL,
         .start = src->start,
         .limit = src->end,
-        .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO ? src->pgoff : 0,
+        .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO || dso->kind == PD_DSO_MEMORY
+                      ? src->pgoff
+                      : 0,
         .flags = EMBER_MODULE_FUNCTIONS,
     };
     if (n->po.inline_frames && dso->kind == PD_DSO_FILE)

@@ -437,6 +437,17 @@ static bool is_no_dso(const char *s, size_t n)
            (n == 6 && memcmp(s, "[heap]", 6) == 0);
 }
 
+/* Memory no file backs, that perf reads no symbols from and says nothing
+ * about: its anonymous and no-dso maps (map.c's is_anon_memory,
+ * is_no_dso_memory), the kernel's other names in brackets ([anon:x],
+ * [vsyscall], [vvar]...; [vdso] has a file) and memfd's files, which no
+ * path opens. */
+static bool is_memory(const char *s, size_t n)
+{
+    return is_anon(s, n) || is_no_dso(s, n) || starts_with(s, n, "[") ||
+           starts_with(s, n, "/memfd:");
+}
+
 /* perf's map__new: which dso a user mapping is, and how addresses map. */
 static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t start, uint64_t len,
                     uint64_t pgoff, uint32_t prot, uint32_t flags, const char *name, size_t n)
@@ -460,7 +471,7 @@ static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t sta
         m.pgoff = 0;
         err = dso_id(t, PD_DSO_VDSO, name, n, 0, &m.dso);
     } else {
-        err = dso_id(t, PD_DSO_FILE, name, n, 0, &m.dso);
+        err = dso_id(t, is_memory(name, n) ? PD_DSO_MEMORY : PD_DSO_FILE, name, n, 0, &m.dso);
     }
     if (anon || no_dso)
         m.pgoff = m.start;                /* identity: the address is its own */

@@ -24,8 +24,10 @@
 #include "util/vec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Memo keys with this bit hold perf lines' answers, by pc as printed. */
 enum { PERF_LINE = 1u << 31 };
@@ -50,13 +52,38 @@ struct ember_symbolizer {
     struct ember_symbol_frame *scratch; /* EMBER_INLINES_MAX frames */
 };
 
+/* libdwfl's search (by build-id, by .gnu_debuglink), then perf's build-id
+ * cache: perf record keeps a copy of each binary it sampled as
+ * DIR/.build-id/xx/yyyy/elf and, where it found one (by the binary's
+ * .gnu_debuglink, by build-id), the binary's debug file beside it as
+ * .../debug, which perf reads for a stripped binary's symbols. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file, const char *link, GElf_Word crc, char **found)
+{
+    int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file, link, crc, found);
+    size_t n = file ? strlen(file) : 0;
+    if (fd >= 0 || n < 4 || strcmp(file + n - 4, "/elf") != 0)
+        return fd;
+    char *debug = malloc(n + 3); /* "elf" becomes "debug" */
+    if (!debug)
+        return -1;
+    memcpy(debug, file, n - 3);
+    strcpy(debug + n - 3, "debug");
+    fd = open(debug, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        free(debug);
+    else
+        *found = debug;
+    return fd;
+}
+
 int ember_symbolizer_new(struct ember_symbolizer **out)
 {
     struct ember_symbolizer *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
     s->cb = (Dwfl_Callbacks){
-        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .find_debuginfo = find_debuginfo,
         .section_address = dwfl_offline_section_address,
         .debuginfo_path = &s->debuginfo_path,
     };
