@@ -25,9 +25,7 @@ Skips (exit 77) when perf cannot record here; cases whose program is
 missing (the OCaml fixture, python3, xz) are skipped alone.
 """
 import collections
-import csv
 import gzip
-import io
 import os
 import re
 import shutil
@@ -208,56 +206,6 @@ def events(work):
         golden.fail("an event the file does not have: %d %s" % (code, err))
 
 
-def report_events(data):
-    """perf report --no-children --sort sym, per event: {event: (event count,
-    {symbol: self percent})}."""
-    out = sh(["perf", "report", "-i", data, "--no-children", "--sort", "sym", "--stdio",
-              "--percent-limit", "0"]).stdout.decode()
-    events, rows = {}, None
-    for line in out.splitlines():
-        m = re.match(r"# Samples: .* of event '(.*)'$", line)
-        if m:
-            rows = {}
-            event = m.group(1)
-        m = re.match(r"# Event count \(approx.\): (\d+)$", line)
-        if m:
-            events[event] = (int(m.group(1)), rows)
-        m = re.match(r"\s+([\d.]+)%\s+\[.\]\s+(.*\S)\s*$", line)
-        if m and rows is not None:
-            rows[m.group(2)] = rows.get(m.group(2), 0.0) + float(m.group(1))
-    return events
-
-
-def ember_event(data, event):
-    """ember report of one event: (its value's type, total, {symbol: self %})."""
-    out, _, _ = golden.run(["report", "--top", "0", "--csv", "--event-filter=" + event, data],
-                           check=False)
-    rows = list(csv.DictReader(io.StringIO(out.decode())))
-    folded, _, _ = golden.run(["collapse", "--event-filter=" + event, data], check=False)
-    total = sum(int(line.rpartition(b" ")[2]) for line in folded.splitlines())
-    head, _, _ = golden.run(["report", "--event-filter=" + event, data], check=False)
-    return head.decode().split("\n")[0], total, {r["function"]: float(r["self_pct"]) for r in rows}
-
-
-def same_as_perf_report(data, what):
-    """Each event's total is perf report's event count (its periods' sum)
-    and each symbol's self share above 0.1% is perf report's."""
-    for event, (count, want) in report_events(data).items():
-        head, total, got = ember_event(data, event)
-        if total != count:
-            golden.fail("%s: event %s: ember's total %d, perf report's event count %d (%s)" %
-                        (what, event, total, count, head))
-        for sym, pct in want.items():
-            # perf 6.1.187 names a PLT stub "_init" (the section's first
-            # symbol); ember names the stub's own symbol ("_exit@plt")
-            if sym == "_init":
-                continue
-            if pct >= 0.1 and abs(got.get(sym, 0.0) - pct) > 0.006:
-                golden.fail("%s: event %s: %s: perf report %.2f%% self, ember %.4f%%" %
-                            (what, event, sym, pct, got.get(sym, 0.0)))
-        print("ok: %s: %s: %d, as perf report; %s" % (what, event, count, head))
-
-
 @case
 def fixed_periods(work):
     """perf record -c N, a period= term, several events with their own
@@ -274,7 +222,7 @@ def fixed_periods(work):
     for name, extra, unit in cases:
         data = record(work, name, [prog, "1"], extra)
         compare_all(data, "perf record " + " ".join(extra), [[], ["--tid"]])
-        same_as_perf_report(data, "perf record " + " ".join(extra))
+        perfref.report_check(data, "perf record " + " ".join(extra), totals=True)
         head, _, _ = golden.run(["report", data], check=False)
         if unit and not re.search(rb"total [\d.]+ m?s of cpu", head):
             golden.fail("perf record %s: the profile should be cpu time: %r" %
@@ -286,7 +234,7 @@ def fixed_periods(work):
     golden.run(["convert", "--to", "pprof", os.path.join(work, "term.data"), "-o", out])
     top = sh(["go", "tool", "pprof", "-top", "-unit=ns", out],
              env=dict(os.environ, GOTOOLCHAIN="local"), cwd=work).stdout.decode()
-    count = report_events(os.path.join(work, "term.data"))["cpu-clock/period=100000/"][0]
+    count = perfref.perf_report(os.path.join(work, "term.data"))[1]["cpu-clock/period=100000/"]
     m = re.search(r"of (\d+)ns total", top)
     if "Type: cpu" not in top or not m or int(m.group(1)) != count:
         golden.fail("go tool pprof -top of a fixed-period recording: %d ns of cpu expected: %s" %

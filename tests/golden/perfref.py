@@ -122,16 +122,26 @@ def perf_report(data):
     out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym",
                           "--stdio", "-g", "none", "--percent-limit", "0"],
                          capture_output=True, text=True, check=True).stdout
-    events, rows = {}, None
+    events, rows, counts = {}, None, {}
     for line in out.splitlines():
         m = re.match(r"# Samples: .* of event '([^']*)'", line)
         if m:
-            rows = events.setdefault(m.group(1).split(":")[0], [])
+            event = m.group(1).split(":")[0]
+            rows = events.setdefault(event, [])
             continue
+        m = re.match(r"# Event count \(approx.\): (\d+)$", line)
+        if m and rows is not None:
+            counts[event] = counts.get(event, 0) + int(m.group(1))
         m = re.match(r"\s+([\d.]+)%\s+\[.\]\s+(.*\S)\s*$", line)
         if m and rows is not None:
             rows.append((m.group(2), float(m.group(1))))
-    return events
+    return events, counts
+
+
+def ember_total(data, event):
+    """The sum of ember collapse's weights of one event."""
+    folded, _, _ = golden.run(["collapse", "--event-filter=" + event, data])
+    return sum(int(line.rpartition(b" ")[2]) for line in folded.splitlines())
 
 
 def ember_report(data, event, extra=()):
@@ -234,11 +244,12 @@ def moved(want, event, totals, empty, tidy):
     return want
 
 
-def report_check(data, what, same=None, extra=()):
+def report_check(data, what, same=None, extra=(), totals=False):
     """ember report's self shares of DATA equal perf report's, for every
     symbol above LIMIT% of each event; same: {name perf gives: ember's},
-    where the caller documents why ember's is right."""
-    events = perf_report(data)
+    where the caller documents why ember's is right. totals: each event's
+    weight is also perf report's event count (its periods' sum) exactly."""
+    events, counts = perf_report(data)
     if not events:
         golden.fail("%s: perf report printed no event" % what)
     tidy = tidied(set(name for rows in events.values() for name, _ in rows))
@@ -255,5 +266,8 @@ def report_check(data, what, same=None, extra=()):
             golden.fail("%s, %s: ember report differs from perf report --no-children --sort "
                         "sym:\n  %s" % (what, event, "\n  ".join(bad[:20])))
         n += k
+        if totals and ember_total(data, event) != counts.get(event):
+            golden.fail("%s, %s: ember's total %d, perf report's event count %s" %
+                        (what, event, ember_total(data, event), counts.get(event)))
     print("ok: %s: %d symbols above %g%% of %d event(s) as perf report gives them" %
           (what, n, LIMIT, len(events)))
