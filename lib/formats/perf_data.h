@@ -203,6 +203,20 @@ int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time);
 /* A round ended (final: the data did): delivers what is due. */
 int pd_queue_flush(struct pd_queue *q, bool final, pd_deliver_fn fn, void *ctx);
 
+/* ---- what a map's name says (perf_data_mapname.c) ----------------------- */
+
+/* The kernel's text ("[kernel.kallsyms]..."). */
+bool pd_mapname_is_kernel(const char *s, size_t n);
+/* A kernel module's name as perf prints it ("[xfs]" for .../xfs.ko.xz),
+ * into out (cap > 2): its length. */
+size_t pd_mapname_module(const char *path, size_t n, char *out, size_t cap);
+/* perf's is_anon_memory: //anon, /dev/zero, /anon_hugepage. */
+bool pd_mapname_is_anon(const char *s, size_t n);
+/* perf's is_no_dso_memory: [stack..., /SYSV..., [heap]. */
+bool pd_mapname_is_no_dso(const char *s, size_t n);
+/* Memory no file backs, which has no symbols to read nor warn about. */
+bool pd_mapname_is_memory(const char *s, size_t n);
+
 /* ---- threads and maps (perf_data_tasks.c) ------------------------------- */
 
 /* A file mapped somewhere, as perf names it (its dso). */

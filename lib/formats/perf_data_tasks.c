@@ -4,11 +4,14 @@
  * machine.c keeps them, so that every sample gets the name and the maps
  * perf script gives it.
  *
- * perf's rules, followed here: the idle task (pid and tid 0) is "swapper";
- * a thread seen first in a sample is named ":TID"; threads of a process share its maps; a forked
- * process gets a copy of its parent's maps and name (a new thread shares them); a thread id forked
- * anew replaces the old thread; a new map cuts the parts of older maps it overlaps; anonymous
- * executable memory is the dso /tmp/perf-PID.map (where JIT compilers write their symbols).
+ * perf's rules, followed here: the idle task (pid and tid 0) is
+ * "swapper"; a thread seen first in a sample is named ":TID"; threads of a
+ * process share its maps; a forked process gets a copy of its parent's
+ * maps and name (a new thread shares them); a thread id forked anew
+ * replaces the old thread; a new map cuts the parts of older maps it
+ * overlaps; anonymous executable memory is the dso /tmp/perf-PID.map
+ * (where JIT compilers write their symbols); what a map's name says of it
+ * is perf_data_mapname.c's.
  * Invariants: a process's maps are sorted by start and never overlap; a
  * process's generation changes whenever its maps do (the unwinder and the
  * stack cache key on it); dso ids are stable.
@@ -367,35 +370,12 @@ bool pd_tasks_kernel_text(const struct pd_tasks *t, uint64_t *text)
     return t->have_text;
 }
 
-static bool starts_with(const char *s, size_t n, const char *lit)
-{
-    size_t l = strlen(lit);
-    return n >= l && memcmp(s, lit, l) == 0;
-}
-
-/* A kernel module's name as perf prints it: "[xfs]" for
- * /lib/modules/.../xfs.ko(.xz), '-' as '_'. */
-static size_t module_name(const char *path, size_t n, char *out, size_t cap)
-{
-    const char *base = memrchr(path, '/', n);
-    base = base ? base + 1 : path;
-    size_t bl = (size_t)(path + n - base), k = 0;
-    const char *dot = memchr(base, '.', bl);
-    if (dot)
-        bl = (size_t)(dot - base);
-    out[k++] = '[';
-    for (size_t i = 0; i < bl && k + 2 < cap; i++)
-        out[k++] = base[i] == '-' ? '_' : base[i];
-    out[k++] = ']';
-    return k;
-}
-
 /* perf's machine__process_kernel_mmap_event: the kernel's text, or a module. */
 static int kernel_map(struct pd_tasks *t, uint64_t start, uint64_t len, uint64_t pgoff,
                       const char *name, size_t n)
 {
     static const char kname[] = "[kernel.kallsyms]";
-    bool is_kernel = starts_with(name, n, "[kernel.kallsyms");
+    bool is_kernel = pd_mapname_is_kernel(name, n);
     uint32_t dso;
     int err;
     struct pd_map m = {start, start + len, start, 0, 0};
@@ -410,7 +390,7 @@ static int kernel_map(struct pd_tasks *t, uint64_t start, uint64_t len, uint64_t
     } else if (n > 0 && (name[0] == '/' || name[0] == '[')) {
         char mod[256];
         size_t ml = name[0] == '[' ? (n < sizeof(mod) ? n : sizeof(mod) - 1)
-                                   : module_name(name, n, mod, sizeof(mod));
+                                   : pd_mapname_module(name, n, mod, sizeof(mod));
         if (name[0] == '[')
             memcpy(mod, name, ml);
         err = dso_id(t, PD_DSO_MODULE, mod, ml, 0, &dso);
@@ -425,29 +405,6 @@ static int kernel_map(struct pd_tasks *t, uint64_t start, uint64_t len, uint64_t
     return insert_map(t, &t->kernel, &m);
 }
 
-static bool is_anon(const char *s, size_t n)
-{
-    return (n == 6 && memcmp(s, "//anon", 6) == 0) || starts_with(s, n, "/dev/zero") ||
-           starts_with(s, n, "/anon_hugepage");
-}
-
-static bool is_no_dso(const char *s, size_t n)
-{
-    return starts_with(s, n, "[stack") || starts_with(s, n, "/SYSV") ||
-           (n == 6 && memcmp(s, "[heap]", 6) == 0);
-}
-
-/* Memory no file backs, that perf reads no symbols from and says nothing
- * about: its anonymous and no-dso maps (map.c's is_anon_memory,
- * is_no_dso_memory), the kernel's other names in brackets ([anon:x],
- * [vsyscall], [vvar]...; [vdso] has a file) and memfd's files, which no
- * path opens. */
-static bool is_memory(const char *s, size_t n)
-{
-    return is_anon(s, n) || is_no_dso(s, n) || starts_with(s, n, "[") ||
-           starts_with(s, n, "/memfd:");
-}
-
 /* perf's map__new: which dso a user mapping is, and how addresses map. */
 static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t start, uint64_t len,
                     uint64_t pgoff, uint32_t prot, uint32_t flags, const char *name, size_t n)
@@ -459,7 +416,8 @@ static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t sta
     uint32_t process = th->process;
     if (process == NO_PROCESS)
         return 0;
-    bool anon = is_anon(name, n) || (flags & MAP_HUGETLB), no_dso = is_no_dso(name, n);
+    bool anon = pd_mapname_is_anon(name, n) || (flags & MAP_HUGETLB),
+         no_dso = pd_mapname_is_no_dso(name, n);
     struct pd_map m = {start, start + len, pgoff, 0, 0};
     if (m.end < m.start)
         m.end = UINT64_MAX;
@@ -471,7 +429,8 @@ static int user_map(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint64_t sta
         m.pgoff = 0;
         err = dso_id(t, PD_DSO_VDSO, name, n, 0, &m.dso);
     } else {
-        err = dso_id(t, is_memory(name, n) ? PD_DSO_MEMORY : PD_DSO_FILE, name, n, 0, &m.dso);
+        err = dso_id(t, pd_mapname_is_memory(name, n) ? PD_DSO_MEMORY : PD_DSO_FILE, name, n, 0,
+                     &m.dso);
     }
     if (anon || no_dso)
         m.pgoff = m.start;                /* identity: the address is its own */

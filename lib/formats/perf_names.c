@@ -101,7 +101,9 @@ static bool setting_term(const char *t, size_t n)
 static const char *find_term(const char *list, size_t n, const char *term, size_t tn, size_t *len)
 {
     size_t key = key_len(term, tn);
-    for (const char *t = list, *end = list + n; n && t < end;) {
+    if (!n) /* list may be NULL then: no pointer arithmetic on it */
+        return NULL;
+    for (const char *t = list, *end = list + n; t < end;) {
         const char *comma = memchr(t, ',', (size_t)(end - t));
         *len = (size_t)((comma ? comma : end) - t);
         if (key_len(t, *len) == key && memcmp(t, term, key) == 0)
@@ -114,7 +116,9 @@ static const char *find_term(const char *list, size_t n, const char *term, size_
 /* Every term of a is b's too, with its value, or a setting b has not. */
 static bool terms_within(const struct event_parts *a, const struct event_parts *b)
 {
-    for (const char *t = a->terms, *end = a->terms + a->terms_len; a->terms_len && t < end;) {
+    if (!a->terms_len) /* terms may be NULL then */
+        return true;
+    for (const char *t = a->terms, *end = a->terms + a->terms_len; t < end;) {
         const char *comma = memchr(t, ',', (size_t)(end - t));
         size_t len = (size_t)((comma ? comma : end) - t), blen;
         const char *in_b = find_term(b->terms, b->terms_len, t, len, &blen);

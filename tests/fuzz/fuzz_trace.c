@@ -53,7 +53,7 @@ static void read_whole(const char *path)
     ember_trace_export_perfetto(t, &sink);
     ember_trace_each_packet(t, discard_packet, NULL);
     ember_trace_dump_ocaml(t, &sink);
-    struct ember_gc_options o = {-1, false};
+    struct ember_gc_options o = {.max_rss_kb = -1, .cpu_ns = -1};
     ember_trace_gc_stats(t, &o, &sink, &d);
     ember_trace_gc_latency(t, &sink, &d);
     ember_trace_close(t);
