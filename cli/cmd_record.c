@@ -282,7 +282,8 @@ static void summary(const struct ember_record_stats *st, bool off_cpu, const cha
 
 /* The runtime events an OCaml command writes are followed when ember
  * starts the command itself; with -o X.data they are kept in X.data.events
- * (events_out, also for another command: an older one goes). Either way,
+ * (events_out, also for another command, -p or -a: an older one goes, so
+ * that X.data is never read with another run's GC phases). Either way,
  * what killed embers left in TMPDIR goes. */
 static int gc_follower(const struct ember_record_opts *ro, const char *out,
                        struct trace_side **side, char **events_out)
@@ -290,7 +291,7 @@ static int gc_follower(const struct ember_record_opts *ro, const char *out,
     *side = NULL;
     *events_out = NULL;
     bool ours = ro->argv && !ro->system_wide && !ro->npids;
-    if (ours && is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
+    if (is_data(out) && asprintf(events_out, "%s.events", out) < 0) {
         *events_out = NULL;
         cli_error("out of memory");
         return -1;

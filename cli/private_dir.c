@@ -101,7 +101,11 @@ static int make_locked(char *path, int *lock)
         return -1;
     }
     *lock = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (*lock < 0 || flock(*lock, LOCK_EX) < 0 || ours_and_named(*lock))
+    int err;
+    do /* a stop signal (no SA_RESTART) must not leave it unlocked */
+        err = *lock < 0 ? 0 : flock(*lock, LOCK_EX);
+    while (err < 0 && errno == EINTR);
+    if (*lock < 0 || err < 0 || ours_and_named(*lock))
         return 1; /* without a lock (no flock here): it works, unswept */
     close(*lock);
     *lock = -1;
@@ -124,9 +128,13 @@ int cli_private_dir_make(char *path, size_t cap, int *lock)
             return 0;
         if (made < 0) {
             cli_error("cannot create a directory in %s: %s", root, strerror(errno));
-            break;
+            path[0] = '\0';
+            return -1;
         }
     }
+    cli_error("cannot create a directory of its own in %s: each one made was removed "
+              "at once (100 tries)",
+              root);
     path[0] = '\0';
     return -1;
 }

@@ -880,7 +880,7 @@ static int build_profile(struct reader *r)
     if (!err)
         err = add_weights(r, pnode, &v);
     if (!err)
-        err = pd_profile_meta(r->p, nm, &r->f, r->t, v.kept);
+        err = pd_profile_meta(r->p, nm, r->t, &v);
     if (err == -ERANGE)
         err = ember_diag_set(r->d, err, r->f.name, 0, "sample weights overflow a 64-bit count");
     pd_names_free(nm);

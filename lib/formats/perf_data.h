@@ -341,7 +341,11 @@ struct pd_values {
     unsigned samples, period;
     unsigned off, wall; /* PD_NO_VALUE: none */
     bool offcpu;        /* off-CPU intervals shown, the context switches' samples not */
-    const char *kept;   /* the kept event's name (the file's), NULL: none */
+    /* the period value's type and unit, and the kept event's first
+     * attributes (NULL: its samples weigh no period) */
+    char period_type[EMBER_UNIT_MAX];
+    const char *period_unit;
+    const struct pd_attr *period_attr;
 };
 #define PD_NO_VALUE UINT_MAX
 
@@ -414,8 +418,8 @@ int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool ja
 /* The profile's meta: the period of the event kept (its type and unit as
  * its value's), and its main module: the executable of the process with
  * the most samples. */
-int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_file *f,
-                    const struct pd_tasks *t, const char *kept);
+int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_tasks *t,
+                    const struct pd_values *v);
 
 /* This process's vDSO as a file (a memfd; the recorded one on the same
  * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */

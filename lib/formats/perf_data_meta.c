@@ -13,41 +13,31 @@
  *   its code was sampled.
  */
 #include "perf_data.h"
-#include "perf_names.h"
 
 #include <string.h>
 
-/* The kept event's attributes: the first of that name (NULL: none). */
-static const struct pd_attr *kept_attr(const struct pd_file *f, const char *kept)
+/* The period of the kept event's samples, in the type and unit of the
+ * value they weigh (perf_data_values.c: a clock is "cpu" nanoseconds by
+ * its attributes, whatever its name); none when they weigh none. */
+static int set_period(struct ember_profile *p, const struct pd_values *v)
 {
-    for (size_t a = 0; kept && a < f->nattrs; a++)
-        if (ember_perf_same_event(f->attrs[a].name, strlen(f->attrs[a].name), kept, strlen(kept)))
-            return &f->attrs[a];
-    return NULL;
-}
-
-static int set_period(struct ember_profile *p, const struct pd_file *f, const char *kept)
-{
-    const struct pd_attr *a = kept_attr(f, kept);
+    const struct pd_attr *a = v->period_attr;
     if (!a)
         return 0;
-    char type[EMBER_UNIT_MAX];
-    const char *unit;
-    ember_perf_period_value(kept, strlen(kept), type, sizeof(type), &unit);
     struct ember_profile_meta m = *ember_profile_meta(p);
-    bool clock = strcmp(unit, "nanoseconds") == 0;
-    m.period_type = type;
-    m.period_unit = unit;
+    bool clock = strcmp(v->period_unit, "nanoseconds") == 0;
+    m.period_type = v->period_type;
+    m.period_unit = v->period_unit;
     m.period = !a->freq                    ? (int64_t)a->sample_period
                : clock && a->sample_period ? (int64_t)(1000000000 / a->sample_period)
                                            : 0;
     return ember_profile_set_meta(p, &m);
 }
 
-int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_file *f,
-                    const struct pd_tasks *t, const char *kept)
+int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_tasks *t,
+                    const struct pd_values *v)
 {
-    int err = set_period(p, f, kept);
+    int err = set_period(p, v);
     struct pd_map exe;
     if (err || !pd_tasks_main_exe(t, &exe))
         return err;

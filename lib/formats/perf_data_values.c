@@ -131,6 +131,9 @@ static int add_values(struct ember_profile *p, const struct pd_file *f, const st
         }
         err = ember_profile_value(p, type, unit, &v->period);
         shown = v->period;
+        snprintf(v->period_type, sizeof(v->period_type), "%s", type);
+        v->period_unit = unit;
+        v->period_attr = ka;
     }
     if (!err && v->offcpu)
         err = ember_profile_value(p, "off-cpu", "nanoseconds", &v->off);
@@ -149,7 +152,6 @@ int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct
 {
     const char *kept = kept_event(f, seen, filter, intervals);
     *v = (struct pd_values){.off = PD_NO_VALUE, .wall = PD_NO_VALUE};
-    v->kept = kept;
     v->offcpu = shows_offcpu(f, kept, intervals);
     count_kept(f, seen, kept, v->offcpu, st, keep);
     return add_values(p, f, seen, kept, v);

@@ -203,7 +203,8 @@ static void settle_round(struct symvec *sv)
 {
     struct esym *v = sv->v;
     size_t n = sv->n, w = 0;
-    qsort(v, n, sizeof(*v), esym_cmp);
+    if (n > 1) /* v may be NULL when there are none */
+        qsort(v, n, sizeof(*v), esym_cmp);
     for (size_t i = 0; i + 1 < n; i++)
         if (v[i].end == v[i].start)
             v[i].end = v[i + 1].start;

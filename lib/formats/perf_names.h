@@ -56,11 +56,6 @@ size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const ch
                              const struct ember_perf_opts *po, bool *unknown,
                              enum ember_frame_kind *ann);
 
-/* A frame of an inline chain (--inline) as a record: its function, file,
- * line and column, inlined into the next one of the chain; with --context,
- * views spell it "func:file:line", and a function without a file gets that
- * spelling in its name, written in *buf (grown as needed). The caller sets
- * where it is (address, module). 0 or -ENOMEM. */
 /* A stack's root as both perf readers make it without --pid or --tid:
  * the command, spaces as '_' (or "comm-PID/TID" text, ids that are no
  * numbers), marked a process (thread: a thread) so that reports know it is
@@ -68,6 +63,11 @@ size_t ember_perf_name_piece(char *buf, const char *piece, size_t plen, const ch
 int ember_perf_intern_root(struct ember_profile *p, const char *name, size_t len, bool thread,
                            uint32_t *id);
 
+/* A frame of an inline chain (--inline) as a record: its function, file,
+ * line and column, inlined into the next one of the chain; with --context,
+ * views spell it "func:file:line", and a function without a file gets that
+ * spelling in its name, written in *buf (grown as needed). The caller sets
+ * where it is (address, module). 0 or -ENOMEM. */
 int ember_perf_inline_frame(const struct ember_symbol_frame *sf, bool context, char **buf,
                             size_t *cap, struct ember_frame *rec);
 

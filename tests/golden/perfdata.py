@@ -240,6 +240,13 @@ def fixed_periods(work):
         golden.fail("go tool pprof -top of a fixed-period recording: %d ns of cpu expected: %s" %
                     (count, top[:400]))
     print("ok: go tool pprof: %s ns of cpu" % m.group(1))
+    # a clock given another name is still cpu time, and so is its period
+    out = os.path.join(work, "named.pb.gz")
+    golden.run(["convert", "--to", "pprof", os.path.join(work, "named.data"), "-o", out])
+    raw = sh(["go", "tool", "pprof", "-raw", out], env=dict(os.environ, GOTOOLCHAIN="local"),
+             cwd=work).stdout.decode()
+    if "PeriodType: cpu nanoseconds" not in raw or "Period: 100000\n" not in raw:
+        golden.fail("the pprof of cpu-clock named ticks: %s" % raw[:300])
 
 
 @case

@@ -170,6 +170,13 @@ def test_follow(work):
     if rc != 0 or err.count("\n") != 1 or "GC" in err or os.path.exists(stale):
         golden.fail("ember record -- true: exit %d, %r, c.data.events %s" %
                     (rc, err, "left" if os.path.exists(stale) else "gone"))
+    # nor with -a or -p, whose GC phases are not followed: X.data must not
+    # be read with another run's
+    open(stale, "w").write("older")
+    rc, err = record(work, ["-a", "--duration", "0.2", "-o", "c.data"])
+    if rc != 0 or os.path.exists(stale):
+        golden.fail("ember record -a -o c.data: exit %d, %r, c.data.events %s" %
+                    (rc, err, "left" if os.path.exists(stale) else "gone"))
     return data, doc
 
 
