@@ -388,12 +388,12 @@ static int on_running(const struct tool_opts *o, char **cmd, const char *follow,
         ret = tools_on_files(paths, r.n, &to);
     }
     trace_run_done(&r);
-    /* a command's status is ours, as a shell's (126, 127: it could not run);
-     * record's always (as `ember record` had it), the tools' when it failed
-     * or theirs did not */
+    /* a command's status is ours, as a shell's (126, 127: it could not run)
+     * when it failed or ember did not (record's trace not written, a tool's
+     * error): a run that lost its trace never says 0 */
     if (follow)
         return ret;
-    return record || r.status || !ret ? r.status : ret;
+    return r.status || !ret ? r.status : ret;
 }
 
 /* ---- the command line ------------------------------------------------------ */

@@ -59,6 +59,10 @@ def main():
     if rc != 3 or err.count("\n") != 1 or "did not trace" not in err or left != before:
         golden.fail("record of a program that does not trace: exit %d, %r, files %r" %
                     (rc, err, left))
+    # one that succeeds but leaves no trace: no trace written is no success
+    rc, err, left = record(work, ["true"])
+    if rc != 1 or "did not trace" not in err or left != before:
+        golden.fail("record of 'true': exit %d (expected 1), %r, files %r" % (rc, err, left))
     # an output that cannot be written is said before the command runs (the
     # command ran, and an OCaml one's events were lost at the end)
     for out in ("missing/x.trace", "adir"):
