@@ -87,3 +87,16 @@ export async function runChecks(browser, server, checks) {
 	}
 	process.exit(failed ? 1 : 0);
 }
+
+// The profile list, opened from the toolbar's "(1/N)" counter: asserts N
+// (`want`, said as `what`) and gives its rows (a locator) and each row's
+// cells: index, name, weight.
+export async function profileRows(page, want, what) {
+	const counter = page.getByText(/^\(\d+\/\d+\)$/);
+	assert.equal(await counter.textContent(), `(1/${want})`, what);
+	await counter.click();
+	const rows = page.locator("tr:visible", { has: page.locator("td") });
+	await rows.first().waitFor();
+	const cells = await Promise.all((await rows.all()).map((r) => r.locator("td").allInnerTexts()));
+	return { rows, cells };
+}

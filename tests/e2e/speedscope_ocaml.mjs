@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, profileRows, runChecks, serve } from "./harness.mjs";
 
 const [ember, events, outdir] = process.argv.slice(2);
 if (!outdir) {
@@ -59,13 +59,9 @@ await runChecks(browser, server, async () => {
 	const { page, warnings, errors } = await openInSpeedscope(browser, base, "domains.json",
 		"domains.json", { width: 1400, height: 900 });
 	assert.deepEqual(warnings, [], "speedscope's importer warned");
-	const counter = page.getByText(/^\(\d+\/\d+\)$/);
-	assert.equal(await counter.textContent(), `(1/${withSpans.length})`, "profiles: one per domain");
-	await counter.click();
-	const rows = page.locator("tr:visible", { has: page.locator("td") });
-	await rows.first().waitFor();
+	const { rows, cells: profiles } = await profileRows(page, withSpans.length, "profiles: one per domain");
 	const listed = new Map();
-	for (const cells of await Promise.all((await rows.all()).map((r) => r.locator("td").allInnerTexts()))) {
+	for (const cells of profiles) {
 		const m = /^ocaml \(pid (\d+)\), (domain-\d+) \(tid (\d+)\)$/.exec(cells[1]);
 		assert.ok(m, `profile name ${JSON.stringify(cells[1])}`);
 		assert.equal(Number(m[1]), pid, "pid");

@@ -16,7 +16,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, profileRows, runChecks, serve } from "./harness.mjs";
 
 const [ember, source, outdir] = process.argv.slice(2);
 if (!outdir) {
@@ -79,13 +79,8 @@ await runChecks(browser, server, async () => {
 	const { page, warnings, errors } = await openInSpeedscope(browser, base, "threads.trace.json",
 		"threads.trace.json", { width: 1400, height: 900 });
 	assert.deepEqual(warnings, [], "speedscope's importer warned");
-	const counter = page.getByText(/^\(\d+\/\d+\)$/);
-	assert.equal(await counter.textContent(), `(1/${threads.size})`, "profiles shown");
-	await counter.click();
-	const rows = page.locator("tr:visible", { has: page.locator("td") });
-	await rows.first().waitFor();
 	const listed = new Map();
-	for (const cells of await Promise.all((await rows.all()).map((r) => r.locator("td").allInnerTexts()))) {
+	for (const cells of (await profileRows(page, threads.size, "profiles shown")).cells) {
 		const m = /^(.*) \(pid (\d+)\), (.*) \(tid (\d+)\)$/.exec(cells[1]);
 		assert.ok(m, `profile name ${JSON.stringify(cells[1])}`);
 		assert.equal(m[1], "threads", "process name");

@@ -27,21 +27,11 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "unit_sh.h"
+
 enum { SKIP = 77 };
 
 static char dir[64];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 /* One binary's tables: perf's (what is tested) and every symbol by name
  * (the module's own, for addresses). */

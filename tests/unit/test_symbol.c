@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "unit_sh.h"
+
 enum { SKIP = 77 };
 
 static const char prog_src[] =
@@ -140,18 +142,6 @@ static char dir[64]; /* the test's own directory, removed at the end */
 static bool have_cxx, have_llvm;
 
 /* ---- running binutils */
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 /* The whole output of a command (malloc()ed). */
 static char *capture(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
