@@ -358,6 +358,16 @@ def test_names(work):
     os.makedirs(tmp)
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
+        # asleep: exec'd and in its nanosleep (while it starts, under load,
+        # a sample may still catch it)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with open("/proc/%d/stat" % sleeper.pid) as f:
+                stat = f.read()
+            if stat.startswith("%d (sleep) S " % sleeper.pid):
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
         rc, err, _ = record(sub, ["-o", "x.svg", "-p", str(sleeper.pid), "--duration", "0.3"],
                             check=False, env=dict(os.environ, TMPDIR=tmp))
     finally:
