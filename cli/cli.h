@@ -6,10 +6,10 @@
 #ifndef EMBER_CLI_H
 #define EMBER_CLI_H
 
-#include "ember/error.h"
-#include "ember/formats.h"
-#include "ember/gcphases.h"
-#include "ember/profile.h"
+#include "ember/base.h"
+#include "ember/read.h"
+#include "ember/traceview.h"
+#include "ember/model.h"
 #include "ember/transform.h"
 #include "parse_options.h"
 

@@ -9,7 +9,7 @@
  */
 #include "cli.h"
 #include "commands.h"
-#include "ember/convert.h"
+#include "ember/write.h"
 
 #include <errno.h>
 #include <stdio.h>

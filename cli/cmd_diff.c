@@ -15,8 +15,8 @@
  */
 #include "cli.h"
 #include "commands.h"
-#include "ember/flame.h"
-#include "ember/input.h"
+#include "ember/write.h"
+#include "ember/base.h"
 #include "ember/transform.h"
 
 #include <errno.h>

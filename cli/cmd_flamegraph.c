@@ -4,7 +4,7 @@
  */
 #include "cli.h"
 #include "commands.h"
-#include "ember/flame.h"
+#include "ember/write.h"
 #include "ember/transform.h"
 
 #include <errno.h>

@@ -34,7 +34,7 @@
 #include "commands.h"
 #include "record_back.h"
 #include "trace_run.h"
-#include "ember/convert.h"
+#include "ember/write.h"
 #include "ember/record.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
  */
 #include "cli.h"
 #include "commands.h"
-#include "ember/report.h"
+#include "ember/write.h"
 
 #include <errno.h>
 #include <stdio.h>

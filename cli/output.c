@@ -11,7 +11,7 @@
  * registered with cleanup.c, which removes them if a signal ends us.
  */
 #include "cli.h"
-#include "ember/flame.h"
+#include "ember/write.h"
 
 #include <errno.h>
 #include <fcntl.h>

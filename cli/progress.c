@@ -4,7 +4,7 @@
  * only when stderr is a terminal.
  */
 #include "cli.h"
-#include "ember/input.h"
+#include "ember/base.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
  * the format detected per file, warnings capped, and progress shown.
  */
 #include "cli.h"
-#include "ember/input.h"
+#include "ember/base.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #define EMBER_CLI_RECORD_BACK_H
 
 #include "cli.h"
-#include "ember/convert.h"
+#include "ember/write.h"
 #include "ember/record.h"
 
 #include <stddef.h>

@@ -23,7 +23,7 @@
 #ifndef EMBER_RECORD_H
 #define EMBER_RECORD_H
 
-#include "ember/error.h"
+#include "ember/base.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -24,7 +24,7 @@
 #ifndef EMBER_TRACEFILE_H
 #define EMBER_TRACEFILE_H
 
-#include "ember/error.h"
+#include "ember/base.h"
 
 #include <stdbool.h>
 #include <stddef.h>

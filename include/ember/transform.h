@@ -4,8 +4,8 @@
 #ifndef EMBER_TRANSFORM_H
 #define EMBER_TRANSFORM_H
 
-#include "ember/error.h"
-#include "ember/profile.h"
+#include "ember/base.h"
+#include "ember/model.h"
 
 #include <stdbool.h>
 

@@ -14,8 +14,8 @@
  * Invariants: kernel and module symbols are sorted by start, each module's
  * symbols together; names live in one buffer.
  */
-#include "perf_data.h"
-#include "util/vec.h"
+#include "read/perf/perf_data.h"
+#include "base/vec.h"
 
 #include <ctype.h>
 #include <errno.h>

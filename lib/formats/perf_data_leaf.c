@@ -10,10 +10,10 @@
  * script reads them. One module and one CFI per mapped file, opened on
  * first use; a file that cannot be read gives no caller, never an error.
  */
-#include "perf_data.h"
+#include "read/perf/perf_data.h"
 #include "record/leaf.h"
 #include "symbol/symbolizer.h"
-#include "util/vec.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

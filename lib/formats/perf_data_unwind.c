@@ -24,8 +24,8 @@
  * (set before dwfl_getthread_frames, cleared after); sessions are freed
  * only by pd_unwind_free or eviction, never during an unwinding.
  */
-#include "perf_data.h"
-#include "util/vec.h"
+#include "read/perf/perf_data.h"
+#include "base/vec.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  * Invariants: each round of symbols is sorted and settled before the next
  * is read; every name the table points to lives in the caller's arena.
  */
-#include "perf_elf.h"
+#include "formats/perf_elf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/vec.h"
+#include "base/vec.h"
 
 /* ---- perf's demangling -------------------------------------------------- */
 

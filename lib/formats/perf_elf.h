@@ -8,7 +8,7 @@
 
 #include "symbol/module.h"
 #include "symbol/symtab.h"
-#include "util/arena.h"
+#include "base/arena.h"
 
 #include <gelf.h>
 #include <stdbool.h>

@@ -19,7 +19,7 @@
  * Invariants: every stub is one entry of its section; .plt's header is no
  * stub; a stub whose slot no relocation names has no symbol.
  */
-#include "perf_elf.h"
+#include "formats/perf_elf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/vec.h"
+#include "base/vec.h"
 
 struct slot {
     uint64_t got;     /* the slot's address */

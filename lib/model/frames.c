@@ -12,8 +12,8 @@
  * loc, with tags of different parity so that neither lookup stops at the
  * other's frames.
  */
-#include "profile_impl.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,9 +10,9 @@
  * Invariants: part_ids finds a part by (node, set); a part's weights are a
  * share of its node's (readers add to both); sets and parts only grow.
  */
-#include "profile_impl.h"
-#include "util/pow10.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/pow10.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

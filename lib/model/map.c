@@ -1,13 +1,13 @@
 /*
  * map.c - rebuilding a profile stack by stack (ember_profile_map in
- * ember/profile.h): the mechanism under every transform that rewrites
+ * ember/model.h): the mechanism under every transform that rewrites
  * stacks. Each node of src that carries weight is mapped once (memoized),
  * so the cost is one pass over the stacks however long the arrival
  * sequence is. dst gets src's modules in src's order, so that a frame's
  * record is copied with its module id unchanged.
  */
-#include "profile_impl.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * in its own arena and die with the profile; meta's strings are NULL or
  * NUL-terminated copies.
  */
-#include "profile_impl.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

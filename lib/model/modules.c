@@ -7,8 +7,8 @@
  * the profile); ids are stable and dense; the main module, when set, is a
  * valid id (views that drop the modules drop it too).
  */
-#include "profile_impl.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /*
  * name_cache.c - names to frame ids, a slot per name (see name_cache.h).
  */
-#include "name_cache.h"
-#include "util/table.h"
+#include "model/name_cache.h"
+#include "base/table.h"
 
 #include <errno.h>
 #include <stdlib.h>

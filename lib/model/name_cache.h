@@ -15,7 +15,7 @@
 #ifndef EMBER_MODEL_NAME_CACHE_H
 #define EMBER_MODEL_NAME_CACHE_H
 
-#include "profile_impl.h"
+#include "model/profile_impl.h"
 
 enum { EMBER_NAME_INLINE = 50 };
 

@@ -18,8 +18,8 @@
  * what JSON must.
  */
 #include "ember/transform.h"
-#include "profile_impl.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,11 +2,11 @@
  * profile.c - the stack tree and its weights (see profile_impl.h for the
  * invariants).
  */
-#include "profile_impl.h"
-#include "util/pow10.h"
-#include "stack_cache.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/pow10.h"
+#include "model/stack_cache.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdio.h>

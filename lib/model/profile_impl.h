@@ -1,7 +1,7 @@
 /*
  * profile_impl.h - the profile's representation, private to lib/model:
  * every reader, writer, renderer and transform elsewhere goes through
- * include/ember/profile.h (the style/model-private test checks it).
+ * include/ember/model.h (the style/model-private test checks it).
  *
  * Invariants:
  * - nodes[0] is the root; a node's parent always has a smaller index, so a
@@ -28,10 +28,10 @@
 #ifndef EMBER_MODEL_PROFILE_IMPL_H
 #define EMBER_MODEL_PROFILE_IMPL_H
 
-#include "ember/profile.h"
-#include "util/arena.h"
-#include "util/hash.h"
-#include "util/strmap.h"
+#include "ember/model.h"
+#include "base/arena.h"
+#include "base/hash.h"
+#include "base/strmap.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,12 +11,12 @@
  * There each ';' (which separates the frames of a folded stack) is ':', as
  * FlameGraph's stackcollapse scripts write it, and each byte of a control
  * character (a newline would split the line, an ESC drive the terminal)
- * "\xNN" (util/text.h). The spelling is not undone when a folded stack is
+ * "\xNN" (base/text.h). The spelling is not undone when a folded stack is
  * read back: a name spelled once is spelled the same again.
  */
-#include "ember/profile.h"
-#include "profile_impl.h"
-#include "util/text.h"
+#include "ember/model.h"
+#include "model/profile_impl.h"
+#include "base/text.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /*
  * stack_cache.c - whole stacks to trie nodes (see stack_cache.h).
  */
-#include "stack_cache.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "model/stack_cache.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

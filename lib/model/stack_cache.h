@@ -19,7 +19,7 @@
 #ifndef EMBER_MODEL_STACK_CACHE_H
 #define EMBER_MODEL_STACK_CACHE_H
 
-#include "profile_impl.h"
+#include "model/profile_impl.h"
 
 struct stack_slot {
     uint64_t lo, hi;

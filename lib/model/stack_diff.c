@@ -16,14 +16,14 @@
  * A table of stacks over the frame table, as stack_text.c is: the model's.
  */
 #include "ember/transform.h"
-#include "util/pow10.h"
-#include "formats/formats_impl.h"
-#include "io/writer.h"
-#include "name_cache.h"
-#include "profile_impl.h"
-#include "split.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "base/pow10.h"
+#include "read/read_impl.h"
+#include "base/writer.h"
+#include "model/name_cache.h"
+#include "model/profile_impl.h"
+#include "model/split.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * stack_text.c - stacks added as their text, "frame;frame;frame" root
- * first (include/ember/profile.h: ember_stack_text_*), for readers of
+ * first (include/ember/model.h: ember_stack_text_*), for readers of
  * text whose lines are whole stacks (folded stacks).
  *
  * What makes it fast, where it is done:
@@ -17,11 +17,11 @@
  * ends in it, ids[k] and nodes[k] that frame's id and node, k < nframes.
  * After an error nframes counts only the frames whose nodes are known.
  */
-#include "name_cache.h"
-#include "profile_impl.h"
-#include "split.h"
-#include "stack_cache.h"
-#include "util/vec.h"
+#include "model/name_cache.h"
+#include "model/profile_impl.h"
+#include "model/split.h"
+#include "model/stack_cache.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -18,9 +18,9 @@
  *
  * The walk is iterative: stacks can be tens of thousands of frames deep.
  */
-#include "profile_impl.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "model/profile_impl.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

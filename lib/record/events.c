@@ -20,9 +20,9 @@
  * told apart by PERF_SAMPLE_IDENTIFIER, first in every sample and last in
  * every other record, as perf does with several events.
  */
-#include "record_impl.h"
-#include "util/diag.h"
-#include "util/vec.h"
+#include "record/record_impl.h"
+#include "base/diag.h"
+#include "base/vec.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -19,8 +19,8 @@
  * warning and to print wall-clock times; their HEADER_SAMPLE_TIME ends when
  * the recording did (see feat_sample_time).
  */
-#include "record_impl.h"
-#include "util/diag.h"
+#include "record/record_impl.h"
+#include "base/diag.h"
 
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "formats/perf_data_format.h"
+#include "wire/perf_data_format.h"
 
 struct file_header {
     char magic[PD_MAGIC_LEN];

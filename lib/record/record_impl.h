@@ -13,7 +13,7 @@
 #define EMBER_RECORD_IMPL_H
 
 #include "ember/record.h"
-#include "util/strmap.h"
+#include "base/strmap.h"
 
 #include <linux/perf_event.h>
 #include <stdint.h>

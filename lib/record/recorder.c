@@ -14,8 +14,8 @@
  * never as output of ours. Nothing here prints or exits but the child
  * between fork and exec.
  */
-#include "record_impl.h"
-#include "util/diag.h"
+#include "record/record_impl.h"
+#include "base/diag.h"
 
 #include <errno.h>
 #include <fcntl.h>

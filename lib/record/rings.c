@@ -11,15 +11,15 @@
  * gives them; the rings are not merged (perf does not either: readers sort
  * by time, helped by FINISHED_ROUND marks after each pass).
  */
-#include "record_impl.h"
-#include "util/diag.h"
+#include "record/record_impl.h"
+#include "base/diag.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "formats/perf_data_format.h"
+#include "wire/perf_data_format.h"
 
 int rec_write(struct ember_recorder *r, const void *buf, size_t len, struct ember_diag *d)
 {

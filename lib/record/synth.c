@@ -9,8 +9,8 @@
  * Each synthesized record ends with a sample_id trailer of zeros, as perf's
  * do: time 0 sorts it before every sample.
  */
-#include "record_impl.h"
-#include "util/diag.h"
+#include "record/record_impl.h"
+#include "base/diag.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "formats/perf_data_format.h"
+#include "wire/perf_data_format.h"
 
 /* The sample_type bits that put a field in the sample_id trailer. */
 size_t rec_id_trailer_size(const struct ember_recorder *r)

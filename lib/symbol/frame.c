@@ -1,7 +1,7 @@
 /*
  * frame.c - spelling a symbolized frame (see frame.h).
  */
-#include "frame.h"
+#include "symbol/frame.h"
 
 #include <stdio.h>
 #include <string.h>

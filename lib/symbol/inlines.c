@@ -20,14 +20,14 @@
  * addr2line does, by the ELF symbol at its entry when it is the outermost
  * frame, else by its DWARF name alone.
  */
-#include "inlines.h"
-#include "names.h"
-#include "ranges.h"
-#include "util/arena.h"
-#include "util/hash.h"
-#include "util/strmap.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "symbol/inlines.h"
+#include "symbol/names.h"
+#include "symbol/ranges.h"
+#include "base/arena.h"
+#include "base/hash.h"
+#include "base/strmap.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

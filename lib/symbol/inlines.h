@@ -12,8 +12,8 @@
 #ifndef EMBER_SYMBOL_INLINES_H
 #define EMBER_SYMBOL_INLINES_H
 
-#include "frame.h"
-#include "symtab.h"
+#include "symbol/frame.h"
+#include "symbol/symtab.h"
 
 #include <elfutils/libdwfl.h>
 

@@ -9,7 +9,7 @@
  * --inline rarely needs the symbols) and live as long as the module: they
  * point into libelf's and libdw's data.
  */
-#include "module.h"
+#include "symbol/module.h"
 
 #include <errno.h>
 #include <gelf.h>

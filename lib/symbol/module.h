@@ -11,8 +11,8 @@
 #ifndef EMBER_SYMBOL_MODULE_H
 #define EMBER_SYMBOL_MODULE_H
 
-#include "inlines.h"
-#include "symtab.h"
+#include "symbol/inlines.h"
+#include "symbol/symtab.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdbool.h>

@@ -8,7 +8,7 @@
  * named from DWARF's scopes, as perf names them ("(anonymous
  * namespace)::f", without parameters).
  */
-#include "names.h"
+#include "symbol/names.h"
 
 #include <dwarf.h>
 #include <errno.h>

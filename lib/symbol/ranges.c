@@ -6,8 +6,8 @@
  * largest of ends[0..i], so that a lookup bisects to the last start at or
  * below the address and walks back only over ranges that still reach it.
  */
-#include "ranges.h"
-#include "util/vec.h"
+#include "symbol/ranges.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

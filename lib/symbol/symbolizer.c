@@ -13,15 +13,15 @@
  * module that gave them (its DWARF index, libdw's data), and modules as
  * long as the symbolizer. Chains and frames live in the arena.
  */
-#include "symbolizer.h"
-#include "inlines.h"
-#include "names.h"
-#include "util/arena.h"
-#include "util/diag.h"
-#include "util/hash.h"
-#include "util/strmap.h"
-#include "util/table.h"
-#include "util/vec.h"
+#include "symbol/symbolizer.h"
+#include "symbol/inlines.h"
+#include "symbol/names.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/hash.h"
+#include "base/strmap.h"
+#include "base/table.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,9 +16,9 @@
 #ifndef EMBER_SYMBOL_SYMBOLIZER_H
 #define EMBER_SYMBOL_SYMBOLIZER_H
 
-#include "ember/error.h"
-#include "frame.h"
-#include "module.h"
+#include "ember/base.h"
+#include "symbol/frame.h"
+#include "symbol/module.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,9 +5,9 @@
  * address, the best ranked (they are added to it best first); by_name[]
  * orders the entries by name bytes, then by the order added.
  */
-#include "symtab.h"
-#include "ranges.h"
-#include "util/vec.h"
+#include "symbol/symtab.h"
+#include "symbol/ranges.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>

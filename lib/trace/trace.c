@@ -1,7 +1,7 @@
 /*
  * trace.c - the tracing runtime: the ring file, threads' rings, call sites,
  * and the slow paths of include/ember/trace.h (the fast path is inline
- * there). See lib/ring/format.h for the file.
+ * there). See lib/wire/ring_format.h for the file.
  *
  * Invariants:
  * - each ring has exactly one writer, its thread; nothing here takes a lock
@@ -20,7 +20,7 @@
  *   called by the program returns the error instead.
  */
 #include "ember/trace.h"
-#include "ring/format.h"
+#include "wire/ring_format.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
  * decodes "$xx") but keeps the stamp: "Alloc.descend_744". Such names, a
  * capitalised module path and a stamped last part, lose the stamp too.
  */
-#include "demangle.h"
+#include "transform/demangle.h"
 
 #include <libiberty/demangle.h>
 #include <stdbool.h>

@@ -13,7 +13,7 @@
  * bytes. Everything here goes through the profile's public API.
  */
 #include "ember/transform.h"
-#include "util/pow10.h"
+#include "base/pow10.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,10 +8,10 @@
  * filled on first use). A stack is then rewritten with array work only,
  * and regexes run once per distinct name, not once per sample.
  */
-#include "demangle.h"
+#include "transform/demangle.h"
 #include "ember/transform.h"
-#include "util/diag.h"
-#include "util/vec.h"
+#include "base/diag.h"
+#include "base/vec.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>

@@ -5,7 +5,7 @@
 #ifndef EMBER_FUZZ_COMMON_H
 #define EMBER_FUZZ_COMMON_H
 
-#include "ember/error.h"
+#include "ember/base.h"
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * hang or difference is a bug.
  */
 #include "fuzz_common.h"
-#include "ember/convert.h"
-#include "ember/formats.h"
+#include "ember/write.h"
+#include "ember/read.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * hang is a bug.
  */
 #include "fuzz_common.h"
-#include "ember/flame.h"
-#include "ember/formats.h"
+#include "ember/write.h"
+#include "ember/read.h"
 #include "ember/transform.h"
 
 #include <stdint.h>

@@ -13,7 +13,7 @@
  *
  * usage: trace_compact IN OUT
  */
-#include "ring/format.h"
+#include "wire/ring_format.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
 
-# The ring file's layout (lib/ring/format.h): the header's fields used here.
+# The ring file's layout (lib/wire/ring_format.h): the header's fields used here.
 HEADER = struct.Struct("<QIIIIIIII8Q II")
 PACKET_HEADER = 88
 DESC_SIZE = 192

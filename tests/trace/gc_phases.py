@@ -1,9 +1,9 @@
-"""The GC phases ember pairs from OCaml 5 runtime events (lib/export/gc_phases.c),
+"""The GC phases ember pairs from OCaml 5 runtime events (lib/traceview/gc_phases.c),
 checked against the corpus's runtime_events files and what OCaml's own
 consumer read from them (*.expected.txt): the GC tracks of the Chrome
 timeline (`ember convert --to chrome --gc-events FILE RECORDING`) hold, per
 domain, exactly the phases paired here from the expected events by the
-rule ember/gcphases.h states (every runtime phase but domain_condition_wait;
+rule ember/traceview.h states (every runtime phase but domain_condition_wait;
 an end closes its innermost open phase of that name and those open inside
 it; an end without its begin is left out; what is open at the end of the
 trace ends at its last event, marked " (open)"), with their nesting depth
@@ -80,7 +80,7 @@ def ns(us):
 
 def dur_ns(us):
     """A dur in ns: exact (3 decimals), or shortened by a few ulps so that
-    viewers' doubles keep children inside parents (util/trace_time.h), which
+    viewers' doubles keep children inside parents (wire/trace_time.h), which
     rounds to the exact ns: never more than 0.001 ns away."""
     exact = decimal.Decimal(us) * 1000
     n = int(exact.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "render/color.h"
+#include "write/flame/color.h"
 
 #include <math.h>
 #include <stdio.h>

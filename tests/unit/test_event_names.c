@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "formats/perf_names.h"
+#include "read/perf/perf_names.h"
 
 #include <string.h>
 

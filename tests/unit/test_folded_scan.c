@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "ember/formats.h"
-#include "ember/input.h"
-#include "ember/profile.h"
-#include "formats/formats_impl.h"
+#include "ember/read.h"
+#include "ember/base.h"
+#include "ember/model.h"
+#include "read/read_impl.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "formats/perf_data.h"
+#include "read/perf/perf_data.h"
 
 enum { OUT = PERF_RECORD_MISC_SWITCH_OUT, PREEMPT = PERF_RECORD_MISC_SWITCH_OUT_PREEMPT };
 

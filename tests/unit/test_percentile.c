@@ -1,6 +1,6 @@
 /*
  * test_percentile.c - the one percentile behind `ember trace stats`,
- * `latency` and `gc-stats` (util/percentile.h): by nearest rank, exact for
+ * `latency` and `gc-stats` (base/percentile.h): by nearest rank, exact for
  * percentiles such as 99.9 that a double cannot hold, equal to the
  * definition (the smallest value that at least p% of the values do not
  * exceed) on random sets; mean and standard deviation those of the
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "export/latency.h"
-#include "util/percentile.h"
+#include "traceview/latency.h"
+#include "base/percentile.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,10 +8,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "ember/formats.h"
-#include "ember/profile.h"
+#include "ember/read.h"
+#include "ember/model.h"
+#include "ember/write.h"
 #include "ember/transform.h"
-#include "util/text.h"
+#include "base/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

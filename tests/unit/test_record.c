@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "ember/record.h"
-#include "formats/perf_data_format.h"
+#include "wire/perf_data_format.h"
 #include "record/leaf.h"
 
 #include <gelf.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "render/flame_internal.h"
+#include "write/flame/flame_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "formats/perf_tidy.h"
+#include "read/perf/perf_tidy.h"
 
 #include <string.h>
 

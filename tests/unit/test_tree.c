@@ -15,7 +15,7 @@
 #include "model/profile_impl.h"
 #include "model/split.h"
 #include "model/stack_cache.h"
-#include "util/hash.h"
+#include "base/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,49 @@
+/*
+ * chunk.h - reading an input as chunks of whole lines (library-internal).
+ *
+ * A chunk holds complete lines: it ends just after a '\n', except the last
+ * chunk of an input that does not end in one. With EMBER_CUT_SAMPLE a chunk
+ * also ends after a blank line, so that no perf sample straddles two chunks
+ * and chunks can be parsed by different threads.
+ */
+#ifndef EMBER_IO_CHUNK_H
+#define EMBER_IO_CHUNK_H
+
+#include "ember/base.h"
+
+#include <stdbool.h>
+
+/* EMBER_CUT_NONE: chunks end anywhere, for formats with their own
+ * tokenizer (JSON), so that a long line is never held whole. */
+enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE, EMBER_CUT_NONE };
+
+struct ember_chunk {
+    char *data;
+    size_t len, cap;
+    uint64_t first_line; /* 1-based number of the chunk's first line */
+};
+
+/* Longest line (or sample, for EMBER_CUT_SAMPLE) accepted. */
+#define EMBER_MAX_LINE ((size_t)256 << 20)
+
+/* Fills c with the next chunk: returns 1, or 0 at the end of the input, or
+ * a negative error (with d filled). */
+int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
+                           struct ember_diag *d);
+/* The same, reading about want bytes at a time (more if a line needs). */
+int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
+                                size_t want, struct ember_diag *d);
+void ember_chunk_release(struct ember_chunk *c);
+
+/* The first bytes of the content, as ember_input_peek, but at least want
+ * of them unless the input is shorter (then *len < want). */
+int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,
+                              struct ember_diag *d);
+
+/* Lines read so far: the number of '\n' in the chunks returned. */
+uint64_t ember_input_lines(const struct ember_input *in);
+
+/* Number of '\n' in [p, p + n). */
+size_t ember_count_lines(const char *p, size_t n);
+
+#endif

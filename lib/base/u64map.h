@@ -1,0 +1,94 @@
+/*
+ * u64map.h - a map from 64-bit keys to 32-bit values (library-internal),
+ * for the readers that number things by ids they do not choose: callgrind's
+ * name ids, call graph edges, Chrome's node and profile ids.
+ *
+ * Open addressing with linear probing; a slot is used when its `used` byte
+ * is set, so every key (0 included) can be stored. The table doubles at half
+ * full, which keeps probes short whatever the keys.
+ */
+#ifndef EMBER_FORMATS_U64MAP_H
+#define EMBER_FORMATS_U64MAP_H
+
+#include "base/hash.h"
+#include "base/table.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct ember_u64slot {
+    uint64_t key;
+    uint32_t value;
+    uint32_t used;
+};
+
+struct ember_u64map {
+    struct ember_u64slot *slots;
+    uint32_t mask;
+    uint32_t count;
+};
+
+static inline uint64_t ember_u64slot_hash(const void *slot)
+{
+    return ember_hash_u64(((const struct ember_u64slot *)slot)->key);
+}
+
+static inline bool ember_u64slot_used(const void *slot)
+{
+    return ((const struct ember_u64slot *)slot)->used != 0;
+}
+
+static inline int ember_u64map_init(struct ember_u64map *m)
+{
+    m->mask = 63;
+    m->count = 0;
+    m->slots = calloc((size_t)m->mask + 1, sizeof(*m->slots));
+    return m->slots ? 0 : -ENOMEM;
+}
+
+static inline void ember_u64map_release(struct ember_u64map *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+}
+
+/* The slot of key: the one holding it, or the free one where it belongs. */
+static inline struct ember_u64slot *ember_u64map_slot(const struct ember_u64map *m, uint64_t key)
+{
+    for (uint32_t i = (uint32_t)ember_hash_u64(key) & m->mask;; i = (i + 1) & m->mask)
+        if (!m->slots[i].used || m->slots[i].key == key)
+            return &m->slots[i];
+}
+
+static inline bool ember_u64map_get(const struct ember_u64map *m, uint64_t key, uint32_t *value)
+{
+    const struct ember_u64slot *s = ember_u64map_slot(m, key);
+    if (!s->used)
+        return false;
+    *value = s->value;
+    return true;
+}
+
+/* Sets key's value, adding the key if it is new. */
+static inline int ember_u64map_put(struct ember_u64map *m, uint64_t key, uint32_t value)
+{
+    struct ember_u64slot *s = ember_u64map_slot(m, key);
+    if (!s->used) {
+        if ((m->count + 1) * 2 > m->mask + 1) {
+            int err = ember_table_grow((void **)&m->slots, &m->mask, sizeof(*m->slots),
+                                       ember_u64slot_hash, ember_u64slot_used);
+            if (err)
+                return err;
+            s = ember_u64map_slot(m, key);
+        }
+        s->used = 1;
+        s->key = key;
+        m->count++;
+    }
+    s->value = value;
+    return 0;
+}
+
+#endif

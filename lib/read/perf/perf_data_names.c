@@ -1,0 +1,517 @@
+/*
+ * perf_data_names.c - an address in a map -> the frames `perf script |
+ * ember collapse` gives it: perf's symbol, named by stackcollapse-perf's
+ * rules (as perf_script.c names a frame line), each frame a record with
+ * its module (the mapping), address and kind.
+ *
+ * perf's symbols, found as perf script finds them: an ELF file's (see
+ * perf_elf.h); JIT compilers' /tmp/perf-PID.map files; [vdso] from this process's own
+ * vDSO when it is the recorded one; the kernel from kallsyms. Modules go
+ * through the symbolizer, which checks the recorded build-id: a file that
+ * changed since recording is said once, and its frames are "[unknown]"
+ * with their module, as perf would print them without its cache.
+ * With --inline, frames come from the symbolizer's DWARF (function, file,
+ * line and the calls inlined at the address), as for perf script text.
+ * Invariants: each dso's symbols are loaded once; each mapping is one
+ * profile module; results are memoized by the caller.
+ */
+#include "read/perf/perf_data.h"
+#include "formats/perf_elf.h"
+#include "read/perf/perf_names.h"
+#include "read/perf/perf_tidy.h"
+#include "symbol/symbolizer.h"
+#include "base/diag.h"
+#include "base/vec.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct dso_syms {
+    int state; /* 0 untried, 1 loaded, -1 none */
+    struct ember_symbol_module *mod;
+    struct ember_symtab *syms; /* perf's symbols: file addresses (JIT: process addresses) */
+};
+
+struct pd_names {
+    struct ember_profile *p;
+    const struct pd_file *f;
+    const struct pd_tasks *t;
+    const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* the options, read once */
+    struct ember_symbolizer *sym;
+    struct dso_syms *dsos;
+    size_t ndsos;
+    struct pd_kernel kernel;
+    int vdso_fd;
+    char vdso_path[64];
+    struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
+    char *buf;                /* a frame's name being built */
+    size_t bcap;
+    uint32_t *out; /* the frames of the current answer */
+    size_t nout, ocap;
+};
+
+int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd_file *f,
+                 const struct pd_tasks *t, const struct ember_read_opts *o)
+{
+    struct pd_names *n = calloc(1, sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    n->p = p;
+    n->f = f;
+    n->t = t;
+    n->o = o;
+    n->po = ember_perf_opts_of(o);
+    n->vdso_fd = -1;
+    ember_arena_init(&n->arena);
+    pd_kernel_init(&n->kernel);
+    int err = ember_symbolizer_new(&n->sym);
+    if (err) {
+        pd_names_free(n);
+        return err;
+    }
+    *out = n;
+    return 0;
+}
+
+void pd_names_free(struct pd_names *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->ndsos; i++)
+        ember_symtab_free(n->dsos[i].syms);
+    free(n->dsos);
+    ember_symbolizer_free(n->sym);
+    pd_kernel_release(&n->kernel);
+    if (n->vdso_fd >= 0)
+        close(n->vdso_fd);
+    ember_arena_release(&n->arena);
+    free(n->buf);
+    free(n->out);
+    free(n);
+}
+
+static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
+{
+    if (!n->o->warn)
+        return;
+    struct ember_diag d;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ember_diag_set(&d, 0, n->f->name, 0, "%s: %s", file, msg);
+    n->o->warn(n->o->warn_ctx, &d);
+}
+
+/* ---- JIT maps ----------------------------------------------------------- */
+
+/* perf's dso__load_perf_map: lines "START SIZE name", hexadecimal. */
+static int jit_symbols(struct pd_names *n, struct dso_syms *d, const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return -ENOENT;
+    int err = ember_symtab_new(&d->syms);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (!err && (len = getline(&line, &cap, fp)) > 0) {
+        line[--len] = '\0'; /* perf drops the last byte, newline or not */
+        char *end;
+        uint64_t start = strtoull(line, &end, 16);
+        if (end == line || *end != ' ' || end + 3 >= line + len)
+            continue;
+        char *sz = end + 1;
+        uint64_t size = strtoull(sz, &end, 16);
+        if (*end != ' ' || end + 3 >= line + len)
+            continue;
+        const char *name = ember_arena_strndup(&n->arena, end + 1, strlen(end + 1));
+        if (!name)
+            err = -ENOMEM;
+        else if (size)
+            err = ember_symtab_add(d->syms, name, start, size, 0, true);
+    }
+    free(line);
+    fclose(fp);
+    return err ? err : ember_symtab_finish(d->syms);
+}
+
+/* ---- [vdso] ------------------------------------------------------------- */
+
+/* This process's vDSO as a file the symbolizer can open: a memfd. */
+static int vdso_file(struct pd_names *n)
+{
+    if (n->vdso_fd >= 0)
+        return 0;
+    return pd_vdso_open(&n->vdso_fd, n->vdso_path, sizeof(n->vdso_path));
+}
+
+int pd_vdso_open(int *fd_out, char *path, size_t cap)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps)
+        return -ENOENT;
+    char line[512];
+    uint64_t lo = 0, hi = 0;
+    while (fgets(line, sizeof(line), maps))
+        if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+            break;
+    fclose(maps);
+    if (hi <= lo)
+        return -ENOENT;
+    int fd = memfd_create("ember-vdso", MFD_CLOEXEC);
+    if (fd < 0)
+        return -ENOENT;
+    if (write(fd, (const void *)(uintptr_t)lo, hi - lo) != (ssize_t)(hi - lo)) {
+        close(fd);
+        return -ENOENT;
+    }
+    *fd_out = fd;
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return 0;
+}
+
+/* ---- loading a dso's symbols -------------------------------------------- */
+
+static void hex(char *out, const uint8_t *bits, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", bits[i]);
+}
+
+/* perf's build-id cache (perf record copies there each binary it samples,
+ * and perf script reads it first): DIR/.build-id/xx/rest/NAME under
+ * $PERF_BUILDID_DIR, else ~/.debug. */
+static bool cache_path(const struct pd_build_id *b, const char *name, char *out, size_t cap)
+{
+    const char *dir = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
+    char bid[2 * PD_BUILD_ID_MAX + 1];
+    if (!b || b->size == 0 || (!dir && !home))
+        return false;
+    hex(bid, b->bits, b->size);
+    int n = dir ? snprintf(out, cap, "%s/.build-id/%.2s/%s/%s", dir, bid, bid + 2, name)
+                : snprintf(out, cap, "%s/.debug/.build-id/%.2s/%s/%s", home, bid, bid + 2, name);
+    return n > 0 && (size_t)n < cap && access(out, R_OK) == 0;
+}
+
+/* An ELF file through the symbolizer, checked against its recorded
+ * build-id, as perf finds its symbols: perf's cached copy when there is
+ * one, then the file, the first with a symbol table (its own or its debug
+ * file's: a stripped binary's debug file lies beside it, not beside the
+ * copy), else the first readable (its .dynsym). */
+static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso *dso,
+                    const char *path)
+{
+    const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
+    const uint8_t *bits = b ? b->bits : NULL;
+    size_t bn = b ? b->size : 0;
+    struct ember_diag why;
+    char cached[4096];
+    ember_diag_clear(&why);
+    const char *order[2] = {path, NULL};
+    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached))) {
+        order[0] = cached;
+        order[1] = path;
+    }
+    struct ember_symbol_module *m;
+    int err = -ENOENT;
+    d->mod = NULL;
+    for (int i = 0; i < 2 && order[i]; i++) {
+        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &m, &why);
+        if (err == -ENOMEM)
+            return err;
+        bool full = !err && pd_elf_has_symtab(m);
+        if (!err && (!d->mod || full))
+            d->mod = m;
+        if (full)
+            break;
+    }
+    if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
+        warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
+    if (!d->mod)
+        return err;
+    return pd_elf_symbols(d->mod, &n->arena, &d->syms);
+}
+
+static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
+{
+    const struct pd_dso *dso = pd_tasks_dso(n->t, id);
+    int err;
+    switch (dso->kind) {
+    case PD_DSO_FILE:
+        err = open_elf(n, d, dso, dso->name);
+        break;
+    case PD_DSO_VDSO:
+        err = vdso_file(n);
+        if (!err)
+            err = open_elf(n, d, dso, n->vdso_path);
+        break;
+    case PD_DSO_JIT:
+        err = jit_symbols(n, d, dso->name);
+        break;
+    default:
+        err = 0;
+        break;
+    }
+    if (err == -ENOMEM)
+        return err;
+    d->state = err ? -1 : 1;
+    return 0;
+}
+
+static int dso_state(struct pd_names *n, uint32_t id, struct dso_syms **out)
+{
+    if (id >= n->ndsos) {
+        size_t want = pd_tasks_dso_count(n->t), cap = n->ndsos;
+        if (EMBER_VEC_RESERVE(n->dsos, cap, want) < 0)
+            return -ENOMEM;
+        memset(n->dsos + n->ndsos, 0, (want - n->ndsos) * sizeof(*n->dsos));
+        n->ndsos = want;
+    }
+    *out = &n->dsos[id];
+    return (*out)->state == 0 ? load(n, id, *out) : 0;
+}
+
+static int kernel_table(struct pd_names *n)
+{
+    if (n->kernel.loaded)
+        return 0;
+    const struct pd_build_id *b = pd_file_build_id(n->f, "[kernel.kallsyms]", true);
+    char cached[4096];
+    struct pd_kernel_source src = {"/proc/kallsyms",
+                                   "/sys/kernel/notes",
+                                   cache_path(b, "kallsyms", cached, sizeof(cached)) ? cached
+                                                                                     : NULL,
+                                   b ? b->bits : NULL,
+                                   b ? b->size : 0,
+                                   false,
+                                   0};
+    src.have_text = pd_tasks_kernel_text(n->t, &src.text);
+    int err = pd_kernel_load(&n->kernel, &src);
+    if (!err && !n->kernel.usable)
+        warn(n, "[kernel.kallsyms]", "%s; kernel frames are [unknown]", n->kernel.why);
+    return err;
+}
+
+/* ---- the symbol perf prints ---------------------------------------------- */
+
+/* The symbol at ip in map m of dso: *sym NULL when perf prints
+ * [unknown]. */
+static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const char **sym)
+{
+    *sym = NULL;
+    const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
+    const struct ember_symtab_sym *s;
+    uint64_t off, addr;
+    struct dso_syms *d;
+    int err;
+    switch (dso->kind) {
+    case PD_DSO_KERNEL:
+    case PD_DSO_MODULE:
+        if ((err = kernel_table(n)) < 0)
+            return err;
+        return pd_kernel_find(&n->kernel, dso->kind == PD_DSO_MODULE ? dso->name : NULL,
+                              dso->name_len, src->ip, sym, &off) == -ENOMEM
+                   ? -ENOMEM
+                   : 0;
+    case PD_DSO_BPF:
+        *sym = dso->name;
+        return 0;
+    case PD_DSO_MEMORY:
+        return 0;
+    default:
+        break;
+    }
+    if ((err = dso_state(n, src->dso, &d)) < 0 || d->state < 0)
+        return err;
+    if (dso->kind == PD_DSO_JIT)
+        addr = src->ip;
+    else if (ember_symbol_module_file_address(d->mod, src->start, src->pgoff, src->ip, &addr) < 0)
+        return 0;
+    if (ember_symtab_lookup(d->syms, addr, &s, &off) == 0)
+        *sym = s->name;
+    return 0;
+}
+
+/* ---- naming, as stackcollapse-perf.pl --------------------------------- */
+
+static int push(struct pd_names *n, uint32_t frame)
+{
+    if (EMBER_VEC_RESERVE(n->out, n->ocap, n->nout + 1) < 0)
+        return -ENOMEM;
+    n->out[n->nout++] = frame;
+    return 0;
+}
+
+static enum ember_frame_kind kind_of(const struct pd_dso *dso)
+{
+    if (!dso)
+        return EMBER_FRAME_USER;
+    switch (dso->kind) {
+    case PD_DSO_KERNEL:
+    case PD_DSO_MODULE:
+    case PD_DSO_BPF:
+        return EMBER_FRAME_KERNEL;
+    case PD_DSO_JIT:
+        return EMBER_FRAME_JIT;
+    default:
+        return EMBER_FRAME_USER;
+    }
+}
+
+/* One piece of a symbol (FlameGraph's steps 4 to 7, as name_piece in
+ * perf_script.c), interned with the frame's record. */
+static int name_piece(struct pd_names *n, const struct pd_frame_src *src, const char *piece,
+                      size_t plen, bool inlined, bool java, uint32_t module)
+{
+    const struct ember_perf_opts *po = &n->po;
+    const struct pd_dso *dso = src->dso == PD_NO_DSO ? NULL : pd_tasks_dso(n->t, src->dso);
+    const char *mod = dso ? dso->name : "[unknown]";
+    size_t ml = dso ? dso->name_len : 9;
+    char pc[24];
+    int pcl = snprintf(pc, sizeof(pc), "%llx", (unsigned long long)src->pc);
+    if (EMBER_VEC_RESERVE(n->buf, n->bcap, plen + ml + (size_t)pcl + 16) < 0)
+        return -ENOMEM;
+    bool unknown = false;
+    enum ember_frame_kind ann;
+    char *b = n->buf;
+    size_t len = ember_perf_name_piece(b, piece, plen, mod, ml, pc, (size_t)pcl, inlined, java, po,
+                                       &unknown, &ann);
+    struct ember_frame fr = {
+        .name = b,
+        .name_len = len,
+        .address = src->ip,
+        .has_address = true,
+        .module = module,
+        /* the kind the script annotates (views spell "f_[k]"), else the map's */
+        .kind = ann != EMBER_FRAME_USER ? ann
+                : inlined               ? EMBER_FRAME_INLINED
+                                        : kind_of(dso),
+        .kind_in_name = ann != EMBER_FRAME_USER,
+    };
+    uint32_t id;
+    int err = ember_profile_intern_frame(n->p, &fr, &id);
+    return err ? err : push(n, id);
+}
+
+/* FlameGraph's naming of "sym (module)": pieces split at "->" (the
+ * inlined calls some perf versions print that way). */
+static int name_symbol(struct pd_names *n, const struct pd_frame_src *src, const char *sym,
+                       bool java, uint32_t module)
+{
+    size_t rlen = strlen(sym);
+    if (ember_perf_parenthesized_only(sym, rlen))
+        return 0;
+    while (rlen >= 2 && memcmp(sym + rlen - 2, "->", 2) == 0)
+        rlen -= 2;
+    for (size_t start = 0, idx = 0; start < rlen || (idx == 0 && rlen > 0); idx++) {
+        const char *arrow = memmem(sym + start, rlen - start, "->", 2);
+        size_t end = arrow ? (size_t)(arrow - sym) : rlen;
+        int err = name_piece(n, src, sym + start, end - start, idx > 0, java, module);
+        if (err || !arrow)
+            return err;
+        start = end + 2;
+    }
+    return 0;
+}
+
+/* --inline: the symbolizer's DWARF frames at the address, outermost
+ * first, as perf_script.c's inline_frames makes them; -ENOENT when DWARF
+ * does not know the address (perf's naming then applies). */
+static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint32_t module)
+{
+    const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
+    struct dso_syms *d;
+    uint64_t addr;
+    const struct ember_symbol_chain *chain;
+    if (dso->kind != PD_DSO_FILE || ember_module_is_kernel(dso->name, dso->name_len) ||
+        ember_module_is_jit(dso->name, dso->name_len) ||
+        memmem(dso->name, dso->name_len, "kernel.", 7))
+        return -ENOENT;
+    int err = dso_state(n, src->dso, &d);
+    if (err || d->state < 0)
+        return err ? err : -ENOENT;
+    if (ember_symbol_module_file_address(d->mod, src->start, src->pgoff, src->ip, &addr) < 0 ||
+        (err = ember_symbolizer_resolve(n->sym, d->mod, addr, &chain)) == -ENOENT)
+        return -ENOENT;
+    if (err)
+        return err;
+    if (!chain->from_dwarf)
+        return -ENOENT;
+    for (uint32_t k = 0; k < chain->count; k++) {
+        struct ember_frame rec;
+        if ((err = ember_perf_inline_frame(&chain->frames[k], n->po.context, &n->buf, &n->bcap,
+                                           &rec)) < 0)
+            return err;
+        rec.address = src->ip;
+        rec.has_address = true;
+        rec.module = module;
+        uint32_t id;
+        if ((err = ember_profile_intern_frame(n->p, &rec, &id)) < 0 || (err = push(n, id)) < 0)
+            return err;
+    }
+    return 0;
+}
+
+int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module)
+{
+    *module = EMBER_NO_MODULE;
+    if (src->dso == PD_NO_DSO)
+        return 0;
+    const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
+    bool kernel = dso->kind == PD_DSO_KERNEL || dso->kind == PD_DSO_MODULE;
+    const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, kernel);
+    char bid[2 * PD_BUILD_ID_MAX + 1] = "";
+    if (b)
+        hex(bid, b->bits, b->size);
+    struct ember_module m = {
+        .path = dso->name,
+        .build_id = b ? bid : NULL,
+        .start = src->start,
+        .limit = src->end,
+        .offset = dso->kind == PD_DSO_FILE || dso->kind == PD_DSO_VDSO || dso->kind == PD_DSO_MEMORY
+                      ? src->pgoff
+                      : 0,
+        .flags = EMBER_MODULE_FUNCTIONS,
+    };
+    if (n->po.inline_frames && dso->kind == PD_DSO_FILE)
+        m.flags |= EMBER_MODULE_FILES | EMBER_MODULE_LINES | EMBER_MODULE_INLINES;
+    return ember_profile_module(n->p, &m, module);
+}
+
+int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool java,
+                     const uint32_t **frames, size_t *count)
+{
+    uint32_t module;
+    n->nout = 0;
+    int err = pd_names_module(n, src, &module);
+    if (!err && n->po.inline_frames && src->dso != PD_NO_DSO) {
+        err = dwarf_frames(n, src, module);
+        if (err == -ENOENT) {
+            n->nout = 0;
+            err = 1; /* named as perf names it */
+        } else if (!err) {
+            *frames = n->out;
+            *count = n->nout;
+            return 0;
+        }
+    }
+    if (err < 0)
+        return err;
+    const char *sym = NULL;
+    if (src->dso != PD_NO_DSO && (err = find_symbol(n, src, &sym)) < 0)
+        return err;
+    err = name_symbol(n, src, sym ? sym : "[unknown]", java, module);
+    *frames = n->out;
+    *count = n->nout;
+    return err;
+}

@@ -1,0 +1,201 @@
+/*
+ * chrome.c - Chrome's Trace Event JSON (what chrome://tracing, Perfetto's UI
+ * and speedscope open): spans as B/E pairs, instants and user events as
+ * thread-scoped "i", counters as "C", thread names as metadata events.
+ * Times are microseconds since the trace started, to the nanosecond.
+ *
+ * Spans are paired as spans.h says: viewers (speedscope) reject ends
+ * without a begin and begins never ended, which a flight recorder
+ * produces. A span still open at the end of the trace ends at the trace's
+ * last timestamp, its name marked (EMBER_OPEN_SPAN_MARK) on both B and E:
+ * a first pass finds those spans, so the mark is there where they begin.
+ */
+#include "ember/trace.h"
+#include "ember/traceview.h"
+#include "base/writer.h"
+#include "write/flame/flame_internal.h"
+#include "traceview/spans.h"
+#include "base/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The len bytes at s as a JSON string, with suffix (never escaped) before
+ * its end quote. */
+void ember_export_json_bytes(struct ember_writer *w, const char *s, size_t len, const char *suffix)
+{
+    ember_writer_put(w, "\"", 1);
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    for (; p < end; p++) {
+        if (*p == '"' || *p == '\\')
+            ember_writer_printf(w, "\\%c", *p);
+        else if (*p < 0x20)
+            ember_writer_printf(w, "\\u%04x", *p);
+        else if (*p >= 0x80) {
+            /* keep valid UTF-8, replace the rest: JSON must be UTF-8 */
+            size_t n = 1;
+            while (p + n < end && n < 4 && (p[n] & 0xc0) == 0x80)
+                n++;
+            ember_svg_escape(w, (const char *)p, n, false);
+            p += n - 1;
+        } else
+            ember_writer_put(w, (const char *)p, 1);
+    }
+    ember_writer_puts(w, suffix);
+    ember_writer_put(w, "\"", 1);
+}
+
+static void json_string_with(struct ember_writer *w, const char *s, const char *suffix)
+{
+    ember_export_json_bytes(w, s, strlen(s), suffix);
+}
+
+static void json_string(struct ember_writer *w, const char *s)
+{
+    json_string_with(w, s, "");
+}
+
+struct chrome {
+    struct ember_writer w;
+    struct ember_trace *t;
+    uint32_t pid;
+    struct ember_span_stack *open; /* per ring */
+    struct ember_open_set still_open;
+    int64_t last; /* the last timestamp so far */
+};
+
+static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
+{
+    ember_writer_puts(w, ",\"args\":{");
+    for (unsigned i = 0; i < e->site->nfields; i++) {
+        if (i)
+            ember_writer_puts(w, ",");
+        json_string(w, e->site->field_names[i]);
+        ember_writer_puts(w, ":");
+        if (e->site->field_types[i] == EMBER_FT_STR)
+            json_string(w, e->v[i].s);
+        else if (e->site->field_types[i] == EMBER_FT_BYTES)
+            ember_export_json_bytes(w, e->v[i].s, e->v[i].len, "");
+        else if (e->site->field_types[i] == EMBER_FT_F64 && e->v[i].f == e->v[i].f &&
+                 e->v[i].f - e->v[i].f == 0)
+            ember_writer_printf(w, "%.17g", e->v[i].f);
+        else if (e->site->field_types[i] == EMBER_FT_F64)
+            ember_writer_puts(w, "null"); /* JSON has no NaN or infinity */
+        else
+            ember_writer_printf(w, "%lld", (long long)e->v[i].i);
+    }
+    ember_writer_puts(w, "}");
+}
+
+static void put_event(struct chrome *c, const char *ph, uint32_t tid, int64_t ns, const char *name,
+                      bool open)
+{
+    ember_writer_printf(
+        &c->w, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,\"name\":", ph, c->pid,
+        tid, (long long)(ns / 1000), (long long)(ns % 1000 < 0 ? -(ns % 1000) : ns % 1000));
+    json_string_with(&c->w, name, open ? EMBER_OPEN_SPAN_MARK : "");
+}
+
+/* Ends the open spans of a thread above depth keep. */
+static void end_to(struct chrome *c, unsigned ring, uint32_t tid, size_t keep, int64_t ns)
+{
+    struct ember_span_stack *o = &c->open[ring];
+    while (o->n > keep) {
+        const struct ember_open_span *s = &o->s[--o->n];
+        put_event(c, "E", tid, ns, s->name, s->open);
+        ember_writer_puts(&c->w, "}");
+    }
+}
+
+static const char *phase(int kind)
+{
+    switch (kind) {
+    case EMBER_EV_BEGIN:
+        return "B";
+    case EMBER_EV_END:
+        return "E";
+    case EMBER_EV_COUNTER:
+        return "C";
+    default:
+        return "i";
+    }
+}
+
+static int chrome_event(void *ctx, const struct ember_trace_event *e)
+{
+    struct chrome *c = ctx;
+    struct ember_span_stack *o = &c->open[e->ring];
+    bool open = false;
+    c->last = e->ns > c->last ? e->ns : c->last;
+    if (e->site->kind == EMBER_EV_END) {
+        size_t k = ember_span_stack_match(o, e->site->name);
+        if (k == 0)
+            return 0; /* its begin is not in the trace */
+        end_to(c, e->ring, e->tid, k, e->ns);
+        open = o->s[--o->n].open;
+    } else if (e->site->kind == EMBER_EV_BEGIN) {
+        open = ember_open_set_has(&c->still_open, e->ring, e->seq);
+        if (ember_span_stack_push(o, e, open) < 0)
+            return -ENOMEM;
+    }
+    const char *ph = phase(e->site->kind);
+    put_event(c, ph, e->tid, e->ns, e->site->name, open);
+    if (*ph == 'i')
+        ember_writer_puts(&c->w, ",\"s\":\"t\"");
+    if (e->site->nfields)
+        put_args(&c->w, e);
+    ember_writer_puts(&c->w, "}");
+    return c->w.err;
+}
+
+static void put_names(struct chrome *c)
+{
+    char pname[64];
+    ember_writer_printf(&c->w,
+                        "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
+                        "\"name\":\"process_name\",\"args\":{\"name\":",
+                        c->pid);
+    json_string(&c->w, ember_export_process_name(c->t, pname, sizeof(pname)));
+    ember_writer_puts(&c->w, "}}");
+    for (unsigned i = 0; i < ember_trace_ring_count(c->t); i++) {
+        const struct ember_trace_ring *r = ember_trace_ring(c->t, i);
+        if (!r->name[0])
+            continue;
+        ember_writer_printf(&c->w,
+                            ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
+                            "\"args\":{\"name\":",
+                            c->pid, r->tid);
+        json_string(&c->w, r->name);
+        ember_writer_puts(&c->w, "}}");
+    }
+}
+
+int ember_trace_export_chrome(struct ember_trace *t, const struct ember_sink *out)
+{
+    struct chrome *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    unsigned nrings = ember_trace_ring_count(t);
+    ember_writer_init(&c->w, out);
+    c->t = t;
+    c->pid = ember_trace_pid(t);
+    c->last = INT64_MIN;
+    c->open = calloc(nrings ? nrings : 1, sizeof(*c->open));
+    int err = c->open ? ember_open_set_find(t, &c->still_open) : -ENOMEM;
+    if (!err) {
+        put_names(c);
+        err = ember_trace_each(t, chrome_event, c);
+    }
+    /* what is still open ends with the trace */
+    for (unsigned i = 0; i < nrings && !err; i++)
+        end_to(c, i, ember_trace_ring(t, i)->tid, 0, c->last);
+    ember_writer_puts(&c->w, "\n],\"displayTimeUnit\":\"ns\"}\n");
+    int ferr = ember_writer_flush(&c->w);
+    for (unsigned i = 0; c->open && i < nrings; i++)
+        free(c->open[i].s);
+    free(c->open);
+    ember_open_set_release(&c->still_open);
+    free(c);
+    return err ? err : ferr;
+}

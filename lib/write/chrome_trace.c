@@ -1,0 +1,209 @@
+/*
+ * chrome_trace.c - a profile as Chrome's Trace Event JSON: complete ("X")
+ * events on one thread, laid out as a flame chart (in arrival order when
+ * the profile kept it, else in folded order), for Perfetto's UI and
+ * speedscope.
+ *
+ * Events are written in the order frames open, outermost first: speedscope
+ * sorts X events by start and then by longest duration, stably, so a parent
+ * and its only child (same start, same duration) keep file order. That needs
+ * each frame's end before it is written, so the layout is made first; it
+ * has one event per frame drawn (memory as the profile's nodes, or as its
+ * arrival sequence, which the profile already holds).
+ *
+ * Times are microseconds. Viewers compute an event's end as ts + dur in
+ * doubles: integral times are exact; for fractional ones, dur is the
+ * largest double that keeps that sum at most the exact end and at most the
+ * parent's computed end, which keeps children inside their parents and
+ * siblings in order (ts is always the double of the exact start).
+ */
+#include "write/write_impl.h"
+#include "wire/trace_time.h"
+#include "base/vec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct span {
+    uint32_t node;
+    int64_t start, end;
+};
+
+struct chrome {
+    struct ember_writer w;
+    const struct ember_profile *p;
+    unsigned metric;
+    struct ember_us us;
+    struct span *spans;
+    size_t nspans, scap;
+    size_t *open; /* spans of the frames open, outermost first */
+    size_t nopen, ocap;
+};
+
+static int on_open(void *ctx, uint32_t node, int64_t at)
+{
+    struct chrome *c = ctx;
+    if (EMBER_VEC_RESERVE(c->spans, c->scap, c->nspans + 1) < 0 ||
+        EMBER_VEC_RESERVE(c->open, c->ocap, c->nopen + 1) < 0)
+        return -ENOMEM;
+    c->spans[c->nspans] = (struct span){node, at, at};
+    c->open[c->nopen++] = c->nspans++;
+    return 0;
+}
+
+static int on_close(void *ctx, uint32_t node, int64_t start, int64_t end)
+{
+    struct chrome *c = ctx;
+    (void)node;
+    (void)start;
+    c->spans[c->open[--c->nopen]].end = end;
+    return 0;
+}
+
+static int chart_stack(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
+{
+    struct ember_chart *ch = ctx;
+    struct chrome *c = ch->ctx;
+    return ember_chart_step(ch, path, depth, self[c->metric]);
+}
+
+static int layout(struct chrome *c)
+{
+    struct ember_chart ch = {.on_open = on_open, .on_close = on_close, .ctx = c};
+    int err = ember_profile_has_sequence(c->p) ? ember_profile_walk_sequence(c->p, chart_stack, &ch)
+                                               : ember_profile_walk(c->p, chart_stack, &ch);
+    int ferr = ember_chart_finish(&ch);
+    return err ? err : ferr;
+}
+
+static int put_time(struct chrome *c, int64_t v, char *text)
+{
+    int n = ember_us_format(&c->us, v, text);
+    return n < 0 ? n : 0;
+}
+
+/* Writes span s; limit is where its parent ends as viewers compute it,
+ * *end_d where s does. */
+static int put_span(struct chrome *c, const struct span *s, double limit, double *end_d)
+{
+    char ts[48], end[48], dur[48];
+    int err = put_time(c, s->start, ts);
+    if (!err)
+        err = put_time(c, s->end, end);
+    if (err)
+        return err;
+    if (!strchr(ts, '.') && !strchr(end, '.')) {
+        err = put_time(c, s->end - s->start, dur); /* integers: exact in doubles */
+        *end_d = strtod(end, NULL);
+    } else {
+        double ts_d = strtod(ts, NULL), target = strtod(end, NULL);
+        double dur_d = ember_trace_fitted_dur(ts_d, target < limit ? target : limit);
+        snprintf(dur, sizeof(dur), "%.17g", dur_d);
+        *end_d = ts_d + dur_d;
+    }
+    if (err)
+        return err;
+    size_t len;
+    const char *name =
+        ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, s->node), &len);
+    ember_writer_puts(&c->w, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":");
+    ember_writer_puts(&c->w, ts);
+    ember_writer_puts(&c->w, ",\"dur\":");
+    ember_writer_puts(&c->w, dur);
+    ember_writer_puts(&c->w, ",\"name\":");
+    ember_json_string(&c->w, name, len);
+    ember_writer_put(&c->w, "}", 1);
+    return c->w.err;
+}
+
+/* The spans in open order, each kept inside its parent as viewers compute
+ * ends: the enclosing spans' ends (exact, and as doubles) are stacked. */
+static int put_spans(struct chrome *c)
+{
+    struct open_end {
+        int64_t end;
+        double end_d;
+    } *ends = NULL;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    for (size_t i = 0; i < c->nspans && !err; i++) {
+        const struct span *s = &c->spans[i];
+        while (n && ends[n - 1].end <= s->start)
+            n--;
+        double end_d;
+        err = put_span(c, s, n ? ends[n - 1].end_d : INFINITY, &end_d);
+        if (!err && EMBER_VEC_RESERVE(ends, cap, n + 1) < 0)
+            err = -ENOMEM;
+        if (!err)
+            ends[n++] = (struct open_end){s->end, end_d};
+    }
+    free(ends);
+    return err;
+}
+
+static void put_metadata(struct chrome *c, const struct ember_convert_opts *o)
+{
+    struct ember_writer *w = &c->w;
+    char thread[2 * EMBER_UNIT_MAX + 8];
+    snprintf(thread, sizeof(thread), "%s (%s)", ember_profile_sample_type(c->p),
+             ember_profile_unit(c->p));
+    ember_writer_puts(w, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
+                         "\"tid\":1,\"args\":{\"name\":");
+    ember_json_string(w, o->name, strlen(o->name));
+    ember_writer_puts(w, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,"
+                         "\"args\":{\"name\":");
+    ember_json_string(w, thread, strlen(thread));
+    ember_writer_puts(w, "}}");
+}
+
+static void put_trailer(struct chrome *c, const struct ember_convert_opts *o)
+{
+    struct ember_writer *w = &c->w;
+    ember_writer_puts(w, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":");
+    ember_json_string(w, o->exporter, strlen(o->exporter));
+    ember_writer_puts(w, ",\"sample_type\":");
+    ember_json_string(w, ember_profile_sample_type(c->p), strlen(ember_profile_sample_type(c->p)));
+    ember_writer_puts(w, ",\"unit\":");
+    ember_json_string(w, ember_profile_unit(c->p), strlen(ember_profile_unit(c->p)));
+    ember_writer_puts(w, "}}\n");
+}
+
+static int write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                        const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_convert_opts o = ember_convert_opts_fill(opts);
+    struct chrome *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->p = p;
+    c->metric = ember_convert_metric(p);
+    c->us = ember_us_of(p);
+    ember_writer_init(&c->w, out);
+    int err = ember_convert_check_positive(p, c->metric, "a Chrome trace", d);
+    if (!err)
+        err = layout(c);
+    if (!err) {
+        put_metadata(c, &o);
+        err = put_spans(c);
+        put_trailer(c, &o);
+    }
+    int ferr = ember_writer_flush(&c->w);
+    free(c->spans);
+    free(c->open);
+    free(c);
+    return err ? err : ferr;
+}
+
+int ember_write_chrome(const struct ember_profile *p, const struct ember_convert_opts *opts,
+                       const struct ember_sink *out, struct ember_diag *d)
+{
+    struct ember_profile *named; /* a flame chart of names */
+    int err = ember_profile_function_names(p, &named);
+    if (!err)
+        err = write_chrome(named ? named : p, opts, out, d);
+    ember_profile_free(named);
+    return err;
+}

@@ -1,0 +1,589 @@
+/*
+ * report.c - the text reports of ember/write.h.
+ *
+ * Everything is computed on the stack trie in linear passes: a node's
+ * inclusive weight by one reverse scan (children have larger indices than
+ * their parents), the children lists by counting, and, by one depth-first
+ * walk, whether a node's function already occurs above it on its path
+ * (the "outer" occurrence is the one whose inclusive weight counts towards
+ * the function's total, so that recursion is not counted twice).
+ */
+#include "ember/write.h"
+#include "ember/transform.h"
+#include "base/writer.h"
+#include "write/not_functions.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tree {
+    const struct ember_profile *p;
+    unsigned m;
+    int64_t *incl;   /* inclusive weight, by node */
+    uint32_t *first; /* children of n: kids[first[n] .. first[n + 1]) */
+    uint32_t *kids;
+    bool *outer; /* the node's function is not on its path above it */
+    int64_t total;
+};
+
+static void tree_release(struct tree *t)
+{
+    free(t->incl);
+    free(t->first);
+    free(t->kids);
+    free(t->outer);
+}
+
+static int mark_outer(struct tree *t)
+{
+    const struct ember_profile *p = t->p;
+    uint32_t *depth_of =
+        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*depth_of));
+    uint32_t *stack = malloc(ember_profile_node_count(p) * sizeof(*stack)),
+             *next = malloc(ember_profile_node_count(p) * sizeof(*next));
+    int err = depth_of && stack && next ? 0 : -ENOMEM;
+    size_t sp = 0;
+    if (!err) {
+        stack[sp] = EMBER_ROOT;
+        next[sp++] = t->first[EMBER_ROOT];
+    }
+    while (!err && sp > 0) {
+        uint32_t n = stack[sp - 1];
+        if (next[sp - 1] == t->first[n + 1]) { /* done with n */
+            if (n != EMBER_ROOT)
+                depth_of[ember_profile_node_frame(p, n)]--;
+            sp--;
+            continue;
+        }
+        uint32_t c = t->kids[next[sp - 1]++];
+        uint32_t f = ember_profile_node_frame(p, c);
+        t->outer[c] = depth_of[f]++ == 0;
+        stack[sp] = c;
+        next[sp++] = t->first[c];
+    }
+    free(depth_of);
+    free(stack);
+    free(next);
+    return err;
+}
+
+static int tree_build(struct tree *t, const struct ember_profile *p, unsigned metric)
+{
+    memset(t, 0, sizeof(*t));
+    t->p = p;
+    t->m = ember_profile_is_differential(p) ? (metric < 2 ? metric : 0) : ember_profile_selected(p);
+    uint32_t n = ember_profile_node_count(p);
+    t->incl = malloc(n * sizeof(*t->incl));
+    t->first = calloc((size_t)n + 1, sizeof(*t->first));
+    t->kids = malloc(n * sizeof(*t->kids));
+    t->outer = calloc(n, sizeof(*t->outer));
+    if (!t->incl || !t->first || !t->kids || !t->outer)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        t->incl[i] = ember_profile_self(p, i, t->m);
+    for (uint32_t i = n; i-- > 1;)
+        t->incl[ember_profile_node_parent(p, i)] += t->incl[i];
+    t->total = t->incl[EMBER_ROOT];
+    for (uint32_t i = 1; i < n; i++)
+        t->first[ember_profile_node_parent(p, i) + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        t->first[i + 1] += t->first[i];
+    uint32_t *fill = malloc((size_t)n * sizeof(*fill));
+    if (!fill)
+        return -ENOMEM;
+    memcpy(fill, t->first, n * sizeof(*fill));
+    for (uint32_t i = 1; i < n; i++)
+        t->kids[fill[ember_profile_node_parent(p, i)]++] = i;
+    free(fill);
+    return mark_outer(t);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static double percent(int64_t v, int64_t total)
+{
+    return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+/* A weight in a text column: times and sizes in their units ("42.5 ms"),
+ * counts exact. */
+static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
+{
+    char buf[64];
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, ember_profile_decimals(p)),
+                           ember_profile_unit(p)))
+        ember_weight_format(buf, v, ember_profile_decimals(p));
+    ember_writer_printf(w, "%*s", width, buf);
+}
+
+/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles";
+ * the type as read, its control characters escaped as names are. */
+static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
+{
+    char num[64], type[64];
+    const char *read = ember_profile_sample_type(p);
+    ember_text_escape(read, strlen(read), type, sizeof(type));
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
+                          ember_profile_unit(p))) {
+        snprintf(buf, cap, "%s of %s", num, type);
+        return;
+    }
+    ember_weight_format(num, v, ember_profile_decimals(p));
+    snprintf(buf, cap, "%s %s", num, type);
+}
+
+/* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
+ * line breaks, which TSV cannot hold, become spaces). */
+static void put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n)
+{
+    if (fmt == EMBER_TABLE_TSV) {
+        for (size_t i = 0; i < n; i++)
+            ember_writer_put(w, s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? " " : s + i, 1);
+        return;
+    }
+    if (!memchr(s, ',', n) && !memchr(s, '"', n) && !memchr(s, '\n', n) && !memchr(s, '\r', n)) {
+        ember_writer_put(w, s, n);
+        return;
+    }
+    ember_writer_put(w, "\"", 1);
+    for (size_t i = 0; i < n; i++)
+        ember_writer_put(w, s[i] == '"' ? "\"\"" : s + i, 1 + (s[i] == '"'));
+    ember_writer_put(w, "\"", 1);
+}
+
+/* Numbers of a CSV/TSV row: ",weight,percent". */
+static void put_cells(struct ember_writer *w, const struct ember_profile *p, enum ember_table fmt,
+                      int64_t v, int64_t total)
+{
+    char buf[32], sep = fmt == EMBER_TABLE_TSV ? '\t' : ',';
+    ember_weight_format(buf, v, ember_profile_decimals(p));
+    ember_writer_printf(w, "%c%s%c%.4f", sep, buf, sep, percent(v, total));
+}
+
+static const char *name_of(const struct ember_profile *p, uint32_t f, size_t *len)
+{
+    return ember_profile_frame_name(p, f, len);
+}
+
+static bool name_is(const struct ember_profile *p, uint32_t f, const char *name)
+{
+    size_t len;
+    const char *s = ember_profile_frame_name(p, f, &len);
+    return len == strlen(name) && memcmp(s, name, len) == 0;
+}
+
+/* ---- top ---------------------------------------------------------------- */
+
+struct frame_stat {
+    uint32_t frame;
+    int64_t self, total;
+};
+
+static int by_self(const void *a, const void *b)
+{
+    const struct frame_stat *x = a, *y = b;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+static int by_total(const void *a, const void *b)
+{
+    const struct frame_stat *x = a, *y = b;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return by_self(a, b);
+}
+
+/* Per function: self and total; the functions that have any weight. A
+ * root named as a process is no function: its total is not counted. */
+static int frame_stats(const struct tree *t, const bool *root_name, struct frame_stat **out,
+                       size_t *count)
+{
+    const struct ember_profile *p = t->p;
+    struct frame_stat *fs =
+        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*fs));
+    if (!fs)
+        return -ENOMEM;
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
+        fs[f].frame = f;
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
+        uint32_t f = ember_profile_node_frame(p, n);
+        struct frame_stat *s = &fs[f];
+        s->self += ember_profile_self(p, n, t->m);
+        if (t->outer[n] && !(root_name[f] && ember_profile_node_parent(p, n) == EMBER_ROOT))
+            s->total += t->incl[n];
+    }
+    size_t k = 0;
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
+        if (fs[f].self || fs[f].total)
+            fs[k++] = fs[f];
+    *out = fs;
+    *count = k;
+    return 0;
+}
+
+static void top_rows(struct ember_writer *w, const struct tree *t, const struct frame_stat *fs,
+                     size_t rows, enum ember_table fmt)
+{
+    const struct ember_profile *p = t->p;
+    int64_t sum = 0;
+    for (size_t i = 0; i < rows; i++) {
+        size_t len;
+        const char *name = name_of(p, fs[i].frame, &len);
+        sum += fs[i].self;
+        if (fmt != EMBER_TABLE_TEXT) {
+            put_field(w, fmt, name, len);
+            put_cells(w, p, fmt, fs[i].self, t->total);
+            put_cells(w, p, fmt, fs[i].total, t->total);
+            ember_writer_put(w, "\n", 1);
+            continue;
+        }
+        put_weight(w, p, fs[i].self, 12);
+        ember_writer_printf(w, " %6.2f%% %6.2f%% ", percent(fs[i].self, t->total),
+                            percent(sum, t->total));
+        put_weight(w, p, fs[i].total, 12);
+        ember_writer_printf(w, " %6.2f%%  ", percent(fs[i].total, t->total));
+        ember_writer_put(w, name, len);
+        ember_writer_put(w, "\n", 1);
+    }
+}
+
+/* By total, the names of unresolved addresses are left out (not_functions.h). */
+static size_t rank_by_total(const struct ember_profile *p, struct frame_stat *fs, size_t n,
+                            size_t *unresolved)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *name = name_of(p, fs[i].frame, &len);
+        if (ember_report_unresolved(name, len))
+            ++*unresolved;
+        else
+            fs[k++] = fs[i];
+    }
+    return k;
+}
+
+static size_t count_roots(const struct ember_profile *p, const bool *root_name)
+{
+    size_t n = 0;
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
+        n += root_name[f];
+    return n;
+}
+
+static int report_top(const struct ember_profile *p, const bool *root_name,
+                      const struct ember_report_opts *o, const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct frame_stat *fs = NULL;
+    size_t n = 0, unresolved = 0;
+    struct ember_writer *w = malloc(sizeof(*w));
+    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    if (!err)
+        err = frame_stats(&t, root_name, &fs, &n);
+    if (!err && o->by_total)
+        n = rank_by_total(p, fs, n, &unresolved);
+    if (!err) {
+        qsort(fs, n, sizeof(*fs), o->by_total ? by_total : by_self);
+        size_t rows = o->top && o->top < n ? o->top : n;
+        while (rows > 0 && percent(o->by_total ? fs[rows - 1].total : fs[rows - 1].self, t.total) <
+                               o->percent_limit)
+            rows--;
+        ember_writer_init(w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        if (o->format != EMBER_TABLE_TEXT) {
+            ember_writer_printf(w, "function%sself%sself_pct%stotal%stotal_pct\n", sep, sep, sep,
+                                sep);
+        } else {
+            char total[160];
+            total_text(total, sizeof(total), p, t.total);
+            ember_writer_printf(w, "Showing %zu of %zu functions; total %s\n", rows, n, total);
+            ember_report_left_out(w, count_roots(p, root_name), unresolved);
+            ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
+                                "total%", "function");
+        }
+        top_rows(w, &t, fs, rows, o->format);
+        err = ember_writer_flush(w);
+    }
+    free(fs);
+    free(w);
+    tree_release(&t);
+    return err;
+}
+
+/* ---- tree --------------------------------------------------------------- */
+
+struct tree_walk {
+    const struct tree *t;
+    const struct ember_report_opts *o;
+    struct ember_writer *w;
+    uint32_t *node, *next; /* the path being walked, and the next child of each */
+    char *text;            /* CSV: the path as "a;b;c" */
+    size_t *text_len;      /* its length at each depth */
+    size_t cap;
+    uint64_t hidden;       /* subtrees left out by --percent-limit ... */
+    int64_t hidden_weight; /* ... and their weight */
+};
+
+static int by_incl_desc(const void *a, const void *b, void *ctx)
+{
+    const int64_t *incl = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (incl[x] != incl[y])
+        return incl[x] > incl[y] ? -1 : 1;
+    return x < y ? -1 : 1;
+}
+
+enum { MAX_INDENT = 64 };
+
+/* The line of node n at depth (1 for the roots' children). */
+static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
+{
+    const struct ember_profile *p = tw->t->p;
+    struct ember_writer *w = tw->w;
+    size_t len;
+    const char *name = name_of(p, ember_profile_node_frame(p, n), &len);
+    if (tw->o->format == EMBER_TABLE_TEXT) {
+        ember_writer_printf(w, "%7.2f%% ", percent(tw->t->incl[n], tw->t->total));
+        put_weight(w, p, tw->t->incl[n], 12);
+        /* indentation stops growing at MAX_INDENT levels (a million-frame
+         * stack would print a terabyte); deeper lines say their depth */
+        size_t level = depth - 1;
+        ember_writer_printf(w, "  %*s", (int)(2 * (level < MAX_INDENT ? level : MAX_INDENT)), "");
+        if (level > MAX_INDENT)
+            ember_writer_printf(w, "[%zu] ", level);
+        ember_writer_put(w, name, len);
+        ember_writer_put(w, "\n", 1);
+        return 0;
+    }
+    size_t at = tw->text_len[depth - 1], need = at + 1 + len;
+    if (need > tw->cap) {
+        char *text = realloc(tw->text, need * 2);
+        if (!text)
+            return -ENOMEM;
+        tw->text = text;
+        tw->cap = need * 2;
+    }
+    if (depth > 1)
+        tw->text[at++] = ';';
+    memcpy(tw->text + at, name, len);
+    tw->text_len[depth] = at + len;
+    put_field(w, tw->o->format, tw->text, at + len);
+    put_cells(w, p, tw->o->format, tw->t->incl[n], tw->t->total);
+    put_cells(w, p, tw->o->format, ember_profile_self(p, n, tw->t->m), tw->t->total);
+    ember_writer_put(w, "\n", 1);
+    return 0;
+}
+
+/* Depth first without recursion (stacks can be a million frames deep),
+ * heaviest child first: each node's children are sorted when entered. */
+static int tree_walk(struct tree_walk *tw)
+{
+    const struct tree *t = tw->t;
+    size_t sp = 0;
+    int err = 0;
+    tw->node[0] = EMBER_ROOT;
+    tw->next[0] = t->first[EMBER_ROOT];
+    tw->text_len[0] = 0;
+    qsort_r(t->kids + t->first[EMBER_ROOT], t->first[1] - t->first[0], sizeof(*t->kids),
+            by_incl_desc, t->incl);
+    while (!err) {
+        uint32_t n = tw->node[sp];
+        if (tw->next[sp] == t->first[n + 1]) {
+            if (sp-- == 0)
+                break;
+            continue;
+        }
+        uint32_t c = t->kids[tw->next[sp]++];
+        if (t->incl[c] == 0)
+            continue;
+        if (percent(t->incl[c], t->total) < tw->o->percent_limit) {
+            tw->hidden++;
+            tw->hidden_weight += t->incl[c];
+            continue;
+        }
+        err = tree_line(tw, c, sp + 1);
+        sp++;
+        tw->node[sp] = c;
+        tw->next[sp] = t->first[c];
+        qsort_r(t->kids + t->first[c], t->first[c + 1] - t->first[c], sizeof(*t->kids),
+                by_incl_desc, t->incl);
+    }
+    return err;
+}
+
+static int report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                       const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0,
+                           0,  0};
+    int err = tw.w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    if (!err) {
+        tw.node = malloc(ember_profile_node_count(p) * sizeof(*tw.node));
+        tw.next = malloc(ember_profile_node_count(p) * sizeof(*tw.next));
+        tw.text_len = malloc(((size_t)ember_profile_node_count(p) + 1) * sizeof(*tw.text_len));
+        err = tw.node && tw.next && tw.text_len ? 0 : -ENOMEM;
+    }
+    if (!err) {
+        ember_writer_init(tw.w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        if (o->format != EMBER_TABLE_TEXT)
+            ember_writer_printf(tw.w, "stack%stotal%stotal_pct%sself%sself_pct\n", sep, sep, sep,
+                                sep);
+        err = tree_walk(&tw);
+        if (!err && tw.hidden && o->format == EMBER_TABLE_TEXT) {
+            char w[160];
+            total_text(w, sizeof(w), p, tw.hidden_weight);
+            ember_writer_printf(tw.w,
+                                "(%llu subtrees under %g%% not shown: %s, %.2f%% of the "
+                                "total)\n",
+                                (unsigned long long)tw.hidden, o->percent_limit, w,
+                                percent(tw.hidden_weight, t.total));
+        }
+        int ferr = ember_writer_flush(tw.w);
+        err = err ? err : ferr;
+    }
+    free(tw.node);
+    free(tw.next);
+    free(tw.text);
+    free(tw.text_len);
+    free(tw.w);
+    tree_release(&t);
+    return err;
+}
+
+/* ---- callers and callees ------------------------------------------------ */
+
+static int report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                             const char *name, bool callers, const struct ember_sink *out)
+{
+    struct tree t = {0};
+    struct frame_stat *fs = NULL;
+    struct ember_writer *w = malloc(sizeof(*w));
+    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    uint32_t target = UINT32_MAX;
+    for (uint32_t f = 0; !err && f < ember_profile_frame_count(p); f++)
+        if (name_is(p, f, name))
+            target = f;
+    if (!err && target == UINT32_MAX)
+        err = -ENOENT;
+    /* by neighbouring function; an extra slot for the root (no caller) or self */
+    uint32_t none = ember_profile_frame_count(p);
+    if (!err && !(fs = calloc((size_t)none + 1, sizeof(*fs))))
+        err = -ENOMEM;
+    int64_t whole = 0;
+    for (uint32_t n = 1; !err && n < ember_profile_node_count(p); n++) {
+        if (ember_profile_node_frame(p, n) != target || !t.outer[n])
+            continue;
+        whole += t.incl[n];
+        if (callers) {
+            uint32_t up = ember_profile_node_parent(p, n);
+            fs[up == EMBER_ROOT ? none : ember_profile_node_frame(p, up)].total += t.incl[n];
+            continue;
+        }
+        fs[none].total += ember_profile_self(p, n, t.m);
+        for (uint32_t k = t.first[n]; k < t.first[n + 1]; k++)
+            fs[ember_profile_node_frame(p, t.kids[k])].total += t.incl[t.kids[k]];
+    }
+    if (!err) {
+        size_t k = 0;
+        for (uint32_t f = 0; f <= none; f++)
+            if (fs[f].total) {
+                fs[k] = fs[f];
+                fs[k++].frame = f;
+            }
+        qsort(fs, k, sizeof(*fs), by_total);
+        ember_writer_init(w, out);
+        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+        const char *what = callers ? "caller" : "callee";
+        if (o->format != EMBER_TABLE_TEXT) {
+            ember_writer_printf(w, "%s%sweight%spct_of_function\n", what, sep, sep);
+        } else {
+            char buf[160];
+            total_text(buf, sizeof(buf), p, whole);
+            ember_writer_printf(w, "%s of %s: %s, %.2f%% of the total\n",
+                                callers ? "Callers" : "Callees", name, buf,
+                                percent(whole, t.total));
+        }
+        size_t i = 0;
+        for (; i < k; i++) {
+            if (percent(fs[i].total, whole) < o->percent_limit)
+                break;
+            size_t len = 0;
+            const char *s = fs[i].frame == none ? (callers ? "(root)" : "(self)")
+                                                : name_of(p, fs[i].frame, &len);
+            len = fs[i].frame == none ? strlen(s) : len;
+            if (o->format != EMBER_TABLE_TEXT) {
+                put_field(w, o->format, s, len);
+                put_cells(w, p, o->format, fs[i].total, whole);
+                ember_writer_put(w, "\n", 1);
+                continue;
+            }
+            put_weight(w, p, fs[i].total, 12);
+            ember_writer_printf(w, " %7.2f%%  ", percent(fs[i].total, whole));
+            ember_writer_put(w, s, len);
+            ember_writer_put(w, "\n", 1);
+        }
+        if (i < k && o->format == EMBER_TABLE_TEXT) {
+            int64_t rest = 0;
+            for (size_t j = i; j < k; j++)
+                rest += fs[j].total;
+            char buf[160];
+            total_text(buf, sizeof(buf), p, rest);
+            ember_writer_printf(w, "(%zu %s under %g%% not shown: %s)\n", k - i,
+                                callers ? "callers" : "callees", o->percent_limit, buf);
+        }
+        err = ember_writer_flush(w);
+    }
+    free(fs);
+    free(w);
+    tree_release(&t);
+    return err;
+}
+
+/* ---- entry points: reports show names -------------------------------------- */
+
+int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
+                     const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    bool *root_name = NULL;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = ember_report_root_names(p, named ? named : p, &root_name);
+    if (!err)
+        err = report_top(named ? named : p, root_name, o, out);
+    free(root_name);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
+                      const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_tree(named ? named : p, o, out);
+    ember_profile_free(named);
+    return err;
+}
+
+int ember_report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
+                            const char *name, bool callers, const struct ember_sink *out)
+{
+    struct ember_profile *named;
+    int err = ember_profile_names(p, &named);
+    if (!err)
+        err = report_neighbours(named ? named : p, o, name, callers, out);
+    ember_profile_free(named);
+    return err;
+}
