@@ -14,23 +14,6 @@
  * The arrival sequence, if kept, is reversed stack by stack. */
 EMBER_API int ember_profile_reverse(const struct ember_profile *src, struct ember_profile **out);
 
-/* src with frames of their names alone (stacks that differ only in lines
- * or addresses merged), as views of names draw it: each named as
- * ember_frame_spell_folded spells it (a ';' in a name as ':', a control
- * character as "\xNN"), for folded stacks, flame graphs and reports; *out
- * is NULL when src's frames are those names already (use src). */
-EMBER_API int ember_profile_names(const struct ember_profile *src, struct ember_profile **out);
-/* The same view for exports that name functions as read (speedscope,
- * Chrome): frames spelled by ember_frame_spell, a ';' kept. */
-EMBER_API int ember_profile_function_names(const struct ember_profile *src,
-                                           struct ember_profile **out);
-/* Whether src's frames are its view's names already (ember_profile_names
- * would give NULL). */
-EMBER_API bool ember_profile_is_names(const struct ember_profile *src);
-/* src by source line: each frame named "function file:line" as go tool
- * pprof -lines names it (frames without a file keep their name). */
-EMBER_API int ember_profile_lines(const struct ember_profile *src, struct ember_profile **out);
-
 /* Chain graphs: frames after the first "--" frame of a stack are the
  * waker's and get "_[w]" (what flamegraph.pl --colors=chain does). */
 EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,

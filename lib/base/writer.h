@@ -8,7 +8,7 @@
 #ifndef EMBER_IO_WRITER_H
 #define EMBER_IO_WRITER_H
 
-#include "ember/read.h"
+#include "ember/base.h"
 
 struct ember_writer {
     const struct ember_sink *sink;

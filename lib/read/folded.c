@@ -26,7 +26,6 @@
  * nodes where the texts agree), through the public API alone.
  */
 #include "read/read_impl.h"
-#include "ember/transform.h"
 #include "base/chunk.h"
 #include "base/diag.h"
 #include "base/vec.h"

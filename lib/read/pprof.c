@@ -25,7 +25,7 @@
 #include "read/read_impl.h"
 #include "base/chunk.h"
 #include "read/pprof_meta.h"
-#include "wire/pprof_wire.h"
+#include "read/pprof_wire.h"
 #include "base/diag.h"
 #include "base/vec.h"
 

@@ -3,7 +3,7 @@
  * use: a bad one is an error naming the field, never a crash.
  */
 #include "read/pprof_meta.h"
-#include "wire/pprof_wire.h"
+#include "read/pprof_wire.h"
 #include "base/pow10.h"
 
 #include <errno.h>

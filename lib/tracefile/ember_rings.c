@@ -22,9 +22,9 @@
  * tables only (the heads' atomics, and in drain mode its own place, tail).
  */
 #include "ember/trace.h"
-#include "wire/ring_decode.h"
+#include "tracefile/ring_decode.h"
 #include "wire/ring_format.h"
-#include "wire/ring_log.h"
+#include "tracefile/ring_log.h"
 #include "tracefile/source.h"
 #include "base/diag.h"
 #include "base/vec.h"

@@ -13,7 +13,7 @@
 #define EMBER_CONVERT_PPROF_WRITE_H
 
 #include "write/write_impl.h"
-#include "wire/pprof_wire.h"
+#include "read/pprof_wire.h"
 
 #include <zlib.h>
 

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "ember/traceview.h"
-#include "wire/ring_decode.h"
+#include "tracefile/ring_decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include "ember/read.h"
 #include "profile.pb-c.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* pprof values are integers: ember writes weights with N decimals in units

@@ -5,7 +5,7 @@
  * file uses), then the packets from data_offset on, each as {u32 ring,
  * u32 bytes} + the packet padded to 8 bytes, in the order they were read.
  */
-#include "wire/ring_log.h"
+#include "tracefile/ring_log.h"
 #include "base/fileio.h"
 
 #include <errno.h>

@@ -18,7 +18,7 @@
  * then says "truncated input". The same inside an embedded message, whose
  * own length was whole, is a damaged message, not a cut.
  */
-#include "wire/pprof_wire.h"
+#include "read/pprof_wire.h"
 
 #include <stdarg.h>
 #include <stdio.h>

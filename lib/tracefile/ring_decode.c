@@ -1,7 +1,7 @@
 /*
  * decode.c - site records and events (see decode.h and format.h).
  */
-#include "wire/ring_decode.h"
+#include "tracefile/ring_decode.h"
 #include "ember/trace.h"
 #include "wire/ring_format.h"
 #include "base/vec.h"
