@@ -12,18 +12,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit_random.h"
 #include "util/percentile.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-static uint64_t next_random(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 /* The definition, by counting: the smallest value v with
  * 100 * #(values <= v) >= p * n (p = num/den), the smallest for p = 0. */

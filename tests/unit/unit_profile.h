@@ -18,6 +18,7 @@
 
 #include "ember/formats.h"
 #include "ember/profile.h"
+#include "unit_random.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,10 @@
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
+/* A number in [0, n), from one sequence for the whole test. */
 static __attribute__((unused)) uint32_t below(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    return (uint32_t)(next_random(&rng) % n);
 }
 
 static __attribute__((unused)) uint32_t *intern_names(struct ember_profile *p, uint32_t n)
