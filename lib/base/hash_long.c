@@ -4,7 +4,7 @@
  * AVX-512 at run time, where the XXH3 that hash.h inlines is built for the
  * baseline CPU (SSE2) and hashes a long text at about half the speed. The
  * hash is the same either way: XXH3 does not depend on the vector width
- * (unit/test_tree checks it against the inlined one).
+ * (unit/test_hash checks it against the inlined one).
  *
  * This file does not include hash.h: the dispatch header declares the
  * library's functions, which hash.h's XXH_INLINE_ALL would make static.
