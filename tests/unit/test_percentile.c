@@ -12,12 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-<<<<<<< HEAD
-#include "traceview/latency.h"
-#include "base/percentile.h"
-=======
 #include "unit_random.h"
->>>>>>> h4-tests
+#include "base/percentile.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -11,16 +11,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-<<<<<<< HEAD
-#include "ember/read.h"
-#include "ember/model.h"
-#include "ember/write.h"
 #include "ember/transform.h"
-#include "base/text.h"
-=======
 #include "model/profile_impl.h"
 #include "unit_profile.h"
->>>>>>> h4-tests
 
 #include <errno.h>
 

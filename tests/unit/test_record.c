@@ -15,13 +15,7 @@
 #include <cmocka.h>
 
 #include "ember/record.h"
-<<<<<<< HEAD
 #include "wire/perf_data_format.h"
-#include "record/leaf.h"
-
-#include <gelf.h>
-=======
->>>>>>> h4-tests
 
 #include <errno.h>
 #include <stdlib.h>

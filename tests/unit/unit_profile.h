@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "ember/read.h"
+#include "ember/write.h"
 #include "ember/model.h"
 #include "unit_random.h"
 
