@@ -17,7 +17,6 @@
  * functions as read, ';' kept (ember_profile_function_names), and escape
  * what JSON must.
  */
-#include "ember/transform.h"
 #include "model/profile_impl.h"
 #include "base/vec.h"
 

@@ -7,14 +7,10 @@
 #define EMBER_FORMATS_PPROF_WIRE_H
 
 #include "ember/read.h"
-#include "profile.pb-c.h"
+#include "wire/pprof.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* pprof values are integers: ember writes weights with N decimals in units
- * of 10^-N, and says so with this comment followed by the digit N. */
-#define EMBER_PPROF_DECIMALS_COMMENT "ember: values are in units of 10^-"
 
 /* Yes when the first bytes are binary and parse as the start of a Profile
  * message: only its fields, each with its wire type. */

@@ -13,7 +13,7 @@
 #define EMBER_CONVERT_PPROF_WRITE_H
 
 #include "write/write_impl.h"
-#include "read/pprof_wire.h"
+#include "wire/pprof.h"
 
 #include <zlib.h>
 

@@ -13,10 +13,10 @@ Prints each violation as `FILE:LINE: includes "X" (folder F), which G/ may
 not include` and exits 1; prints a one-line summary and exits 0 when there
 is none.
 
-Usage: tests/style/layering.py [--old | --map-old] [ROOT]
-  --old      the layout before issue 18's move (OLD_LAYOUT)
-  --map-old  today's tree with the old folders renamed as MAP_OLD says,
-             checked against LAYOUT: what the move still has to fix
+A folder or public header the table does not list is an error too (a new
+floor is added to the table, with what it may include, on purpose).
+
+Usage: tests/style/layering.py [ROOT]
 ROOT is the repository (default: two folders above this script).
 """
 
@@ -27,6 +27,12 @@ import sys
 # ---- the table (edit here) -------------------------------------------------
 # Folders of lib/, bottom to top, and the folders each may include from (its
 # own is always allowed). A subfolder (lib/read/perf) counts as its folder.
+# The pipeline: inputs are read (read, on symbol, model, wire, base),
+# rewritten (transform) and written (write); record makes perf.data; trace
+# is the in-process tracing runtime, tracefile reads what it writes (and
+# OCaml's runtime events), traceview shows it. ember/trace.h, the tracing
+# runtime's public header, is the vocabulary (kinds, field types) of the
+# ring file that tracefile decodes: it includes nothing.
 LAYOUT = {
     "base": [],
     "wire": ["base"],
@@ -34,16 +40,15 @@ LAYOUT = {
     "symbol": ["base", "model"],
     "read": ["base", "wire", "model", "symbol"],
     "transform": ["base", "model", "symbol", "read"],
-    "write": ["base", "wire", "model", "symbol"],
+    "write": ["base", "wire", "model", "symbol", "transform"],
     "record": ["base", "wire", "model", "symbol"],
     "trace": ["wire"],
-    "tracefile": ["base", "wire"],
-    "traceview": ["base", "wire", "model", "tracefile", "read", "write"],
+    "tracefile": ["base", "wire", "trace"],
+    "traceview": ["base", "wire", "model", "read", "write", "trace", "tracefile"],
 }
 
 # Each public header include/ember/X.h, and the lib/ folder it belongs to.
 PUBLIC_HEADERS = {
-    "error.h": "base",
     "base.h": "base",
     "model.h": "model",
     "read.h": "read",
@@ -56,37 +61,8 @@ PUBLIC_HEADERS = {
 }
 
 # The internal headers of lib/ that cli/ may include ("folder/file.h"):
-# none today; cli/ reads the library through include/ember/ alone.
+# none; cli/ reads the library through include/ember/ alone.
 CLI_LIB_HEADERS = []
-
-# ---- the old layout, for --old and --map-old (to go after the move) --------
-OLD_LAYOUT = {
-    "util": [],
-    "io": ["util"],
-    "model": ["util", "io"],
-    "symbol": ["util", "io", "model"],
-    "formats": ["util", "io", "model", "symbol"],
-    "transform": ["util", "io", "model", "symbol", "formats"],
-    "convert": ["util", "io", "model", "symbol", "render", "report"],
-    "render": ["util", "io", "model", "symbol", "convert", "report"],
-    "report": ["util", "io", "model", "symbol", "convert", "render"],
-    "record": ["util", "io", "model", "symbol"],
-    # the ring format, shared by its writer and its readers before wire/
-    "trace": ["ring"],
-    "ring": ["util", "io", "source", "trace"],
-    "source": ["util", "io", "ring", "trace"],
-    "export": ["util", "io", "model", "formats", "ring", "source", "trace"],
-}
-OLD_PUBLIC_HEADERS = {
-    "error.h": "util", "input.h": "io", "profile.h": "model", "formats.h": "formats",
-    "transform.h": "transform", "convert.h": "convert", "flame.h": "render",
-    "report.h": "report", "record.h": "record", "trace.h": "trace",
-    "tracefile.h": "source", "traceview.h": "export", "gcphases.h": "export",
-}
-MAP_OLD = {
-    "util": "base", "io": "base", "formats": "read", "convert": "write", "render": "write",
-    "report": "write", "ring": "tracefile", "source": "tracefile", "export": "traceview",
-}
 # -----------------------------------------------------------------------------
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -104,16 +80,16 @@ def sources(root, top):
 
 
 class Layering:
-    """One table (allowed folders, public header owners, folder renames)."""
+    """The table: the folders each may include, the public headers' owners."""
 
-    def __init__(self, root, allowed, owners, rename):
-        self.root, self.allowed, self.owners, self.rename = root, allowed, owners, rename
+    def __init__(self, root, allowed, owners):
+        self.root, self.allowed, self.owners = root, allowed, owners
 
     def folder_of(self, path):
         """The table's folder of a file (relative to root), or None."""
         parts = path.split("/")
         if parts[0] == "lib" and len(parts) > 2:
-            return self.rename.get(parts[1], parts[1])
+            return parts[1]
         if parts[0] == "cli":
             return "cli"
         if parts[:2] == ["include", "ember"]:
@@ -165,20 +141,11 @@ class Layering:
 
 
 def main(argv):
-    args = [a for a in argv if not a.startswith("--")]
-    flags = set(argv) - set(args)
-    unknown = flags - {"--old", "--map-old"}
-    if unknown or len(flags) > 1 or len(args) > 1:
+    if len(argv) > 1 or any(a.startswith("-") for a in argv):
         sys.stderr.write(__doc__)
         return 2
-    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
-    if "--old" in flags:
-        table = Layering(root, OLD_LAYOUT, OLD_PUBLIC_HEADERS, {})
-    elif "--map-old" in flags:
-        owners = {h: MAP_OLD.get(f, f) for h, f in OLD_PUBLIC_HEADERS.items()}
-        table = Layering(root, LAYOUT, owners, MAP_OLD)
-    else:
-        table = Layering(root, LAYOUT, PUBLIC_HEADERS, {})
+    root = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
+    table = Layering(root, LAYOUT, PUBLIC_HEADERS)
     files = sources(root, "lib") + sources(root, "cli") + sources(root, "include/ember")
     unknown = sorted({table.unlisted(f) for f in files} - {None})
     for name in unknown:
