@@ -26,7 +26,8 @@ struct ember_folded_line {
     struct ember_decimal before; /* diff lines only */
     bool diff;
     uint64_t hash[2]; /* the stack's ember_stack_text_key */
-    /* fn->split's work on the reading thread (names 0: not done) */
+    /* the scanner's split (ember_folded_calls.split) on the reading thread
+     * (names 0: not done) */
     const size_t *ends;
     const uint64_t *name_hash;
     size_t names;
