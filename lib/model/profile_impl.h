@@ -190,6 +190,13 @@ bool ember_name_unfit_folded(const char *s, size_t n);
 size_t ember_stack_text_fold(const char *s, size_t n, bool strip_hex, char *buf);
 /* Whether ember_stack_text_fold changes [s, s + n). */
 bool ember_stack_text_unfit(const char *s, size_t n, bool strip_hex);
+/* Room for need nodes: their weights in every value, zero (profile_tree.c). */
+int ember_profile_node_reserve(struct ember_profile *p, size_t need);
+/* Adds value (type, unit): its weights, zero for the nodes there are
+ * (profile_values.c). */
+int ember_profile_value_add(struct ember_profile *p, const char *type, const char *unit);
+/* Multiplies every stored weight by 10^by (profile_values.c). */
+int ember_profile_rescale_by(struct ember_profile *p, unsigned by);
 /* Adds to a node's weight and the total, without recording the sequence;
  * -ERANGE if either would overflow. */
 int ember_profile_add_raw(struct ember_profile *p, uint32_t node, unsigned value, int64_t weight);

@@ -6,6 +6,7 @@
 #define EMBER_FORMATS_IMPL_H
 
 #include "ember/read.h"
+#include "model/folded_line.h"
 
 /* Parses "12", "2.5" or "3." (FlameGraph's \d+(?:\.\d*)?) exactly spanning
  * [s, s + n). */
@@ -16,21 +17,6 @@ bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
  * (*stack_len is set, *v is not). */
 int ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v);
 
-/* One line of folded input with a count: the stack (its trailing ';'
- * dropped), its count, and for a differential line ("stack BEFORE AFTER")
- * the count before. */
-struct ember_folded_line {
-    const char *stack;
-    size_t len;
-    struct ember_decimal count;
-    struct ember_decimal before; /* diff lines only */
-    bool diff;
-    uint64_t hash[2]; /* the stack's ember_stack_text_key */
-    /* fn->split's work on the reading thread (names 0: not done) */
-    const size_t *ends;
-    const uint64_t *name_hash;
-    size_t names;
-};
 /* hint sees each line one line before line does (NULL: no hint), to start
  * fetching what line will need. Both run on the caller's thread. */
 struct ember_folded_calls {
