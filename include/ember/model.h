@@ -455,4 +455,29 @@ EMBER_API bool ember_profile_is_names(const struct ember_profile *src);
  * pprof -lines names it (frames without a file keep their name). */
 EMBER_API int ember_profile_lines(const struct ember_profile *src, struct ember_profile **out);
 
+/* ---- the folded diff
+ *
+ * The lines ember_write_folded would write of ember_profile_diff's result
+ * (ember/transform.h), for two folded inputs, without building a profile:
+ * new; read both (ember_stack_diff_read, ember/transform.h); prepare; then
+ * write the "stack before after" lines. prepare fails with -ERANGE where
+ * ember_profile_diff would; write prepares if needed. Memory follows the
+ * distinct stacks, not the size of the inputs. */
+
+/* Differential profiles (difffolded.pl): metric 0 is BEFORE's weight,
+ * metric 1 AFTER's, for the union of their stacks. */
+struct ember_diff_opts {
+    bool normalize; /* scale BEFORE to AFTER's total (truncated, as difffolded -n) */
+    bool strip_hex; /* "0x1f2e" in names compares as "0x..." */
+};
+struct ember_stack_diff;
+EMBER_API int ember_stack_diff_new(struct ember_stack_diff **sd, const struct ember_diff_opts *o);
+EMBER_API int ember_stack_diff_prepare(struct ember_stack_diff *sd);
+/* The differential profile ember_profile_diff would make of the two
+ * profiles read, built once from the merged stacks (-ERANGE where it
+ * would fail). */
+EMBER_API int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out);
+EMBER_API int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink *out);
+EMBER_API void ember_stack_diff_free(struct ember_stack_diff *sd);
+
 #endif

@@ -20,11 +20,7 @@ EMBER_API int ember_profile_annotate_wakers(const struct ember_profile *src,
                                             struct ember_profile **out);
 
 /* Differential profiles (difffolded.pl): metric 0 is BEFORE's weight,
- * metric 1 AFTER's, for the union of their stacks. */
-struct ember_diff_opts {
-    bool normalize; /* scale BEFORE to AFTER's total (truncated, as difffolded -n) */
-    bool strip_hex; /* "0x1f2e" in names compares as "0x..." */
-};
+ * metric 1 AFTER's, for the union of their stacks (options in ember/model.h). */
 EMBER_API int ember_profile_diff(const struct ember_profile *before,
                                  const struct ember_profile *after, const struct ember_diff_opts *o,
                                  struct ember_profile **out);
@@ -36,32 +32,17 @@ EMBER_API int ember_profile_diff_into(struct ember_profile *before,
                                       const struct ember_profile *after,
                                       const struct ember_diff_opts *o);
 
-/* The same lines for two folded inputs, without building a profile: read
- * BEFORE (in[0]) and AFTER (in[1]), st[0] and st[1] counting their lines;
- * prepare; then write the "stack before after" lines ember_write_folded
- * would write of ember_profile_diff's result. Reading fails as
- * ember_format_read does (no samples, a cut last line, counts overflowing:
- * d names the input), BEFORE's failure before AFTER is read; with
- * ro->threads > 1 the inputs are read on another thread while BEFORE's
- * lines are merged. prepare fails with -ERANGE where ember_profile_diff
- * would; write prepares if needed. Memory follows the distinct stacks, not
- * the size of the inputs. */
-struct ember_stack_diff;
-struct ember_input;
+/* Reads two folded inputs into a folded diff (ember/model.h): BEFORE
+ * (in[0]) and AFTER (in[1]), st[0] and st[1] counting their lines. Reading
+ * fails as ember_format_read does (no samples, a cut last line, counts
+ * overflowing: d names the input), BEFORE's failure before AFTER is read;
+ * with ro->threads > 1 the inputs are read on another thread while
+ * BEFORE's lines are merged. */
 struct ember_read_opts;
 struct ember_read_stats;
-struct ember_sink;
-EMBER_API int ember_stack_diff_new(struct ember_stack_diff **sd, const struct ember_diff_opts *o);
 EMBER_API int ember_stack_diff_read(struct ember_stack_diff *sd, struct ember_input *in[2],
                                     const struct ember_read_opts *ro, struct ember_read_stats *st,
                                     struct ember_diag *d);
-EMBER_API int ember_stack_diff_prepare(struct ember_stack_diff *sd);
-/* The differential profile ember_profile_diff would make of the two
- * profiles read, built once from the merged stacks (-ERANGE where it
- * would fail). */
-EMBER_API int ember_stack_diff_profile(struct ember_stack_diff *sd, struct ember_profile **out);
-EMBER_API int ember_stack_diff_write(struct ember_stack_diff *sd, const struct ember_sink *out);
-EMBER_API void ember_stack_diff_free(struct ember_stack_diff *sd);
 
 /*
  * Transforms that cut away what hides the answer, applied after reading.

@@ -11,7 +11,7 @@
 #ifndef EMBER_MODEL_STACK_DIFF_H
 #define EMBER_MODEL_STACK_DIFF_H
 
-#include "ember/transform.h"
+#include "ember/model.h"
 #include "model/folded_line.h"
 
 /* A line to come: its stack's slot fetched. */

@@ -11,7 +11,7 @@
 #ifndef EMBER_MODEL_STACK_DIFF_IMPL_H
 #define EMBER_MODEL_STACK_DIFF_IMPL_H
 
-#include "ember/transform.h"
+#include "ember/model.h"
 #include "model/name_cache.h"
 #include "model/profile_impl.h"
 
