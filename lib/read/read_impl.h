@@ -1,5 +1,5 @@
 /*
- * formats_impl.h - the formats' table entries, and helpers they share
+ * read_impl.h - the formats' table entries, and helpers they share
  * (library-internal).
  */
 #ifndef EMBER_FORMATS_IMPL_H

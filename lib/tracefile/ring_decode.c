@@ -1,5 +1,5 @@
 /*
- * decode.c - site records and events (see decode.h and format.h).
+ * ring_decode.c - site records and events (see ring_decode.h and wire/ring_format.h).
  */
 #include "tracefile/ring_decode.h"
 #include "ember/trace.h"

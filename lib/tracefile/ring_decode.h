@@ -1,5 +1,5 @@
 /*
- * decode.h - the site table and events of a trace, decoded with every
+ * ring_decode.h - the site table and events of a trace, decoded with every
  * length checked (library-internal; used by lib/tracefile/ember_rings.c).
  *
  * Sites are allocated one by one and never move while the table grows (a

@@ -1,5 +1,5 @@
 /*
- * log.c - the packet log that `ember trace record` writes while it drains a
+ * ring_log.c - the packet log that `ember trace record` writes while it drains a
  * running program's rings: the ring file's header, site table and ring
  * descriptors (written last, when they are final, at the offsets the ring
  * file uses), then the packets from data_offset on, each as {u32 ring,

@@ -1,5 +1,5 @@
 /*
- * log.h - writing the packet log that `ember trace record` makes of a
+ * ring_log.h - writing the packet log that `ember trace record` makes of a
  * running program's ember rings (library-internal; the reader is
  * lib/tracefile/ember_rings.c, flag EMBER_RING_LOG).
  */

@@ -1,5 +1,5 @@
 /*
- * format.h - the ring file: the contract between the tracing library that
+ * ring_format.h - the ring file: the contract between the tracing library that
  * writes it and the readers (`ember trace`). Shared by both; nothing here
  * allocates or does I/O.
  *

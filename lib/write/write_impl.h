@@ -1,5 +1,5 @@
 /*
- * convert_impl.h - what the writers of lib/convert share (library-internal):
+ * write_impl.h - what the writers of lib/write share (library-internal):
  * JSON strings, the frames in use, weights as time, and the flame chart
  * layout that turns a sequence of stacks into open/close events.
  */
