@@ -13,8 +13,8 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
-#include "render/flame_internal.h"
 #include "spans.h"
+#include "util/escape.h"
 #include "util/vec.h"
 
 #include <errno.h>
@@ -26,22 +26,7 @@
 void ember_export_json_bytes(struct ember_writer *w, const char *s, size_t len, const char *suffix)
 {
     ember_writer_put(w, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    for (; p < end; p++) {
-        if (*p == '"' || *p == '\\')
-            ember_writer_printf(w, "\\%c", *p);
-        else if (*p < 0x20)
-            ember_writer_printf(w, "\\u%04x", *p);
-        else if (*p >= 0x80) {
-            /* keep valid UTF-8, replace the rest: JSON must be UTF-8 */
-            size_t n = 1;
-            while (p + n < end && n < 4 && (p[n] & 0xc0) == 0x80)
-                n++;
-            ember_svg_escape(w, (const char *)p, n, false);
-            p += n - 1;
-        } else
-            ember_writer_put(w, (const char *)p, 1);
-    }
+    ember_escape_json(w, s, len, EMBER_JSON_FFFD_BYTES);
     ember_writer_puts(w, suffix);
     ember_writer_put(w, "\"", 1);
 }
