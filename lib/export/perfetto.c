@@ -16,6 +16,7 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "io/writer.h"
+#include "perfetto_fields.h"
 #include "protobuf.h"
 #include "spans.h"
 #include "util/strmap.h"

@@ -6,6 +6,7 @@
  */
 #include "ember/gcphases.h"
 #include "io/writer.h"
+#include "perfetto_fields.h"
 #include "protobuf.h"
 #include "spans.h"
 #include "timeline.h"
