@@ -6,8 +6,7 @@
  */
 #include "ember/gcphases.h"
 #include "io/writer.h"
-#include "perfetto_fields.h"
-#include "protobuf.h"
+#include "perfetto_proto.h"
 #include "spans.h"
 #include "timeline.h"
 #include "util/diag.h"

@@ -199,11 +199,6 @@ static size_t transform_name(const char *name, size_t len, char *out)
     return ocaml_perf(name, len, out);
 }
 
-static int hexval(char c)
-{
-    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
-
 /* perf's ocaml_demangle_sym: "camlStdlib__List.map_123" is
  * "Stdlib.List.map_123" ("caml" dropped, "__" as '.', "$xx" a byte). */
 static char *perf_ocaml(const char *s)
@@ -220,7 +215,8 @@ static char *perf_ocaml(const char *s)
             i += 2;
         } else if (s[i] == '$' && isxdigit((unsigned char)s[i + 1]) &&
                    isxdigit((unsigned char)s[i + 2])) {
-            out[j++] = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+            /* perf takes uppercase digits too: | 0x20 lowers them */
+            out[j++] = (char)(hex_digit(s[i + 1] | 0x20) << 4 | hex_digit(s[i + 2] | 0x20));
             i += 3;
         } else {
             out[j++] = s[i++];
