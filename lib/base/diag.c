@@ -2,6 +2,7 @@
  * diag.c - diagnostics: the one way the library says what went wrong.
  */
 #include "base/diag.h"
+#include "base/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,34 +38,6 @@ int ember_diag_set(struct ember_diag *d, int err, const char *file, uint64_t lin
     return err;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned min;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0)
-        len = 2, min = 0x80;
-    else if ((s[0] & 0xf0) == 0xe0)
-        len = 3, min = 0x800;
-    else if ((s[0] & 0xf8) == 0xf0)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    unsigned cp = s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 void ember_quote(char *out, size_t outsz, const char *s, size_t n, size_t max)
 {
     size_t o = 0;
@@ -80,16 +53,17 @@ void ember_quote(char *out, size_t outsz, const char *s, size_t n, size_t max)
             o += 3;
             break;
         }
-        size_t len = utf8_len(u + i, n - i);
+        unsigned cp;
+        int len = ember_utf8_decode(s + i, n - i, &cp, false);
         if (len == 1 && (u[i] < 0x20 || u[i] == 0x7f))
             len = 0;
-        if (len == 0) {
+        if (len <= 0) {
             o += (size_t)snprintf(out + o, outsz - o, "\\x%02x", u[i]);
             i++;
         } else {
-            memcpy(out + o, u + i, len);
-            o += len;
-            i += len;
+            memcpy(out + o, u + i, (size_t)len);
+            o += (size_t)len;
+            i += (size_t)len;
         }
     }
     out[o] = '\0';

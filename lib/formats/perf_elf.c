@@ -12,53 +12,13 @@
  */
 #include "formats/perf_elf.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <libiberty/demangle.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbol/demangle.h"
 #include "base/vec.h"
-
-/* ---- perf's demangling -------------------------------------------------- */
-
-static int hexval(char c)
-{
-    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
-
-/* perf's ocaml_demangle_sym: "camlStdlib__List.map_123" is
- * "Stdlib.List.map_123" ("caml" dropped, "__" as '.', "$xx" a byte). */
-static char *ocaml_demangle(const char *s)
-{
-    if (strncmp(s, "caml", 4) != 0 || !isupper((unsigned char)s[4]))
-        return NULL;
-    size_t len = strlen(s), j = 0;
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
-    for (size_t i = 4; i < len;) {
-        if (s[i] == '_' && s[i + 1] == '_') {
-            out[j++] = '.';
-            i += 2;
-        } else if (s[i] == '$' && isxdigit((unsigned char)s[i + 1]) &&
-                   isxdigit((unsigned char)s[i + 2])) {
-            out[j++] = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
-            i += 3;
-        } else {
-            out[j++] = s[i++];
-        }
-    }
-    out[j] = '\0';
-    return out;
-}
-
-char *pd_perf_demangle(const char *name)
-{
-    char *d = cplus_demangle(name, DMGL_NO_OPTS);
-    return d ? d : ocaml_demangle(name);
-}
 
 /* ---- perf's symbols of an ELF file -------------------------------------- */
 
@@ -137,7 +97,7 @@ static bool perf_keeps(Elf *elf, const GElf_Sym *s, GElf_Word shndx)
 static int add_esym(struct ember_arena *names, struct symvec *sv, const char *name, uint64_t start,
                     uint64_t size, int binding, uint32_t order)
 {
-    char *dm = pd_perf_demangle(name);
+    char *dm = ember_demangle(name, strlen(name), EMBER_DEMANGLE_PERF);
     if (dm) {
         name = ember_arena_strndup(names, dm, strlen(dm));
         free(dm);

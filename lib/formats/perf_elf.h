@@ -29,10 +29,6 @@ int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
  * alone): perf reads the first file that has one, of those it looks at. */
 bool pd_elf_has_symtab(struct ember_symbol_module *m);
 
-/* A name as perf demangles it without -v (C++ and Rust without parameters,
- * OCaml's "Module.fn"): malloc()ed, or NULL when it stays as it is. */
-char *pd_perf_demangle(const char *name);
-
 /*
  * The PLT's stubs of elf into t, each named "sym@plt" (perf_plt.c); *first
  * is the address of the first stub after .plt's header (UINT64_MAX: no

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbol/demangle.h"
 #include "base/vec.h"
 
 struct slot {
@@ -155,7 +156,7 @@ static uint64_t x86_64_slot(const uint8_t *code, size_t len, uint64_t at)
 /* "name@plt", demangled as perf does, into the arena; NULL: no memory. */
 static const char *stub_name(struct ember_arena *names, const char *name)
 {
-    char *dm = name[0] == '*' ? NULL : pd_perf_demangle(name);
+    char *dm = name[0] == '*' ? NULL : ember_demangle(name, strlen(name), EMBER_DEMANGLE_PERF);
     char *full = NULL;
     if (asprintf(&full, "%s@plt", dm ? dm : name) < 0)
         full = NULL;

@@ -19,13 +19,11 @@
  * own length was whole, is a damaged message, not a cut.
  */
 #include "read/pprof_wire.h"
+#include "wire/protobuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
-enum varint_status { VARINT_OK, VARINT_SHORT, VARINT_LONG };
 
 struct wire {
     const uint8_t *base; /* for byte offsets */
@@ -35,22 +33,6 @@ struct wire {
     size_t size;
     bool cut; /* why says the data ends inside a field of the Profile */
 };
-
-static enum varint_status varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        if (*p == end)
-            return VARINT_SHORT;
-        uint8_t b = *(*p)++;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return VARINT_OK;
-        }
-    }
-    return VARINT_LONG;
-}
 
 static bool fail(struct wire *w, const uint8_t *at, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -100,17 +82,17 @@ static unsigned scalar_wire(ProtobufCType t)
     case PROTOBUF_C_TYPE_FIXED64:
     case PROTOBUF_C_TYPE_SFIXED64:
     case PROTOBUF_C_TYPE_DOUBLE:
-        return WIRE_I64;
+        return EMBER_PROTOBUF_I64;
     case PROTOBUF_C_TYPE_FIXED32:
     case PROTOBUF_C_TYPE_SFIXED32:
     case PROTOBUF_C_TYPE_FLOAT:
-        return WIRE_I32;
+        return EMBER_PROTOBUF_I32;
     case PROTOBUF_C_TYPE_STRING:
     case PROTOBUF_C_TYPE_BYTES:
     case PROTOBUF_C_TYPE_MESSAGE:
-        return WIRE_LEN;
+        return EMBER_PROTOBUF_LEN;
     default:
-        return WIRE_VARINT;
+        return EMBER_PROTOBUF_VARINT;
     }
 }
 
@@ -119,7 +101,7 @@ static unsigned scalar_wire(ProtobufCType t)
 static unsigned accepted(const ProtobufCFieldDescriptor *f)
 {
     unsigned wt = scalar_wire(f->type);
-    return 1u << wt | (f->label == PROTOBUF_C_LABEL_REPEATED ? 1u << WIRE_LEN : 0);
+    return 1u << wt | (f->label == PROTOBUF_C_LABEL_REPEATED ? 1u << EMBER_PROTOBUF_LEN : 0);
 }
 
 static const char *wire_name(unsigned wt)
@@ -135,7 +117,7 @@ static void expected(const ProtobufCFieldDescriptor *f, char *buf, size_t size)
     if (f->type == PROTOBUF_C_TYPE_MESSAGE)
         snprintf(buf, size, "an embedded %s message (length-delimited)",
                  ((const ProtobufCMessageDescriptor *)f->descriptor)->short_name);
-    else if (wt == WIRE_LEN)
+    else if (wt == EMBER_PROTOBUF_LEN)
         snprintf(buf, size, "a length-delimited string");
     else
         snprintf(buf, size, "%s%s", wire_name(wt),
@@ -150,20 +132,20 @@ static bool check(struct wire *w, const uint8_t *p, const uint8_t *end,
 static bool check_packed(struct wire *w, const uint8_t *p, const uint8_t *end, unsigned wt,
                          const char *path, bool partial)
 {
-    size_t width = wt == WIRE_I64 ? 8 : 4;
+    size_t width = wt == EMBER_PROTOBUF_I64 ? 8 : 4;
     while (p < end) {
         const uint8_t *at = p;
         uint64_t v;
-        enum varint_status s = VARINT_OK;
-        if (wt == WIRE_VARINT)
-            s = varint(&p, end, &v);
+        enum ember_protobuf_status s = EMBER_PROTOBUF_OK;
+        if (wt == EMBER_PROTOBUF_VARINT)
+            s = ember_protobuf_varint_decode(&p, end, &v);
         else if ((size_t)(end - p) < width)
-            s = VARINT_SHORT;
+            s = EMBER_PROTOBUF_SHORT;
         else
             p += width;
-        if (s == VARINT_SHORT)
+        if (s == EMBER_PROTOBUF_SHORT)
             return partial || fail(w, at, path, "packed numbers end inside a number");
-        if (s == VARINT_LONG)
+        if (s == EMBER_PROTOBUF_LONG)
             return fail(w, at, path, "a varint longer than 10 bytes");
     }
     return true;
@@ -185,7 +167,7 @@ static bool check_len(struct wire *w, const uint8_t *at, const uint8_t *p, const
     const uint8_t *stop = short_ ? end : p + len;
     if (f && f->type == PROTOBUF_C_TYPE_MESSAGE)
         return check(w, p, stop, f->descriptor, fpath, short_);
-    if (f && scalar_wire(f->type) != WIRE_LEN)
+    if (f && scalar_wire(f->type) != EMBER_PROTOBUF_LEN)
         return check_packed(w, p, stop, scalar_wire(f->type), fpath, short_);
     return true;
 }
@@ -200,22 +182,22 @@ static enum field_status check_field(struct wire *w, const uint8_t *at, const ui
                                      bool partial, bool in_top)
 {
     uint64_t v;
-    enum varint_status s = VARINT_OK;
-    size_t width = wt == WIRE_I64 ? 8 : 4;
+    enum ember_protobuf_status s = EMBER_PROTOBUF_OK;
+    size_t width = wt == EMBER_PROTOBUF_I64 ? 8 : 4;
     switch (wt) {
-    case WIRE_VARINT:
-        s = varint(p, end, &v);
+    case EMBER_PROTOBUF_VARINT:
+        s = ember_protobuf_varint_decode(p, end, &v);
         break;
-    case WIRE_I64:
-    case WIRE_I32:
+    case EMBER_PROTOBUF_I64:
+    case EMBER_PROTOBUF_I32:
         if ((size_t)(end - *p) < width)
-            s = VARINT_SHORT;
+            s = EMBER_PROTOBUF_SHORT;
         else
             *p += width;
         break;
-    case WIRE_LEN:
-        s = varint(p, end, &v);
-        if (s != VARINT_OK)
+    case EMBER_PROTOBUF_LEN:
+        s = ember_protobuf_varint_decode(p, end, &v);
+        if (s != EMBER_PROTOBUF_OK)
             break;
         if (!check_len(w, at, *p, end, v, f, fpath, partial, in_top))
             return FIELD_BAD;
@@ -227,15 +209,16 @@ static enum field_status check_field(struct wire *w, const uint8_t *at, const ui
         fail(w, at, fpath, "wire type %u (%s) is not used by pprof", wt, wire_name(wt));
         return FIELD_BAD;
     }
-    if (s == VARINT_SHORT && partial)
+    if (s == EMBER_PROTOBUF_SHORT && partial)
         return FIELD_CUT;
-    if (s == VARINT_SHORT && in_top)
-        cut(w, at, fpath, "the rest of the field's %s", wt == WIRE_LEN ? "length" : "value");
-    else if (s == VARINT_SHORT)
+    if (s == EMBER_PROTOBUF_SHORT && in_top)
+        cut(w, at, fpath, "the rest of the field's %s",
+            wt == EMBER_PROTOBUF_LEN ? "length" : "value");
+    else if (s == EMBER_PROTOBUF_SHORT)
         fail(w, at, fpath, "the data ends inside the field");
-    if (s == VARINT_LONG)
+    if (s == EMBER_PROTOBUF_LONG)
         fail(w, at, fpath, "a varint longer than 10 bytes");
-    return s == VARINT_OK ? FIELD_WHOLE : FIELD_BAD;
+    return s == EMBER_PROTOBUF_OK ? FIELD_WHOLE : FIELD_BAD;
 }
 
 static bool check(struct wire *w, const uint8_t *p, const uint8_t *end,
@@ -245,12 +228,12 @@ static bool check(struct wire *w, const uint8_t *p, const uint8_t *end,
     while (p < end) {
         const uint8_t *at = p;
         uint64_t key;
-        enum varint_status s = varint(&p, end, &key);
-        if (s == VARINT_SHORT && !partial && top(desc))
+        enum ember_protobuf_status s = ember_protobuf_varint_decode(&p, end, &key);
+        if (s == EMBER_PROTOBUF_SHORT && !partial && top(desc))
             return cut(w, at, path, "the rest of a field key");
-        if (s == VARINT_SHORT)
+        if (s == EMBER_PROTOBUF_SHORT)
             return partial || fail(w, at, path, "the data ends inside a field key");
-        if (s == VARINT_LONG || key >> 3 == 0 || key >> 3 > 0x1fffffff)
+        if (s == EMBER_PROTOBUF_LONG || key >> 3 == 0 || key >> 3 > 0x1fffffff)
             return fail(w, at, path, "not a field key (expected a field of %s)", desc->short_name);
         unsigned num = (unsigned)(key >> 3), wt = (unsigned)(key & 7);
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);

@@ -21,6 +21,7 @@
  * frame, else by its DWARF name alone.
  */
 #include "symbol/inlines.h"
+#include "symbol/demangle.h"
 #include "symbol/names.h"
 #include "symbol/ranges.h"
 #include "base/arena.h"
@@ -308,7 +309,7 @@ static int entry_symbol(struct ember_inlines *x, Dwarf_Die *subprogram, const ch
         return 0;
     if ((*out = ember_strmap_get(&x->elf_names, sym->name, strlen(sym->name))) != NULL)
         return 0;
-    char *demangled = ember_symbol_demangle(sym->name);
+    char *demangled = ember_demangle(sym->name, strlen(sym->name), EMBER_DEMANGLE_ADDR2LINE);
     int err = keep(x, demangled ? demangled : sym->name, out);
     free(demangled);
     if (!err)

@@ -1,37 +1,19 @@
 /*
- * names.c - function names as addr2line -C prints them (see names.h).
- *
- * Legacy Rust symbols are valid C++ manglings too ("_ZN...17h<hash>E"):
- * libiberty's own Rust recognizer tells them apart before the C++
- * demangler would turn them into "path::h<hash>". GCC gives no linkage name
- * to C functions and to C++ functions of an anonymous namespace: those are
- * named from DWARF's scopes, as perf names them ("(anonymous
- * namespace)::f", without parameters).
+ * names.c - function names as addr2line -C prints them (see names.h):
+ * linkage names demangled in demangle.h's addr2line style. GCC gives no
+ * linkage name to C functions and to C++ functions of an anonymous
+ * namespace: those are named from DWARF's scopes, as perf names them
+ * ("(anonymous namespace)::f", without parameters).
  */
 #include "symbol/names.h"
+#include "symbol/demangle.h"
 
 #include <dwarf.h>
 #include <errno.h>
-#include <libiberty/demangle.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool is_rust(const char *name)
-{
-    char *rust = rust_demangle(name, 0);
-    bool found = rust != NULL;
-    free(rust);
-    return found;
-}
-
-char *ember_symbol_demangle(const char *name)
-{
-    if (is_rust(name))
-        return NULL;
-    return cplus_demangle_v3(name, DMGL_PARAMS | DMGL_ANSI);
-}
 
 Dwarf_Die *ember_dwarf_declaration(Dwarf_Die *die, Dwarf_Die *mem)
 {
@@ -106,7 +88,7 @@ int ember_dwarf_function_name(Dwarf_Die *die, char **out, const char **bare)
     if (!link)
         link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
     if (link) {
-        *out = ember_symbol_demangle(link);
+        *out = ember_demangle(link, strlen(link), EMBER_DEMANGLE_ADDR2LINE);
         if (!*out)
             *out = strdup(link);
         return *out ? 0 : -ENOMEM;

@@ -7,15 +7,6 @@
 
 #include <elfutils/libdw.h>
 
-/*
- * A C++ symbol demangled with its parameters by libiberty, with the options
- * binutils' addr2line -C uses. Rust symbols (legacy and v0), OCaml symbols
- * and plain C names stay as they are: the --demangle transform reads those.
- * Returns a malloc()ed name, or NULL when name stays as it is (or memory is
- * exhausted: the name is then shown mangled, never lost).
- */
-char *ember_symbol_demangle(const char *name);
-
 /* The DIE that declares the function of die: an inlined or out-of-line
  * instance leads to its abstract origin, a definition to its declaration.
  * Every instance of one function has the same. */

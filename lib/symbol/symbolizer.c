@@ -15,6 +15,7 @@
  */
 #include "symbol/symbolizer.h"
 #include "symbol/inlines.h"
+#include "symbol/demangle.h"
 #include "symbol/names.h"
 #include "base/arena.h"
 #include "base/diag.h"
@@ -264,7 +265,7 @@ static int symbol_chain(struct ember_symbolizer *s, struct ember_symbol_module *
         return err == -ENOENT ? 0 : err;
     if (ember_symtab_lookup(t, addr, &sym, &offset) < 0)
         return 0;
-    char *demangled = ember_symbol_demangle(sym->name);
+    char *demangled = ember_demangle(sym->name, strlen(sym->name), EMBER_DEMANGLE_ADDR2LINE);
     const char *name = demangled ? demangled : sym->name;
     struct ember_symbol_frame f = {.function = intern(s, name, strlen(name))};
     free(demangled);

@@ -13,8 +13,9 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "base/writer.h"
-#include "write/flame/flame_internal.h"
 #include "traceview/spans.h"
+#include "base/escape.h"
+#include "wire/trace_event.h"
 #include "base/vec.h"
 
 #include <errno.h>
@@ -26,34 +27,14 @@
 void ember_export_json_bytes(struct ember_writer *w, const char *s, size_t len, const char *suffix)
 {
     ember_writer_put(w, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    for (; p < end; p++) {
-        if (*p == '"' || *p == '\\')
-            ember_writer_printf(w, "\\%c", *p);
-        else if (*p < 0x20)
-            ember_writer_printf(w, "\\u%04x", *p);
-        else if (*p >= 0x80) {
-            /* keep valid UTF-8, replace the rest: JSON must be UTF-8 */
-            size_t n = 1;
-            while (p + n < end && n < 4 && (p[n] & 0xc0) == 0x80)
-                n++;
-            ember_svg_escape(w, (const char *)p, n, false);
-            p += n - 1;
-        } else
-            ember_writer_put(w, (const char *)p, 1);
-    }
+    ember_escape_json(w, s, len, EMBER_JSON_FFFD_BYTES);
     ember_writer_puts(w, suffix);
     ember_writer_put(w, "\"", 1);
 }
 
-static void json_string_with(struct ember_writer *w, const char *s, const char *suffix)
-{
-    ember_export_json_bytes(w, s, strlen(s), suffix);
-}
-
 static void json_string(struct ember_writer *w, const char *s)
 {
-    json_string_with(w, s, "");
+    ember_export_json_bytes(w, s, strlen(s), "");
 }
 
 struct chrome {
@@ -91,10 +72,13 @@ static void put_args(struct ember_writer *w, const struct ember_trace_event *e)
 static void put_event(struct chrome *c, const char *ph, uint32_t tid, int64_t ns, const char *name,
                       bool open)
 {
-    ember_writer_printf(
-        &c->w, ",\n{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,\"name\":", ph, c->pid,
-        tid, (long long)(ns / 1000), (long long)(ns % 1000 < 0 ? -(ns % 1000) : ns % 1000));
-    json_string_with(&c->w, name, open ? EMBER_OPEN_SPAN_MARK : "");
+    char ts[EMBER_TRACE_EVENT_TIME_MAX];
+    ember_trace_event_time(ts, ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns, ns < 0);
+    ember_trace_event_open(&c->w, ",\n", ph);
+    ember_trace_event_ids(&c->w, c->pid, tid);
+    ember_trace_event_ts(&c->w, ts);
+    ember_trace_event_name(&c->w, name, strlen(name), open ? EMBER_OPEN_SPAN_MARK : "",
+                           EMBER_JSON_FFFD_BYTES);
 }
 
 /* Ends the open spans of a thread above depth keep. */
@@ -104,7 +88,7 @@ static void end_to(struct chrome *c, unsigned ring, uint32_t tid, size_t keep, i
     while (o->n > keep) {
         const struct ember_open_span *s = &o->s[--o->n];
         put_event(c, "E", tid, ns, s->name, s->open);
-        ember_writer_puts(&c->w, "}");
+        ember_trace_event_close(&c->w);
     }
 }
 
@@ -142,32 +126,30 @@ static int chrome_event(void *ctx, const struct ember_trace_event *e)
     const char *ph = phase(e->site->kind);
     put_event(c, ph, e->tid, e->ns, e->site->name, open);
     if (*ph == 'i')
-        ember_writer_puts(&c->w, ",\"s\":\"t\"");
+        ember_trace_event_thread_scope(&c->w);
     if (e->site->nfields)
         put_args(&c->w, e);
-    ember_writer_puts(&c->w, "}");
+    ember_trace_event_close(&c->w);
     return c->w.err;
 }
 
 static void put_names(struct chrome *c)
 {
     char pname[64];
-    ember_writer_printf(&c->w,
-                        "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
-                        "\"name\":\"process_name\",\"args\":{\"name\":",
-                        c->pid);
-    json_string(&c->w, ember_export_process_name(c->t, pname, sizeof(pname)));
-    ember_writer_puts(&c->w, "}}");
+    const char *name = ember_export_process_name(c->t, pname, sizeof(pname));
+    ember_writer_puts(&c->w, "{\"traceEvents\":[");
+    ember_trace_event_open(&c->w, "\n", "M");
+    ember_trace_event_ids(&c->w, c->pid, 0);
+    ember_trace_event_meta(&c->w, "process_name");
+    ember_trace_event_meta_name(&c->w, name, strlen(name), EMBER_JSON_FFFD_BYTES);
     for (unsigned i = 0; i < ember_trace_ring_count(c->t); i++) {
         const struct ember_trace_ring *r = ember_trace_ring(c->t, i);
         if (!r->name[0])
             continue;
-        ember_writer_printf(&c->w,
-                            ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
-                            "\"args\":{\"name\":",
-                            c->pid, r->tid);
-        json_string(&c->w, r->name);
-        ember_writer_puts(&c->w, "}}");
+        ember_trace_event_open(&c->w, ",\n", "M");
+        ember_trace_event_ids(&c->w, c->pid, r->tid);
+        ember_trace_event_meta(&c->w, "thread_name");
+        ember_trace_event_meta_name(&c->w, r->name, strlen(r->name), EMBER_JSON_FFFD_BYTES);
     }
 }
 

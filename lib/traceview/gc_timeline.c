@@ -27,6 +27,8 @@
 #include "traceview/spans.h"
 #include "traceview/timeline.h"
 #include "base/diag.h"
+#include "base/escape.h"
+#include "wire/trace_event.h"
 #include "wire/trace_time.h"
 #include "base/vec.h"
 
@@ -277,12 +279,6 @@ void ember_timeline_process_name(const struct timeline *t, uint32_t pid, char *b
         snprintf(buf, cap, "process %u", pid);
 }
 
-static void time_text(char *buf, size_t cap, uint64_t ns)
-{
-    snprintf(buf, cap, "%llu.%03llu", (unsigned long long)(ns / 1000),
-             (unsigned long long)(ns % 1000));
-}
-
 /* Events are separated by commas: the first has none. The spans open on
  * the track being written, outermost first: their exact ends, and the ends
  * viewers compute, which a child must not pass. */
@@ -307,8 +303,8 @@ static void next_event(struct out *o)
 /* A new track, whose first span begins at ns. */
 static void new_track(struct out *o, uint64_t ns)
 {
-    char ts[32];
-    time_text(ts, sizeof(ts), ns);
+    char ts[EMBER_TRACE_EVENT_TIME_MAX];
+    ember_trace_event_time(ts, ns, false);
     o->t0 = strtod(ts, NULL);
     o->nopen = 0;
 }
@@ -322,12 +318,12 @@ static void put_x(struct out *o, uint32_t pid, uint32_t tid, uint64_t begin, uin
                   const char *name, size_t len, const char *cat, const char *mark)
 {
     struct ember_writer *w = &o->w;
-    char ts[32], fin[32], dur[40];
+    char ts[EMBER_TRACE_EVENT_TIME_MAX], fin[EMBER_TRACE_EVENT_TIME_MAX], dur[40];
     while (o->nopen && o->open[o->nopen - 1].end <= begin)
         o->nopen--;
-    time_text(ts, sizeof(ts), begin);
-    time_text(fin, sizeof(fin), end);
-    time_text(dur, sizeof(dur), end - begin);
+    ember_trace_event_time(ts, begin, false);
+    ember_trace_event_time(fin, end, false);
+    ember_trace_event_time(dur, end - begin, false);
     double at = strtod(ts, NULL) - o->t0, target = strtod(fin, NULL) - o->t0;
     if (o->nopen && o->open[o->nopen - 1].end_d < target)
         target = o->open[o->nopen - 1].end_d;
@@ -341,23 +337,23 @@ static void put_x(struct out *o, uint32_t pid, uint32_t tid, uint64_t begin, uin
     else
         o->open[o->nopen++] = (struct open_end){end, at + d};
     next_event(o);
-    ember_writer_printf(w,
-                        "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s",
-                        cat, pid, tid, ts, dur);
-    ember_writer_puts(w, ",\"name\":");
-    ember_export_json_bytes(w, name, len, mark);
-    ember_writer_puts(w, "}");
+    ember_trace_event_open(w, "", "X");
+    ember_trace_event_cat(w, cat);
+    ember_trace_event_ids(w, pid, tid);
+    ember_trace_event_ts(w, ts);
+    ember_trace_event_dur(w, dur);
+    ember_trace_event_name(w, name, len, mark, EMBER_JSON_FFFD_BYTES);
+    ember_trace_event_close(w);
 }
 
 static void put_name(struct out *o, const char *what, uint32_t pid, uint32_t tid, const char *name)
 {
     struct ember_writer *w = &o->w;
     next_event(o);
-    ember_writer_printf(
-        w, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what, pid,
-        tid);
-    ember_export_json_bytes(w, name, strlen(name), "");
-    ember_writer_puts(w, "}}");
+    ember_trace_event_open(w, "", "M");
+    ember_trace_event_meta(w, what);
+    ember_trace_event_ids(w, pid, tid);
+    ember_trace_event_meta_name(w, name, strlen(name), EMBER_JSON_FFFD_BYTES);
 }
 
 static void write_samples(struct out *w, const struct timeline *t)

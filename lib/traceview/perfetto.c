@@ -16,7 +16,7 @@
 #include "ember/trace.h"
 #include "ember/traceview.h"
 #include "base/writer.h"
-#include "wire/protobuf.h"
+#include "traceview/perfetto_proto.h"
 #include "traceview/spans.h"
 #include "base/strmap.h"
 #include "base/vec.h"

@@ -6,7 +6,7 @@
  */
 #include "ember/traceview.h"
 #include "base/writer.h"
-#include "wire/protobuf.h"
+#include "traceview/perfetto_proto.h"
 #include "traceview/spans.h"
 #include "traceview/timeline.h"
 #include "base/diag.h"

@@ -8,8 +8,8 @@
  * filled on first use). A stack is then rewritten with array work only,
  * and regexes run once per distinct name, not once per sample.
  */
-#include "transform/demangle.h"
 #include "ember/transform.h"
+#include "symbol/demangle.h"
 #include "base/diag.h"
 #include "base/vec.h"
 
@@ -211,11 +211,10 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
     struct frame_info *fi = &a->info[f];
     size_t n;
     const char *s = ember_profile_frame_name(src, f, &n);
-    char buf[EMBER_DEMANGLE_MAX];
-    size_t dn = t->demangle ? ember_demangle(s, n, buf) : 0;
-    if (dn) {
-        s = buf;
-        n = dn;
+    char *demangled = t->demangle ? ember_demangle(s, n, EMBER_DEMANGLE_TRANSFORM) : NULL;
+    if (demangled) {
+        s = demangled;
+        n = strlen(demangled);
     }
     /* the frame's record goes with its new name */
     int err = ember_profile_frame_copy(dst, src, f, s, n, &fi->name);
@@ -247,6 +246,7 @@ static int learn_frame(struct apply *a, struct ember_profile *dst, const struct 
     fi->skip = t->skip_after && strlen(t->skip_after) == n && memcmp(t->skip_after, s, n) == 0;
     fi->known = !err;
     free(spelled);
+    free(demangled);
     return err;
 }
 

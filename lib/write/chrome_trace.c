@@ -18,6 +18,8 @@
  * siblings in order (ts is always the double of the exact start).
  */
 #include "write/write_impl.h"
+#include "base/escape.h"
+#include "wire/trace_event.h"
 #include "wire/trace_time.h"
 #include "base/vec.h"
 
@@ -109,13 +111,12 @@ static int put_span(struct chrome *c, const struct span *s, double limit, double
     size_t len;
     const char *name =
         ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, s->node), &len);
-    ember_writer_puts(&c->w, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":");
-    ember_writer_puts(&c->w, ts);
-    ember_writer_puts(&c->w, ",\"dur\":");
-    ember_writer_puts(&c->w, dur);
-    ember_writer_puts(&c->w, ",\"name\":");
-    ember_json_string(&c->w, name, len);
-    ember_writer_put(&c->w, "}", 1);
+    ember_trace_event_open(&c->w, ",\n", "X");
+    ember_trace_event_ids(&c->w, 1, 1);
+    ember_trace_event_ts(&c->w, ts);
+    ember_trace_event_dur(&c->w, dur);
+    ember_trace_event_name(&c->w, name, len, "", EMBER_JSON_SHORT);
+    ember_trace_event_close(&c->w);
     return c->w.err;
 }
 
@@ -150,13 +151,15 @@ static void put_metadata(struct chrome *c, const struct ember_convert_opts *o)
     char thread[2 * EMBER_UNIT_MAX + 8];
     snprintf(thread, sizeof(thread), "%s (%s)", ember_profile_sample_type(c->p),
              ember_profile_unit(c->p));
-    ember_writer_puts(w, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
-                         "\"tid\":1,\"args\":{\"name\":");
-    ember_json_string(w, o->name, strlen(o->name));
-    ember_writer_puts(w, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,"
-                         "\"args\":{\"name\":");
-    ember_json_string(w, thread, strlen(thread));
-    ember_writer_puts(w, "}}");
+    ember_writer_puts(w, "{\"traceEvents\":[");
+    ember_trace_event_open(w, "\n", "M");
+    ember_trace_event_meta(w, "process_name");
+    ember_trace_event_ids(w, 1, 1);
+    ember_trace_event_meta_name(w, o->name, strlen(o->name), EMBER_JSON_SHORT);
+    ember_trace_event_open(w, ",\n", "M");
+    ember_trace_event_meta(w, "thread_name");
+    ember_trace_event_ids(w, 1, 1);
+    ember_trace_event_meta_name(w, thread, strlen(thread), EMBER_JSON_SHORT);
 }
 
 static void put_trailer(struct chrome *c, const struct ember_convert_opts *o)

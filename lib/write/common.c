@@ -3,13 +3,13 @@
  * numbers, the frames in use, weights as microseconds, and the flame chart
  * layout.
  *
- * JSON strings: bytes below 0x20, '"' and '\\' are escaped; valid UTF-8 is
- * copied; each maximal prefix of a valid sequence that is cut or wrong
- * (Unicode's "maximal subpart", what Python's errors="replace" does)
- * becomes one U+FFFD, so any bytes give valid JSON.
+ * JSON strings (base/escape.h): \n, \t and \r written short; each maximal
+ * prefix of a valid UTF-8 sequence that is cut or wrong (Unicode's "maximal
+ * subpart", what Python's errors="replace" does) becomes one U+FFFD.
  */
 #include "write/write_impl.h"
 #include "base/diag.h"
+#include "base/escape.h"
 #include "base/vec.h"
 
 #include <errno.h>
@@ -36,79 +36,10 @@ struct ember_convert_opts ember_convert_opts_fill(const struct ember_convert_opt
     return r;
 }
 
-/* The length of the valid UTF-8 sequence at s (1..4), or minus the length
- * of its maximal invalid subpart. */
-static int utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    unsigned need, lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf)
-        need = 1;
-    else if (c >= 0xe0 && c <= 0xef)
-        need = 2, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4)
-        need = 3, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    else
-        return -1;
-    for (unsigned i = 1; i <= need; i++) {
-        if (i >= n || s[i] < lo || s[i] > hi)
-            return -(int)i;
-        lo = 0x80, hi = 0xbf; /* only the second byte has a narrower range */
-    }
-    return (int)need + 1;
-}
-
-static void json_escape(struct ember_writer *w, unsigned char c)
-{
-    static const char hex[] = "0123456789abcdef";
-    char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-    switch (c) {
-    case '"':
-    case '\\':
-        e[1] = (char)c;
-        ember_writer_put(w, e, 2);
-        return;
-    case '\n':
-        ember_writer_put(w, "\\n", 2);
-        return;
-    case '\t':
-        ember_writer_put(w, "\\t", 2);
-        return;
-    case '\r':
-        ember_writer_put(w, "\\r", 2);
-        return;
-    default:
-        ember_writer_put(w, e, 6);
-    }
-}
-
 void ember_json_string(struct ember_writer *w, const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0; /* start of the bytes copied as they are */
     ember_writer_put(w, "\"", 1);
-    for (size_t i = 0; i < n;) {
-        unsigned char c = u[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
-        int len = c < 0x80 ? 0 : utf8_len(u + i, n - i);
-        if (len > 0) {
-            i += (size_t)len;
-            continue;
-        }
-        ember_writer_put(w, s + run, i - run);
-        if (len == 0) {
-            json_escape(w, c);
-            i++;
-        } else {
-            ember_writer_put(w, "\xef\xbf\xbd", 3);
-            i += (size_t)-len;
-        }
-        run = i;
-    }
-    ember_writer_put(w, s + run, n - run);
+    ember_escape_json(w, s, n, EMBER_JSON_SHORT);
     ember_writer_put(w, "\"", 1);
 }
 

@@ -7,8 +7,11 @@
  *
  * Exits 77 (skipped) when no C compiler or binutils are installed.
  */
+#include "symbol/demangle.h"
 #include "symbol/names.h"
 #include "unit_elf.h"
+
+#include <string.h>
 
 static int setup(void **state)
 {
@@ -47,7 +50,7 @@ static void test_demangle(void **state)
         {"main", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        char *got = ember_symbol_demangle(cases[i][0]);
+        char *got = ember_demangle(cases[i][0], strlen(cases[i][0]), EMBER_DEMANGLE_ADDR2LINE);
         if (cases[i][1])
             assert_string_equal(got, cases[i][1]);
         else

@@ -7,42 +7,10 @@
  * namehash(), which weights the first three characters; --random draws.
  */
 #include "write/flame/color.h"
+#include "base/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-unsigned ember_utf8_next(const char *s, size_t len, size_t *i)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    unsigned c = u[*i], cp, n;
-    if (c < 0x80) {
-        (*i)++;
-        return c;
-    }
-    if ((c & 0xe0) == 0xc0)
-        n = 1, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0)
-        n = 2, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0)
-        n = 3, cp = c & 0x07;
-    else {
-        (*i)++;
-        return c;
-    }
-    if (*i + n >= len) {
-        (*i)++;
-        return c;
-    }
-    for (unsigned k = 1; k <= n; k++) {
-        if ((u[*i + k] & 0xc0) != 0x80) {
-            (*i)++;
-            return c;
-        }
-        cp = (cp << 6) | (u[*i + k] & 0x3f);
-    }
-    *i += n + 1;
-    return cp;
-}
 
 static double drand48_step(unsigned long long *x)
 {

@@ -29,7 +29,4 @@ struct ember_rgb ember_color_scale(double delta, double maxdelta);
 double ember_namehash(const char *name, size_t len);
 double ember_name_rand(const char *name, size_t len);
 
-/* The next code point of UTF-8 text (an invalid byte stands for itself). */
-unsigned ember_utf8_next(const char *s, size_t len, size_t *i);
-
 #endif

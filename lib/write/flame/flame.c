@@ -21,7 +21,9 @@
 #include "base/writer.h"
 #include "ember/model.h"
 #include "base/diag.h"
+#include "base/escape.h"
 #include "base/table.h"
+#include "base/utf8.h"
 #include "base/vec.h"
 
 #include <errno.h>
@@ -357,47 +359,9 @@ static int frame_cmp(const void *va, const void *vb)
 
 /* ---- text ------------------------------------------------------------- */
 
-/* XML text: & < > (and " in attributes) escaped; bytes that are not valid
- * UTF-8, and control characters XML forbids, become U+FFFD. */
-void ember_svg_escape(struct ember_writer *w, const char *s, size_t n, bool quot)
-{
-    size_t i = 0, run = 0;
-    while (i < n) {
-        size_t at = i;
-        unsigned char c = (unsigned char)s[i];
-        const char *rep = NULL;
-        size_t adv = 1;
-        if (c == '&')
-            rep = "&amp;";
-        else if (c == '<')
-            rep = "&lt;";
-        else if (c == '>')
-            rep = "&gt;";
-        else if (c == '"' && quot)
-            rep = "&quot;";
-        else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-            rep = "\xef\xbf\xbd";
-        else if (c >= 0x80) {
-            size_t j = i;
-            unsigned cp = ember_utf8_next(s, n, &j);
-            adv = j - i;
-            if (adv == 1 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-                (adv == 3 && cp < 0x800) || (adv == 4 && cp < 0x10000) || (adv == 2 && cp < 0x80))
-                rep = "\xef\xbf\xbd", adv = 1;
-        }
-        if (rep) {
-            ember_writer_put(w, s + run, at - run);
-            ember_writer_puts(w, rep);
-            run = at + adv;
-        }
-        i = at + adv;
-    }
-    ember_writer_put(w, s + run, n - run);
-}
-
 static void put_escaped(struct ember_writer *w, const char *s, bool quot)
 {
-    ember_svg_escape(w, s, strlen(s), quot);
+    ember_escape_xml(w, s, strlen(s), quot);
 }
 
 /* A JavaScript string literal (for the script's configuration). */
@@ -460,7 +424,7 @@ static void put_place(struct ember_writer *w, const struct ember_profile *p, uin
     if (!fr.file)
         return;
     ember_writer_puts(w, ", ");
-    ember_svg_escape(w, fr.file, fr.file_len, true);
+    ember_escape_xml(w, fr.file, fr.file_len, true);
     if (fr.line)
         ember_writer_printf(w, ":%u", (unsigned)fr.line);
 }
@@ -747,7 +711,7 @@ static void write_frame(struct svg *s, const struct frame *f)
         size_t tl = len;
         strip_annotation(name, &tl);
         ember_svg_fixed(pct, 100 * samv / (s->timemax / s->scale * o->factor), 2, NULL);
-        ember_svg_escape(w, name, tl, true);
+        ember_escape_xml(w, name, tl, true);
         ember_writer_puts(w, " (");
         put_amount(s, width * o->factor, sam);
         ember_writer_puts(w, ", ");
@@ -807,10 +771,10 @@ static void write_frame(struct svg *s, const struct frame *f)
             size_t keep = 0;
             for (size_t k = 0; k + 2 < (size_t)chars; k++)
                 ember_utf8_next(name, tl, &keep);
-            ember_svg_escape(w, name, keep, false);
+            ember_escape_xml(w, name, keep, false);
             ember_writer_puts(w, "..");
         } else {
-            ember_svg_escape(w, name, tl, false);
+            ember_escape_xml(w, name, tl, false);
         }
     }
     ember_writer_puts(w, "</text>\n");

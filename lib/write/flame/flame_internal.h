@@ -14,9 +14,6 @@
 extern const char ember_flame_script[];
 extern const size_t ember_flame_script_len;
 
-/* XML-escapes n bytes of s (quotes too when quot), replacing invalid UTF-8. */
-void ember_svg_escape(struct ember_writer *w, const char *s, size_t n, bool quot);
-
 /* v as printf("%.*f", prec, v) writes it, into buf (64 bytes); printed
  * (if not NULL) gets what strtod reads back from it. Returns the length. */
 size_t ember_svg_fixed(char *buf, double v, unsigned prec, double *printed);

@@ -1,7 +1,8 @@
 /*
  * demangle.c - readable names (see demangle.h). C++ and Rust go to
- * libiberty's demangler (what c++filt uses: Itanium, Rust legacy and v0);
- * OCaml has no library, its rules are short and written here:
+ * libiberty's demangler (what c++filt uses: Itanium, Rust legacy and v0),
+ * with the options of the tool each style matches; OCaml has no library,
+ * its rules are short and written here. The transform's OCaml rules:
  *
  *   - "caml" + an uppercase letter starts a symbol (a leading '_' is Mach-O's);
  *   - parts are separated by "__" (OCaml 4, and unit names in 5), "." (5.x on
@@ -16,9 +17,14 @@
  * perf already demangles OCaml its own way (drops "caml", "__" -> ".",
  * decodes "$xx") but keeps the stamp: "Alloc.descend_744". Such names, a
  * capitalised module path and a stamped last part, lose the stamp too.
+ *
+ * addr2line -C: legacy Rust symbols are valid C++ manglings too
+ * ("_ZN...17h<hash>E"): libiberty's own Rust recognizer tells them apart
+ * before the C++ demangler would turn them into "path::h<hash>".
  */
-#include "transform/demangle.h"
+#include "symbol/demangle.h"
 
+#include <ctype.h>
 #include <libiberty/demangle.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -175,7 +181,9 @@ static size_t native(const char *s, size_t len, char *out)
     return n;
 }
 
-size_t ember_demangle(const char *name, size_t len, char *out)
+/* The transform's name into out (EMBER_DEMANGLE_MAX bytes): its length,
+ * or 0 when it stays as it is. */
+static size_t transform_name(const char *name, size_t len, char *out)
 {
     if (len < 3 || len >= EMBER_DEMANGLE_MAX || memchr(name, '\0', len))
         return 0; /* no symbol holds a NUL */
@@ -189,4 +197,60 @@ size_t ember_demangle(const char *name, size_t len, char *out)
     if (end - s > 5 && memcmp(s, "caml", 4) == 0 && is_upper(s[4]))
         return ocaml_raw(s + 4, end, out);
     return ocaml_perf(name, len, out);
+}
+
+/* perf's ocaml_demangle_sym: "camlStdlib__List.map_123" is
+ * "Stdlib.List.map_123" ("caml" dropped, "__" as '.', "$xx" a byte). */
+static char *perf_ocaml(const char *s)
+{
+    if (strncmp(s, "caml", 4) != 0 || !isupper((unsigned char)s[4]))
+        return NULL;
+    size_t len = strlen(s), j = 0;
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 4; i < len;) {
+        if (s[i] == '_' && s[i + 1] == '_') {
+            out[j++] = '.';
+            i += 2;
+        } else if (s[i] == '$' && isxdigit((unsigned char)s[i + 1]) &&
+                   isxdigit((unsigned char)s[i + 2])) {
+            /* perf takes uppercase digits too: | 0x20 lowers them */
+            out[j++] = (char)(hex_digit(s[i + 1] | 0x20) << 4 | hex_digit(s[i + 2] | 0x20));
+            i += 3;
+        } else {
+            out[j++] = s[i++];
+        }
+    }
+    out[j] = '\0';
+    return out;
+}
+
+static bool is_rust(const char *name)
+{
+    char *rust = rust_demangle(name, 0);
+    bool found = rust != NULL;
+    free(rust);
+    return found;
+}
+
+/* The NUL-terminated sym as the tool of style demangles it. */
+static char *tool_name(const char *sym, enum ember_demangle_style style)
+{
+    if (style == EMBER_DEMANGLE_ADDR2LINE)
+        return is_rust(sym) ? NULL : cplus_demangle_v3(sym, DMGL_PARAMS | DMGL_ANSI);
+    char *d = cplus_demangle(sym, DMGL_NO_OPTS);
+    return d ? d : perf_ocaml(sym);
+}
+
+char *ember_demangle(const char *name, size_t len, enum ember_demangle_style style)
+{
+    if (style == EMBER_DEMANGLE_TRANSFORM) {
+        char out[EMBER_DEMANGLE_MAX];
+        return transform_name(name, len, out) ? strdup(out) : NULL;
+    }
+    char *sym = strndup(name, len);
+    char *d = sym ? tool_name(sym, style) : NULL;
+    free(sym);
+    return d;
 }
