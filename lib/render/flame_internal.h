@@ -8,7 +8,50 @@
 #include "ember/flame.h"
 #include "io/writer.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+enum { XPAD = 10, FRAMEPAD = 1 };
+
+struct below;
+
+struct ember_flame_frame {
+    uint32_t node;
+    uint32_t depth;
+    int64_t start, end;
+    int64_t delta;
+};
+
+struct ember_flame_open {
+    uint32_t node;
+    int64_t start;
+    int64_t delta;
+    int64_t hidden; /* width of the children too narrow to draw */
+};
+
+struct ember_flame_layout {
+    const struct ember_profile *p;
+    const struct below *below; /* flame_layout.c's, while walking */
+    unsigned wm;               /* the value drawn: AFTER's in a differential profile */
+    bool diff;
+    int64_t time;
+    double min_time;        /* frames narrower are dropped ... */
+    uint64_t hidden_frames; /* ... and counted, */
+    int64_t hidden_width;   /* with the width they leave empty under drawn frames */
+    int64_t maxdelta;
+    struct ember_flame_open *open;
+    size_t nopen, ocap;
+    struct ember_flame_frame *frames;
+    size_t nframes, fcap;
+    struct ember_flame_open root; /* "all" */
+};
+
+/* Lays out l's profile (l->p, wm, diff, min_time and root set): l->frames,
+ * sorted by depth then x, and what was hidden. flamechart: stacks in
+ * arrival order, not merged. */
+int ember_flame_layout_build(struct ember_flame_layout *l, bool flamechart);
+void ember_flame_layout_free(struct ember_flame_layout *l);
 
 /* flame.js, embedded at build time. */
 extern const char ember_flame_script[];
