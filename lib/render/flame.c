@@ -37,61 +37,9 @@
 
 /* ---- text ------------------------------------------------------------- */
 
-/* XML text: & < > (and " in attributes) escaped; bytes that are not valid
- * UTF-8, and control characters XML forbids, become U+FFFD. */
-void ember_svg_escape(struct ember_writer *w, const char *s, size_t n, bool quot)
-{
-    size_t i = 0, run = 0;
-    while (i < n) {
-        size_t at = i;
-        unsigned char c = (unsigned char)s[i];
-        const char *rep = NULL;
-        size_t adv = 1;
-        if (c == '&')
-            rep = "&amp;";
-        else if (c == '<')
-            rep = "&lt;";
-        else if (c == '>')
-            rep = "&gt;";
-        else if (c == '"' && quot)
-            rep = "&quot;";
-        else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-            rep = "\xef\xbf\xbd";
-        else if (c >= 0x80) {
-            size_t j = i;
-            unsigned cp = ember_utf8_next(s, n, &j);
-            adv = j - i;
-            if (adv == 1 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-                (adv == 3 && cp < 0x800) || (adv == 4 && cp < 0x10000) || (adv == 2 && cp < 0x80))
-                rep = "\xef\xbf\xbd", adv = 1;
-        }
-        if (rep) {
-            ember_writer_put(w, s + run, at - run);
-            ember_writer_puts(w, rep);
-            run = at + adv;
-        }
-        i = at + adv;
-    }
-    ember_writer_put(w, s + run, n - run);
-}
-
 static void put_escaped(struct ember_writer *w, const char *s, bool quot)
 {
     ember_svg_escape(w, s, strlen(s), quot);
-}
-
-/* A JavaScript string literal (for the script's configuration). */
-static void put_js_string(struct ember_writer *w, const char *s)
-{
-    ember_writer_put(w, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c < 0x20)
-            ember_writer_printf(w, "\\u%04x", c);
-        else
-            ember_writer_put(w, s, 1);
-    }
-    ember_writer_put(w, "\"", 1);
 }
 
 /* Perl's default number formatting (buf: 64 bytes). */
@@ -99,36 +47,6 @@ static void num(char *buf, size_t cap, double v)
 {
     (void)cap;
     ember_svg_g15(buf, v);
-}
-
-/* "rgb(r,g,b)" */
-static void put_rgb(char *fill, struct ember_rgb c)
-{
-    size_t o = 0;
-    int v[3] = {c.r, c.g, c.b};
-    memcpy(fill, "rgb(", 4);
-    o = 4;
-    for (int i = 0; i < 3; i++) {
-        o += ember_svg_fixed(fill + o, v[i], 0, NULL);
-        fill[o++] = i < 2 ? ',' : ')';
-    }
-    fill[o] = '\0';
-}
-
-/* "1234567" -> "1,234,567" */
-static void thousands(char *out, const char *in)
-{
-    size_t n = strlen(in), o = 0, i = 0;
-    if (in[0] == '-' || in[0] == '+')
-        out[o++] = in[i++];
-    size_t digits = n - i;
-    for (; i < n; i++) {
-        out[o++] = in[i];
-        size_t left = n - i - 1;
-        if (left > 0 && left % 3 == 0 && digits > 3)
-            out[o++] = ',';
-    }
-    out[o] = '\0';
 }
 
 /* Where a function is, when the input says: ", file:line" in its title,
@@ -185,7 +103,7 @@ static void put_amount(struct svg *s, double value, const char *rounded)
         ember_writer_puts(&s->w, buf);
         return;
     }
-    thousands(buf, rounded);
+    ember_svg_thousands(buf, rounded);
     ember_writer_puts(&s->w, buf);
     ember_writer_puts(&s->w, " ");
     put_escaped(&s->w, s->word, false);
@@ -248,7 +166,7 @@ static void write_head(struct svg *s, const char *bg1, const char *bg2)
                          "\t#frames > *:hover { stroke:black; stroke-width:0.5; cursor:pointer; }\n"
                          "\t.hide { display:none; }\n\t.parent { opacity:0.5; }\n</style>\n"
                          "<script type=\"text/ecmascript\">\n<![CDATA[\nvar cfg = {nametype: ");
-    put_js_string(w, o->name_type);
+    ember_svg_js_string(w, o->name_type);
     char total[64];
     num(total, sizeof(total), s->timemax / s->scale);
     ember_writer_printf(w,
@@ -325,45 +243,44 @@ static struct ember_rgb frame_color(struct svg *s, const struct ember_flame_fram
         if (f->depth > 0)
             ember_profile_frame(s->p, ember_profile_node_frame(s->p, f->node), &fr);
         c = ember_color(o->colors, mode, name, len, fr.kind, &s->rng);
-        put_rgb(fill, c);
+        ember_svg_rgb(fill, c);
         if (o->palette)
             ember_palette_put(o->palette, name, len, fill);
         return c;
     }
-    put_rgb(fill, c);
+    ember_svg_rgb(fill, c);
     return c;
 }
 
-static void write_frame(struct svg *s, const struct ember_flame_frame *f)
+/* Where a frame's rectangle goes. */
+struct box {
+    double x1, x2, y1, y2;
+};
+
+static struct box frame_box(const struct svg *s, const struct ember_flame_frame *f)
 {
     const struct ember_flame_opts *o = s->o;
-    struct ember_writer *w = &s->w;
-    const struct ember_profile *p = s->p;
-    size_t len;
-    const char *name =
-        f->depth == 0 ? ""
-                      : ember_profile_frame_name(p, ember_profile_node_frame(p, f->node), &len);
-    if (f->depth == 0)
-        len = 0;
-    double x1 = XPAD + (double)f->start * s->wpt;
-    double x2 = XPAD + (f->depth == 0 ? s->timemax : (double)f->end) * s->wpt;
+    struct box b;
+    b.x1 = XPAD + (double)f->start * s->wpt;
+    b.x2 = XPAD + (f->depth == 0 ? s->timemax : (double)f->end) * s->wpt;
     double fh = o->frame_height;
     double ypad1 = o->font_size * 3, ypad2 = o->font_size * 2 + 10;
-    double y1, y2;
     if (o->inverted) {
-        y1 = ypad1 + f->depth * fh;
-        y2 = ypad1 + (f->depth + 1) * fh - FRAMEPAD;
+        b.y1 = ypad1 + f->depth * fh;
+        b.y2 = ypad1 + (f->depth + 1) * fh - FRAMEPAD;
     } else {
-        y1 = s->height - ypad2 - (f->depth + 1) * fh + FRAMEPAD;
-        y2 = s->height - ypad2 - f->depth * fh;
+        b.y1 = s->height - ypad2 - (f->depth + 1) * fh + FRAMEPAD;
+        b.y2 = s->height - ypad2 - f->depth * fh;
     }
+    return b;
+}
 
-    /* the title: "name (N samples, P%)" */
-    double width = (double)(f->end - f->start) / s->scale;
-    char sam[64], pct[64];
-    double samv; /* sam read back, as atof would */
-    ember_svg_fixed(sam, width * o->factor, 0, &samv);
-    const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
+/* The frame's element: a link when --nameattr gives it an href, else a
+ * group, with the attributes --nameattr gives and its exact weight. */
+static void frame_open(struct svg *s, const struct ember_flame_frame *f,
+                       const struct ember_attrs *at)
+{
+    struct ember_writer *w = &s->w;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
         ember_writer_puts(w, "<a xlink:href=\"");
@@ -384,10 +301,25 @@ static void write_frame(struct svg *s, const struct ember_flame_frame *f)
     if (at && at->g_extra && at->g_extra[0])
         ember_writer_printf(w, " %s", at->g_extra);
     char exact[40];
-    ember_weight_format(exact, f->end - f->start, ember_profile_decimals(p));
+    ember_weight_format(exact, f->end - f->start, ember_profile_decimals(s->p));
     ember_writer_puts(w, " ember:w=\"");
     ember_writer_puts(w, exact);
-    ember_writer_puts(w, "\">\n<title>");
+    ember_writer_puts(w, "\">\n");
+}
+
+/* The title: "name (N samples, P%)", the change in a differential
+ * profile, and the frame's source place. */
+static void frame_title(struct svg *s, const struct ember_flame_frame *f, const char *name,
+                        size_t len, const struct ember_attrs *at)
+{
+    const struct ember_flame_opts *o = s->o;
+    struct ember_writer *w = &s->w;
+    const struct ember_profile *p = s->p;
+    double width = (double)(f->end - f->start) / s->scale;
+    char sam[64], pct[64];
+    double samv; /* sam read back, as atof would */
+    ember_svg_fixed(sam, width * o->factor, 0, &samv);
+    ember_writer_puts(w, "<title>");
     if (at && at->title && at->title[0]) {
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
@@ -414,16 +346,20 @@ static void write_frame(struct svg *s, const struct ember_flame_frame *f)
         ember_writer_puts(w, ")");
     }
     ember_writer_puts(w, "</title>");
+}
 
-    /* the rectangle: width from the rounded x's, as flamegraph.pl does */
+/* The rectangle: width from the rounded x's, as flamegraph.pl does. */
+static void frame_rect(struct svg *s, const struct ember_flame_frame *f, const char *name,
+                       size_t len, struct box b)
+{
     char fill[64], x1s[64], x2s[64], ys[64], ws[64], hs[64];
     double x1v, x2v; /* x1s and x2s read back, as atof would */
     frame_color(s, f, name, len, fill, sizeof(fill));
-    ember_svg_fixed(x1s, x1, 1, &x1v);
-    ember_svg_fixed(x2s, x2, 1, &x2v);
-    num(ys, sizeof(ys), y1);
+    ember_svg_fixed(x1s, b.x1, 1, &x1v);
+    ember_svg_fixed(x2s, b.x2, 1, &x2v);
+    num(ys, sizeof(ys), b.y1);
     ember_svg_fixed(ws, x2v - x1v, 1, NULL);
-    ember_svg_fixed(hs, y2 - y1, 1, NULL);
+    ember_svg_fixed(hs, b.y2 - b.y1, 1, NULL);
     const char *rect[] = {"<rect x=\"",
                           x1s,
                           "\" y=\"",
@@ -436,13 +372,18 @@ static void write_frame(struct svg *s, const struct ember_flame_frame *f)
                           fill,
                           "\" rx=\"2\" ry=\"2\" />\n"};
     for (size_t i = 0; i < sizeof(rect) / sizeof(rect[0]); i++)
-        ember_writer_puts(w, rect[i]);
+        ember_writer_puts(&s->w, rect[i]);
+}
 
-    /* the label: as many characters as fit, the last two as ".." */
-    int chars = (int)((x2 - x1) / (o->font_size * o->font_width));
+/* The label: as many characters as fit, the last two as "..". */
+static void frame_label(struct svg *s, const char *name, size_t len, struct box b)
+{
+    const struct ember_flame_opts *o = s->o;
+    struct ember_writer *w = &s->w;
+    int chars = (int)((b.x2 - b.x1) / (o->font_size * o->font_width));
     char ty[64], tx[64];
-    num(ty, sizeof(ty), 3 + (y1 + y2) / 2);
-    ember_svg_fixed(tx, x1 + 3, 2, NULL);
+    num(ty, sizeof(ty), 3 + (b.y1 + b.y2) / 2);
+    ember_svg_fixed(tx, b.x1 + 3, 2, NULL);
     const char *text[] = {"<text  x=\"", tx, "\" y=\"", ty, "\" >"};
     for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
         ember_writer_puts(w, text[i]);
@@ -465,7 +406,26 @@ static void write_frame(struct svg *s, const struct ember_flame_frame *f)
         }
     }
     ember_writer_puts(w, "</text>\n");
-    ember_writer_puts(w, href && href[0] ? "</a>\n" : "</g>\n");
+}
+
+static void write_frame(struct svg *s, const struct ember_flame_frame *f)
+{
+    const struct ember_flame_opts *o = s->o;
+    const struct ember_profile *p = s->p;
+    size_t len;
+    const char *name =
+        f->depth == 0 ? ""
+                      : ember_profile_frame_name(p, ember_profile_node_frame(p, f->node), &len);
+    if (f->depth == 0)
+        len = 0;
+    struct box b = frame_box(s, f);
+    const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
+    const char *href = at ? at->href : NULL;
+    frame_open(s, f, at);
+    frame_title(s, f, name, len, at);
+    frame_rect(s, f, name, len, b);
+    frame_label(s, name, len, b);
+    ember_writer_puts(&s->w, href && href[0] ? "</a>\n" : "</g>\n");
 }
 
 static void warn(const struct ember_flame_opts *o, const char *msg)

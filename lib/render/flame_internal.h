@@ -5,6 +5,7 @@
 #ifndef EMBER_RENDER_FLAME_INTERNAL_H
 #define EMBER_RENDER_FLAME_INTERNAL_H
 
+#include "color.h"
 #include "ember/flame.h"
 #include "io/writer.h"
 
@@ -59,6 +60,12 @@ extern const size_t ember_flame_script_len;
 
 /* XML-escapes n bytes of s (quotes too when quot), replacing invalid UTF-8. */
 void ember_svg_escape(struct ember_writer *w, const char *s, size_t n, bool quot);
+/* s as a JavaScript string literal (for the script's configuration). */
+void ember_svg_js_string(struct ember_writer *w, const char *s);
+/* c as "rgb(r,g,b)", into fill (64 bytes). */
+void ember_svg_rgb(char *fill, struct ember_rgb c);
+/* in with thousands separators: "1234567" -> "1,234,567". */
+void ember_svg_thousands(char *out, const char *in);
 
 /* v as printf("%.*f", prec, v) writes it, into buf (64 bytes); printed
  * (if not NULL) gets what strtod reads back from it. Returns the length. */
