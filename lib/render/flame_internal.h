@@ -13,10 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* pixels: the graph's side margins, the gap between a frame and the next */
 enum { XPAD = 10, FRAMEPAD = 1 };
 
-struct below;
+struct below; /* flame_layout.c's pruning sums */
 
+/* A frame drawn: its node, its depth, its extent in the profile's units
+ * and, in a differential profile, its change. */
 struct ember_flame_frame {
     uint32_t node;
     uint32_t depth;
@@ -24,6 +27,7 @@ struct ember_flame_frame {
     int64_t delta;
 };
 
+/* A frame still open while flow() walks the stacks. */
 struct ember_flame_open {
     uint32_t node;
     int64_t start;
@@ -31,6 +35,7 @@ struct ember_flame_open {
     int64_t hidden; /* width of the children too narrow to draw */
 };
 
+/* flamegraph.pl's flow() state, and the frames it closed. */
 struct ember_flame_layout {
     const struct ember_profile *p;
     const struct below *below; /* flame_layout.c's, while walking */
