@@ -25,34 +25,13 @@ static const char usage[] =
     "ember trace dump|stats|latency|gc-stats|export [options] FILE\n"
     "       ember trace dump|stats|latency|gc-stats|export [options] --follow PID|FILE\n"
     "       ember trace record|dump|stats|latency|gc-stats|export [options] -- CMD [ARGS...]";
-static const char description[] =
+static const char description_head[] =
     "Reads traces: files written by programs built with <ember/trace.h> (run with\n"
     "EMBER_TRACE=FILE) and OCaml 5 programs' runtime_events files (<pid>.events), from\n"
     "a running program (read without stopping it) or from one that ended or was killed.\n"
     "With --follow, a running process (or file) is followed until it ends or Ctrl-C;\n"
     "with -- CMD, CMD is run with tracing on (both kinds) and followed while it runs;\n"
-    "either way the tool's result comes at the end (dump --follow prints as it goes).\n\n"
-    "  dump      one line per event, in time order (--format ocaml: as OCaml's own\n"
-    "            consumer reads a runtime_events file, ring by ring)\n"
-    "  stats     per span name: count, total, mean, min, p50, p90, p99, max\n"
-    "  latency   span durations in HdrHistogram's percentile table, and a chart\n"
-    "            (--span NAME for one span); of an OCaml program, its GC pauses\n"
-    "  gc-stats  an OCaml program's wall time, domain time (the sum of its domains'\n"
-    "            lifetimes, which olly calls CPU time), GC time per domain, GC\n"
-    "            pauses, allocations and collections, as olly gc-stats (--json);\n"
-    "            CPU time and max RSS when ember ran the program (-- CMD)\n"
-    "  Percentiles (stats, latency, gc-stats) are exact, by nearest rank: the pth\n"
-    "  percentile of n durations is the ceil(p/100 x n)-th smallest, a duration\n"
-    "  measured, never interpolated or bucketed\n"
-    "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"
-    "  record    -- CMD: runs CMD traced and drains its rings while it runs: the\n"
-    "            <ember/trace.h> rings in drain mode (nothing is overwritten while\n"
-    "            ember keeps up; what it misses is counted), OCaml's runtime_events\n"
-    "            rings as they fill (OCaml's writer never waits: words overwritten\n"
-    "            unread are counted); all that was read goes to OUT (-o, default\n"
-    "            ember.trace; a program traced both ways also gets OUT.events, its\n"
-    "            OCaml events). It was 'ember record', which now samples\n"
-    "            (perf_event_open)";
+    "either way the tool's result comes at the end (dump --follow prints as it goes).\n";
 
 struct tool_opts {
     const char *tool, *out, *format, *span, *ocaml_version;
@@ -156,26 +135,99 @@ static int export_ctf(struct ember_trace *t, const char *path, const char *out)
     return cli_output_dir_commit(&o) < 0 ? 1 : 0;
 }
 
-/* Runs the tool on t into sink: 0 or a negative error, d saying why. */
-static int run_tool(struct ember_trace *t, const struct tool_opts *o, const struct ember_sink *sink,
+static int run_dump(struct ember_trace *t, const struct tool_opts *o, const struct ember_sink *sink,
                     struct ember_diag *d)
 {
-    const char *tool = o->tool;
-    if (strcmp(tool, "dump") == 0)
-        return o->format ? ember_trace_dump_ocaml(t, sink) : ember_trace_dump(t, sink, o->ticks);
-    if (strcmp(tool, "stats") == 0)
-        return ember_trace_stats(t, sink);
-    if (strcmp(tool, "latency") == 0)
-        return !o->span && ember_trace_format(t) == EMBER_TRACE_OCAML
-                   ? ember_trace_gc_latency(t, sink, d)
-                   : ember_trace_latency(t, o->span, sink, d);
-    if (strcmp(tool, "gc-stats") == 0) {
-        struct ember_gc_options go = {o->max_rss_kb, o->cpu_ns, o->json};
-        return ember_trace_gc_stats(t, &go, sink, d);
-    }
+    (void)d;
+    return o->format ? ember_trace_dump_ocaml(t, sink) : ember_trace_dump(t, sink, o->ticks);
+}
+
+static int run_stats(struct ember_trace *t, const struct tool_opts *o,
+                     const struct ember_sink *sink, struct ember_diag *d)
+{
+    (void)o, (void)d;
+    return ember_trace_stats(t, sink);
+}
+
+static int run_latency(struct ember_trace *t, const struct tool_opts *o,
+                       const struct ember_sink *sink, struct ember_diag *d)
+{
+    return !o->span && ember_trace_format(t) == EMBER_TRACE_OCAML
+               ? ember_trace_gc_latency(t, sink, d)
+               : ember_trace_latency(t, o->span, sink, d);
+}
+
+static int run_gc_stats(struct ember_trace *t, const struct tool_opts *o,
+                        const struct ember_sink *sink, struct ember_diag *d)
+{
+    struct ember_gc_options go = {o->max_rss_kb, o->cpu_ns, o->json};
+    return ember_trace_gc_stats(t, &go, sink, d);
+}
+
+/* chrome or perfetto: ctf, a directory, is written by export_ctf. */
+static int run_export(struct ember_trace *t, const struct tool_opts *o,
+                      const struct ember_sink *sink, struct ember_diag *d)
+{
+    (void)d;
     if (strcmp(o->format, "chrome") == 0)
         return ember_trace_export_chrome(t, sink);
     return ember_trace_export_perfetto(t, sink);
+}
+
+/* The tools: the name the command line gives, what runs it on a trace
+ * into a sink (0 or a negative error, d saying why; NULL for record, which
+ * only follows a command), and its lines in --help. */
+static const struct trace_tool {
+    const char *name;
+    int (*run)(struct ember_trace *t, const struct tool_opts *o, const struct ember_sink *sink,
+               struct ember_diag *d);
+    const char *help;
+} tools[] = {
+    {"dump", run_dump,
+     "  dump      one line per event, in time order (--format ocaml: as OCaml's own\n"
+     "            consumer reads a runtime_events file, ring by ring)\n"},
+    {"stats", run_stats,
+     "  stats     per span name: count, total, mean, min, p50, p90, p99, max\n"},
+    {"latency", run_latency,
+     "  latency   span durations in HdrHistogram's percentile table, and a chart\n"
+     "            (--span NAME for one span); of an OCaml program, its GC pauses\n"},
+    /* the note on percentiles follows the last of the tools it is about */
+    {"gc-stats", run_gc_stats,
+     "  gc-stats  an OCaml program's wall time, domain time (the sum of its domains'\n"
+     "            lifetimes, which olly calls CPU time), GC time per domain, GC\n"
+     "            pauses, allocations and collections, as olly gc-stats (--json);\n"
+     "            CPU time and max RSS when ember ran the program (-- CMD)\n"
+     "  Percentiles (stats, latency, gc-stats) are exact, by nearest rank: the pth\n"
+     "  percentile of n durations is the ceil(p/100 x n)-th smallest, a duration\n"
+     "  measured, never interpolated or bucketed\n"},
+    {"export", run_export,
+     "  export    --format chrome|perfetto|ctf -o OUT (ctf: OUT is a directory)\n"},
+    {"record", NULL,
+     "  record    -- CMD: runs CMD traced and drains its rings while it runs: the\n"
+     "            <ember/trace.h> rings in drain mode (nothing is overwritten while\n"
+     "            ember keeps up; what it misses is counted), OCaml's runtime_events\n"
+     "            rings as they fill (OCaml's writer never waits: words overwritten\n"
+     "            unread are counted); all that was read goes to OUT (-o, default\n"
+     "            ember.trace; a program traced both ways also gets OUT.events, its\n"
+     "            OCaml events). It was 'ember record', which now samples\n"
+     "            (perf_event_open)"},
+};
+
+static const struct trace_tool *find_tool(const char *name)
+{
+    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+        if (strcmp(name, tools[i].name) == 0)
+            return &tools[i];
+    return NULL;
+}
+
+/* --help's description: what the command reads, then each tool's lines. */
+static const char *describe(char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "%s\n", description_head);
+    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]) && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s", tools[i].help);
+    return buf;
 }
 
 /* Opens a trace file as the tools read it. */
@@ -229,7 +281,7 @@ static int tools_on_files(char **paths, unsigned n, const struct tool_opts *o)
             cli_output_abort(&out);
             return 1;
         }
-        err = run_tool(t, o, &sink, &d);
+        err = find_tool(o->tool)->run(t, o, &sink, &d);
         if (!err || err == -ENODATA) /* nothing to show: what was lost may say why */
             report_losses(t, paths[i]);
         why = ember_trace_error(t)->msg[0] ? ember_trace_error(t) : &d;
@@ -398,21 +450,12 @@ static int on_running(const struct tool_opts *o, char **cmd, const char *follow,
 
 /* ---- the command line ------------------------------------------------------ */
 
-static bool known_tool(const char *tool)
-{
-    static const char *const tools[] = {"dump", "stats", "latency", "gc-stats", "export", "record"};
-    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-        if (strcmp(tool, tools[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Whether the options go together: 0, or EXIT_USAGE after saying why. */
 static int check_options(const struct tool_opts *o, bool command, const char *follow, int nargs)
 {
     const char *tool = o->tool;
     bool is_export = strcmp(tool, "export") == 0;
-    if (!known_tool(tool)) {
+    if (!find_tool(tool)) {
         cli_error("unknown trace tool '%s' (dump, stats, latency, gc-stats, export or record)",
                   tool);
         return EXIT_USAGE;
@@ -491,7 +534,8 @@ int cmd_trace(int argc, char **argv)
         OPT_END_(),
     };
     bool command = has_dashdash(argc, argv);
-    int nargs = parse_options(argc, argv, opts, usage, description);
+    char description[4096];
+    int nargs = parse_options(argc, argv, opts, usage, describe(description, sizeof(description)));
     if (nargs < 0)
         return nargs == -2 ? 0 : EXIT_USAGE;
     if (nargs < 1) {

@@ -123,6 +123,8 @@ int ember_source_corrupt(struct ember_trace *t, const char *fmt, ...)
  * at their stream's start (recorders and followers, as streams appear). */
 int ember_source_grow_cursors(struct ember_trace *t, struct ember_cursor **cs, unsigned *n);
 void ember_source_free_cursors(struct ember_trace *t, struct ember_cursor *cs, unsigned n);
+/* Frees a follower's queues of events read but not handed out yet. */
+void ember_source_free_queues(struct ember_follow_queue *qs, unsigned n);
 
 /* Whether process pid runs (a zombie, ended but not yet reaped, does not:
  * it writes nothing more). */

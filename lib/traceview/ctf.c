@@ -68,7 +68,8 @@ static const char *kind_prefix(int kind)
     return kind >= 1 && kind <= 5 ? k[kind] : "event";
 }
 
-static void write_metadata(struct ember_trace *t, struct ember_writer *w)
+/* The types, and the trace block with the trace's uuid. */
+static void write_trace_block(struct ember_trace *t, struct ember_writer *w)
 {
     const uint8_t *u = ember_trace_uuid(t);
     char uuid[40];
@@ -76,18 +77,6 @@ static void write_metadata(struct ember_trace *t, struct ember_writer *w)
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
              u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
              u[15]);
-    uint64_t hz = ember_trace_ticks_per_sec(t);
-    /* clock value v is at wall time base_real + (v - base_ticks) / hz, so
-     * the origin (v = 0) is base_real - base_ticks / hz; without a wall
-     * time, the clock's own origin */
-    bool absolute = ember_trace_start_realtime(t) != 0;
-    long double origin = (long double)ember_trace_start_realtime(t) / 1e9L -
-                         (long double)ember_trace_base_ticks(t) / (long double)hz;
-    long long offset_s = absolute ? (long long)origin : 0;
-    if (absolute && (long double)offset_s > origin)
-        offset_s--;
-    unsigned long long offset =
-        absolute ? (unsigned long long)((origin - (long double)offset_s) * hz) : 0;
     ember_writer_printf(w,
                         "/* CTF 1.8 */\n"
                         "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
@@ -105,6 +94,11 @@ static void write_metadata(struct ember_trace *t, struct ember_writer *w)
                         "\tpacket.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t "
                         "stream_id; };\n};\n\n",
                         uuid);
+}
+
+/* The environment: ember as the tracer, the traced process. */
+static void write_env(struct ember_trace *t, struct ember_writer *w)
+{
     ember_writer_printf(w,
                         "env {\n\ttracer_name = \"ember\";\n\ttracer_major = 0;\n"
                         "\ttracer_minor = 1;\n\tvpid = %u;\n\tprocname = \"",
@@ -112,12 +106,62 @@ static void write_metadata(struct ember_trace *t, struct ember_writer *w)
     const char *exe = ember_trace_exe(t), *slash = strrchr(exe, '/');
     tsdl_string(w, slash ? slash + 1 : exe);
     ember_writer_puts(w, "\";\n};\n\n");
+}
+
+static void write_clock(struct ember_trace *t, struct ember_writer *w)
+{
+    uint64_t hz = ember_trace_ticks_per_sec(t);
+    /* clock value v is at wall time base_real + (v - base_ticks) / hz, so
+     * the origin (v = 0) is base_real - base_ticks / hz; without a wall
+     * time, the clock's own origin */
+    bool absolute = ember_trace_start_realtime(t) != 0;
+    long double origin = (long double)ember_trace_start_realtime(t) / 1e9L -
+                         (long double)ember_trace_base_ticks(t) / (long double)hz;
+    long long offset_s = absolute ? (long long)origin : 0;
+    if (absolute && (long double)offset_s > origin)
+        offset_s--;
+    unsigned long long offset =
+        absolute ? (unsigned long long)((origin - (long double)offset_s) * hz) : 0;
     ember_writer_printf(w,
                         "clock {\n\tname = ember;\n\tdescription = \"%s\";\n\tfreq = %llu;\n"
                         "\toffset_s = %lld;\n\toffset = %llu;\n",
                         hz == 1000000000 ? "CLOCK_MONOTONIC" : "TSC", (unsigned long long)hz,
                         offset_s, offset);
     ember_writer_puts(w, absolute ? "\tabsolute = true;\n};\n\n" : "};\n\n");
+}
+
+/* An event's declaration: its name, its id, its fields. */
+static void write_event_decl(struct ember_writer *w, const struct ember_trace_site *s)
+{
+    ember_writer_printf(w, "event {\n\tname = \"%s:", kind_prefix(s->kind));
+    tsdl_string(w, s->name);
+    ember_writer_printf(w, "\";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {", s->id);
+    for (unsigned k = 0; k < s->nfields; k++) {
+        if (s->field_types[k] == EMBER_FT_BYTES) {
+            /* a length, then the bytes */
+            ember_writer_puts(w, " uint64_t ");
+            tsdl_ident(w, s->field_names[k]);
+            ember_writer_puts(w, "_len; text8_t ");
+            tsdl_ident(w, s->field_names[k]);
+            ember_writer_puts(w, "[");
+            tsdl_ident(w, s->field_names[k]);
+            ember_writer_puts(w, "_len];");
+            continue;
+        }
+        ember_writer_puts(w, s->field_types[k] == EMBER_FT_STR   ? " string "
+                             : s->field_types[k] == EMBER_FT_F64 ? " double "
+                                                                 : " int64_t ");
+        tsdl_ident(w, s->field_names[k]);
+        ember_writer_puts(w, ";");
+    }
+    ember_writer_puts(w, " };\n};\n\n");
+}
+
+static void write_metadata(struct ember_trace *t, struct ember_writer *w)
+{
+    write_trace_block(t, w);
+    write_env(t, w);
+    write_clock(t, w);
     ember_writer_puts(w, ""
                          "typealias integer { size = 64; align = 64; signed = false; "
                          "map = clock.ember.value; } := clock_t64;\n\n"
@@ -130,31 +174,8 @@ static void write_metadata(struct ember_trace *t, struct ember_writer *w)
                          "\t\tuint32_t reserved;\n\t};\n"
                          "\tevent.header := struct { uint32_t id; uint32_t size; clock_t64 "
                          "timestamp; } align(64);\n};\n\n");
-    for (unsigned i = 0; i < ember_trace_site_count(t); i++) {
-        const struct ember_trace_site *s = ember_trace_site_at(t, i);
-        ember_writer_printf(w, "event {\n\tname = \"%s:", kind_prefix(s->kind));
-        tsdl_string(w, s->name);
-        ember_writer_printf(w, "\";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {", s->id);
-        for (unsigned k = 0; k < s->nfields; k++) {
-            if (s->field_types[k] == EMBER_FT_BYTES) {
-                /* a length, then the bytes */
-                ember_writer_puts(w, " uint64_t ");
-                tsdl_ident(w, s->field_names[k]);
-                ember_writer_puts(w, "_len; text8_t ");
-                tsdl_ident(w, s->field_names[k]);
-                ember_writer_puts(w, "[");
-                tsdl_ident(w, s->field_names[k]);
-                ember_writer_puts(w, "_len];");
-                continue;
-            }
-            ember_writer_puts(w, s->field_types[k] == EMBER_FT_STR   ? " string "
-                                 : s->field_types[k] == EMBER_FT_F64 ? " double "
-                                                                     : " int64_t ");
-            tsdl_ident(w, s->field_names[k]);
-            ember_writer_puts(w, ";");
-        }
-        ember_writer_puts(w, " };\n};\n\n");
-    }
+    for (unsigned i = 0; i < ember_trace_site_count(t); i++)
+        write_event_decl(w, ember_trace_site_at(t, i));
 }
 
 struct streams {

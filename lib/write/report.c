@@ -7,11 +7,13 @@
  * walk, whether a node's function already occurs above it on its path
  * (the "outer" occurrence is the one whose inclusive weight counts towards
  * the function's total, so that recursion is not counted twice).
+ * How weights, totals and names are written is in report_output.c.
  */
 #include "ember/write.h"
 #include "ember/transform.h"
 #include "base/writer.h"
 #include "write/not_functions.h"
+#include "write/report_output.h"
 
 #include <errno.h>
 #include <math.h>
@@ -101,80 +103,6 @@ static int tree_build(struct tree *t, const struct ember_profile *p, unsigned me
     return mark_outer(t);
 }
 
-/* ---- output ------------------------------------------------------------- */
-
-static double percent(int64_t v, int64_t total)
-{
-    return total ? 100.0 * (double)v / (double)total : 0.0;
-}
-
-/* A weight in a text column: times and sizes in their units ("42.5 ms"),
- * counts exact. */
-static void put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v, int width)
-{
-    char buf[64];
-    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, ember_profile_decimals(p)),
-                           ember_profile_unit(p)))
-        ember_weight_format(buf, v, ember_profile_decimals(p));
-    ember_writer_printf(w, "%*s", width, buf);
-}
-
-/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles";
- * the type as read, its control characters escaped as names are. */
-static void total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
-{
-    char num[64], type[64];
-    const char *read = ember_profile_sample_type(p);
-    ember_text_escape(read, strlen(read), type, sizeof(type));
-    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
-                          ember_profile_unit(p))) {
-        snprintf(buf, cap, "%s of %s", num, type);
-        return;
-    }
-    ember_weight_format(num, v, ember_profile_decimals(p));
-    snprintf(buf, cap, "%s %s", num, type);
-}
-
-/* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
- * line breaks, which TSV cannot hold, become spaces). */
-static void put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n)
-{
-    if (fmt == EMBER_TABLE_TSV) {
-        for (size_t i = 0; i < n; i++)
-            ember_writer_put(w, s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? " " : s + i, 1);
-        return;
-    }
-    if (!memchr(s, ',', n) && !memchr(s, '"', n) && !memchr(s, '\n', n) && !memchr(s, '\r', n)) {
-        ember_writer_put(w, s, n);
-        return;
-    }
-    ember_writer_put(w, "\"", 1);
-    for (size_t i = 0; i < n; i++)
-        ember_writer_put(w, s[i] == '"' ? "\"\"" : s + i, 1 + (s[i] == '"'));
-    ember_writer_put(w, "\"", 1);
-}
-
-/* Numbers of a CSV/TSV row: ",weight,percent". */
-static void put_cells(struct ember_writer *w, const struct ember_profile *p, enum ember_table fmt,
-                      int64_t v, int64_t total)
-{
-    char buf[32], sep = fmt == EMBER_TABLE_TSV ? '\t' : ',';
-    ember_weight_format(buf, v, ember_profile_decimals(p));
-    ember_writer_printf(w, "%c%s%c%.4f", sep, buf, sep, percent(v, total));
-}
-
-static const char *name_of(const struct ember_profile *p, uint32_t f, size_t *len)
-{
-    return ember_profile_frame_name(p, f, len);
-}
-
-static bool name_is(const struct ember_profile *p, uint32_t f, const char *name)
-{
-    size_t len;
-    const char *s = ember_profile_frame_name(p, f, &len);
-    return len == strlen(name) && memcmp(s, name, len) == 0;
-}
-
 /* ---- top ---------------------------------------------------------------- */
 
 struct frame_stat {
@@ -235,20 +163,20 @@ static void top_rows(struct ember_writer *w, const struct tree *t, const struct 
     int64_t sum = 0;
     for (size_t i = 0; i < rows; i++) {
         size_t len;
-        const char *name = name_of(p, fs[i].frame, &len);
+        const char *name = ember_report_name_of(p, fs[i].frame, &len);
         sum += fs[i].self;
         if (fmt != EMBER_TABLE_TEXT) {
-            put_field(w, fmt, name, len);
-            put_cells(w, p, fmt, fs[i].self, t->total);
-            put_cells(w, p, fmt, fs[i].total, t->total);
+            ember_report_put_field(w, fmt, name, len);
+            ember_report_put_cells(w, p, fmt, fs[i].self, t->total);
+            ember_report_put_cells(w, p, fmt, fs[i].total, t->total);
             ember_writer_put(w, "\n", 1);
             continue;
         }
-        put_weight(w, p, fs[i].self, 12);
-        ember_writer_printf(w, " %6.2f%% %6.2f%% ", percent(fs[i].self, t->total),
-                            percent(sum, t->total));
-        put_weight(w, p, fs[i].total, 12);
-        ember_writer_printf(w, " %6.2f%%  ", percent(fs[i].total, t->total));
+        ember_report_put_weight(w, p, fs[i].self, 12);
+        ember_writer_printf(w, " %6.2f%% %6.2f%% ", ember_report_percent(fs[i].self, t->total),
+                            ember_report_percent(sum, t->total));
+        ember_report_put_weight(w, p, fs[i].total, 12);
+        ember_writer_printf(w, " %6.2f%%  ", ember_report_percent(fs[i].total, t->total));
         ember_writer_put(w, name, len);
         ember_writer_put(w, "\n", 1);
     }
@@ -261,7 +189,7 @@ static size_t rank_by_total(const struct ember_profile *p, struct frame_stat *fs
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         size_t len;
-        const char *name = name_of(p, fs[i].frame, &len);
+        const char *name = ember_report_name_of(p, fs[i].frame, &len);
         if (ember_report_unresolved(name, len))
             ++*unresolved;
         else
@@ -293,8 +221,9 @@ static int report_top(const struct ember_profile *p, const bool *root_name,
     if (!err) {
         qsort(fs, n, sizeof(*fs), o->by_total ? by_total : by_self);
         size_t rows = o->top && o->top < n ? o->top : n;
-        while (rows > 0 && percent(o->by_total ? fs[rows - 1].total : fs[rows - 1].self, t.total) <
-                               o->percent_limit)
+        while (rows > 0 &&
+               ember_report_percent(o->by_total ? fs[rows - 1].total : fs[rows - 1].self, t.total) <
+                   o->percent_limit)
             rows--;
         ember_writer_init(w, out);
         const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
@@ -303,7 +232,7 @@ static int report_top(const struct ember_profile *p, const bool *root_name,
                                 sep);
         } else {
             char total[160];
-            total_text(total, sizeof(total), p, t.total);
+            ember_report_total_text(total, sizeof(total), p, t.total);
             ember_writer_printf(w, "Showing %zu of %zu functions; total %s\n", rows, n, total);
             ember_report_left_out(w, count_roots(p, root_name), unresolved);
             ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
@@ -349,10 +278,10 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
     const struct ember_profile *p = tw->t->p;
     struct ember_writer *w = tw->w;
     size_t len;
-    const char *name = name_of(p, ember_profile_node_frame(p, n), &len);
+    const char *name = ember_report_name_of(p, ember_profile_node_frame(p, n), &len);
     if (tw->o->format == EMBER_TABLE_TEXT) {
-        ember_writer_printf(w, "%7.2f%% ", percent(tw->t->incl[n], tw->t->total));
-        put_weight(w, p, tw->t->incl[n], 12);
+        ember_writer_printf(w, "%7.2f%% ", ember_report_percent(tw->t->incl[n], tw->t->total));
+        ember_report_put_weight(w, p, tw->t->incl[n], 12);
         /* indentation stops growing at MAX_INDENT levels (a million-frame
          * stack would print a terabyte); deeper lines say their depth */
         size_t level = depth - 1;
@@ -375,9 +304,9 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
         tw->text[at++] = ';';
     memcpy(tw->text + at, name, len);
     tw->text_len[depth] = at + len;
-    put_field(w, tw->o->format, tw->text, at + len);
-    put_cells(w, p, tw->o->format, tw->t->incl[n], tw->t->total);
-    put_cells(w, p, tw->o->format, ember_profile_self(p, n, tw->t->m), tw->t->total);
+    ember_report_put_field(w, tw->o->format, tw->text, at + len);
+    ember_report_put_cells(w, p, tw->o->format, tw->t->incl[n], tw->t->total);
+    ember_report_put_cells(w, p, tw->o->format, ember_profile_self(p, n, tw->t->m), tw->t->total);
     ember_writer_put(w, "\n", 1);
     return 0;
 }
@@ -404,7 +333,7 @@ static int tree_walk(struct tree_walk *tw)
         uint32_t c = t->kids[tw->next[sp]++];
         if (t->incl[c] == 0)
             continue;
-        if (percent(t->incl[c], t->total) < tw->o->percent_limit) {
+        if (ember_report_percent(t->incl[c], t->total) < tw->o->percent_limit) {
             tw->hidden++;
             tw->hidden_weight += t->incl[c];
             continue;
@@ -441,12 +370,12 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
         err = tree_walk(&tw);
         if (!err && tw.hidden && o->format == EMBER_TABLE_TEXT) {
             char w[160];
-            total_text(w, sizeof(w), p, tw.hidden_weight);
+            ember_report_total_text(w, sizeof(w), p, tw.hidden_weight);
             ember_writer_printf(tw.w,
                                 "(%llu subtrees under %g%% not shown: %s, %.2f%% of the "
                                 "total)\n",
                                 (unsigned long long)tw.hidden, o->percent_limit, w,
-                                percent(tw.hidden_weight, t.total));
+                                ember_report_percent(tw.hidden_weight, t.total));
         }
         int ferr = ember_writer_flush(tw.w);
         err = err ? err : ferr;
@@ -462,88 +391,128 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
 
 /* ---- callers and callees ------------------------------------------------ */
 
+/* A function's callers or callees, summed by neighbouring function (an
+ * extra slot, none, for the root or self), then sorted. */
+struct neighbours {
+    const struct ember_profile *p;
+    const struct ember_report_opts *o;
+    bool callers;
+    uint32_t none;
+    struct frame_stat *fs;
+    size_t k;      /* of fs, those with a weight */
+    int64_t whole; /* the function's */
+};
+
+static uint32_t frame_named(const struct ember_profile *p, const char *name)
+{
+    uint32_t target = UINT32_MAX;
+    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
+        if (ember_report_name_is(p, f, name))
+            target = f;
+    return target;
+}
+
+static void sum_neighbours(struct neighbours *nb, const struct tree *t, uint32_t target)
+{
+    const struct ember_profile *p = nb->p;
+    struct frame_stat *fs = nb->fs;
+    uint32_t none = nb->none;
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
+        if (ember_profile_node_frame(p, n) != target || !t->outer[n])
+            continue;
+        nb->whole += t->incl[n];
+        if (nb->callers) {
+            uint32_t up = ember_profile_node_parent(p, n);
+            fs[up == EMBER_ROOT ? none : ember_profile_node_frame(p, up)].total += t->incl[n];
+            continue;
+        }
+        fs[none].total += ember_profile_self(p, n, t->m);
+        for (uint32_t k = t->first[n]; k < t->first[n + 1]; k++)
+            fs[ember_profile_node_frame(p, t->kids[k])].total += t->incl[t->kids[k]];
+    }
+    size_t k = 0;
+    for (uint32_t f = 0; f <= none; f++)
+        if (fs[f].total) {
+            fs[k] = fs[f];
+            fs[k++].frame = f;
+        }
+    qsort(fs, k, sizeof(*fs), by_total);
+    nb->k = k;
+}
+
+static void write_neighbours_head(struct ember_writer *w, const struct neighbours *nb,
+                                  const char *name, int64_t total)
+{
+    const struct ember_report_opts *o = nb->o;
+    const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
+    const char *what = nb->callers ? "caller" : "callee";
+    if (o->format != EMBER_TABLE_TEXT) {
+        ember_writer_printf(w, "%s%sweight%spct_of_function\n", what, sep, sep);
+    } else {
+        char buf[160];
+        ember_report_total_text(buf, sizeof(buf), nb->p, nb->whole);
+        ember_writer_printf(w, "%s of %s: %s, %.2f%% of the total\n",
+                            nb->callers ? "Callers" : "Callees", name, buf,
+                            ember_report_percent(nb->whole, total));
+    }
+}
+
+/* The rows down to --percent-limit; in text, a line for those not shown. */
+static void write_neighbour_rows(struct ember_writer *w, const struct neighbours *nb)
+{
+    const struct ember_profile *p = nb->p;
+    const struct ember_report_opts *o = nb->o;
+    const struct frame_stat *fs = nb->fs;
+    size_t i = 0, k = nb->k;
+    for (; i < k; i++) {
+        if (ember_report_percent(fs[i].total, nb->whole) < o->percent_limit)
+            break;
+        size_t len = 0;
+        const char *s = fs[i].frame == nb->none ? (nb->callers ? "(root)" : "(self)")
+                                                : ember_report_name_of(p, fs[i].frame, &len);
+        len = fs[i].frame == nb->none ? strlen(s) : len;
+        if (o->format != EMBER_TABLE_TEXT) {
+            ember_report_put_field(w, o->format, s, len);
+            ember_report_put_cells(w, p, o->format, fs[i].total, nb->whole);
+            ember_writer_put(w, "\n", 1);
+            continue;
+        }
+        ember_report_put_weight(w, p, fs[i].total, 12);
+        ember_writer_printf(w, " %7.2f%%  ", ember_report_percent(fs[i].total, nb->whole));
+        ember_writer_put(w, s, len);
+        ember_writer_put(w, "\n", 1);
+    }
+    if (i < k && o->format == EMBER_TABLE_TEXT) {
+        int64_t rest = 0;
+        for (size_t j = i; j < k; j++)
+            rest += fs[j].total;
+        char buf[160];
+        ember_report_total_text(buf, sizeof(buf), p, rest);
+        ember_writer_printf(w, "(%zu %s under %g%% not shown: %s)\n", k - i,
+                            nb->callers ? "callers" : "callees", o->percent_limit, buf);
+    }
+}
+
 static int report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
                              const char *name, bool callers, const struct ember_sink *out)
 {
     struct tree t = {0};
-    struct frame_stat *fs = NULL;
+    struct neighbours nb = {p, o, callers, ember_profile_frame_count(p), NULL, 0, 0};
     struct ember_writer *w = malloc(sizeof(*w));
     int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
-    uint32_t target = UINT32_MAX;
-    for (uint32_t f = 0; !err && f < ember_profile_frame_count(p); f++)
-        if (name_is(p, f, name))
-            target = f;
+    uint32_t target = err ? UINT32_MAX : frame_named(p, name);
     if (!err && target == UINT32_MAX)
         err = -ENOENT;
-    /* by neighbouring function; an extra slot for the root (no caller) or self */
-    uint32_t none = ember_profile_frame_count(p);
-    if (!err && !(fs = calloc((size_t)none + 1, sizeof(*fs))))
+    if (!err && !(nb.fs = calloc((size_t)nb.none + 1, sizeof(*nb.fs))))
         err = -ENOMEM;
-    int64_t whole = 0;
-    for (uint32_t n = 1; !err && n < ember_profile_node_count(p); n++) {
-        if (ember_profile_node_frame(p, n) != target || !t.outer[n])
-            continue;
-        whole += t.incl[n];
-        if (callers) {
-            uint32_t up = ember_profile_node_parent(p, n);
-            fs[up == EMBER_ROOT ? none : ember_profile_node_frame(p, up)].total += t.incl[n];
-            continue;
-        }
-        fs[none].total += ember_profile_self(p, n, t.m);
-        for (uint32_t k = t.first[n]; k < t.first[n + 1]; k++)
-            fs[ember_profile_node_frame(p, t.kids[k])].total += t.incl[t.kids[k]];
-    }
     if (!err) {
-        size_t k = 0;
-        for (uint32_t f = 0; f <= none; f++)
-            if (fs[f].total) {
-                fs[k] = fs[f];
-                fs[k++].frame = f;
-            }
-        qsort(fs, k, sizeof(*fs), by_total);
+        sum_neighbours(&nb, &t, target);
         ember_writer_init(w, out);
-        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
-        const char *what = callers ? "caller" : "callee";
-        if (o->format != EMBER_TABLE_TEXT) {
-            ember_writer_printf(w, "%s%sweight%spct_of_function\n", what, sep, sep);
-        } else {
-            char buf[160];
-            total_text(buf, sizeof(buf), p, whole);
-            ember_writer_printf(w, "%s of %s: %s, %.2f%% of the total\n",
-                                callers ? "Callers" : "Callees", name, buf,
-                                percent(whole, t.total));
-        }
-        size_t i = 0;
-        for (; i < k; i++) {
-            if (percent(fs[i].total, whole) < o->percent_limit)
-                break;
-            size_t len = 0;
-            const char *s = fs[i].frame == none ? (callers ? "(root)" : "(self)")
-                                                : name_of(p, fs[i].frame, &len);
-            len = fs[i].frame == none ? strlen(s) : len;
-            if (o->format != EMBER_TABLE_TEXT) {
-                put_field(w, o->format, s, len);
-                put_cells(w, p, o->format, fs[i].total, whole);
-                ember_writer_put(w, "\n", 1);
-                continue;
-            }
-            put_weight(w, p, fs[i].total, 12);
-            ember_writer_printf(w, " %7.2f%%  ", percent(fs[i].total, whole));
-            ember_writer_put(w, s, len);
-            ember_writer_put(w, "\n", 1);
-        }
-        if (i < k && o->format == EMBER_TABLE_TEXT) {
-            int64_t rest = 0;
-            for (size_t j = i; j < k; j++)
-                rest += fs[j].total;
-            char buf[160];
-            total_text(buf, sizeof(buf), p, rest);
-            ember_writer_printf(w, "(%zu %s under %g%% not shown: %s)\n", k - i,
-                                callers ? "callers" : "callees", o->percent_limit, buf);
-        }
+        write_neighbours_head(w, &nb, name, t.total);
+        write_neighbour_rows(w, &nb);
         err = ember_writer_flush(w);
     }
-    free(fs);
+    free(nb.fs);
     free(w);
     tree_release(&t);
     return err;

@@ -7,12 +7,16 @@
  * That gives exactly its frames, including its quirks (see walk.c). Frames
  * narrower than --minwidth are dropped as they close, so memory follows the
  * frames drawn, and whole subtrees narrower than --minwidth are not walked
- * at all (what they would add is summed beforehand, see struct below).
+ * at all (what they would add is summed beforehand, see
+ * flame_layout.c's struct below).
  * Coordinates, number formats, colours and label truncation
  * follow flamegraph.pl byte for byte; frames are written by depth then x,
  * so the same input gives the same bytes (flamegraph.pl's order is Perl's
  * random hash order). Unlike flamegraph.pl, every text is escaped and
  * invalid UTF-8 is replaced, so the SVG is always well-formed XML.
+ *
+ * This file writes the document; the layout is in flame_layout.c, the
+ * options' defaults and checks in flame_opts.c.
  */
 #include "ember/write.h"
 #include "ember/transform.h"
@@ -33,330 +37,6 @@
 #include <string.h>
 #include <time.h>
 
-enum { XPAD = 10, FRAMEPAD = 1 };
-
-void ember_flame_opts_default(struct ember_flame_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->width = 1200;
-    o->frame_height = 16;
-    o->font_size = 12;
-    o->font_width = 0.59;
-    o->font_type = "Verdana";
-    o->min_width = 0.1;
-    o->name_type = "Function:";
-    o->colors = "hot";
-    o->factor = 1;
-}
-
-/* ---- layout ----------------------------------------------------------- */
-
-struct frame {
-    uint32_t node;
-    uint32_t depth;
-    int64_t start, end;
-    int64_t delta;
-};
-
-struct open_frame {
-    uint32_t node;
-    int64_t start;
-    int64_t delta;
-    int64_t hidden; /* width of the children too narrow to draw */
-};
-
-/* For pruning: per node, what the lines below it add to the layout. A
- * subtree narrower than --minwidth draws nothing: its frames are all
- * hidden, so walking it only counts them, adds its width to the time and
- * (differential) its deltas to the largest delta. Frames are nodes, but a
- * node whose line and lines below are split by a sibling's (the case
- * walk.c describes: a sibling whose name extends the node's by a byte
- * below ';') makes two frames: those are found by looking the siblings
- * up. A node with too many possible such siblings to look up keeps its
- * ancestors walked as before. */
-struct below {
-    int64_t *total;   /* of the drawn metric, over the subtree, the node included */
-    uint32_t *frames; /* the frames of the nodes strictly below */
-    int64_t *maxd;    /* differential: largest |after - before| strictly below */
-    uint64_t *skip;   /* bit per node: walk nothing below it */
-};
-
-struct layout {
-    const struct ember_profile *p;
-    const struct below *below;
-    unsigned wm; /* the value drawn: AFTER's in a differential profile */
-    bool diff;
-    int64_t time;
-    double min_time;        /* frames narrower are dropped ... */
-    uint64_t hidden_frames; /* ... and counted, */
-    int64_t hidden_width;   /* with the width they leave empty under drawn frames */
-    int64_t maxdelta;
-    struct open_frame *open;
-    size_t nopen, ocap;
-    struct frame *frames;
-    size_t nframes, fcap;
-    struct open_frame root; /* "all" */
-};
-
-/* of closes at depth; its parent is open at depth - 1 (the root at 0). */
-static int close_frame(struct layout *l, size_t depth, const struct open_frame *of,
-                       struct open_frame *parent)
-{
-    if ((double)(l->time - of->start) < l->min_time) {
-        l->hidden_frames++;
-        if (parent)
-            parent->hidden += l->time - of->start;
-        return 0;
-    }
-    l->hidden_width += of->hidden;
-    if (EMBER_VEC_RESERVE(l->frames, l->fcap, l->nframes + 1) < 0)
-        return -ENOMEM;
-    l->frames[l->nframes++] =
-        (struct frame){of->node, (uint32_t)depth, of->start, l->time, of->delta};
-    return 0;
-}
-
-/* Makes path the open frames, closing those it leaves. */
-static int open_path(struct layout *l, const uint32_t *path, size_t depth)
-{
-    size_t same = 0;
-    while (same < l->nopen && same < depth && l->open[same].node == path[same])
-        same++;
-    for (size_t k = l->nopen; k-- > same;) {
-        int err = close_frame(l, k + 1, &l->open[k], k ? &l->open[k - 1] : &l->root);
-        if (err)
-            return err;
-    }
-    if (EMBER_VEC_RESERVE(l->open, l->ocap, depth) < 0)
-        return -ENOMEM;
-    for (size_t k = same; k < depth; k++)
-        l->open[k] = (struct open_frame){path[k], l->time, 0, 0};
-    l->nopen = depth;
-    return 0;
-}
-
-static int flow(void *ctx, const uint32_t *path, size_t depth, const int64_t *self)
-{
-    struct layout *l = ctx;
-    if (!l->diff && self[l->wm] == 0)
-        return 0; /* a stack with weight in other values only */
-    int err = open_path(l, path, depth);
-    if (err)
-        return err;
-    if (l->diff) {
-        int64_t d = self[1] - self[0];
-        if (depth)
-            l->open[depth - 1].delta += d;
-        if (llabs(d) > l->maxdelta)
-            l->maxdelta = llabs(d);
-        l->time += self[1];
-    } else {
-        l->time += self[l->wm];
-    }
-    return 0;
-}
-
-/* The lines below a pruned node, all hidden: what flow would make of them. */
-static int flow_below(void *ctx, const uint32_t *path, size_t depth)
-{
-    struct layout *l = ctx;
-    const struct below *b = l->below;
-    uint32_t x = path[depth - 1];
-    int err = open_path(l, path, depth);
-    if (err)
-        return err;
-    l->time += b->total[x] - ember_profile_self(l->p, x, l->wm);
-    l->hidden_frames += b->frames[x];
-    if (l->diff && b->maxd[x] > l->maxdelta)
-        l->maxdelta = b->maxd[x];
-    return 0;
-}
-
-static bool bit(const uint64_t *b, uint32_t n)
-{
-    return b[n >> 6] >> (n & 63) & 1;
-}
-
-static void set_bit(uint64_t *b, uint32_t n)
-{
-    b[n >> 6] |= (uint64_t)1 << (n & 63);
-}
-
-/* The frames' names, read once for sorting. */
-struct frame_names {
-    const char **str;
-    size_t *len;
-    uint32_t count;
-};
-
-static int frame_names_get(const struct ember_profile *p, struct frame_names *f)
-{
-    f->count = ember_profile_frame_count(p);
-    size_t n = f->count ? f->count : 1;
-    f->str = malloc(n * sizeof(*f->str));
-    f->len = malloc(n * sizeof(*f->len));
-    if (!f->str || !f->len)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < f->count; i++)
-        f->str[i] = ember_profile_frame_name(p, i, &f->len[i]);
-    return 0;
-}
-
-static int name_cmp(const void *va, const void *vb, void *ctx)
-{
-    const struct frame_names *f = ctx;
-    uint32_t a = *(const uint32_t *)va, b = *(const uint32_t *)vb;
-    int c = memcmp(f->str[a], f->str[b], f->len[a] < f->len[b] ? f->len[a] : f->len[b]);
-    return c ? c : (f->len[a] > f->len[b]) - (f->len[a] < f->len[b]);
-}
-
-enum { MAX_EXTENSIONS = 32 };
-
-/* For each frame, the frames whose names extend its name by a byte below
- * ';' (they sort right after it): ext[f] .. ext[f] + next[f] in sorted,
- * next[f] > MAX_EXTENSIONS: too many to look up. */
-static int name_extensions(const struct ember_profile *p, uint32_t **sorted, uint32_t **ext,
-                           uint32_t **next)
-{
-    struct frame_names names, *f = &names;
-    int err = frame_names_get(p, f);
-    size_t n = f->count ? f->count : 1;
-    *sorted = malloc(n * sizeof(**sorted));
-    *ext = malloc(n * sizeof(**ext));
-    *next = calloc(n, sizeof(**next));
-    if (err || !*sorted || !*ext || !*next) {
-        free(f->str);
-        free(f->len);
-        return -ENOMEM;
-    }
-    for (uint32_t i = 0; i < f->count; i++)
-        (*sorted)[i] = i;
-    qsort_r(*sorted, f->count, sizeof(**sorted), name_cmp, (void *)f);
-    for (uint32_t i = 0; i < f->count; i++) {
-        uint32_t a = (*sorted)[i], j = i + 1;
-        for (; j < f->count && j - i <= MAX_EXTENSIONS; j++) {
-            uint32_t b = (*sorted)[j];
-            if (f->len[b] <= f->len[a] || memcmp(f->str[a], f->str[b], f->len[a]) != 0 ||
-                (unsigned char)f->str[b][f->len[a]] >= ';')
-                break;
-        }
-        (*ext)[a] = i + 1;
-        (*next)[a] = j - i - 1;
-    }
-    free(f->str);
-    free(f->len);
-    return 0;
-}
-
-/* The self weights the layout reads, by node: the drawn value's, and in a
- * differential profile (two values) also BEFORE's. */
-struct weights {
-    const int64_t *drawn, *before; /* before: NULL unless differential */
-};
-
-static struct weights weights_of(const struct ember_profile *p, unsigned wm, bool diff)
-{
-    return (struct weights){ember_profile_self_values(p, wm),
-                            diff ? ember_profile_self_values(p, 0) : NULL};
-}
-
-/* Whether node n's own line is drawn: flow skips the lines without weight
- * in the drawn value (a differential graph draws any line with weight). */
-static bool drawn(const struct weights *w, uint32_t n)
-{
-    return w->drawn[n] != 0 || (w->before && w->before[n] != 0);
-}
-
-/* The frames node n makes: none without drawn lines, two when split.
- * lines: bit per node, drawn lines below it. bad: the siblings that could
- * split it were too many to look up. */
-static uint32_t node_frames(const struct ember_profile *p, const struct weights *w, uint32_t n,
-                            const uint64_t *lines, const uint32_t *sorted, const uint32_t *ext,
-                            const uint32_t *next, bool *bad)
-{
-    bool self = drawn(w, n), below = bit(lines, n);
-    uint32_t f = ember_profile_node_frame(p, n), up = ember_profile_node_parent(p, n);
-    if (!self || !below || next[f] == 0)
-        return self || below;
-    if (next[f] > MAX_EXTENSIONS) {
-        *bad = true;
-        return 2;
-    }
-    for (uint32_t i = ext[f]; i < ext[f] + next[f]; i++) {
-        uint32_t sib = ember_profile_child_lookup(p, up, sorted[i]);
-        if (sib && (drawn(w, sib) || bit(lines, sib)))
-            return 2;
-    }
-    return 1;
-}
-
-static void below_free(struct below *b)
-{
-    free(b->total);
-    free(b->frames);
-    free(b->maxd);
-    free(b->skip);
-}
-
-/* Sums each subtree (children have larger indices than their parents)
- * and marks the nodes narrower than min_time, with drawn lines below, for
- * pruning. Weights below 0 would make a subtree's frames wider than it:
- * then nothing is pruned. */
-static int below_build(const struct ember_profile *p, unsigned wm, bool diff, double min_time,
-                       struct below *b)
-{
-    size_t nn = ember_profile_node_count(p), words = (nn + 63) / 64;
-    struct weights w = weights_of(p, wm, diff);
-    uint32_t *sorted = NULL, *ext = NULL, *next = NULL;
-    uint64_t *lines = calloc(words, sizeof(*lines)), *bad = calloc(words, sizeof(*bad));
-    /* read at each node's parent, anywhere: huge pages spare the TLB */
-    b->total = ember_table_calloc(nn, sizeof(*b->total));
-    b->frames = ember_table_calloc(nn, sizeof(*b->frames));
-    b->maxd = diff ? ember_table_calloc(nn, sizeof(*b->maxd)) : NULL;
-    b->skip = calloc(words, sizeof(*b->skip));
-    int err = !lines || !bad || !b->total || !b->frames || (diff && !b->maxd) || !b->skip
-                  ? -ENOMEM
-                  : name_extensions(p, &sorted, &ext, &next);
-    bool negative = false;
-    for (uint32_t n = (uint32_t)nn; !err && n-- > 1;) {
-        if (drawn(&w, n) || bit(lines, n))
-            set_bit(lines, ember_profile_node_parent(p, n));
-        negative |= w.drawn[n] < 0;
-    }
-    for (uint32_t n = (uint32_t)nn; !err && !negative && n-- > 1;) {
-        uint32_t up = ember_profile_node_parent(p, n);
-        bool nb = false;
-        uint64_t fr = (uint64_t)b->frames[up] + b->frames[n] +
-                      node_frames(p, &w, n, lines, sorted, ext, next, &nb);
-        if (nb || bit(bad, n) || fr > UINT32_MAX)
-            set_bit(bad, up);
-        b->frames[up] = fr > UINT32_MAX ? UINT32_MAX : (uint32_t)fr;
-        b->total[n] += w.drawn[n];
-        b->total[up] += b->total[n];
-        if (diff) {
-            int64_t d = llabs(w.drawn[n] - w.before[n]);
-            d = d > b->maxd[n] ? d : b->maxd[n];
-            b->maxd[up] = d > b->maxd[up] ? d : b->maxd[up];
-        }
-        if (bit(lines, n) && !bit(bad, n) && (double)b->total[n] < min_time)
-            set_bit(b->skip, n);
-    }
-    free(lines);
-    free(bad);
-    free(sorted);
-    free(ext);
-    free(next);
-    return err;
-}
-
-static int frame_cmp(const void *va, const void *vb)
-{
-    const struct frame *a = va, *b = vb;
-    if (a->depth != b->depth)
-        return a->depth < b->depth ? -1 : 1;
-    return a->start < b->start ? -1 : a->start > b->start;
-}
-
 /* ---- text ------------------------------------------------------------- */
 
 static void put_escaped(struct ember_writer *w, const char *s, bool quot)
@@ -364,55 +44,11 @@ static void put_escaped(struct ember_writer *w, const char *s, bool quot)
     ember_escape_xml(w, s, strlen(s), quot);
 }
 
-/* A JavaScript string literal (for the script's configuration). */
-static void put_js_string(struct ember_writer *w, const char *s)
-{
-    ember_writer_put(w, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c < 0x20)
-            ember_writer_printf(w, "\\u%04x", c);
-        else
-            ember_writer_put(w, s, 1);
-    }
-    ember_writer_put(w, "\"", 1);
-}
-
 /* Perl's default number formatting (buf: 64 bytes). */
 static void num(char *buf, size_t cap, double v)
 {
     (void)cap;
     ember_svg_g15(buf, v);
-}
-
-/* "rgb(r,g,b)" */
-static void put_rgb(char *fill, struct ember_rgb c)
-{
-    size_t o = 0;
-    int v[3] = {c.r, c.g, c.b};
-    memcpy(fill, "rgb(", 4);
-    o = 4;
-    for (int i = 0; i < 3; i++) {
-        o += ember_svg_fixed(fill + o, v[i], 0, NULL);
-        fill[o++] = i < 2 ? ',' : ')';
-    }
-    fill[o] = '\0';
-}
-
-/* "1234567" -> "1,234,567" */
-static void thousands(char *out, const char *in)
-{
-    size_t n = strlen(in), o = 0, i = 0;
-    if (in[0] == '-' || in[0] == '+')
-        out[o++] = in[i++];
-    size_t digits = n - i;
-    for (; i < n; i++) {
-        out[o++] = in[i];
-        size_t left = n - i - 1;
-        if (left > 0 && left % 3 == 0 && digits > 3)
-            out[o++] = ',';
-    }
-    out[o] = '\0';
 }
 
 /* Where a function is, when the input says: ", file:line" in its title,
@@ -469,7 +105,7 @@ static void put_amount(struct svg *s, double value, const char *rounded)
         ember_writer_puts(&s->w, buf);
         return;
     }
-    thousands(buf, rounded);
+    ember_svg_thousands(buf, rounded);
     ember_writer_puts(&s->w, buf);
     ember_writer_puts(&s->w, " ");
     put_escaped(&s->w, s->word, false);
@@ -482,35 +118,6 @@ static const char *default_title(const struct ember_flame_opts *o)
     if (o->flamechart)
         return "Flame Chart";
     return o->inverted ? "Icicle Graph" : "Flame Graph";
-}
-
-int ember_flame_bg(const char *bgcolors, const char *colors, const char **c1, const char **c2)
-{
-    const char *bg = bgcolors;
-    if (!bg || !bg[0]) {
-        if (strcmp(colors, "mem") == 0)
-            bg = "green";
-        else if (!strcmp(colors, "io") || !strcmp(colors, "wakeup") || !strcmp(colors, "chain"))
-            bg = "blue";
-        else if (strstr(" red green blue aqua yellow purple orange ", colors) &&
-                 !strchr(colors, ' ') && colors[0])
-            bg = "grey";
-        else
-            bg = "yellow";
-    }
-    if (strcmp(bg, "yellow") == 0)
-        *c1 = "#eeeeee", *c2 = "#eeeeb0";
-    else if (strcmp(bg, "blue") == 0)
-        *c1 = "#eeeeee", *c2 = "#e0e0ff";
-    else if (strcmp(bg, "green") == 0)
-        *c1 = "#eef2ee", *c2 = "#e0ffe0";
-    else if (strcmp(bg, "grey") == 0)
-        *c1 = "#f8f8f8", *c2 = "#e8e8e8";
-    else if (bg[0] == '#' && strlen(bg) == 7 && strspn(bg + 1, "0123456789abcdefABCDEF") == 6)
-        *c1 = *c2 = bg;
-    else
-        return -EINVAL;
-    return 0;
 }
 
 static void write_head(struct svg *s, const char *bg1, const char *bg2)
@@ -561,7 +168,7 @@ static void write_head(struct svg *s, const char *bg1, const char *bg2)
                          "\t#frames > *:hover { stroke:black; stroke-width:0.5; cursor:pointer; }\n"
                          "\t.hide { display:none; }\n\t.parent { opacity:0.5; }\n</style>\n"
                          "<script type=\"text/ecmascript\">\n<![CDATA[\nvar cfg = {nametype: ");
-    put_js_string(w, o->name_type);
+    ember_svg_js_string(w, o->name_type);
     char total[64];
     num(total, sizeof(total), s->timemax / s->scale);
     ember_writer_printf(w,
@@ -614,8 +221,8 @@ static void write_chrome(struct svg *s)
     ember_writer_puts(&s->w, "<g id=\"frames\">\n");
 }
 
-static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const char *name,
-                                    size_t len, char *fill, size_t cap)
+static struct ember_rgb frame_color(struct svg *s, const struct ember_flame_frame *f,
+                                    const char *name, size_t len, char *fill, size_t cap)
 {
     const struct ember_flame_opts *o = s->o;
     struct ember_rgb c;
@@ -638,45 +245,44 @@ static struct ember_rgb frame_color(struct svg *s, const struct frame *f, const 
         if (f->depth > 0)
             ember_profile_frame(s->p, ember_profile_node_frame(s->p, f->node), &fr);
         c = ember_color(o->colors, mode, name, len, fr.kind, &s->rng);
-        put_rgb(fill, c);
+        ember_svg_rgb(fill, c);
         if (o->palette)
             ember_palette_put(o->palette, name, len, fill);
         return c;
     }
-    put_rgb(fill, c);
+    ember_svg_rgb(fill, c);
     return c;
 }
 
-static void write_frame(struct svg *s, const struct frame *f)
+/* Where a frame's rectangle goes. */
+struct box {
+    double x1, x2, y1, y2;
+};
+
+static struct box frame_box(const struct svg *s, const struct ember_flame_frame *f)
 {
     const struct ember_flame_opts *o = s->o;
-    struct ember_writer *w = &s->w;
-    const struct ember_profile *p = s->p;
-    size_t len;
-    const char *name =
-        f->depth == 0 ? ""
-                      : ember_profile_frame_name(p, ember_profile_node_frame(p, f->node), &len);
-    if (f->depth == 0)
-        len = 0;
-    double x1 = XPAD + (double)f->start * s->wpt;
-    double x2 = XPAD + (f->depth == 0 ? s->timemax : (double)f->end) * s->wpt;
+    struct box b;
+    b.x1 = XPAD + (double)f->start * s->wpt;
+    b.x2 = XPAD + (f->depth == 0 ? s->timemax : (double)f->end) * s->wpt;
     double fh = o->frame_height;
     double ypad1 = o->font_size * 3, ypad2 = o->font_size * 2 + 10;
-    double y1, y2;
     if (o->inverted) {
-        y1 = ypad1 + f->depth * fh;
-        y2 = ypad1 + (f->depth + 1) * fh - FRAMEPAD;
+        b.y1 = ypad1 + f->depth * fh;
+        b.y2 = ypad1 + (f->depth + 1) * fh - FRAMEPAD;
     } else {
-        y1 = s->height - ypad2 - (f->depth + 1) * fh + FRAMEPAD;
-        y2 = s->height - ypad2 - f->depth * fh;
+        b.y1 = s->height - ypad2 - (f->depth + 1) * fh + FRAMEPAD;
+        b.y2 = s->height - ypad2 - f->depth * fh;
     }
+    return b;
+}
 
-    /* the title: "name (N samples, P%)" */
-    double width = (double)(f->end - f->start) / s->scale;
-    char sam[64], pct[64];
-    double samv; /* sam read back, as atof would */
-    ember_svg_fixed(sam, width * o->factor, 0, &samv);
-    const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
+/* The frame's element: a link when --nameattr gives it an href, else a
+ * group, with the attributes --nameattr gives and its exact weight. */
+static void frame_open(struct svg *s, const struct ember_flame_frame *f,
+                       const struct ember_attrs *at)
+{
+    struct ember_writer *w = &s->w;
     const char *href = at ? at->href : NULL;
     if (href && href[0]) {
         ember_writer_puts(w, "<a xlink:href=\"");
@@ -697,10 +303,25 @@ static void write_frame(struct svg *s, const struct frame *f)
     if (at && at->g_extra && at->g_extra[0])
         ember_writer_printf(w, " %s", at->g_extra);
     char exact[40];
-    ember_weight_format(exact, f->end - f->start, ember_profile_decimals(p));
+    ember_weight_format(exact, f->end - f->start, ember_profile_decimals(s->p));
     ember_writer_puts(w, " ember:w=\"");
     ember_writer_puts(w, exact);
-    ember_writer_puts(w, "\">\n<title>");
+    ember_writer_puts(w, "\">\n");
+}
+
+/* The title: "name (N samples, P%)", the change in a differential
+ * profile, and the frame's source place. */
+static void frame_title(struct svg *s, const struct ember_flame_frame *f, const char *name,
+                        size_t len, const struct ember_attrs *at)
+{
+    const struct ember_flame_opts *o = s->o;
+    struct ember_writer *w = &s->w;
+    const struct ember_profile *p = s->p;
+    double width = (double)(f->end - f->start) / s->scale;
+    char sam[64], pct[64];
+    double samv; /* sam read back, as atof would */
+    ember_svg_fixed(sam, width * o->factor, 0, &samv);
+    ember_writer_puts(w, "<title>");
     if (at && at->title && at->title[0]) {
         put_escaped(w, at->title, false);
     } else if (f->depth == 0) {
@@ -727,16 +348,20 @@ static void write_frame(struct svg *s, const struct frame *f)
         ember_writer_puts(w, ")");
     }
     ember_writer_puts(w, "</title>");
+}
 
-    /* the rectangle: width from the rounded x's, as flamegraph.pl does */
+/* The rectangle: width from the rounded x's, as flamegraph.pl does. */
+static void frame_rect(struct svg *s, const struct ember_flame_frame *f, const char *name,
+                       size_t len, struct box b)
+{
     char fill[64], x1s[64], x2s[64], ys[64], ws[64], hs[64];
     double x1v, x2v; /* x1s and x2s read back, as atof would */
     frame_color(s, f, name, len, fill, sizeof(fill));
-    ember_svg_fixed(x1s, x1, 1, &x1v);
-    ember_svg_fixed(x2s, x2, 1, &x2v);
-    num(ys, sizeof(ys), y1);
+    ember_svg_fixed(x1s, b.x1, 1, &x1v);
+    ember_svg_fixed(x2s, b.x2, 1, &x2v);
+    num(ys, sizeof(ys), b.y1);
     ember_svg_fixed(ws, x2v - x1v, 1, NULL);
-    ember_svg_fixed(hs, y2 - y1, 1, NULL);
+    ember_svg_fixed(hs, b.y2 - b.y1, 1, NULL);
     const char *rect[] = {"<rect x=\"",
                           x1s,
                           "\" y=\"",
@@ -749,13 +374,18 @@ static void write_frame(struct svg *s, const struct frame *f)
                           fill,
                           "\" rx=\"2\" ry=\"2\" />\n"};
     for (size_t i = 0; i < sizeof(rect) / sizeof(rect[0]); i++)
-        ember_writer_puts(w, rect[i]);
+        ember_writer_puts(&s->w, rect[i]);
+}
 
-    /* the label: as many characters as fit, the last two as ".." */
-    int chars = (int)((x2 - x1) / (o->font_size * o->font_width));
+/* The label: as many characters as fit, the last two as "..". */
+static void frame_label(struct svg *s, const char *name, size_t len, struct box b)
+{
+    const struct ember_flame_opts *o = s->o;
+    struct ember_writer *w = &s->w;
+    int chars = (int)((b.x2 - b.x1) / (o->font_size * o->font_width));
     char ty[64], tx[64];
-    num(ty, sizeof(ty), 3 + (y1 + y2) / 2);
-    ember_svg_fixed(tx, x1 + 3, 2, NULL);
+    num(ty, sizeof(ty), 3 + (b.y1 + b.y2) / 2);
+    ember_svg_fixed(tx, b.x1 + 3, 2, NULL);
     const char *text[] = {"<text  x=\"", tx, "\" y=\"", ty, "\" >"};
     for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
         ember_writer_puts(w, text[i]);
@@ -778,7 +408,26 @@ static void write_frame(struct svg *s, const struct frame *f)
         }
     }
     ember_writer_puts(w, "</text>\n");
-    ember_writer_puts(w, href && href[0] ? "</a>\n" : "</g>\n");
+}
+
+static void write_frame(struct svg *s, const struct ember_flame_frame *f)
+{
+    const struct ember_flame_opts *o = s->o;
+    const struct ember_profile *p = s->p;
+    size_t len;
+    const char *name =
+        f->depth == 0 ? ""
+                      : ember_profile_frame_name(p, ember_profile_node_frame(p, f->node), &len);
+    if (f->depth == 0)
+        len = 0;
+    struct box b = frame_box(s, f);
+    const struct ember_attrs *at = o->nameattr ? ember_nameattr_get(o->nameattr, name, len) : NULL;
+    const char *href = at ? at->href : NULL;
+    frame_open(s, f, at);
+    frame_title(s, f, name, len, at);
+    frame_rect(s, f, name, len, b);
+    frame_label(s, name, len, b);
+    ember_writer_puts(&s->w, href && href[0] ? "</a>\n" : "</g>\n");
 }
 
 static void warn(const struct ember_flame_opts *o, const char *msg)
@@ -790,37 +439,71 @@ static void warn(const struct ember_flame_opts *o, const char *msg)
     o->warn(o->warn_ctx, &d);
 }
 
-int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *d)
+/* The width the graph stands for: the profile's total, or --total when
+ * that is larger (a smaller one is ignored, with a warning unless tiny). */
+static double time_max(const struct ember_flame_opts *o, double time, double scale)
 {
-    const char *bg1, *bg2;
-    if (!ember_palette_known(o->colors))
-        return ember_diag_set(d, -EINVAL, NULL, 0,
-                              "unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, "
-                              "js, perl, red, green, blue, aqua, yellow, purple or orange)",
-                              o->colors);
-    if (ember_flame_bg(o->bgcolors, o->colors, &bg1, &bg2) < 0)
-        return ember_diag_set(d, -EINVAL, NULL, 0,
-                              "unknown --bgcolors \"%s\" (expected yellow, blue, green, grey or "
-                              "#rrggbb)",
-                              o->bgcolors);
-    if (o->width <= 2 * XPAD)
-        return ember_diag_set(d, -EINVAL, NULL, 0, "--width must be more than %d pixels", 2 * XPAD);
-    if (o->frame_height <= 0 || o->font_size <= 0 || o->font_width <= 0)
-        return ember_diag_set(d, -EINVAL, NULL, 0,
-                              "--height, --fontsize and --fontwidth must be above 0");
-    /* a frame as wide as the whole graph is the widest there is: hiding
-     * those hides everything */
-    if (o->min_width < 0 || (o->min_width_pct && o->min_width >= 100) ||
-        (!o->min_width_pct && o->min_width >= o->width - 2 * XPAD))
-        return ember_diag_set(d, -EINVAL, NULL, 0,
-                              "--minwidth %g%s would hide every frame (expected under 100%% or "
-                              "under the width, %d pixels)",
-                              o->min_width, o->min_width_pct ? "%" : "", o->width - 2 * XPAD);
-    if (o->notes && strpbrk(o->notes, "<>"))
-        return ember_diag_set(d, -EINVAL, NULL, 0, "--notes cannot contain '<' or '>'");
-    if (!(o->factor > 0))
-        return ember_diag_set(d, -EINVAL, NULL, 0, "--factor must be above 0");
-    return 0;
+    char msg[160];
+    if (o->total <= 0)
+        return time;
+    if (o->total * scale >= time)
+        return o->total * scale;
+    snprintf(msg, sizeof(msg),
+             "--total %.15g is less than the actual total %.15g, so it is ignored", o->total,
+             time / scale);
+    if (o->total * scale / time > 0.02)
+        warn(o, msg);
+    return time;
+}
+
+static void warn_low_count(const struct ember_flame_opts *o, const struct ember_profile *p,
+                           double time, double scale)
+{
+    char msg[160];
+    const char *word = o->count_name ? o->count_name : ember_profile_count_word(p);
+    if (word && strcmp(word, "samples") == 0 && time / scale < 100) {
+        snprintf(msg, sizeof(msg), "stack count is low (%.15g); did something go wrong?",
+                 time / scale);
+        warn(o, msg);
+    }
+}
+
+/* The document's settings, from the options and the layout. */
+static void svg_init(struct svg *s, const struct ember_flame_opts *o, const struct ember_profile *p,
+                     const struct ember_flame_layout *l, double scale, double timemax)
+{
+    s->o = o;
+    s->p = p;
+    s->scale = scale;
+    s->timemax = timemax;
+    s->wpt = (o->width - 2.0 * XPAD) / timemax;
+    s->maxdelta = l->maxdelta > (int64_t)scale ? (double)l->maxdelta : scale;
+    s->hidden_frames = l->hidden_frames;
+    s->scales = !o->count_name && ember_unit_scales(ember_profile_unit(p));
+    s->word = o->count_name ? o->count_name : ember_profile_count_word(p);
+    if (!s->word)
+        s->word = "samples";
+    s->hidden_width = (double)l->hidden_width;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->rng = ((unsigned long long)ts.tv_nsec << 16) ^ (unsigned long long)ts.tv_sec;
+    for (size_t i = 0; i < l->nframes; i++)
+        if (l->frames[i].depth > s->depthmax)
+            s->depthmax = l->frames[i].depth;
+    s->height = (s->depthmax + 1.0) * o->frame_height + o->font_size * 3 + (o->font_size * 2 + 10) +
+                (o->subtitle && o->subtitle[0] ? o->font_size * 2 : 0);
+}
+
+static int write_svg(struct svg *s, const struct ember_flame_layout *l,
+                     const struct ember_sink *out, const char *bg1, const char *bg2)
+{
+    ember_writer_init(&s->w, out);
+    write_head(s, bg1, bg2);
+    write_chrome(s);
+    for (size_t i = 0; i < l->nframes; i++)
+        write_frame(s, &l->frames[i]);
+    ember_writer_puts(&s->w, "</g>\n</svg>\n");
+    return ember_writer_flush(&s->w);
 }
 
 static int render(const struct ember_profile *p, const struct ember_flame_opts *o,
@@ -837,85 +520,22 @@ static int render(const struct ember_profile *p, const struct ember_flame_opts *
     if (time <= 0)
         return ember_diag_set(d, -ENODATA, NULL, 0,
                               "no stack counts found: the input has no samples to draw");
-    double timemax = time;
-    char msg[160];
-    if (o->total > 0) {
-        if (o->total * scale < time) {
-            snprintf(msg, sizeof(msg),
-                     "--total %.15g is less than the actual total %.15g, so it is ignored",
-                     o->total, time / scale);
-            if (o->total * scale / time > 0.02)
-                warn(o, msg);
-        } else {
-            timemax = o->total * scale;
-        }
-    }
-    const char *word = o->count_name ? o->count_name : ember_profile_count_word(p);
-    if (word && strcmp(word, "samples") == 0 && time / scale < 100) {
-        snprintf(msg, sizeof(msg), "stack count is low (%.15g); did something go wrong?",
-                 time / scale);
-        warn(o, msg);
-    }
-
+    double timemax = time_max(o, time, scale);
+    warn_low_count(o, p, time, scale);
     double wpt = (o->width - 2.0 * XPAD) / timemax;
-    struct below below = {0};
-    struct layout l = {.p = p,
-                       .below = &below,
-                       .wm = wm,
-                       .diff = ember_profile_is_differential(p),
-                       .root = {EMBER_ROOT, 0, 0, 0}};
+    struct ember_flame_layout l = {
+        .p = p, .wm = wm, .diff = ember_profile_is_differential(p), .root = {EMBER_ROOT, 0, 0, 0}};
     l.min_time = o->min_width_pct ? timemax * o->min_width / 100 : o->min_width / wpt;
-    int err = 0;
-    if (o->flamechart) {
-        err = ember_profile_walk_sequence(p, flow, &l);
-    } else {
-        err = l.min_time > 0 ? below_build(p, wm, l.diff, l.min_time, &below) : 0;
-        if (!err)
-            err = ember_profile_walk_pruned(p, flow, below.skip, flow_below, &l);
-    }
-    below_free(&below);
-    for (size_t k = l.nopen; k-- > 0 && !err;)
-        err = close_frame(&l, k + 1, &l.open[k], k ? &l.open[k - 1] : &l.root);
-    if (!err)
-        err = close_frame(&l, 0, &l.root, NULL);
+    int err = ember_flame_layout_build(&l, o->flamechart);
     struct svg *s = err ? NULL : calloc(1, sizeof(*s));
     if (!err && !s)
         err = -ENOMEM;
     if (!err) {
-        if (l.nframes)
-            qsort(l.frames, l.nframes, sizeof(*l.frames), frame_cmp);
-        s->o = o;
-        s->p = p;
-        s->scale = scale;
-        s->timemax = timemax;
-        s->wpt = wpt;
-        s->maxdelta = l.maxdelta > (int64_t)scale ? (double)l.maxdelta : scale;
-        s->hidden_frames = l.hidden_frames;
-        s->scales = !o->count_name && ember_unit_scales(ember_profile_unit(p));
-        s->word = o->count_name ? o->count_name : ember_profile_count_word(p);
-        if (!s->word)
-            s->word = "samples";
-        s->hidden_width = (double)l.hidden_width;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        s->rng = ((unsigned long long)ts.tv_nsec << 16) ^ (unsigned long long)ts.tv_sec;
-        for (size_t i = 0; i < l.nframes; i++)
-            if (l.frames[i].depth > s->depthmax)
-                s->depthmax = l.frames[i].depth;
-        s->height = (s->depthmax + 1.0) * o->frame_height + o->font_size * 3 +
-                    (o->font_size * 2 + 10) +
-                    (o->subtitle && o->subtitle[0] ? o->font_size * 2 : 0);
-        ember_writer_init(&s->w, out);
-        write_head(s, bg1, bg2);
-        write_chrome(s);
-        for (size_t i = 0; i < l.nframes; i++)
-            write_frame(s, &l.frames[i]);
-        ember_writer_puts(&s->w, "</g>\n</svg>\n");
-        err = ember_writer_flush(&s->w);
+        svg_init(s, o, p, &l, scale, timemax);
+        err = write_svg(s, &l, out, bg1, bg2);
     }
     free(s);
-    free(l.open);
-    free(l.frames);
+    ember_flame_layout_free(&l);
     return err;
 }
 

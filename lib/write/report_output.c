@@ -1,0 +1,75 @@
+/*
+ * report_output.c - how the text reports write what they show: weights in
+ * their units, totals in sentences, names as CSV or TSV fields.
+ *
+ * Invariants: a CSV field is quoted whenever it must be; a TSV field never
+ * holds a tab or a line break; counts are exact, times and sizes rounded.
+ */
+#include "write/report_output.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A weight in a text column: times and sizes in their units ("42.5 ms"),
+ * counts exact. */
+void ember_report_put_weight(struct ember_writer *w, const struct ember_profile *p, int64_t v,
+                             int width)
+{
+    char buf[64];
+    if (!ember_unit_format(buf, sizeof(buf), (double)v / pow(10, ember_profile_decimals(p)),
+                           ember_profile_unit(p)))
+        ember_weight_format(buf, v, ember_profile_decimals(p));
+    ember_writer_printf(w, "%*s", width, buf);
+}
+
+/* A total in a sentence: "75 ms of cpu", "2303 samples", "1.2e6 cycles";
+ * the type as read, its control characters escaped as names are. */
+void ember_report_total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v)
+{
+    char num[64], type[64];
+    const char *read = ember_profile_sample_type(p);
+    ember_text_escape(read, strlen(read), type, sizeof(type));
+    if (ember_unit_format(num, sizeof(num), (double)v / pow(10, ember_profile_decimals(p)),
+                          ember_profile_unit(p))) {
+        snprintf(buf, cap, "%s of %s", num, type);
+        return;
+    }
+    ember_weight_format(num, v, ember_profile_decimals(p));
+    snprintf(buf, cap, "%s %s", num, type);
+}
+
+/* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
+ * line breaks, which TSV cannot hold, become spaces). */
+void ember_report_put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n)
+{
+    if (fmt == EMBER_TABLE_TSV) {
+        for (size_t i = 0; i < n; i++)
+            ember_writer_put(w, s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? " " : s + i, 1);
+        return;
+    }
+    if (!memchr(s, ',', n) && !memchr(s, '"', n) && !memchr(s, '\n', n) && !memchr(s, '\r', n)) {
+        ember_writer_put(w, s, n);
+        return;
+    }
+    ember_writer_put(w, "\"", 1);
+    for (size_t i = 0; i < n; i++)
+        ember_writer_put(w, s[i] == '"' ? "\"\"" : s + i, 1 + (s[i] == '"'));
+    ember_writer_put(w, "\"", 1);
+}
+
+/* Numbers of a CSV/TSV row: ",weight,percent". */
+void ember_report_put_cells(struct ember_writer *w, const struct ember_profile *p,
+                            enum ember_table fmt, int64_t v, int64_t total)
+{
+    char buf[32], sep = fmt == EMBER_TABLE_TSV ? '\t' : ',';
+    ember_weight_format(buf, v, ember_profile_decimals(p));
+    ember_writer_printf(w, "%c%s%c%.4f", sep, buf, sep, ember_report_percent(v, total));
+}
+
+bool ember_report_name_is(const struct ember_profile *p, uint32_t f, const char *name)
+{
+    size_t len;
+    const char *s = ember_profile_frame_name(p, f, &len);
+    return len == strlen(name) && memcmp(s, name, len) == 0;
+}
