@@ -357,36 +357,6 @@ int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct
                   const char *filter, bool intervals, struct ember_read_stats *st, bool *keep,
                   struct pd_values *v);
 
-/* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
-
-struct pd_kernel {
-    struct ksym *syms; /* the kernel's first (nkernel), then the modules' */
-    size_t n, cap, nkernel;
-    char *names;
-    size_t nlen, ncap;
-    uint64_t text_now, delta;
-    bool have_text, loaded, usable;
-    char why[256]; /* why kernel frames stay unknown */
-};
-
-struct pd_kernel_source {
-    const char *kallsyms, *notes; /* /proc/kallsyms, /sys/kernel/notes */
-    const char *cached;           /* perf's copy of the recorded kernel's kallsyms, or NULL */
-    const uint8_t *build_id;      /* the recorded kernel's, or none */
-    size_t build_id_len;
-    bool have_text; /* the recorded address of _text */
-    uint64_t text;
-};
-
-void pd_kernel_init(struct pd_kernel *k);
-void pd_kernel_release(struct pd_kernel *k);
-/* Reads the table once: 0 (usable, or not and why says why), -ENOMEM. */
-int pd_kernel_load(struct pd_kernel *k, const struct pd_kernel_source *src);
-/* The symbol at a recorded kernel address (module: "[name]" or NULL for
- * the kernel proper): 0, or -ENOENT. */
-int pd_kernel_find(const struct pd_kernel *k, const char *module, size_t mlen, uint64_t addr,
-                   const char **name, uint64_t *offset);
-
 /* ---- names (perf_data_names.c) ----------------------------------------- */
 
 enum { PD_NO_DSO = UINT32_MAX };

@@ -3,7 +3,7 @@
  * caller that the kernel's frame-pointer walk skips when a sample's user pc
  * is in code whose frame is not on the frame pointer (a leaf GCC gave no
  * frame, a prologue), put back from the top of the user stack that
- * `ember record` copies with each fp sample (record/leaf.h does the CFI).
+ * `ember record` copies with each fp sample (symbol/leaf.h does the CFI).
  *
  * Only fp samples that carry a stack copy and no registers (what ember
  * record writes) are looked at: perf's own -g recordings are read as perf
@@ -11,7 +11,7 @@
  * first use; a file that cannot be read gives no caller, never an error.
  */
 #include "perf_data.h"
-#include "record/leaf.h"
+#include "symbol/leaf.h"
 #include "symbol/symbolizer.h"
 #include "util/vec.h"
 

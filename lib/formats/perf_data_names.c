@@ -16,7 +16,8 @@
  * profile module; results are memoized by the caller.
  */
 #include "perf_data.h"
-#include "perf_elf.h"
+#include "symbol/elfsyms.h"
+#include "symbol/kallsyms.h"
 #include "perf_names.h"
 #include "perf_tidy.h"
 #include "symbol/symbolizer.h"
@@ -45,7 +46,7 @@ struct pd_names {
     struct ember_symbolizer *sym;
     struct dso_syms *dsos;
     size_t ndsos;
-    struct pd_kernel kernel;
+    struct ember_kallsyms kernel;
     int vdso_fd;
     char vdso_path[64];
     struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
@@ -68,7 +69,7 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
     n->po = ember_perf_opts_of(o);
     n->vdso_fd = -1;
     ember_arena_init(&n->arena);
-    pd_kernel_init(&n->kernel);
+    ember_kallsyms_init(&n->kernel);
     int err = ember_symbolizer_new(&n->sym);
     if (err) {
         pd_names_free(n);
@@ -86,7 +87,7 @@ void pd_names_free(struct pd_names *n)
         ember_symtab_free(n->dsos[i].syms);
     free(n->dsos);
     ember_symbolizer_free(n->sym);
-    pd_kernel_release(&n->kernel);
+    ember_kallsyms_release(&n->kernel);
     if (n->vdso_fd >= 0)
         close(n->vdso_fd);
     ember_arena_release(&n->arena);
@@ -229,7 +230,7 @@ static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso 
         err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &m, &why);
         if (err == -ENOMEM)
             return err;
-        bool full = !err && pd_elf_has_symtab(m);
+        bool full = !err && ember_elfsyms_has_symtab(m);
         if (!err && (!d->mod || full))
             d->mod = m;
         if (full)
@@ -239,7 +240,7 @@ static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso 
         warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
     if (!d->mod)
         return err;
-    return pd_elf_symbols(d->mod, &n->arena, &d->syms);
+    return ember_elfsyms_read(d->mod, &n->arena, &d->syms);
 }
 
 static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
@@ -287,16 +288,16 @@ static int kernel_table(struct pd_names *n)
         return 0;
     const struct pd_build_id *b = pd_file_build_id(n->f, "[kernel.kallsyms]", true);
     char cached[4096];
-    struct pd_kernel_source src = {"/proc/kallsyms",
-                                   "/sys/kernel/notes",
-                                   cache_path(b, "kallsyms", cached, sizeof(cached)) ? cached
-                                                                                     : NULL,
-                                   b ? b->bits : NULL,
-                                   b ? b->size : 0,
-                                   false,
-                                   0};
+    struct ember_kallsyms_source src = {"/proc/kallsyms",
+                                        "/sys/kernel/notes",
+                                        cache_path(b, "kallsyms", cached, sizeof(cached)) ? cached
+                                                                                          : NULL,
+                                        b ? b->bits : NULL,
+                                        b ? b->size : 0,
+                                        false,
+                                        0};
     src.have_text = pd_tasks_kernel_text(n->t, &src.text);
-    int err = pd_kernel_load(&n->kernel, &src);
+    int err = ember_kallsyms_load(&n->kernel, &src);
     if (!err && !n->kernel.usable)
         warn(n, "[kernel.kallsyms]", "%s; kernel frames are [unknown]", n->kernel.why);
     return err;
@@ -319,8 +320,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
     case PD_DSO_MODULE:
         if ((err = kernel_table(n)) < 0)
             return err;
-        return pd_kernel_find(&n->kernel, dso->kind == PD_DSO_MODULE ? dso->name : NULL,
-                              dso->name_len, src->ip, sym, &off) == -ENOMEM
+        return ember_kallsyms_find(&n->kernel, dso->kind == PD_DSO_MODULE ? dso->name : NULL,
+                                   dso->name_len, src->ip, sym, &off) == -ENOMEM
                    ? -ENOMEM
                    : 0;
     case PD_DSO_BPF:

@@ -1,5 +1,5 @@
 /*
- * perf_elf.c - the symbols perf finds in an ELF file (see perf_elf.h).
+ * elfsyms.c - the symbols perf finds in an ELF file (see elfsyms.h).
  *
  * As perf script finds them (util/symbol-elf.c, symbol.c): functions,
  * objects and text labels (.symtab, else .dynsym: libdwfl picks the file,
@@ -10,7 +10,7 @@
  * Invariants: each round of symbols is sorted and settled before the next
  * is read; every name the table points to lives in the caller's arena.
  */
-#include "perf_elf.h"
+#include "elfsyms.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -233,7 +233,7 @@ static bool has_symtab(Elf *elf)
     return section_of_type(elf, SHT_SYMTAB, &sh) != NULL;
 }
 
-bool pd_elf_has_symtab(struct ember_symbol_module *m)
+bool ember_elfsyms_has_symtab(struct ember_symbol_module *m)
 {
     uint64_t bias;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
@@ -261,7 +261,7 @@ static int add_symbols(Elf *main, struct ember_arena *names, struct ember_symtab
                        const struct symvec *sv)
 {
     uint64_t plt = UINT64_MAX, covered = 0; /* the end of the sized symbols so far */
-    int err = pd_plt_symbols(main, names, t, &plt);
+    int err = ember_plt_read(main, names, t, &plt);
     for (size_t i = 0; i < sv->n && !err; i++) {
         uint64_t start = sv->v[i].start, end = sv->v[i].end;
         if (!sv->v[i].sized && start < covered)
@@ -292,7 +292,7 @@ static int fill(Dwfl_Module *mod, uint64_t bias, Elf *main, struct ember_arena *
     return err ? err : ember_symtab_finish(t);
 }
 
-int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
+int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
                    struct ember_symtab **out)
 {
     uint64_t bias;

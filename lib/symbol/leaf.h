@@ -11,8 +11,8 @@
  * x86-64 only (elsewhere: -EOPNOTSUPP). One ember_leaf_cfi per module file,
  * kept by the caller (opening parses nothing until asked).
  */
-#ifndef EMBER_RECORD_LEAF_H
-#define EMBER_RECORD_LEAF_H
+#ifndef EMBER_SYMBOL_LEAF_H
+#define EMBER_SYMBOL_LEAF_H
 
 #include <stddef.h>
 #include <stdint.h>

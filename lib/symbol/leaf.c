@@ -9,7 +9,7 @@
  * there). An RBP-based CFA (register 6) means the walk is right. Any other
  * expression (PLT stubs, signal frames) is not guessed at.
  */
-#include "record/leaf.h"
+#include "leaf.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
