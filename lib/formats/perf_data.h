@@ -391,8 +391,4 @@ int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool ja
 int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_tasks *t,
                     const struct pd_values *v);
 
-/* This process's vDSO as a file (a memfd; the recorded one on the same
- * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */
-int pd_vdso_open(int *fd, char *path, size_t cap);
-
 #endif

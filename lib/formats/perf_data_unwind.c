@@ -1,125 +1,27 @@
 /*
- * perf_data_unwind.c - DWARF call graphs (perf record --call-graph dwarf):
- * a sample's user registers and its copy of the user stack unwound with
- * libdwfl's CFI unwinder (dwfl_attach_state, dwfl_getthread_frames), as
- * perf script unwinds them: the sampled address first, each caller's
- * return address minus one (perf's and dwfl_frame_pc's "not an
- * activation": the call, not what follows it), at most max frames.
- *
- * One Dwfl session per process, kept across its samples (a fresh one per
- * sample reads every module's CFI again: issue 10 measured 441 us per
- * sample that way, 2.4 us kept). A session reports the process's ELF files
- * lazily, as the unwinder meets their addresses (perf's maps at the
- * sample's time, base = start - pgoff, as perf reports them; [vdso] from
- * this process's own image); a session whose module at an address is no
- * longer the file mapped there (an exec, a library unloaded and another
- * loaded) is ended and started again. At most MAX_SESSIONS are open (the
- * least recently used is ended): each holds its files open. Files are
- * read at their mapped paths: the build-ids that would find perf's cached
- * copies come at the end of the file, after the samples.
- * Only the copied stack is read as memory: an address outside it ends the
- * unwinding there (perf also reads the mapped files' bytes; CFI rules
- * almost never point there).
- * Invariants: a session's thread callbacks read the sample being unwound
- * (set before dwfl_getthread_frames, cleared after); sessions are freed
- * only by pd_unwind_free or eviction, never during an unwinding.
+ * perf_data_unwind.c - DWARF call graphs (perf record --call-graph dwarf)
+ * of the perf.data reader: the glue to symbol/unwind.h, which unwinds. A
+ * sample's perf registers (sample_regs_user's bit order) become DWARF's,
+ * and the unwinder asks the reader's maps what is mapped at an address
+ * (perf's maps at the sample's time, as perf reports them).
+ * Invariants: the unwinder's sessions are keyed by the reader's process
+ * numbers; a sample without its user IP and SP unwinds to nothing.
  */
 #include "perf_data.h"
-#include "util/vec.h"
+#include "symbol/unwind.h"
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-enum { MAX_SESSIONS = 64, DWARF_NREGS = 17 };
-
-struct session {
-    struct pd_unwind *u;
-    Dwfl *dwfl;
-    bool attached, stale;
-    uint32_t process;
-    uint64_t used; /* when last used: the eviction order */
-    struct pd_tasks *t;
-    /* the sample being unwound */
-    const struct pd_sample *s;
-    uint64_t sp;
-    uint64_t *ips;
-    size_t n, max;
-};
 
 struct pd_unwind {
     struct pd_tasks *t;
-    int vdso_fd; /* this process's vDSO, for frames in [vdso]: -1 until needed */
-    bool vdso_tried;
-    char vdso_path[64];
-    struct session **sessions;
-    size_t nsessions, scap;
-    uint64_t clock;
+    struct ember_unwind *u;
 };
-
-/* Unwinding reads the call frame information of the mapped files
- * themselves (.eh_frame, and .debug_frame when they have one), never a
- * separate debug file, as perf's libdw unwinder: a session is per process,
- * and looking for debug files made every one of them open and decompress
- * libc's (libc6-dbg) again when a walk reached the outermost frame, 35% of
- * the time on a recording of 20 short processes. */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                        char **debuginfo_file_name)
-{
-    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
-    (void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
-    return -1;
-}
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = no_debuginfo,
-};
-
-int pd_unwind_new(struct pd_unwind **out, struct pd_tasks *t)
-{
-    struct pd_unwind *u = calloc(1, sizeof(*u));
-    if (!u)
-        return -ENOMEM;
-    u->t = t;
-    u->vdso_fd = -1;
-    *out = u;
-    return 0;
-}
-
-static void session_end(struct session *s)
-{
-    if (s->dwfl)
-        dwfl_end(s->dwfl);
-    s->dwfl = NULL;
-    s->attached = s->stale = false;
-}
-
-void pd_unwind_free(struct pd_unwind *u)
-{
-    if (!u)
-        return;
-    for (size_t i = 0; i < u->nsessions; i++) {
-        session_end(u->sessions[i]);
-        free(u->sessions[i]);
-    }
-    free(u->sessions);
-    if (u->vdso_fd >= 0)
-        close(u->vdso_fd);
-    free(u);
-}
-
-/* ---- libdwfl's view of the sample --------------------------------------- */
 
 /* perf's x86-64 user registers (bit numbers of sample_regs_user) in DWARF's
  * order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
-static const uint8_t perf_reg_of_dwarf[DWARF_NREGS] = {0,  3,  2,  1,  4,  5,  6,  7, 16,
-                                                       17, 18, 19, 20, 21, 22, 23, 8};
+static const uint8_t perf_reg_of_dwarf[EMBER_UNWIND_NREGS] = {0,  3,  2,  1,  4,  5,  6,  7, 16,
+                                                              17, 18, 19, 20, 21, 22, 23, 8};
 enum { PERF_REG_SP = 7, PERF_REG_IP = 8 };
 
 /* The value of perf register bit in the sample (its registers are in the
@@ -133,212 +35,58 @@ static bool sample_reg(const struct pd_sample *s, unsigned bit, uint64_t *v)
     return true;
 }
 
-static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
+/* What the process's user maps hold at pc, for the unwinder. */
+static bool map_at(void *ctx, uint32_t process, uint64_t pc, struct ember_unwind_map *out)
 {
-    (void)dwfl;
-    struct session *s = arg;
-    if (*thread_arg || !s->s)
-        return 0;
-    *thread_arg = s;
-    return (pid_t)s->s->tid;
-}
-
-static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg)
-{
-    (void)dwfl;
-    struct session *s = arg;
-    *thread_arg = s;
-    return s->s && (pid_t)s->s->tid == tid;
-}
-
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
-{
-    (void)dwfl;
-    struct session *s = arg;
-    if (addr < s->sp || s->s->stack_size < 8 || addr - s->sp > s->s->stack_size - 8)
+    struct pd_tasks *t = ctx;
+    struct pd_map *m = pd_tasks_find_map(t, process, PERF_RECORD_MISC_USER, pc);
+    if (!m)
         return false;
-    *result = pd_u64(s->s->stack + (addr - s->sp));
+    const struct pd_dso *dso = pd_tasks_dso(t, m->dso);
+    out->name = dso->name;
+    out->file = dso->kind == PD_DSO_FILE   ? EMBER_UNWIND_ELF
+                : dso->kind == PD_DSO_VDSO ? EMBER_UNWIND_VDSO
+                                           : EMBER_UNWIND_NO_FILE;
+    out->base = m->start - m->pgoff;
     return true;
 }
 
-static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+int pd_unwind_new(struct pd_unwind **out, struct pd_tasks *t)
 {
-    struct session *s = arg;
-    Dwarf_Word regs[DWARF_NREGS];
-    for (unsigned i = 0; i < DWARF_NREGS; i++) {
-        uint64_t v = 0;
-        sample_reg(s->s, perf_reg_of_dwarf[i], &v);
-        regs[i] = v;
+    struct pd_unwind *u = calloc(1, sizeof(*u));
+    int err = u ? ember_unwind_new(&u->u, map_at, t) : -ENOMEM;
+    if (err) {
+        free(u);
+        return err;
     }
-    return dwfl_thread_state_registers(thread, 0, DWARF_NREGS, regs);
-}
-
-static const Dwfl_Thread_Callbacks thread_callbacks = {
-    .next_thread = next_thread,
-    .get_thread = get_thread,
-    .memory_read = memory_read,
-    .set_initial_registers = set_initial_registers,
-};
-
-/* ---- modules -------------------------------------------------------------- */
-
-/* The file to read a dso's CFI from: its path; for [vdso], this
- * process's (perf unwinds through its cached copy of the recorded one,
- * the same on the same kernel). NULL: none (JIT code, the kernel...). */
-static const char *file_of(struct pd_unwind *u, const struct pd_dso *dso)
-{
-    if (dso->kind == PD_DSO_FILE)
-        return dso->name;
-    if (dso->kind != PD_DSO_VDSO)
-        return NULL;
-    if (!u->vdso_tried)
-        pd_vdso_open(&u->vdso_fd, u->vdso_path, sizeof(u->vdso_path));
-    u->vdso_tried = true;
-    return u->vdso_fd >= 0 ? u->vdso_path : NULL;
-}
-
-/* A file the file names, opened if it is a regular file: a FIFO or a
- * device named by a corrupt file must not block the reader. */
-static int open_regular(const char *path)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-/* Reports the file mapped at pc, if the session has no module there; a
- * module there that is another file makes the session stale. */
-static void report_module(struct session *s, uint64_t pc)
-{
-    struct pd_map *m = pd_tasks_find_map(s->t, s->process, PERF_RECORD_MISC_USER, pc);
-    const struct pd_dso *dso = m ? pd_tasks_dso(s->t, m->dso) : NULL;
-    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
-    if (mod) {
-        const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        if (dso && (!name || strcmp(name, dso->name) != 0))
-            s->stale = true;
-        return;
-    }
-    const char *path = dso ? file_of(s->u, dso) : NULL;
-    if (!path)
-        return;
-    int fd = open_regular(path);
-    if (fd < 0)
-        return;
-    dwfl_report_begin_add(s->dwfl);
-    if (!dwfl_report_elf(s->dwfl, dso->name, path, fd, m->start - m->pgoff, false))
-        close(fd); /* consumed only on success */
-    dwfl_report_end(s->dwfl, NULL, NULL);
-}
-
-static int session_start(struct session *s, uint64_t ip)
-{
-    s->dwfl = dwfl_begin(&dwfl_callbacks);
-    if (!s->dwfl)
-        return -ENOMEM;
-    report_module(s, ip);
-    /* the session's architecture comes from its first module: none yet
-     * means no unwinding for this sample (tried again with the next) */
-    s->attached = dwfl_attach_state(s->dwfl, NULL, (pid_t)pd_tasks_pid(s->t, s->process),
-                                    &thread_callbacks, s);
-    if (!s->attached)
-        session_end(s);
+    u->t = t;
+    *out = u;
     return 0;
 }
 
-/* ---- sessions ------------------------------------------------------------- */
-
-static int session_of(struct pd_unwind *u, uint32_t process, struct session **out)
+void pd_unwind_free(struct pd_unwind *u)
 {
-    for (size_t i = 0; i < u->nsessions; i++)
-        if (u->sessions[i]->process == process) {
-            *out = u->sessions[i];
-            return 0;
-        }
-    if (u->nsessions == MAX_SESSIONS) { /* reuse the least recently used */
-        size_t old = 0;
-        for (size_t i = 1; i < u->nsessions; i++)
-            if (u->sessions[i]->used < u->sessions[old]->used)
-                old = i;
-        session_end(u->sessions[old]);
-        u->sessions[old]->process = process;
-        *out = u->sessions[old];
-        return 0;
-    }
-    struct session *s = calloc(1, sizeof(*s));
-    if (!s || EMBER_VEC_RESERVE(u->sessions, u->scap, u->nsessions + 1) < 0) {
-        free(s);
-        return -ENOMEM;
-    }
-    s->process = process;
-    s->t = u->t;
-    s->u = u;
-    u->sessions[u->nsessions++] = s;
-    *out = s;
-    return 0;
-}
-
-static int on_frame(Dwfl_Frame *frame, void *arg)
-{
-    struct session *s = arg;
-    Dwarf_Addr pc;
-    bool activation;
-    if (!dwfl_frame_pc(frame, &pc, NULL))
-        return DWARF_CB_ABORT;
-    report_module(s, pc); /* before asking whether it is an activation, as perf */
-    if (s->stale || !dwfl_frame_pc(frame, &pc, &activation))
-        return DWARF_CB_ABORT;
-    s->ips[s->n++] = activation ? pc : pc - 1;
-    return s->n < s->max ? DWARF_CB_OK : DWARF_CB_ABORT;
-}
-
-/* One try: 1 when the session was stale (ended: try again). */
-static int unwind_once(struct session *s, const struct pd_sample *sample, uint64_t ip)
-{
-    s->n = 0;
-    s->s = sample;
-    if (!s->dwfl) {
-        int err = session_start(s, ip);
-        if (err || !s->dwfl) {
-            s->s = NULL;
-            return err;
-        }
-    }
-    dwfl_getthread_frames(s->dwfl, (pid_t)sample->tid, on_frame, s);
-    s->s = NULL;
-    if (!s->stale)
-        return 0;
-    session_end(s);
-    return 1;
+    if (!u)
+        return;
+    ember_unwind_free(u->u);
+    free(u);
 }
 
 int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
                      uint64_t *ips, size_t max, size_t *n)
 {
-    uint64_t ip, sp;
+    struct ember_unwind_thread th = {
+        .process = process,
+        .pid = pd_tasks_pid(u->t, process),
+        .tid = sample->tid,
+        .stack = sample->stack,
+        .size = sample->stack_size,
+    };
     *n = 0;
-    if (max == 0 || !sample_reg(sample, PERF_REG_IP, &ip) || !sample_reg(sample, PERF_REG_SP, &sp))
+    if (max == 0 || !sample_reg(sample, PERF_REG_IP, &th.regs[EMBER_UNWIND_IP]) ||
+        !sample_reg(sample, PERF_REG_SP, &th.regs[EMBER_UNWIND_SP]))
         return 0;
-    struct session *s;
-    int err = session_of(u, process, &s);
-    if (err)
-        return err;
-    s->used = ++u->clock;
-    s->sp = sp;
-    s->ips = ips;
-    s->max = max;
-    err = unwind_once(s, sample, ip);
-    if (err == 1)
-        err = unwind_once(s, sample, ip);
-    if (err < 0)
-        return err;
-    /* the sampled address is a frame even where nothing unwinds from it */
-    if (s->n == 0)
-        ips[s->n++] = ip;
-    *n = s->n;
-    return 0;
+    for (unsigned i = 0; i < EMBER_UNWIND_NREGS; i++)
+        sample_reg(sample, perf_reg_of_dwarf[i], &th.regs[i]);
+    return ember_unwind_frames(u->u, &th, ips, max, n);
 }
