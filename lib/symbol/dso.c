@@ -1,13 +1,17 @@
 /*
  * dso.c - where perf finds a mapped object's symbols (see dso.h): its
- * build-id cache, the ELF file it reads, JIT maps, the vDSO.
+ * build-id cache, the ELF file it reads, JIT maps, the vDSO; and a
+ * file's build-id, for a recorder to write.
  * Invariants: nothing here keeps state; a table is returned finished, or
  * freed and NULL on error.
  */
 #include "dso.h"
 #include "elfsyms.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,4 +136,23 @@ int ember_dso_vdso_open(int *fd_out, char *path, size_t cap)
     *fd_out = fd;
     snprintf(path, cap, "/proc/self/fd/%d", fd);
     return 0;
+}
+
+/* Read with libdwelf, as the symbolizer's libdwfl reads the build-id it checks. */
+int ember_dso_file_build_id(const char *path, unsigned char *id, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    const void *bits = NULL;
+    ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
+    int len = n > 0 && (size_t)n <= cap ? (int)n : 0;
+    if (len)
+        memcpy(id, bits, (size_t)len);
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return len;
 }

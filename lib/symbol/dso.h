@@ -3,7 +3,8 @@
  * for any reader of recorded addresses: perf's build-id cache, an ELF
  * file chosen as perf chooses it (cached copy first, the first with a
  * symbol table), JIT compilers' /tmp/perf-PID.map files, and this
- * process's vDSO as a file. Everything here takes plain data (paths,
+ * process's vDSO as a file; a file's build-id, for a recorder to write.
+ * Everything here takes plain data (paths,
  * build-ids); tables returned are the caller's to free.
  */
 #ifndef EMBER_SYMBOL_DSO_H
@@ -53,5 +54,9 @@ int ember_dso_jit_symbols(const char *path, struct ember_arena *names, struct em
 /* This process's vDSO as a file (a memfd; the recorded one on the same
  * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */
 int ember_dso_vdso_open(int *fd, char *path, size_t cap);
+
+/* The build-id of the ELF file at path (its NT_GNU_BUILD_ID note) into
+ * id: its length, 0 when it has none that fits cap or cannot be read. */
+int ember_dso_file_build_id(const char *path, unsigned char *id, size_t cap);
 
 #endif
