@@ -4,8 +4,8 @@
  * file chosen as perf chooses it (cached copy first, the first with a
  * symbol table), JIT compilers' /tmp/perf-PID.map files, and this
  * process's vDSO as a file; a file's build-id, for a recorder to write.
- * Everything here takes plain data (paths,
- * build-ids); tables returned are the caller's to free.
+ * Everything here takes plain data (paths, build-ids); tables returned
+ * are the caller's to free.
  */
 #ifndef EMBER_SYMBOL_DSO_H
 #define EMBER_SYMBOL_DSO_H

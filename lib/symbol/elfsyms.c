@@ -150,22 +150,26 @@ static int add_esym(struct ember_arena *names, struct symvec *sv, const char *na
     return 0;
 }
 
+struct dwfl_round {
+    struct ember_arena *names;
+    struct symvec *sv;
+};
+
+static int keep_dwfl_symbol(void *ctx, const struct ember_symbol_elfsym *s)
+{
+    struct dwfl_round *r = ctx;
+    if (!perf_keeps(s->elf, &s->sym, s->shndx))
+        return 0;
+    return add_esym(r->names, r->sv, s->name, s->addr, s->sym.st_size, GELF_ST_BIND(s->sym.st_info),
+                    s->index);
+}
+
 /* libdwfl's symbol table: the file's .symtab, else its debug file's, else
  * its .dynsym (the file perf reads symbols from too). */
-static int dwfl_pass(Dwfl_Module *mod, uint64_t bias, struct ember_arena *names, struct symvec *sv)
+static int dwfl_pass(struct ember_symbol_module *m, struct ember_arena *names, struct symvec *sv)
 {
-    int n = dwfl_module_getsymtab(mod);
-    for (int i = 1; i < n; i++) {
-        GElf_Sym s;
-        GElf_Addr addr;
-        GElf_Word shndx = 0;
-        Elf *elf = NULL;
-        const char *name = dwfl_module_getsym_info(mod, i, &s, &addr, &shndx, &elf, NULL);
-        if (name && *name && perf_keeps(elf, &s, shndx) &&
-            add_esym(names, sv, name, addr - bias, s.st_size, GELF_ST_BIND(s.st_info), (uint32_t)i))
-            return -ENOMEM;
-    }
-    return 0;
+    struct dwfl_round r = {names, sv};
+    return ember_symbol_module_each_symbol(m, keep_dwfl_symbol, &r);
 }
 
 /* The section of a type (the first), with data in the file. */
@@ -276,11 +280,11 @@ static int add_symbols(Elf *main, struct ember_arena *names, struct ember_symtab
     return err;
 }
 
-static int fill(Dwfl_Module *mod, uint64_t bias, Elf *main, struct ember_arena *names,
+static int fill(struct ember_symbol_module *m, Elf *main, struct ember_arena *names,
                 struct ember_symtab *t)
 {
     struct symvec sv = {0};
-    int err = dwfl_pass(mod, bias, names, &sv);
+    int err = dwfl_pass(m, names, &sv);
     settle_round(&sv);
     if (!err && has_symtab(main)) {
         err = dynsym_pass(main, names, &sv, UINT32_MAX / 2);
@@ -293,7 +297,7 @@ static int fill(Dwfl_Module *mod, uint64_t bias, Elf *main, struct ember_arena *
 }
 
 int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
-                   struct ember_symtab **out)
+                       struct ember_symtab **out)
 {
     uint64_t bias;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
@@ -303,7 +307,7 @@ int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
         return -ENOENT;
     struct ember_symtab *t;
     int err = ember_symtab_new(&t);
-    if (!err && (err = fill(mod, bias, main, names, t)) < 0)
+    if (!err && (err = fill(m, main, names, t)) < 0)
         ember_symtab_free(t);
     if (!err)
         *out = t;

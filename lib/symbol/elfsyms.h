@@ -23,7 +23,7 @@
  * -ENOENT when m has no ELF file, or -ENOMEM.
  */
 int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
-                   struct ember_symtab **out);
+                       struct ember_symtab **out);
 
 /* Whether m has a symbol table, its own or its debug file's (not .dynsym
  * alone): perf reads the first file that has one, of those it looks at. */
