@@ -6,9 +6,9 @@
  * perf_data_features.c the feature sections after the data (build-ids, names)
  * perf_data_order.c  records delivered in time order, as perf sorts them
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
- * perf_data_kernel.c kernel symbols from /proc/kallsyms
  * perf_data_names.c  an address in a map -> the frames perf script would print
- * perf_data_unwind.c DWARF call graphs: the copied user stack unwound by libdwfl
+ *                    (symbols from lib/symbol: dso.h, kallsyms.h)
+ * perf_data_unwind.c DWARF call graphs: the reader's glue to symbol/unwind.h
  * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: samples -> stacks -> the profile
  *
