@@ -11,7 +11,7 @@
  * rec_write_tail, so a file cut short by a crash reads as empty, never as
  * half a section. Strings in features are perf's: a u32 length (NUL
  * included, padded to 64) then the bytes. Build-ids are the kernel's from
- * the mmap records, else read from the files with libelf when they are
+ * the mmap records, else read from the files (symbol/dso.h) when they are
  * ELF; files without one are left out, as perf does. Samples stamped with
  * CLOCK_MONOTONIC (use_clockid) get perf's HEADER_CLOCKID (the clock's
  * resolution) and HEADER_CLOCK_DATA (the clock and the wall clock read
