@@ -200,8 +200,7 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
 {
     *sym = NULL;
     const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
-    const struct ember_symtab_sym *s;
-    uint64_t off, addr;
+    uint64_t off;
     struct dso_syms *d;
     int err;
     switch (dso->kind) {
@@ -223,12 +222,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
     }
     if ((err = dso_state(n, src->dso, &d)) < 0 || d->state < 0)
         return err;
-    if (dso->kind == PD_DSO_JIT)
-        addr = src->ip;
-    else if (ember_symbol_module_file_address(d->mod, src->start, src->pgoff, src->ip, &addr) < 0)
-        return 0;
-    if (ember_symtab_lookup(d->syms, addr, &s, &off) == 0)
-        *sym = s->name;
+    *sym = ember_dso_symbol_at(dso->kind == PD_DSO_JIT ? NULL : d->mod, d->syms, src->start,
+                               src->pgoff, src->ip);
     return 0;
 }
 

@@ -70,6 +70,17 @@ int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_e
     return *mod ? ember_elfsyms_read(*mod, names, syms) : err;
 }
 
+const char *ember_dso_symbol_at(const struct ember_symbol_module *mod,
+                                const struct ember_symtab *syms, uint64_t map_start,
+                                uint64_t map_pgoff, uint64_t ip)
+{
+    const struct ember_symtab_sym *s;
+    uint64_t addr = ip, off;
+    if (mod && ember_symbol_module_file_address(mod, map_start, map_pgoff, ip, &addr) < 0)
+        return NULL;
+    return ember_symtab_lookup(syms, addr, &s, &off) == 0 ? s->name : NULL;
+}
+
 /* One line "START SIZE name" into t (a line that is not one is skipped). */
 static int jit_line(char *line, size_t len, struct ember_arena *names, struct ember_symtab *t)
 {

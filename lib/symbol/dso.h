@@ -47,6 +47,14 @@ int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_e
                           struct ember_arena *names, struct ember_symbol_module **mod,
                           struct ember_symtab **syms, struct ember_diag *why);
 
+/* The symbol perf names process address ip with, in a mapping of the
+ * object at map_start with file offset map_pgoff: syms are mod's file
+ * addresses (mod NULL: process addresses, a JIT map's). NULL: none, perf
+ * prints [unknown]. */
+const char *ember_dso_symbol_at(const struct ember_symbol_module *mod,
+                                const struct ember_symtab *syms, uint64_t map_start,
+                                uint64_t map_pgoff, uint64_t ip);
+
 /* perf's dso__load_perf_map: a JIT map file's lines "START SIZE name"
  * (hexadecimal, process addresses), names in names. 0, -ENOENT, -ENOMEM. */
 int ember_dso_jit_symbols(const char *path, struct ember_arena *names, struct ember_symtab **out);
