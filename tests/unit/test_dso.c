@@ -1,7 +1,7 @@
 /*
  * test_dso.c - where perf finds a mapped object's symbols (symbol/dso.h):
  * a JIT map's lines (perf drops each line's last byte; malformed lines
- * and empty symbols are skipped), the build-id cache's paths under
+ * and empty symbols are skipped) and the symbol at an address, the build-id cache's paths under
  * $PERF_BUILDID_DIR, this process's vDSO as a file, a file's build-id as
  * the symbolizer reads it, and perf's symbols of this test's own binary.
  */
@@ -49,6 +49,9 @@ static void test_jit_map(void **state)
     assert_int_equal(ember_symtab_lookup(t, 0x2000, &s, &off), -ENOENT);
     assert_int_equal(ember_symtab_lookup(t, 0x3010, &s, &off), 0);
     assert_string_equal(s->name, "last_without_newline");
+    /* a JIT map's addresses are the process's: no module to go through */
+    assert_string_equal(ember_dso_symbol_at(NULL, t, 0x1000, 0, 0x100f), "jitted one");
+    assert_null(ember_dso_symbol_at(NULL, t, 0x1000, 0, 0x1010));
     ember_symtab_free(t);
     ember_arena_release(&names);
     unlink(path);
