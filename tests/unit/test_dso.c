@@ -1,9 +1,10 @@
 /*
  * test_dso.c - where perf finds a mapped object's symbols (symbol/dso.h):
  * a JIT map's lines (perf drops each line's last byte; malformed lines
- * and empty symbols are skipped) and the symbol at an address, the build-id cache's paths under
- * $PERF_BUILDID_DIR, this process's vDSO as a file, a file's build-id as
- * the symbolizer reads it, and perf's symbols of this test's own binary.
+ * and empty symbols are skipped) and the symbol at an address, the
+ * build-id cache's paths under $PERF_BUILDID_DIR, this process's vDSO as
+ * a file, a file's build-id as the symbolizer reads it, and perf's
+ * symbols of this test's own binary.
  */
 #include <setjmp.h>
 #include <stdarg.h>
