@@ -11,7 +11,7 @@
  * rec_write_tail, so a file cut short by a crash reads as empty, never as
  * half a section. Strings in features are perf's: a u32 length (NUL
  * included, padded to 64) then the bytes. Build-ids are the kernel's from
- * the mmap records, else read from the files with libelf when they are
+ * the mmap records, else read from the files (symbol/dso.h) when they are
  * ELF; files without one are left out, as perf does. Samples stamped with
  * CLOCK_MONOTONIC (use_clockid) get perf's HEADER_CLOCKID (the clock's
  * resolution) and HEADER_CLOCK_DATA (the clock and the wall clock read
@@ -20,12 +20,10 @@
  * the recording did (see feat_sample_time).
  */
 #include "record/record_impl.h"
+#include "symbol/dso.h"
 #include "base/diag.h"
 
-#include <elfutils/libdwelf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -162,25 +160,6 @@ static void fput_string(struct fbuf *b, const char *s)
     fput(b, NULL, padded - n);
 }
 
-/* The build-id of an ELF file (NT_GNU_BUILD_ID), 0 bytes when none. */
-static int file_build_id(const char *path, unsigned char *id, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    elf_version(EV_CURRENT);
-    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    const void *bits = NULL;
-    ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
-    int len = n > 0 && (size_t)n <= cap ? (int)n : 0;
-    if (len)
-        memcpy(id, bits, (size_t)len);
-    if (elf)
-        elf_end(elf);
-    close(fd);
-    return len;
-}
-
 static void build_id_entry(struct fbuf *b, const char *name, size_t namelen,
                            const struct rec_dso *dso)
 {
@@ -215,7 +194,8 @@ static void feat_build_ids(struct ember_recorder *r, struct fbuf *b)
         memcpy(name, slots[i].key, slots[i].len);
         name[slots[i].len] = '\0';
         if (!dso->size && name[0] == '/')
-            dso->size = (unsigned char)file_build_id(name, dso->build_id, sizeof(dso->build_id));
+            dso->size =
+                (unsigned char)ember_dso_file_build_id(name, dso->build_id, sizeof(dso->build_id));
         if (dso->size)
             build_id_entry(b, name, slots[i].len, dso);
     }

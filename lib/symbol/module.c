@@ -232,23 +232,37 @@ static int rank(const GElf_Sym *sym)
     return bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
 }
 
-static int load_symbols(struct ember_symbol_module *m, struct ember_symtab *t)
+int ember_symbol_module_each_symbol(struct ember_symbol_module *m, ember_symbol_each_fn fn,
+                                    void *ctx)
 {
-    int n = dwfl_module_getsymtab(m->mod);
+    int n = m->mod ? dwfl_module_getsymtab(m->mod) : 0;
     for (int i = 1; i < n; i++) { /* 0 is the null symbol */
-        GElf_Sym sym;
+        struct ember_symbol_elfsym s = {.index = (uint32_t)i};
         GElf_Addr addr;
-        GElf_Word shndx = 0;
-        const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
-        /* perf's "func+0xOFF" names only symbols with a value */
-        if (!name || !*name || sym.st_value == 0)
+        s.name = dwfl_module_getsym_info(m->mod, i, &s.sym, &addr, &s.shndx, &s.elf, NULL);
+        if (!s.name || !*s.name)
             continue;
-        int err = ember_symtab_add(t, name, addr - m->bias, sym.st_size, rank(&sym),
-                                   addressable(&sym, shndx));
+        s.addr = addr - m->bias;
+        int err = fn(ctx, &s);
         if (err)
             return err;
     }
-    return ember_symtab_finish(t);
+    return 0;
+}
+
+static int add_symbol(void *ctx, const struct ember_symbol_elfsym *s)
+{
+    /* perf's "func+0xOFF" names only symbols with a value */
+    if (s->sym.st_value == 0)
+        return 0;
+    return ember_symtab_add(ctx, s->name, s->addr, s->sym.st_size, rank(&s->sym),
+                            addressable(&s->sym, s->shndx));
+}
+
+static int load_symbols(struct ember_symbol_module *m, struct ember_symtab *t)
+{
+    int err = ember_symbol_module_each_symbol(m, add_symbol, t);
+    return err ? err : ember_symtab_finish(t);
 }
 
 int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct ember_symtab **out)

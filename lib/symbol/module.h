@@ -62,6 +62,26 @@ int ember_symbol_module_file_address(const struct ember_symbol_module *m, uint64
  * 0 with *t, -ENOENT for an unusable file, -ENOMEM. */
 int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct ember_symtab **t);
 
+/* One symbol of the file's table, as libdwfl reads it: .symtab, else the
+ * separate debug file's, else .dynsym. */
+struct ember_symbol_elfsym {
+    const char *name; /* never empty */
+    GElf_Sym sym;
+    uint64_t addr; /* its file address */
+    GElf_Word shndx;
+    Elf *elf;       /* the file it is in: the module's or its debug file */
+    uint32_t index; /* in the table, from 1 */
+};
+
+typedef int (*ember_symbol_each_fn)(void *ctx, const struct ember_symbol_elfsym *s);
+
+/* The one reader of the file's ELF symbols, for every table built from
+ * them (the module's own, perf's in elfsyms.c): fn for each named symbol,
+ * in table order, until it returns nonzero (returned). An unusable file
+ * has none. */
+int ember_symbol_module_each_symbol(struct ember_symbol_module *m, ember_symbol_each_fn fn,
+                                    void *ctx);
+
 /* The index of the file's DWARF functions, built on first use: 0 with *x,
  * -ENOENT for an unusable file, -ENOMEM. */
 int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **x);

@@ -1,9 +1,7 @@
 /*
- * test_leaf.c - the caller a frame-pointer walk skips (lib/record/leaf.c),
- * found from the CFI and the top of the stack: in a frameless leaf the
- * return address is the top word, in a caller's prologue the word under
- * the pushed %rbp; once on %rbp the walk has it. On a program built here
- * with cc (skipped without one, and off x86-64).
+ * test_leaf.c - the caller a frame-pointer walk skips (symbol/leaf.h),
+ * found from the CFI and the top of the stack, on a program built here
+ * with cc (skipped without one, or off x86-64).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "record/leaf.h"
+#include "symbol/leaf.h"
 
 #include <gelf.h>
 

@@ -6,9 +6,9 @@
  * perf_data_features.c the feature sections after the data (build-ids, names)
  * perf_data_order.c  records delivered in time order, as perf sorts them
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
- * perf_data_kernel.c kernel symbols from /proc/kallsyms
  * perf_data_names.c  an address in a map -> the frames perf script would print
- * perf_data_unwind.c DWARF call graphs: the copied user stack unwound by libdwfl
+ *                    (symbols from lib/symbol: dso.h, kallsyms.h)
+ * perf_data_unwind.c DWARF call graphs: the reader's glue to symbol/unwind.h
  * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: samples -> stacks -> the profile
  *
@@ -357,36 +357,6 @@ int pd_values_set(struct ember_profile *p, const struct pd_file *f, const struct
                   const char *filter, bool intervals, struct ember_read_stats *st, bool *keep,
                   struct pd_values *v);
 
-/* ---- kernel symbols (perf_data_kernel.c) -------------------------------- */
-
-struct pd_kernel {
-    struct ksym *syms; /* the kernel's first (nkernel), then the modules' */
-    size_t n, cap, nkernel;
-    char *names;
-    size_t nlen, ncap;
-    uint64_t text_now, delta;
-    bool have_text, loaded, usable;
-    char why[256]; /* why kernel frames stay unknown */
-};
-
-struct pd_kernel_source {
-    const char *kallsyms, *notes; /* /proc/kallsyms, /sys/kernel/notes */
-    const char *cached;           /* perf's copy of the recorded kernel's kallsyms, or NULL */
-    const uint8_t *build_id;      /* the recorded kernel's, or none */
-    size_t build_id_len;
-    bool have_text; /* the recorded address of _text */
-    uint64_t text;
-};
-
-void pd_kernel_init(struct pd_kernel *k);
-void pd_kernel_release(struct pd_kernel *k);
-/* Reads the table once: 0 (usable, or not and why says why), -ENOMEM. */
-int pd_kernel_load(struct pd_kernel *k, const struct pd_kernel_source *src);
-/* The symbol at a recorded kernel address (module: "[name]" or NULL for
- * the kernel proper): 0, or -ENOENT. */
-int pd_kernel_find(const struct pd_kernel *k, const char *module, size_t mlen, uint64_t addr,
-                   const char **name, uint64_t *offset);
-
 /* ---- names (perf_data_names.c) ----------------------------------------- */
 
 enum { PD_NO_DSO = UINT32_MAX };
@@ -420,9 +390,5 @@ int pd_names_resolve(struct pd_names *n, const struct pd_frame_src *src, bool ja
  * the most samples. */
 int pd_profile_meta(struct ember_profile *p, struct pd_names *n, const struct pd_tasks *t,
                     const struct pd_values *v);
-
-/* This process's vDSO as a file (a memfd; the recorded one on the same
- * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */
-int pd_vdso_open(int *fd, char *path, size_t cap);
 
 #endif

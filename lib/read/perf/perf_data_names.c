@@ -4,9 +4,11 @@
  * rules (as perf_script.c names a frame line), each frame a record with
  * its module (the mapping), address and kind.
  *
- * perf's symbols, found as perf script finds them: an ELF file's (see
- * perf_elf.h); JIT compilers' /tmp/perf-PID.map files; [vdso] from this process's own
- * vDSO when it is the recorded one; the kernel from kallsyms. Modules go
+ * perf's symbols, found as perf script finds them (lib/symbol: dso.h,
+ * kallsyms.h): an ELF file's; JIT compilers' /tmp/perf-PID.map files;
+ * [vdso] from this process's own vDSO when it is the recorded one; the
+ * kernel from kallsyms. This file is the glue: which dso a map is, the
+ * warnings, the caches keyed by the reader's dsos. Modules go
  * through the symbolizer, which checks the recorded build-id: a file that
  * changed since recording is said once, and its frames are "[unknown]"
  * with their module, as perf would print them without its cache.
@@ -16,18 +18,17 @@
  * profile module; results are memoized by the caller.
  */
 #include "read/perf/perf_data.h"
-#include "formats/perf_elf.h"
 #include "read/perf/perf_names.h"
 #include "read/perf/perf_tidy.h"
+#include "symbol/dso.h"
+#include "symbol/kallsyms.h"
 #include "symbol/symbolizer.h"
 #include "base/diag.h"
 #include "base/vec.h"
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 struct dso_syms {
@@ -45,7 +46,7 @@ struct pd_names {
     struct ember_symbolizer *sym;
     struct dso_syms *dsos;
     size_t ndsos;
-    struct pd_kernel kernel;
+    struct ember_kallsyms kernel;
     int vdso_fd;
     char vdso_path[64];
     struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
@@ -68,7 +69,7 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
     n->po = ember_perf_opts_of(o);
     n->vdso_fd = -1;
     ember_arena_init(&n->arena);
-    pd_kernel_init(&n->kernel);
+    ember_kallsyms_init(&n->kernel);
     int err = ember_symbolizer_new(&n->sym);
     if (err) {
         pd_names_free(n);
@@ -86,7 +87,7 @@ void pd_names_free(struct pd_names *n)
         ember_symtab_free(n->dsos[i].syms);
     free(n->dsos);
     ember_symbolizer_free(n->sym);
-    pd_kernel_release(&n->kernel);
+    ember_kallsyms_release(&n->kernel);
     if (n->vdso_fd >= 0)
         close(n->vdso_fd);
     ember_arena_release(&n->arena);
@@ -112,134 +113,21 @@ static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
     n->o->warn(n->o->warn_ctx, &d);
 }
 
-/* ---- JIT maps ----------------------------------------------------------- */
-
-/* perf's dso__load_perf_map: lines "START SIZE name", hexadecimal. */
-static int jit_symbols(struct pd_names *n, struct dso_syms *d, const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return -ENOENT;
-    int err = ember_symtab_new(&d->syms);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (!err && (len = getline(&line, &cap, fp)) > 0) {
-        line[--len] = '\0'; /* perf drops the last byte, newline or not */
-        char *end;
-        uint64_t start = strtoull(line, &end, 16);
-        if (end == line || *end != ' ' || end + 3 >= line + len)
-            continue;
-        char *sz = end + 1;
-        uint64_t size = strtoull(sz, &end, 16);
-        if (*end != ' ' || end + 3 >= line + len)
-            continue;
-        const char *name = ember_arena_strndup(&n->arena, end + 1, strlen(end + 1));
-        if (!name)
-            err = -ENOMEM;
-        else if (size)
-            err = ember_symtab_add(d->syms, name, start, size, 0, true);
-    }
-    free(line);
-    fclose(fp);
-    return err ? err : ember_symtab_finish(d->syms);
-}
-
-/* ---- [vdso] ------------------------------------------------------------- */
-
-/* This process's vDSO as a file the symbolizer can open: a memfd. */
-static int vdso_file(struct pd_names *n)
-{
-    if (n->vdso_fd >= 0)
-        return 0;
-    return pd_vdso_open(&n->vdso_fd, n->vdso_path, sizeof(n->vdso_path));
-}
-
-int pd_vdso_open(int *fd_out, char *path, size_t cap)
-{
-    FILE *maps = fopen("/proc/self/maps", "r");
-    if (!maps)
-        return -ENOENT;
-    char line[512];
-    uint64_t lo = 0, hi = 0;
-    while (fgets(line, sizeof(line), maps))
-        if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
-            break;
-    fclose(maps);
-    if (hi <= lo)
-        return -ENOENT;
-    int fd = memfd_create("ember-vdso", MFD_CLOEXEC);
-    if (fd < 0)
-        return -ENOENT;
-    if (write(fd, (const void *)(uintptr_t)lo, hi - lo) != (ssize_t)(hi - lo)) {
-        close(fd);
-        return -ENOENT;
-    }
-    *fd_out = fd;
-    snprintf(path, cap, "/proc/self/fd/%d", fd);
-    return 0;
-}
-
 /* ---- loading a dso's symbols -------------------------------------------- */
 
-static void hex(char *out, const uint8_t *bits, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        snprintf(out + 2 * i, 3, "%02x", bits[i]);
-}
-
-/* perf's build-id cache (perf record copies there each binary it samples,
- * and perf script reads it first): DIR/.build-id/xx/rest/NAME under
- * $PERF_BUILDID_DIR, else ~/.debug. */
-static bool cache_path(const struct pd_build_id *b, const char *name, char *out, size_t cap)
-{
-    const char *dir = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
-    char bid[2 * PD_BUILD_ID_MAX + 1];
-    if (!b || b->size == 0 || (!dir && !home))
-        return false;
-    hex(bid, b->bits, b->size);
-    int n = dir ? snprintf(out, cap, "%s/.build-id/%.2s/%s/%s", dir, bid, bid + 2, name)
-                : snprintf(out, cap, "%s/.debug/.build-id/%.2s/%s/%s", home, bid, bid + 2, name);
-    return n > 0 && (size_t)n < cap && access(out, R_OK) == 0;
-}
-
-/* An ELF file through the symbolizer, checked against its recorded
- * build-id, as perf finds its symbols: perf's cached copy when there is
- * one, then the file, the first with a symbol table (its own or its debug
- * file's: a stripped binary's debug file lies beside it, not beside the
- * copy), else the first readable (its .dynsym). */
+/* An ELF file's symbols as perf finds them (symbol/dso.h), checked against
+ * its recorded build-id: a file that changed, or a missing file, is said
+ * once. */
 static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso *dso,
                     const char *path)
 {
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
-    const uint8_t *bits = b ? b->bits : NULL;
-    size_t bn = b ? b->size : 0;
+    struct ember_dso_elf e = {path, b ? b->bits : NULL, b ? b->size : 0, dso->kind == PD_DSO_VDSO};
     struct ember_diag why;
-    char cached[4096];
-    ember_diag_clear(&why);
-    const char *order[2] = {path, NULL};
-    if (cache_path(b, dso->kind == PD_DSO_VDSO ? "vdso" : "elf", cached, sizeof(cached))) {
-        order[0] = cached;
-        order[1] = path;
-    }
-    struct ember_symbol_module *m;
-    int err = -ENOENT;
-    d->mod = NULL;
-    for (int i = 0; i < 2 && order[i]; i++) {
-        err = ember_symbolizer_module(n->sym, order[i], strlen(order[i]), bits, bn, &m, &why);
-        if (err == -ENOMEM)
-            return err;
-        bool full = !err && pd_elf_has_symtab(m);
-        if (!err && (!d->mod || full))
-            d->mod = m;
-        if (full)
-            break;
-    }
+    int err = ember_dso_elf_symbols(n->sym, &e, &n->arena, &d->mod, &d->syms, &why);
     if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
         warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
-    if (!d->mod)
-        return err;
-    return pd_elf_symbols(d->mod, &n->arena, &d->syms);
+    return err;
 }
 
 static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
@@ -251,12 +139,14 @@ static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
         err = open_elf(n, d, dso, dso->name);
         break;
     case PD_DSO_VDSO:
-        err = vdso_file(n);
+        err = n->vdso_fd >= 0
+                  ? 0
+                  : ember_dso_vdso_open(&n->vdso_fd, n->vdso_path, sizeof(n->vdso_path));
         if (!err)
             err = open_elf(n, d, dso, n->vdso_path);
         break;
     case PD_DSO_JIT:
-        err = jit_symbols(n, d, dso->name);
+        err = ember_dso_jit_symbols(dso->name, &n->arena, &d->syms);
         break;
     default:
         err = 0;
@@ -287,16 +177,16 @@ static int kernel_table(struct pd_names *n)
         return 0;
     const struct pd_build_id *b = pd_file_build_id(n->f, "[kernel.kallsyms]", true);
     char cached[4096];
-    struct pd_kernel_source src = {"/proc/kallsyms",
-                                   "/sys/kernel/notes",
-                                   cache_path(b, "kallsyms", cached, sizeof(cached)) ? cached
-                                                                                     : NULL,
-                                   b ? b->bits : NULL,
-                                   b ? b->size : 0,
-                                   false,
-                                   0};
+    struct ember_kallsyms_source src = {
+        .kallsyms = "/proc/kallsyms",
+        .notes = "/sys/kernel/notes",
+        .build_id = b ? b->bits : NULL,
+        .build_id_len = b ? b->size : 0,
+    };
+    if (ember_dso_cache_path(src.build_id, src.build_id_len, "kallsyms", cached, sizeof(cached)))
+        src.cached = cached;
     src.have_text = pd_tasks_kernel_text(n->t, &src.text);
-    int err = pd_kernel_load(&n->kernel, &src);
+    int err = ember_kallsyms_load(&n->kernel, &src);
     if (!err && !n->kernel.usable)
         warn(n, "[kernel.kallsyms]", "%s; kernel frames are [unknown]", n->kernel.why);
     return err;
@@ -310,8 +200,7 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
 {
     *sym = NULL;
     const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
-    const struct ember_symtab_sym *s;
-    uint64_t off, addr;
+    uint64_t off;
     struct dso_syms *d;
     int err;
     switch (dso->kind) {
@@ -319,8 +208,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
     case PD_DSO_MODULE:
         if ((err = kernel_table(n)) < 0)
             return err;
-        return pd_kernel_find(&n->kernel, dso->kind == PD_DSO_MODULE ? dso->name : NULL,
-                              dso->name_len, src->ip, sym, &off) == -ENOMEM
+        return ember_kallsyms_find(&n->kernel, dso->kind == PD_DSO_MODULE ? dso->name : NULL,
+                                   dso->name_len, src->ip, sym, &off) == -ENOMEM
                    ? -ENOMEM
                    : 0;
     case PD_DSO_BPF:
@@ -333,12 +222,8 @@ static int find_symbol(struct pd_names *n, const struct pd_frame_src *src, const
     }
     if ((err = dso_state(n, src->dso, &d)) < 0 || d->state < 0)
         return err;
-    if (dso->kind == PD_DSO_JIT)
-        addr = src->ip;
-    else if (ember_symbol_module_file_address(d->mod, src->start, src->pgoff, src->ip, &addr) < 0)
-        return 0;
-    if (ember_symtab_lookup(d->syms, addr, &s, &off) == 0)
-        *sym = s->name;
+    *sym = ember_dso_symbol_at(dso->kind == PD_DSO_JIT ? NULL : d->mod, d->syms, src->start,
+                               src->pgoff, src->ip);
     return 0;
 }
 
@@ -472,7 +357,7 @@ int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, kernel);
     char bid[2 * PD_BUILD_ID_MAX + 1] = "";
     if (b)
-        hex(bid, b->bits, b->size);
+        ember_dso_build_id_hex(bid, b->bits, b->size);
     struct ember_module m = {
         .path = dso->name,
         .build_id = b ? bid : NULL,

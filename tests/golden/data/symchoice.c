@@ -1,6 +1,6 @@
 /*
  * symchoice.c - symbols whose choice perf makes one way (golden/perfdata's
- * symbol_choice case, unit/test_perf_elf): each function spins n rounds.
+ * symbol_choice case, unit/test_elfsyms): each function spins n rounds.
  *   - label_outer, a sized function with a label of no size in its middle
  *     (label_inside): the function holds the label's addresses;
  *   - aliases at one address, one rule of perf's choose_best_symbol each:

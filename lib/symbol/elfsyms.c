@@ -1,5 +1,5 @@
 /*
- * perf_elf.c - the symbols perf finds in an ELF file (see perf_elf.h).
+ * elfsyms.c - the symbols perf finds in an ELF file (see elfsyms.h).
  *
  * As perf script finds them (util/symbol-elf.c, symbol.c): functions,
  * objects and text labels (.symtab, else .dynsym: libdwfl picks the file,
@@ -10,7 +10,7 @@
  * Invariants: each round of symbols is sorted and settled before the next
  * is read; every name the table points to lives in the caller's arena.
  */
-#include "formats/perf_elf.h"
+#include "symbol/elfsyms.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -110,22 +110,26 @@ static int add_esym(struct ember_arena *names, struct symvec *sv, const char *na
     return 0;
 }
 
+struct dwfl_round {
+    struct ember_arena *names;
+    struct symvec *sv;
+};
+
+static int keep_dwfl_symbol(void *ctx, const struct ember_symbol_elfsym *s)
+{
+    struct dwfl_round *r = ctx;
+    if (!perf_keeps(s->elf, &s->sym, s->shndx))
+        return 0;
+    return add_esym(r->names, r->sv, s->name, s->addr, s->sym.st_size, GELF_ST_BIND(s->sym.st_info),
+                    s->index);
+}
+
 /* libdwfl's symbol table: the file's .symtab, else its debug file's, else
  * its .dynsym (the file perf reads symbols from too). */
-static int dwfl_pass(Dwfl_Module *mod, uint64_t bias, struct ember_arena *names, struct symvec *sv)
+static int dwfl_pass(struct ember_symbol_module *m, struct ember_arena *names, struct symvec *sv)
 {
-    int n = dwfl_module_getsymtab(mod);
-    for (int i = 1; i < n; i++) {
-        GElf_Sym s;
-        GElf_Addr addr;
-        GElf_Word shndx = 0;
-        Elf *elf = NULL;
-        const char *name = dwfl_module_getsym_info(mod, i, &s, &addr, &shndx, &elf, NULL);
-        if (name && *name && perf_keeps(elf, &s, shndx) &&
-            add_esym(names, sv, name, addr - bias, s.st_size, GELF_ST_BIND(s.st_info), (uint32_t)i))
-            return -ENOMEM;
-    }
-    return 0;
+    struct dwfl_round r = {names, sv};
+    return ember_symbol_module_each_symbol(m, keep_dwfl_symbol, &r);
 }
 
 /* The section of a type (the first), with data in the file. */
@@ -193,7 +197,7 @@ static bool has_symtab(Elf *elf)
     return section_of_type(elf, SHT_SYMTAB, &sh) != NULL;
 }
 
-bool pd_elf_has_symtab(struct ember_symbol_module *m)
+bool ember_elfsyms_has_symtab(struct ember_symbol_module *m)
 {
     uint64_t bias;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
@@ -221,7 +225,7 @@ static int add_symbols(Elf *main, struct ember_arena *names, struct ember_symtab
                        const struct symvec *sv)
 {
     uint64_t plt = UINT64_MAX, covered = 0; /* the end of the sized symbols so far */
-    int err = pd_plt_symbols(main, names, t, &plt);
+    int err = ember_plt_read(main, names, t, &plt);
     for (size_t i = 0; i < sv->n && !err; i++) {
         uint64_t start = sv->v[i].start, end = sv->v[i].end;
         if (!sv->v[i].sized && start < covered)
@@ -236,11 +240,11 @@ static int add_symbols(Elf *main, struct ember_arena *names, struct ember_symtab
     return err;
 }
 
-static int fill(Dwfl_Module *mod, uint64_t bias, Elf *main, struct ember_arena *names,
+static int fill(struct ember_symbol_module *m, Elf *main, struct ember_arena *names,
                 struct ember_symtab *t)
 {
     struct symvec sv = {0};
-    int err = dwfl_pass(mod, bias, names, &sv);
+    int err = dwfl_pass(m, names, &sv);
     settle_round(&sv);
     if (!err && has_symtab(main)) {
         err = dynsym_pass(main, names, &sv, UINT32_MAX / 2);
@@ -252,8 +256,8 @@ static int fill(Dwfl_Module *mod, uint64_t bias, Elf *main, struct ember_arena *
     return err ? err : ember_symtab_finish(t);
 }
 
-int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
-                   struct ember_symtab **out)
+int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
+                       struct ember_symtab **out)
 {
     uint64_t bias;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
@@ -263,7 +267,7 @@ int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
         return -ENOENT;
     struct ember_symtab *t;
     int err = ember_symtab_new(&t);
-    if (!err && (err = fill(mod, bias, main, names, t)) < 0)
+    if (!err && (err = fill(m, main, names, t)) < 0)
         ember_symtab_free(t);
     if (!err)
         *out = t;

@@ -1,10 +1,10 @@
 /*
- * perf_elf.h - the symbols perf finds in an ELF file, as perf script and
+ * elfsyms.h - the symbols perf finds in an ELF file, as perf script and
  * perf report name an address with them (library-internal): perf.data's
  * reader names user frames with this table.
  */
-#ifndef EMBER_FORMATS_PERF_ELF_H
-#define EMBER_FORMATS_PERF_ELF_H
+#ifndef EMBER_SYMBOL_ELFSYMS_H
+#define EMBER_SYMBOL_ELFSYMS_H
 
 #include "symbol/module.h"
 #include "symbol/symtab.h"
@@ -22,19 +22,19 @@
  * perf's (demangled) and live in names. Returns 0 with *out finished,
  * -ENOENT when m has no ELF file, or -ENOMEM.
  */
-int pd_elf_symbols(struct ember_symbol_module *m, struct ember_arena *names,
-                   struct ember_symtab **out);
+int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
+                       struct ember_symtab **out);
 
 /* Whether m has a symbol table, its own or its debug file's (not .dynsym
  * alone): perf reads the first file that has one, of those it looks at. */
-bool pd_elf_has_symtab(struct ember_symbol_module *m);
+bool ember_elfsyms_has_symtab(struct ember_symbol_module *m);
 
 /*
- * The PLT's stubs of elf into t, each named "sym@plt" (perf_plt.c); *first
+ * The PLT's stubs of elf into t, each named "sym@plt" (plt.c); *first
  * is the address of the first stub after .plt's header (UINT64_MAX: no
  * PLT), where a symbol before the PLT that perf stretched over it ends.
  * 0 or -ENOMEM.
  */
-int pd_plt_symbols(Elf *elf, struct ember_arena *names, struct ember_symtab *t, uint64_t *first);
+int ember_plt_read(Elf *elf, struct ember_arena *names, struct ember_symtab *t, uint64_t *first);
 
 #endif

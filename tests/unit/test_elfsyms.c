@@ -1,5 +1,5 @@
 /*
- * test_perf_elf.c - perf's symbols of an ELF file (formats/perf_elf.h), on
+ * test_elfsyms.c - perf's symbols of an ELF file (symbol/elfsyms.h), on
  * tests/golden/data/symchoice.c built here: a label of no size inside a
  * sized function names none of the function's addresses; of aliases at
  * one address, the one perf 6.1 keeps (global, not weak, fewer leading
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "formats/perf_elf.h"
+#include "symbol/elfsyms.h"
 #include "symbol/symbolizer.h"
 
 #include <errno.h>
@@ -52,7 +52,7 @@ static void open_bin(struct bin *b, const char *name)
     assert_int_equal(ember_symbolizer_new(&b->s), 0);
     assert_int_equal(ember_symbolizer_module(b->s, path, strlen(path), NULL, 0, &b->m, &d), 0);
     assert_int_equal(ember_symbol_module_symbols(b->m, &b->all), 0);
-    assert_int_equal(pd_elf_symbols(b->m, &b->names, &b->perf), 0);
+    assert_int_equal(ember_elfsyms_read(b->m, &b->names, &b->perf), 0);
 }
 
 static void close_bin(struct bin *b)

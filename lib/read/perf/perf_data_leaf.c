@@ -3,7 +3,8 @@
  * caller that the kernel's frame-pointer walk skips when a sample's user pc
  * is in code whose frame is not on the frame pointer (a leaf GCC gave no
  * frame, a prologue), put back from the top of the user stack that
- * `ember record` copies with each fp sample (record/leaf.h does the CFI).
+ * `ember record` copies with each fp sample (symbol/leaf.h finds it; this
+ * is the reader's glue: which file a map is, a cache by the reader's dso).
  *
  * Only fp samples that carry a stack copy and no registers (what ember
  * record writes) are looked at: perf's own -g recordings are read as perf
@@ -11,7 +12,7 @@
  * first use; a file that cannot be read gives no caller, never an error.
  */
 #include "read/perf/perf_data.h"
-#include "record/leaf.h"
+#include "symbol/leaf.h"
 #include "symbol/symbolizer.h"
 #include "base/vec.h"
 
@@ -21,8 +22,7 @@
 
 struct leaf_dso {
     int state; /* 0 untried, 1 usable, -1 not */
-    struct ember_symbol_module *mod;
-    struct ember_leaf_cfi *cfi;
+    struct ember_leaf_file file;
 };
 
 struct pd_leaf {
@@ -48,7 +48,7 @@ void pd_leaf_free(struct pd_leaf *l)
     if (!l)
         return;
     for (size_t i = 0; i < l->ndsos; i++)
-        ember_leaf_cfi_close(l->dsos[i].cfi);
+        ember_leaf_file_close(&l->dsos[i].file);
     free(l->dsos);
     ember_symbolizer_free(l->sym);
     free(l);
@@ -67,14 +67,11 @@ static int dso_of(struct pd_leaf *l, const struct pd_tasks *t, uint32_t id, stru
     if (d->state)
         return 0;
     const struct pd_dso *dso = pd_tasks_dso(t, id);
-    struct ember_diag why;
     d->state = -1;
     if (dso->kind != PD_DSO_FILE)
         return 0;
-    int err = ember_symbolizer_module(l->sym, dso->name, dso->name_len, NULL, 0, &d->mod, &why);
+    int err = ember_leaf_file_open(l->sym, dso->name, dso->name_len, &d->file);
     if (err == -ENOMEM)
-        return err;
-    if (!err && (err = ember_leaf_cfi_open(dso->name, &d->cfi)) == -ENOMEM)
         return err;
     d->state = err ? -1 : 1;
     return 0;
@@ -84,11 +81,8 @@ int pd_leaf_caller(struct pd_leaf *l, const struct pd_tasks *t, const struct pd_
                    const uint8_t *stack, size_t len, uint64_t *ret)
 {
     struct leaf_dso *d;
-    uint64_t addr;
     int err = dso_of(l, t, m->dso, &d);
-    if (err || d->state < 0 ||
-        ember_symbol_module_file_address(d->mod, m->start, m->pgoff, ip, &addr) < 0)
+    if (err || d->state < 0)
         return err;
-    int got = ember_leaf_caller(d->cfi, addr, stack, len, ret);
-    return got == -ENOMEM ? got : got == 1;
+    return ember_leaf_file_caller(&d->file, m->start, m->pgoff, ip, stack, len, ret);
 }

@@ -1,5 +1,5 @@
 /*
- * perf_plt.c - the PLT's stubs, each named "sym@plt" (see perf_elf.h), as
+ * plt.c - the PLT's stubs, each named "sym@plt" (see elfsyms.h), as
  * objdump names them and perf 6.3 and later do.
  *
  * An x86-64 stub of .plt, .plt.sec (IBT's second PLT) or .plt.got jumps
@@ -19,7 +19,7 @@
  * Invariants: every stub is one entry of its section; .plt's header is no
  * stub; a stub whose slot no relocation names has no symbol.
  */
-#include "formats/perf_elf.h"
+#include "symbol/elfsyms.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -208,7 +208,7 @@ static uint64_t first_stub(const struct plt *p)
     return sh.sh_addr + entry_size(p, &sh);
 }
 
-int pd_plt_symbols(Elf *elf, struct ember_arena *names, struct ember_symtab *t, uint64_t *first)
+int ember_plt_read(Elf *elf, struct ember_arena *names, struct ember_symtab *t, uint64_t *first)
 {
     GElf_Ehdr eh;
     struct plt p = {.elf = elf, .names = names, .t = t};

@@ -1,5 +1,5 @@
 /*
- * perf_data_kernel.c - kernel symbols from /proc/kallsyms, as perf script
+ * kallsyms.c - kernel symbols from /proc/kallsyms, as perf script
  * finds them when no vmlinux is at hand.
  *
  * perf's rules (util/symbol.c, kallsyms): text, weak, data and bss
@@ -14,13 +14,14 @@
  * Invariants: kernel and module symbols are sorted by start, each module's
  * symbols together; names live in one buffer.
  */
-#include "read/perf/perf_data.h"
+#include "symbol/kallsyms.h"
 #include "base/vec.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct ksym {
     uint64_t start, end;
@@ -37,18 +38,18 @@ static int by_address(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-void pd_kernel_init(struct pd_kernel *k)
+void ember_kallsyms_init(struct ember_kallsyms *k)
 {
     memset(k, 0, sizeof(*k));
 }
 
-void pd_kernel_release(struct pd_kernel *k)
+void ember_kallsyms_release(struct ember_kallsyms *k)
 {
     free(k->syms);
     free(k->names);
 }
 
-static int keep_name(struct pd_kernel *k, const char *s, size_t n, uint32_t *at)
+static int keep_name(struct ember_kallsyms *k, const char *s, size_t n, uint32_t *at)
 {
     if (k->nlen + n + 1 > UINT32_MAX)
         return -ERANGE;
@@ -68,7 +69,7 @@ static bool kept_type(char type)
 }
 
 /* One line: "ffffffff81000000 T _text" or "... t name\t[module]". */
-static int parse_line(struct pd_kernel *k, char *line, uint32_t order, uint32_t *last_module,
+static int parse_line(struct ember_kallsyms *k, char *line, uint32_t order, uint32_t *last_module,
                       const char **last_mod_name)
 {
     char *end;
@@ -113,6 +114,14 @@ static int parse_line(struct pd_kernel *k, char *line, uint32_t order, uint32_t 
     return 0;
 }
 
+/* A 32-bit word of the notes, in the running kernel's (this host's) order. */
+static uint32_t note_word(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
 static uint64_t page_up(uint64_t x)
 {
     return (x + 4095) & ~(uint64_t)4095;
@@ -121,7 +130,7 @@ static uint64_t page_up(uint64_t x)
 /* perf's symbols__fixup_end (kallsyms) then symbols__fixup_duplicate: the
  * symbol listed last at an address is the one left with a length. Then
  * the kernel's symbols first, each module's after, in their order. */
-static int fix_ends(struct pd_kernel *k)
+static int fix_ends(struct ember_kallsyms *k)
 {
     qsort(k->syms, k->n, sizeof(*k->syms), by_address);
     for (size_t i = 0; i + 1 < k->n; i++) {
@@ -162,8 +171,8 @@ static size_t running_build_id(const char *notes, uint8_t *out)
     size_t len = fread(buf, 1, sizeof(buf), f), at = 0, got = 0;
     fclose(f);
     while (at + 12 <= len) {
-        uint32_t namesz = pd_u32(buf + at), descsz = pd_u32(buf + at + 4);
-        uint32_t type = pd_u32(buf + at + 8);
+        uint32_t namesz = note_word(buf + at), descsz = note_word(buf + at + 4);
+        uint32_t type = note_word(buf + at + 8);
         size_t name_at = at + 12, desc_at = name_at + ((namesz + 3u) & ~3u);
         size_t next = desc_at + ((descsz + 3u) & ~3u);
         if (namesz > len || descsz > len || next > len)
@@ -178,7 +187,7 @@ static size_t running_build_id(const char *notes, uint8_t *out)
     return got;
 }
 
-int pd_kernel_load(struct pd_kernel *k, const struct pd_kernel_source *src)
+int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_source *src)
 {
     const char *path = src->kallsyms;
     k->loaded = true;
@@ -240,8 +249,8 @@ static const struct ksym *search(const struct ksym *s, size_t n, uint64_t addr)
     return addr < c->end || addr == c->start ? c : NULL;
 }
 
-int pd_kernel_find(const struct pd_kernel *k, const char *module, size_t mlen, uint64_t addr,
-                   const char **name, uint64_t *offset)
+int ember_kallsyms_find(const struct ember_kallsyms *k, const char *module, size_t mlen,
+                        uint64_t addr, const char **name, uint64_t *offset)
 {
     if (!k->usable)
         return -ENOENT;

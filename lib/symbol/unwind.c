@@ -1,6 +1,6 @@
 /*
- * perf_data_unwind.c - DWARF call graphs (perf record --call-graph dwarf):
- * a sample's user registers and its copy of the user stack unwound with
+ * unwind.c - DWARF call graphs (perf record --call-graph dwarf): a
+ * thread's user registers and its copy of the user stack unwound with
  * libdwfl's CFI unwinder (dwfl_attach_state, dwfl_getthread_frames), as
  * perf script unwinds them: the sampled address first, each caller's
  * return address minus one (perf's and dwfl_frame_pc's "not an
@@ -9,22 +9,23 @@
  * One Dwfl session per process, kept across its samples (a fresh one per
  * sample reads every module's CFI again: issue 10 measured 441 us per
  * sample that way, 2.4 us kept). A session reports the process's ELF files
- * lazily, as the unwinder meets their addresses (perf's maps at the
+ * lazily, as the unwinder meets their addresses (the caller's maps at the
  * sample's time, base = start - pgoff, as perf reports them; [vdso] from
  * this process's own image); a session whose module at an address is no
  * longer the file mapped there (an exec, a library unloaded and another
  * loaded) is ended and started again. At most MAX_SESSIONS are open (the
  * least recently used is ended): each holds its files open. Files are
  * read at their mapped paths: the build-ids that would find perf's cached
- * copies come at the end of the file, after the samples.
+ * copies come at the end of a perf.data, after the samples.
  * Only the copied stack is read as memory: an address outside it ends the
  * unwinding there (perf also reads the mapped files' bytes; CFI rules
  * almost never point there).
- * Invariants: a session's thread callbacks read the sample being unwound
+ * Invariants: a session's thread callbacks read the thread being unwound
  * (set before dwfl_getthread_frames, cleared after); sessions are freed
- * only by pd_unwind_free or eviction, never during an unwinding.
+ * only by ember_unwind_free or eviction, never during an unwinding.
  */
-#include "read/perf/perf_data.h"
+#include "symbol/unwind.h"
+#include "symbol/dso.h"
 #include "base/vec.h"
 
 #include <elfutils/libdwfl.h>
@@ -35,24 +36,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { MAX_SESSIONS = 64, DWARF_NREGS = 17 };
+enum { MAX_SESSIONS = 64 };
 
 struct session {
-    struct pd_unwind *u;
+    struct ember_unwind *u;
     Dwfl *dwfl;
     bool attached, stale;
     uint32_t process;
     uint64_t used; /* when last used: the eviction order */
-    struct pd_tasks *t;
-    /* the sample being unwound */
-    const struct pd_sample *s;
-    uint64_t sp;
+    /* the thread being unwound */
+    const struct ember_unwind_thread *th;
     uint64_t *ips;
     size_t n, max;
 };
 
-struct pd_unwind {
-    struct pd_tasks *t;
+struct ember_unwind {
+    ember_unwind_map_fn map;
+    void *ctx;
     int vdso_fd; /* this process's vDSO, for frames in [vdso]: -1 until needed */
     bool vdso_tried;
     char vdso_path[64];
@@ -81,12 +81,13 @@ static const Dwfl_Callbacks dwfl_callbacks = {
     .find_debuginfo = no_debuginfo,
 };
 
-int pd_unwind_new(struct pd_unwind **out, struct pd_tasks *t)
+int ember_unwind_new(struct ember_unwind **out, ember_unwind_map_fn map, void *ctx)
 {
-    struct pd_unwind *u = calloc(1, sizeof(*u));
+    struct ember_unwind *u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
-    u->t = t;
+    u->map = map;
+    u->ctx = ctx;
     u->vdso_fd = -1;
     *out = u;
     return 0;
@@ -100,7 +101,7 @@ static void session_end(struct session *s)
     s->attached = s->stale = false;
 }
 
-void pd_unwind_free(struct pd_unwind *u)
+void ember_unwind_free(struct ember_unwind *u)
 {
     if (!u)
         return;
@@ -114,33 +115,16 @@ void pd_unwind_free(struct pd_unwind *u)
     free(u);
 }
 
-/* ---- libdwfl's view of the sample --------------------------------------- */
-
-/* perf's x86-64 user registers (bit numbers of sample_regs_user) in DWARF's
- * order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
-static const uint8_t perf_reg_of_dwarf[DWARF_NREGS] = {0,  3,  2,  1,  4,  5,  6,  7, 16,
-                                                       17, 18, 19, 20, 21, 22, 23, 8};
-enum { PERF_REG_SP = 7, PERF_REG_IP = 8 };
-
-/* The value of perf register bit in the sample (its registers are in the
- * mask's bit order): false when it was not recorded. */
-static bool sample_reg(const struct pd_sample *s, unsigned bit, uint64_t *v)
-{
-    if (!s->regs || !(s->regs_mask >> bit & 1))
-        return false;
-    unsigned at = (unsigned)__builtin_popcountll(s->regs_mask & ((1ULL << bit) - 1));
-    *v = pd_u64(s->regs + 8 * at);
-    return true;
-}
+/* ---- libdwfl's view of the thread ---------------------------------------- */
 
 static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
 {
     (void)dwfl;
     struct session *s = arg;
-    if (*thread_arg || !s->s)
+    if (*thread_arg || !s->th)
         return 0;
     *thread_arg = s;
-    return (pid_t)s->s->tid;
+    return (pid_t)s->th->tid;
 }
 
 static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg)
@@ -148,29 +132,29 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg)
     (void)dwfl;
     struct session *s = arg;
     *thread_arg = s;
-    return s->s && (pid_t)s->s->tid == tid;
+    return s->th && (pid_t)s->th->tid == tid;
 }
 
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
     (void)dwfl;
-    struct session *s = arg;
-    if (addr < s->sp || s->s->stack_size < 8 || addr - s->sp > s->s->stack_size - 8)
+    const struct ember_unwind_thread *th = ((struct session *)arg)->th;
+    uint64_t sp = th->regs[EMBER_UNWIND_SP];
+    uint64_t v;
+    if (addr < sp || th->size < 8 || addr - sp > th->size - 8)
         return false;
-    *result = pd_u64(s->s->stack + (addr - s->sp));
+    memcpy(&v, th->stack + (addr - sp), sizeof(v));
+    *result = v;
     return true;
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
     struct session *s = arg;
-    Dwarf_Word regs[DWARF_NREGS];
-    for (unsigned i = 0; i < DWARF_NREGS; i++) {
-        uint64_t v = 0;
-        sample_reg(s->s, perf_reg_of_dwarf[i], &v);
-        regs[i] = v;
-    }
-    return dwfl_thread_state_registers(thread, 0, DWARF_NREGS, regs);
+    Dwarf_Word regs[EMBER_UNWIND_NREGS];
+    for (unsigned i = 0; i < EMBER_UNWIND_NREGS; i++)
+        regs[i] = s->th->regs[i];
+    return dwfl_thread_state_registers(thread, 0, EMBER_UNWIND_NREGS, regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -182,17 +166,17 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 /* ---- modules -------------------------------------------------------------- */
 
-/* The file to read a dso's CFI from: its path; for [vdso], this
+/* The file to read a map's CFI from: its path; for [vdso], this
  * process's (perf unwinds through its cached copy of the recorded one,
  * the same on the same kernel). NULL: none (JIT code, the kernel...). */
-static const char *file_of(struct pd_unwind *u, const struct pd_dso *dso)
+static const char *file_of(struct ember_unwind *u, const struct ember_unwind_map *m)
 {
-    if (dso->kind == PD_DSO_FILE)
-        return dso->name;
-    if (dso->kind != PD_DSO_VDSO)
+    if (m->file == EMBER_UNWIND_ELF)
+        return m->name;
+    if (m->file != EMBER_UNWIND_VDSO)
         return NULL;
     if (!u->vdso_tried)
-        pd_vdso_open(&u->vdso_fd, u->vdso_path, sizeof(u->vdso_path));
+        ember_dso_vdso_open(&u->vdso_fd, u->vdso_path, sizeof(u->vdso_path));
     u->vdso_tried = true;
     return u->vdso_fd >= 0 ? u->vdso_path : NULL;
 }
@@ -214,23 +198,23 @@ static int open_regular(const char *path)
  * module there that is another file makes the session stale. */
 static void report_module(struct session *s, uint64_t pc)
 {
-    struct pd_map *m = pd_tasks_find_map(s->t, s->process, PERF_RECORD_MISC_USER, pc);
-    const struct pd_dso *dso = m ? pd_tasks_dso(s->t, m->dso) : NULL;
+    struct ember_unwind_map m;
+    bool mapped = s->u->map(s->u->ctx, s->process, pc, &m);
     Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
     if (mod) {
         const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        if (dso && (!name || strcmp(name, dso->name) != 0))
+        if (mapped && (!name || strcmp(name, m.name) != 0))
             s->stale = true;
         return;
     }
-    const char *path = dso ? file_of(s->u, dso) : NULL;
+    const char *path = mapped ? file_of(s->u, &m) : NULL;
     if (!path)
         return;
     int fd = open_regular(path);
     if (fd < 0)
         return;
     dwfl_report_begin_add(s->dwfl);
-    if (!dwfl_report_elf(s->dwfl, dso->name, path, fd, m->start - m->pgoff, false))
+    if (!dwfl_report_elf(s->dwfl, m.name, path, fd, m.base, false))
         close(fd); /* consumed only on success */
     dwfl_report_end(s->dwfl, NULL, NULL);
 }
@@ -243,8 +227,7 @@ static int session_start(struct session *s, uint64_t ip)
     report_module(s, ip);
     /* the session's architecture comes from its first module: none yet
      * means no unwinding for this sample (tried again with the next) */
-    s->attached = dwfl_attach_state(s->dwfl, NULL, (pid_t)pd_tasks_pid(s->t, s->process),
-                                    &thread_callbacks, s);
+    s->attached = dwfl_attach_state(s->dwfl, NULL, (pid_t)s->th->pid, &thread_callbacks, s);
     if (!s->attached)
         session_end(s);
     return 0;
@@ -252,7 +235,7 @@ static int session_start(struct session *s, uint64_t ip)
 
 /* ---- sessions ------------------------------------------------------------- */
 
-static int session_of(struct pd_unwind *u, uint32_t process, struct session **out)
+static int session_of(struct ember_unwind *u, uint32_t process, struct session **out)
 {
     for (size_t i = 0; i < u->nsessions; i++)
         if (u->sessions[i]->process == process) {
@@ -275,7 +258,6 @@ static int session_of(struct pd_unwind *u, uint32_t process, struct session **ou
         return -ENOMEM;
     }
     s->process = process;
-    s->t = u->t;
     s->u = u;
     u->sessions[u->nsessions++] = s;
     *out = s;
@@ -297,48 +279,44 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
 }
 
 /* One try: 1 when the session was stale (ended: try again). */
-static int unwind_once(struct session *s, const struct pd_sample *sample, uint64_t ip)
+static int unwind_once(struct session *s, const struct ember_unwind_thread *th)
 {
     s->n = 0;
-    s->s = sample;
+    s->th = th;
     if (!s->dwfl) {
-        int err = session_start(s, ip);
+        int err = session_start(s, th->regs[EMBER_UNWIND_IP]);
         if (err || !s->dwfl) {
-            s->s = NULL;
+            s->th = NULL;
             return err;
         }
     }
-    dwfl_getthread_frames(s->dwfl, (pid_t)sample->tid, on_frame, s);
-    s->s = NULL;
+    dwfl_getthread_frames(s->dwfl, (pid_t)th->tid, on_frame, s);
+    s->th = NULL;
     if (!s->stale)
         return 0;
     session_end(s);
     return 1;
 }
 
-int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
-                     uint64_t *ips, size_t max, size_t *n)
+int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
+                        size_t max, size_t *n)
 {
-    uint64_t ip, sp;
-    *n = 0;
-    if (max == 0 || !sample_reg(sample, PERF_REG_IP, &ip) || !sample_reg(sample, PERF_REG_SP, &sp))
-        return 0;
     struct session *s;
-    int err = session_of(u, process, &s);
+    *n = 0;
+    int err = session_of(u, th->process, &s);
     if (err)
         return err;
     s->used = ++u->clock;
-    s->sp = sp;
     s->ips = ips;
     s->max = max;
-    err = unwind_once(s, sample, ip);
+    err = unwind_once(s, th);
     if (err == 1)
-        err = unwind_once(s, sample, ip);
+        err = unwind_once(s, th);
     if (err < 0)
         return err;
     /* the sampled address is a frame even where nothing unwinds from it */
     if (s->n == 0)
-        ips[s->n++] = ip;
+        ips[s->n++] = th->regs[EMBER_UNWIND_IP];
     *n = s->n;
     return 0;
 }

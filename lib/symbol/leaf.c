@@ -9,7 +9,7 @@
  * there). An RBP-based CFA (register 6) means the walk is right. Any other
  * expression (PLT stubs, signal frames) is not guessed at.
  */
-#include "record/leaf.h"
+#include "symbol/leaf.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -106,4 +106,32 @@ int ember_leaf_caller(struct ember_leaf_cfi *c, uint64_t pc, const unsigned char
         return -ERANGE;
     memcpy(ret, stack + at, sizeof(*ret));
     return 1;
+}
+
+int ember_leaf_file_open(struct ember_symbolizer *sym, const char *path, size_t len,
+                         struct ember_leaf_file *f)
+{
+    struct ember_diag why;
+    f->mod = NULL;
+    f->cfi = NULL;
+    int err = ember_symbolizer_module(sym, path, len, NULL, 0, &f->mod, &why);
+    if (!err)
+        err = ember_leaf_cfi_open(path, &f->cfi);
+    return err;
+}
+
+void ember_leaf_file_close(struct ember_leaf_file *f)
+{
+    ember_leaf_cfi_close(f->cfi);
+    f->cfi = NULL;
+}
+
+int ember_leaf_file_caller(const struct ember_leaf_file *f, uint64_t map_start, uint64_t map_pgoff,
+                           uint64_t ip, const unsigned char *stack, size_t len, uint64_t *ret)
+{
+    uint64_t addr;
+    if (ember_symbol_module_file_address(f->mod, map_start, map_pgoff, ip, &addr) < 0)
+        return 0;
+    int got = ember_leaf_caller(f->cfi, addr, stack, len, ret);
+    return got == -ENOMEM ? got : got == 1;
 }

@@ -1,6 +1,6 @@
 /*
  * leaf.h - putting back the caller a frame-pointer walk skips (issue 10,
- * item 2), for the perf.data reader: where a sample's user pc is in code
+ * item 2), for any reader of fp samples: where a sample's user pc is in code
  * whose frame is not set up on the frame pointer (a frameless leaf, or a
  * prologue before `mov %rsp,%rbp`), the kernel's walk starts from the
  * caller's frame and loses the caller. The module's CFI (.eh_frame) says
@@ -11,8 +11,10 @@
  * x86-64 only (elsewhere: -EOPNOTSUPP). One ember_leaf_cfi per module file,
  * kept by the caller (opening parses nothing until asked).
  */
-#ifndef EMBER_RECORD_LEAF_H
-#define EMBER_RECORD_LEAF_H
+#ifndef EMBER_SYMBOL_LEAF_H
+#define EMBER_SYMBOL_LEAF_H
+
+#include "symbol/symbolizer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,5 +33,24 @@ void ember_leaf_cfi_close(struct ember_leaf_cfi *c);
  * the copy is too short to hold it. */
 int ember_leaf_caller(struct ember_leaf_cfi *c, uint64_t pc, const unsigned char *stack, size_t len,
                       uint64_t *ret);
+
+/* A mapped file for the leaf fix: its module (for its file addresses)
+ * and its CFI. */
+struct ember_leaf_file {
+    struct ember_symbol_module *mod; /* the symbolizer's */
+    struct ember_leaf_cfi *cfi;
+};
+
+/* Opens path (len: its length) through sym: 0, -ENOMEM, or another negative errno
+ * when the file cannot give a caller (f is then empty). */
+int ember_leaf_file_open(struct ember_symbolizer *sym, const char *path, size_t len,
+                         struct ember_leaf_file *f);
+void ember_leaf_file_close(struct ember_leaf_file *f);
+
+/* ember_leaf_caller at process address ip, in a mapping of the file that
+ * starts at map_start with file offset map_pgoff: 1 with *ret, 0 when
+ * there is no caller to put back (or the copy is too short), -ENOMEM. */
+int ember_leaf_file_caller(const struct ember_leaf_file *f, uint64_t map_start, uint64_t map_pgoff,
+                           uint64_t ip, const unsigned char *stack, size_t len, uint64_t *ret);
 
 #endif

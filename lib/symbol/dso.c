@@ -1,0 +1,169 @@
+/*
+ * dso.c - where perf finds a mapped object's symbols (see dso.h): its
+ * build-id cache, the ELF file it reads, JIT maps, the vDSO; and a
+ * file's build-id, for a recorder to write.
+ * Invariants: nothing here keeps state; a table is returned finished, or
+ * freed and NULL on error.
+ */
+#include "symbol/dso.h"
+#include "symbol/elfsyms.h"
+
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { BUILD_ID_MAX = 20 };
+
+void ember_dso_build_id_hex(char *out, const uint8_t *bits, size_t len)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", bits[i]);
+}
+
+bool ember_dso_cache_path(const uint8_t *bits, size_t len, const char *name, char *out, size_t cap)
+{
+    const char *dir = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
+    char bid[2 * BUILD_ID_MAX + 1];
+    if (len == 0 || len > BUILD_ID_MAX || (!dir && !home))
+        return false;
+    ember_dso_build_id_hex(bid, bits, len);
+    int n = dir ? snprintf(out, cap, "%s/.build-id/%.2s/%s/%s", dir, bid, bid + 2, name)
+                : snprintf(out, cap, "%s/.debug/.build-id/%.2s/%s/%s", home, bid, bid + 2, name);
+    return n > 0 && (size_t)n < cap && access(out, R_OK) == 0;
+}
+
+int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
+                          struct ember_arena *names, struct ember_symbol_module **mod,
+                          struct ember_symtab **syms, struct ember_diag *why)
+{
+    char cached[4096];
+    const char *order[2] = {e->path, NULL};
+    ember_diag_clear(why);
+    if (ember_dso_cache_path(e->build_id, e->build_id_len, e->vdso ? "vdso" : "elf", cached,
+                             sizeof(cached))) {
+        order[0] = cached;
+        order[1] = e->path;
+    }
+    struct ember_symbol_module *m;
+    int err = -ENOENT;
+    *mod = NULL;
+    *syms = NULL;
+    for (int i = 0; i < 2 && order[i]; i++) {
+        err = ember_symbolizer_module(sym, order[i], strlen(order[i]), e->build_id, e->build_id_len,
+                                      &m, why);
+        if (err == -ENOMEM)
+            return err;
+        /* a stripped binary's debug file lies beside it, not beside the copy */
+        bool full = !err && ember_elfsyms_has_symtab(m);
+        if (!err && (!*mod || full))
+            *mod = m;
+        if (full)
+            break;
+    }
+    return *mod ? ember_elfsyms_read(*mod, names, syms) : err;
+}
+
+const char *ember_dso_symbol_at(const struct ember_symbol_module *mod,
+                                const struct ember_symtab *syms, uint64_t map_start,
+                                uint64_t map_pgoff, uint64_t ip)
+{
+    const struct ember_symtab_sym *s;
+    uint64_t addr = ip, off;
+    if (mod && ember_symbol_module_file_address(mod, map_start, map_pgoff, ip, &addr) < 0)
+        return NULL;
+    return ember_symtab_lookup(syms, addr, &s, &off) == 0 ? s->name : NULL;
+}
+
+/* One line "START SIZE name" into t (a line that is not one is skipped). */
+static int jit_line(char *line, size_t len, struct ember_arena *names, struct ember_symtab *t)
+{
+    char *end;
+    uint64_t start = strtoull(line, &end, 16);
+    if (end == line || *end != ' ' || end + 3 >= line + len)
+        return 0;
+    char *sz = end + 1;
+    uint64_t size = strtoull(sz, &end, 16);
+    if (*end != ' ' || end + 3 >= line + len)
+        return 0;
+    const char *name = ember_arena_strndup(names, end + 1, strlen(end + 1));
+    if (!name)
+        return -ENOMEM;
+    return size ? ember_symtab_add(t, name, start, size, 0, true) : 0;
+}
+
+int ember_dso_jit_symbols(const char *path, struct ember_arena *names, struct ember_symtab **out)
+{
+    *out = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return -ENOENT;
+    struct ember_symtab *t = NULL;
+    int err = ember_symtab_new(&t);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (!err && (len = getline(&line, &cap, fp)) > 0) {
+        line[--len] = '\0'; /* perf drops the last byte, newline or not */
+        err = jit_line(line, (size_t)len, names, t);
+    }
+    free(line);
+    fclose(fp);
+    if (!err)
+        err = ember_symtab_finish(t);
+    if (err)
+        ember_symtab_free(t);
+    else
+        *out = t;
+    return err;
+}
+
+int ember_dso_vdso_open(int *fd_out, char *path, size_t cap)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps)
+        return -ENOENT;
+    char line[512];
+    uint64_t lo = 0, hi = 0;
+    while (fgets(line, sizeof(line), maps))
+        if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+            break;
+    fclose(maps);
+    if (hi <= lo)
+        return -ENOENT;
+    int fd = memfd_create("ember-vdso", MFD_CLOEXEC);
+    if (fd < 0)
+        return -ENOENT;
+    if (write(fd, (const void *)(uintptr_t)lo, hi - lo) != (ssize_t)(hi - lo)) {
+        close(fd);
+        return -ENOENT;
+    }
+    *fd_out = fd;
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return 0;
+}
+
+/* Read with libdwelf, as the symbolizer's libdwfl reads the build-id it checks. */
+int ember_dso_file_build_id(const char *path, unsigned char *id, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    const void *bits = NULL;
+    ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
+    int len = n > 0 && (size_t)n <= cap ? (int)n : 0;
+    if (len)
+        memcpy(id, bits, (size_t)len);
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return len;
+}

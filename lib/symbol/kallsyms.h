@@ -1,0 +1,44 @@
+/*
+ * kallsyms.h - kernel symbols from /proc/kallsyms, as perf script finds
+ * them when no vmlinux is at hand (library-internal; see kallsyms.c for
+ * perf's rules). Any reader of recorded kernel addresses can use it: it
+ * takes the recorded kernel's build-id and _text as plain data.
+ * Invariants: the table is read once (loaded); when it is not usable, why
+ * says why kernel frames stay unknown.
+ */
+#ifndef EMBER_SYMBOL_KALLSYMS_H
+#define EMBER_SYMBOL_KALLSYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ember_kallsyms {
+    struct ksym *syms; /* the kernel's first (nkernel), then the modules' */
+    size_t n, cap, nkernel;
+    char *names;
+    size_t nlen, ncap;
+    uint64_t text_now, delta;
+    bool have_text, loaded, usable;
+    char why[256]; /* why kernel frames stay unknown */
+};
+
+struct ember_kallsyms_source {
+    const char *kallsyms, *notes; /* /proc/kallsyms, /sys/kernel/notes */
+    const char *cached;           /* perf's copy of the recorded kernel's kallsyms, or NULL */
+    const uint8_t *build_id;      /* the recorded kernel's, or none */
+    size_t build_id_len;
+    bool have_text; /* the recorded address of _text */
+    uint64_t text;
+};
+
+void ember_kallsyms_init(struct ember_kallsyms *k);
+void ember_kallsyms_release(struct ember_kallsyms *k);
+/* Reads the table once: 0 (usable, or not and why says why), -ENOMEM. */
+int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_source *src);
+/* The symbol at a recorded kernel address (module: "[name]" or NULL for
+ * the kernel proper): 0, or -ENOENT. */
+int ember_kallsyms_find(const struct ember_kallsyms *k, const char *module, size_t mlen,
+                        uint64_t addr, const char **name, uint64_t *offset);
+
+#endif

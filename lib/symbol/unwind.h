@@ -1,0 +1,59 @@
+/*
+ * unwind.h - DWARF unwinding (library-internal): a thread's user registers
+ * and a copy of the top of its stack -> its frames, leaf first, with
+ * libdwfl's CFI unwinder, as perf script unwinds --call-graph dwarf
+ * samples (see unwind.c).
+ *
+ * The unwinder knows no recording format: it asks its caller what is
+ * mapped at an address of a process (a file and its load base, the vDSO,
+ * or nothing readable), and keeps one session per process key the caller
+ * gives. x86-64's registers, in DWARF's order.
+ */
+#ifndef EMBER_SYMBOL_UNWIND_H
+#define EMBER_SYMBOL_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* x86-64's DWARF registers: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
+enum { EMBER_UNWIND_NREGS = 17, EMBER_UNWIND_SP = 7, EMBER_UNWIND_IP = 16 };
+
+enum ember_unwind_file {
+    EMBER_UNWIND_NO_FILE, /* mapped, but no CFI to read (JIT code, the kernel...) */
+    EMBER_UNWIND_ELF,     /* the ELF file at name */
+    EMBER_UNWIND_VDSO,    /* the vDSO: this process's own is read */
+};
+
+/* What is mapped at an address: name identifies the file (a session whose
+ * module there has another name is started again); base = map start -
+ * file offset. */
+struct ember_unwind_map {
+    const char *name;
+    enum ember_unwind_file file;
+    uint64_t base;
+};
+
+/* The map holding pc in process: false when none does. */
+typedef bool (*ember_unwind_map_fn)(void *ctx, uint32_t process, uint64_t pc,
+                                    struct ember_unwind_map *out);
+
+/* One thread's state when sampled. */
+struct ember_unwind_thread {
+    uint32_t process; /* the caller's key of its process */
+    uint32_t pid, tid;
+    uint64_t regs[EMBER_UNWIND_NREGS]; /* unrecorded ones 0 */
+    const uint8_t *stack;              /* size bytes copied from regs[EMBER_UNWIND_SP] */
+    size_t size;
+};
+
+struct ember_unwind;
+
+int ember_unwind_new(struct ember_unwind **out, ember_unwind_map_fn map, void *ctx);
+void ember_unwind_free(struct ember_unwind *u);
+/* The thread's frames: ips[0, *n), leaf first (the sampled address, then
+ * each caller's return address minus one), 1 <= *n <= max. 0 or -ENOMEM. */
+int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
+                        size_t max, size_t *n);
+
+#endif
