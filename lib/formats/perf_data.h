@@ -180,6 +180,9 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
                          const struct pd_record *r, struct pd_sample *out, struct ember_diag *d);
 /* The pid/tid a non-sample record carries in its sample_id trailer. */
 const struct pd_build_id *pd_file_build_id(const struct pd_file *f, const char *path, bool kernel);
+/* perf's name of a record type, as perf report -D prints it ("MMAP2",
+ * "FINISHED_ROUND"), or "unknown". */
+const char *pd_record_name(uint32_t type);
 /* "corrupt perf.data: ..." of the file as a whole. */
 int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -32,7 +32,7 @@ enum {
 
 /* ---- errors ------------------------------------------------------------- */
 
-static const char *record_name(uint32_t type)
+const char *pd_record_name(uint32_t type)
 {
     static const char *const kernel[] = {
         [PERF_RECORD_MMAP] = "MMAP",
@@ -93,7 +93,7 @@ int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r
     va_end(ap);
     return ember_diag_set(d, -EINVAL, file, 0,
                           "corrupt perf.data: the %s record (type %u, %u bytes) at offset %llu: %s",
-                          record_name(r->type), r->type, r->size, (unsigned long long)r->offset,
+                          pd_record_name(r->type), r->type, r->size, (unsigned long long)r->offset,
                           what);
 }
 
@@ -360,7 +360,7 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
         return pd_corrupt(d, f->name, r, "it runs past the data section's end at offset %llu",
                           (unsigned long long)(f->data_offset + f->data_size));
     char inside[64];
-    snprintf(inside, sizeof(inside), "the %s record", record_name(r->type));
+    snprintf(inside, sizeof(inside), "the %s record", pd_record_name(r->type));
     err = pd_stream_read(s, r->size, &r->data, inside, d);
     if (err)
         return err;
