@@ -44,14 +44,13 @@ static int add_interval(struct reader *r, const struct pd_offcpu_interval *iv)
     return err ? err : pd_raw_note_time(r, iv->pid, iv->tid, iv->start);
 }
 
-static int on_switch(void *ctx, const struct pd_record *rec)
+static int on_switch(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
     struct reader *r = ctx;
-    uint32_t pid, tid;
     struct pd_offcpu_interval iv;
-    if (!pd_file_tid_of(r->f, rec, &pid, &tid))
+    if (!id->has_tid)
         return 0;
-    int got = pd_offcpu_switch(r->oc, tid, pd_file_time_of(r->f, rec), rec->misc, &iv);
+    int got = pd_offcpu_switch(r->oc, id->tid, id->time, rec->misc, &iv);
     return got > 0 ? add_interval(r, &iv) : got;
 }
 
@@ -106,23 +105,25 @@ static int on_sample(void *ctx, const struct pd_record *rec, int attr, const str
 }
 
 /* The records that change threads and maps. */
-static int on_task(void *ctx, const struct pd_record *rec)
+static int on_task(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
     struct reader *r = ctx;
+    (void)id;
     return pd_tasks_record(r->t, r->f, rec, r->d);
 }
 
-static int on_exit_record(void *ctx, const struct pd_record *rec)
+static int on_exit_record(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
     struct reader *r = ctx;
     if (rec->size >= 8 + 16) /* pid, ppid, tid */
         pd_offcpu_exit(r->oc, pd_u32(rec->data + 16));
-    return on_task(ctx, rec);
+    return on_task(ctx, rec, id);
 }
 
-static int on_lost(void *ctx, const struct pd_record *rec)
+static int on_lost(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
     struct reader *r = ctx;
+    (void)id;
     if (rec->size >= 8 + 16)
         r->lost += pd_u64(rec->data + 16);
     return 0;

@@ -63,9 +63,15 @@ uint64_t pd_reader_last_time(const struct pd_reader *rd)
     return rd->last_time;
 }
 
+/* A kernel record to its callback cb, with its sample_id. */
 static int call(pd_record_cb cb, struct pd_reader *rd, const struct pd_record *r)
 {
-    return cb ? cb(rd->ctx, r) : 0;
+    if (!cb)
+        return 0;
+    struct pd_sample_id id = {.attr = pd_file_attr_of(&rd->f, r),
+                              .time = pd_file_time_of(&rd->f, r)};
+    id.has_tid = pd_file_tid_of(&rd->f, r, &id.pid, &id.tid);
+    return cb(rd->ctx, r, &id);
 }
 
 static int on_sample(struct pd_reader *rd, const struct pd_record *r)
@@ -121,7 +127,7 @@ static int on_user_record(struct pd_reader *rd, const struct pd_record *r)
         return err;
     if (r->type == PD_RECORD_HEADER_ATTR)
         return t->attr ? t->attr(rd->ctx, r, rd->f.nattrs - 1) : 0;
-    return call(t->user, rd, r);
+    return t->user ? t->user(rd->ctx, r) : 0;
 }
 
 static int on_record(struct pd_reader *rd, const struct pd_record *r)

@@ -24,10 +24,22 @@
 /* Records delivered between two calls of progress. */
 enum { PD_READER_PROGRESS_EVERY = 1 << 14 };
 
-typedef int (*pd_record_cb)(void *ctx, const struct pd_record *r);
+/* What a kernel record other than a sample says of itself in its
+ * sample_id trailer (events with sample_id_all), as perf hands its tools
+ * a perf_sample with such records. */
+struct pd_sample_id {
+    int attr;      /* the file's event it belongs to; -1: none known */
+    uint64_t time; /* 0: none */
+    bool has_tid;  /* pid and tid known */
+    uint32_t pid, tid;
+};
+
+typedef int (*pd_record_cb)(void *ctx, const struct pd_record *r, const struct pd_sample_id *id);
 
 /* The callbacks, each optional; every one is handed the record (its type,
- * misc and size, and its bytes, header included). */
+ * misc and size, and its bytes, header included), a sample decoded, a
+ * kernel record with its sample_id; MMAP, COMM, FORK... are read by the
+ * client from the bytes, as perf's tools read union perf_event. */
 struct pd_reader_tool {
     /* The header was read: a file's events are known (a pipe's come as
      * HEADER_ATTR records). */
@@ -46,7 +58,8 @@ struct pd_reader_tool {
     pd_record_cb lost;
     pd_record_cb throttle; /* THROTTLE and UNTHROTTLE */
     pd_record_cb other;    /* any other kernel record (KSYMBOL, AUX, ...) */
-    pd_record_cb user;     /* perf's own records but HEADER_ATTR (FINISHED_ROUND, ...) */
+    /* perf's own records but HEADER_ATTR (FINISHED_ROUND, ...) */
+    int (*user)(void *ctx, const struct pd_record *r);
     /* Every PD_READER_PROGRESS_EVERY records read. */
     void (*progress)(void *ctx);
 };

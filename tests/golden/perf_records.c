@@ -24,7 +24,7 @@ struct counts {
     uint64_t other_types; /* types past the table: counted in TOTAL only */
 };
 
-static int count(void *ctx, const struct pd_record *r)
+static int count_user(void *ctx, const struct pd_record *r)
 {
     struct counts *c = ctx;
     if (r->type < TYPES)
@@ -34,17 +34,23 @@ static int count(void *ctx, const struct pd_record *r)
     return 0;
 }
 
+static int count(void *ctx, const struct pd_record *r, const struct pd_sample_id *id)
+{
+    (void)id;
+    return count_user(ctx, r);
+}
+
 static int count_attr(void *ctx, const struct pd_record *r, size_t attr)
 {
     (void)attr;
-    return count(ctx, r);
+    return count_user(ctx, r);
 }
 
 static int count_sample(void *ctx, const struct pd_record *r, int attr, const struct pd_sample *s)
 {
     (void)attr;
     (void)s;
-    return count(ctx, r);
+    return count_user(ctx, r);
 }
 
 static const struct pd_reader_tool counter = {
@@ -58,7 +64,7 @@ static const struct pd_reader_tool counter = {
     .lost = count,
     .throttle = count,
     .other = count,
-    .user = count,
+    .user = count_user,
 };
 
 static void print_counts(const struct counts *c)
