@@ -13,7 +13,8 @@
  * perf_data_names.c  an address in a map -> the frames perf script would print
  * perf_data_unwind.c DWARF call graphs: the copied user stack unwound by libdwfl
  * perf_data_values.c the event kept and the values its samples weigh
- * perf_data.c        the format's row: the reader's records -> the profile
+ * perf_data.c        the format's row: the reader's records -> the profile,
+ *                    with perf_data_stacks.c and perf_data_place.c (perf_data_build.h)
  *
  * The file is read as a stream (ember_input: a file, standard input, gzip),
  * once, front to back; memory grows with distinct stacks, never with samples.
@@ -57,7 +58,7 @@ static inline uint16_t pd_u16(const uint8_t *p)
     return v;
 }
 
-/* ---- the stream (perf_data_stream.c) -------------------------------------- */
+/* ---- the stream (perf_data_stream.c) ------------------------------------ */
 
 /* The input as bytes at offsets: a record is handed out whole and
  * contiguous (copied only when it straddles two chunks). */
