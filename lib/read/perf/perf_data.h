@@ -2,7 +2,10 @@
  * perf_data.h - the pieces of the perf.data reader and what they share
  * (library-internal).
  *
- * perf_data_file.c   the file: header, attributes, records, the layout of a sample
+ * perf_data_stream.c the input as bytes at offsets, each record whole
+ * perf_data_file.c   the file: header, attributes, records
+ * perf_data_sample.c the layout of a sample
+ * perf_reader.c      the records, in time order, to a table of callbacks
  * perf_data_features.c the feature sections after the data (build-ids, names)
  * perf_data_order.c  records delivered in time order, as perf sorts them
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
@@ -10,7 +13,8 @@
  *                    (symbols from lib/symbol: dso.h, kallsyms.h)
  * perf_data_unwind.c DWARF call graphs: the reader's glue to symbol/unwind.h
  * perf_data_values.c the event kept and the values its samples weigh
- * perf_data.c        the format's row: samples -> stacks -> the profile
+ * perf_data.c        the format's row: the reader's records -> the profile,
+ *                    with perf_data_stacks.c and perf_data_place.c (perf_data_build.h)
  *
  * The file is read as a stream (ember_input: a file, standard input, gzip),
  * once, front to back; memory grows with distinct stacks, never with samples.
@@ -54,7 +58,7 @@ static inline uint16_t pd_u16(const uint8_t *p)
     return v;
 }
 
-/* ---- the stream (perf_data_file.c) -------------------------------------- */
+/* ---- the stream (perf_data_stream.c) ------------------------------------ */
 
 /* The input as bytes at offsets: a record is handed out whole and
  * contiguous (copied only when it straddles two chunks). */
@@ -139,6 +143,8 @@ int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char 
 int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
                    struct ember_diag *d);
 int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d);
+/* 1 when no byte is left, 0 when one is, or an error. */
+int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d);
 
 void pd_file_init(struct pd_file *f, const char *name);
 void pd_file_release(struct pd_file *f);
@@ -175,6 +181,9 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
                          const struct pd_record *r, struct pd_sample *out, struct ember_diag *d);
 /* The pid/tid a non-sample record carries in its sample_id trailer. */
 const struct pd_build_id *pd_file_build_id(const struct pd_file *f, const char *path, bool kernel);
+/* perf's name of a record type, as perf report -D prints it ("MMAP2",
+ * "FINISHED_ROUND"), or "unknown". */
+const char *pd_record_name(uint32_t type);
 /* "corrupt perf.data: ..." of the file as a whole. */
 int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1,7 +1,8 @@
 /*
  * perf_data_file.c - the perf.data file (tools/perf/Documentation/
- * perf.data-file-format.txt): its header, the events' attributes, the
- * records of the data section and the layout of a sample.
+ * perf.data-file-format.txt): its header, the events' attributes and the
+ * records of the data section (the bytes: perf_data_stream.c; a sample's
+ * layout: perf_data_sample.c).
  *
  * The file is read front to back, once: the header, everything up to the
  * data section (perf writes the attributes' ids and the attributes there)
@@ -29,143 +30,9 @@ enum {
     MAX_ATTR_SIZE = 4096,
 };
 
-/* ---- the stream --------------------------------------------------------- */
-
-void pd_stream_init(struct pd_stream *s, struct ember_input *in)
-{
-    memset(s, 0, sizeof(*s));
-    s->in = in;
-    s->name = ember_input_name(in);
-}
-
-void pd_stream_release(struct pd_stream *s)
-{
-    ember_chunk_release(&s->chunk);
-    free(s->join);
-}
-
-static size_t avail(const struct pd_stream *s)
-{
-    return s->chunk.len - s->pos;
-}
-
-/* Reads the next chunk when the current one is used up: 1, 0 at the end. */
-static int refill(struct pd_stream *s, struct ember_diag *d)
-{
-    if (s->eof)
-        return 0;
-    int r = ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_NONE, d);
-    s->pos = 0;
-    if (r <= 0) {
-        s->chunk.len = 0;
-        s->eof = r == 0;
-    }
-    return r;
-}
-
-static int truncated(struct pd_stream *s, uint64_t at, size_t n, const char *inside,
-                     struct ember_diag *d)
-{
-    return ember_format_truncated(
-        d, s->name, 0, inside, "%zu bytes at offset %llu (the input ends at offset %llu)", n,
-        (unsigned long long)at, (unsigned long long)(s->offset + s->jlen + avail(s)));
-}
-
-static void drop_joined(struct pd_stream *s);
-
-int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
-                   struct ember_diag *d)
-{
-    drop_joined(s);
-    if (s->jlen == 0 && avail(s) >= n) {
-        *p = (const uint8_t *)s->chunk.data + s->pos;
-        return 0;
-    }
-    /* the bytes straddle chunks: gather them in join */
-    if (EMBER_VEC_RESERVE(s->join, s->jcap, n) < 0)
-        return -ENOMEM;
-    while (s->jlen < n) {
-        if (avail(s) == 0) {
-            int r = refill(s, d);
-            if (r < 0)
-                return r;
-            if (r == 0)
-                return truncated(s, s->offset, n, inside, d);
-        }
-        size_t take = n - s->jlen < avail(s) ? n - s->jlen : avail(s);
-        memcpy(s->join + s->jlen, s->chunk.data + s->pos, take);
-        s->jlen += take;
-        s->pos += take;
-    }
-    *p = s->join;
-    return 0;
-}
-
-/* Drops what the last read handed out of join (its pointer was valid
- * until this call). */
-static void drop_joined(struct pd_stream *s)
-{
-    if (!s->jdrop)
-        return;
-    memmove(s->join, s->join + s->jdrop, s->jlen - s->jdrop);
-    s->jlen -= s->jdrop;
-    s->jdrop = 0;
-}
-
-int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
-                   struct ember_diag *d)
-{
-    int err = pd_stream_peek(s, n, p, inside, d);
-    if (err)
-        return err;
-    if (s->jlen)
-        s->jdrop = n;
-    else
-        s->pos += n;
-    s->offset += n;
-    return 0;
-}
-
-/* 1 when no byte is left, 0 when one is, or an error. */
-static int at_end(struct pd_stream *s, struct ember_diag *d)
-{
-    drop_joined(s);
-    if (s->jlen || avail(s))
-        return 0;
-    int r = refill(s, d);
-    return r < 0 ? r : r == 0;
-}
-
-int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d)
-{
-    uint64_t at = s->offset;
-    drop_joined(s);
-    while (n > 0) {
-        size_t take;
-        if (s->jlen) {
-            take = n < s->jlen ? (size_t)n : s->jlen;
-            s->jdrop = take;
-            drop_joined(s);
-        } else {
-            if (avail(s) == 0) {
-                int r = refill(s, d);
-                if (r < 0)
-                    return r;
-                if (r == 0)
-                    return truncated(s, at, (size_t)(s->offset - at + n), inside, d);
-            }
-            take = n < avail(s) ? (size_t)n : avail(s);
-            s->pos += take;
-        }
-        s->offset += take;
-        n -= take;
-    }
-    return 0;
-}
-
 /* ---- errors ------------------------------------------------------------- */
 
-static const char *record_name(uint32_t type)
+const char *pd_record_name(uint32_t type)
 {
     static const char *const kernel[] = {
         [PERF_RECORD_MMAP] = "MMAP",
@@ -226,7 +93,7 @@ int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r
     va_end(ap);
     return ember_diag_set(d, -EINVAL, file, 0,
                           "corrupt perf.data: the %s record (type %u, %u bytes) at offset %llu: %s",
-                          record_name(r->type), r->type, r->size, (unsigned long long)r->offset,
+                          pd_record_name(r->type), r->type, r->size, (unsigned long long)r->offset,
                           what);
 }
 
@@ -475,7 +342,7 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
         return 1;
     const uint8_t *h;
     if (f->pipe) { /* a pipe ends between records */
-        int end = at_end(s, d);
+        int end = pd_stream_at_end(s, d);
         if (end)
             return end;
     }
@@ -493,7 +360,7 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
         return pd_corrupt(d, f->name, r, "it runs past the data section's end at offset %llu",
                           (unsigned long long)(f->data_offset + f->data_size));
     char inside[64];
-    snprintf(inside, sizeof(inside), "the %s record", record_name(r->type));
+    snprintf(inside, sizeof(inside), "the %s record", pd_record_name(r->type));
     err = pd_stream_read(s, r->size, &r->data, inside, d);
     if (err)
         return err;
@@ -624,141 +491,4 @@ bool pd_file_tid_of(const struct pd_file *f, const struct pd_record *r, uint32_t
     *pid = pd_u32(p);
     *tid = pd_u32(p + 4);
     return true;
-}
-
-/* ---- samples ------------------------------------------------------------ */
-
-struct cursor {
-    const uint8_t *p, *end;
-};
-
-static bool take(struct cursor *c, size_t n, const uint8_t **out)
-{
-    if ((size_t)(c->end - c->p) < n)
-        return false;
-    *out = c->p;
-    c->p += n;
-    return true;
-}
-
-static bool take_u64(struct cursor *c, uint64_t *v)
-{
-    const uint8_t *p;
-    if (!take(c, 8, &p))
-        return false;
-    *v = pd_u64(p);
-    return true;
-}
-
-/* read_format's layout: one value, or a group of them. */
-static bool skip_read(struct cursor *c, uint64_t rf)
-{
-    size_t per = 1 + !!(rf & PERF_FORMAT_ID) + !!(rf & PERF_FORMAT_LOST);
-    size_t times =
-        !!(rf & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(rf & PERF_FORMAT_TOTAL_TIME_RUNNING);
-    const uint8_t *p;
-    if (!(rf & PERF_FORMAT_GROUP))
-        return take(c, 8 * (per + times), &p);
-    uint64_t nr;
-    if (!take_u64(c, &nr) || !take(c, 8 * times, &p) || nr > (uint64_t)(c->end - c->p) / 8 / per)
-        return false;
-    return take(c, (size_t)nr * 8 * per, &p);
-}
-
-static bool skip_branches(struct cursor *c, uint64_t bst)
-{
-    uint64_t nr, hw_idx;
-    const uint8_t *p;
-    if (!take_u64(c, &nr) || ((bst & PERF_SAMPLE_BRANCH_HW_INDEX) && !take_u64(c, &hw_idx)))
-        return false;
-    return nr <= (uint64_t)(c->end - c->p) / 24 && take(c, (size_t)nr * 24, &p);
-}
-
-static int sample_fields(const struct pd_attr *a, struct cursor *c, struct pd_sample *s,
-                         const char **what)
-{
-    uint64_t t = a->sample_type, v;
-    const uint8_t *p;
-    *what = "fixed fields";
-    if ((t & PERF_SAMPLE_IDENTIFIER) && !take_u64(c, &s->id))
-        return -1;
-    if ((t & PERF_SAMPLE_IP) && !take_u64(c, &s->ip))
-        return -1;
-    if (t & PERF_SAMPLE_TID) {
-        if (!take(c, 8, &p))
-            return -1;
-        s->pid = pd_u32(p);
-        s->tid = pd_u32(p + 4);
-    }
-    if ((t & PERF_SAMPLE_TIME) && !take_u64(c, &s->time))
-        return -1;
-    s->has_time = t & PERF_SAMPLE_TIME;
-    if ((t & PERF_SAMPLE_ADDR) && !take_u64(c, &v))
-        return -1;
-    if ((t & PERF_SAMPLE_ID) && !take_u64(c, &s->id))
-        return -1;
-    if ((t & PERF_SAMPLE_STREAM_ID) && !take_u64(c, &v))
-        return -1;
-    if ((t & PERF_SAMPLE_CPU) && !take_u64(c, &v))
-        return -1;
-    s->has_period = (t & PERF_SAMPLE_PERIOD) || !a->freq; /* freq: sample_period is a rate */
-    s->period = a->sample_period;
-    if ((t & PERF_SAMPLE_PERIOD) && !take_u64(c, &s->period))
-        return -1;
-    *what = "read values";
-    if ((t & PERF_SAMPLE_READ) && !skip_read(c, a->read_format))
-        return -1;
-    if (t & PERF_SAMPLE_CALLCHAIN) {
-        *what = "call chain";
-        if (!take_u64(c, &s->nchain) || s->nchain > (uint64_t)(c->end - c->p) / 8 ||
-            !take(c, (size_t)s->nchain * 8, &s->chain))
-            return -1;
-    }
-    if (t & PERF_SAMPLE_RAW) {
-        *what = "raw data";
-        if (!take(c, 4, &p) || !take(c, pd_u32(p), &p))
-            return -1;
-    }
-    *what = "branch stack";
-    if ((t & PERF_SAMPLE_BRANCH_STACK) && !skip_branches(c, a->branch_sample_type))
-        return -1;
-    if (t & PERF_SAMPLE_REGS_USER) {
-        uint64_t abi;
-        *what = "user registers";
-        if (!take_u64(c, &abi))
-            return -1;
-        if (abi) {
-            s->regs_mask = a->sample_regs_user;
-            s->nregs = (unsigned)__builtin_popcountll(s->regs_mask);
-            if (!take(c, 8 * (size_t)s->nregs, &s->regs))
-                return -1;
-        }
-    }
-    if (t & PERF_SAMPLE_STACK_USER) {
-        uint64_t size, dyn;
-        *what = "user stack";
-        if (!take_u64(c, &size))
-            return -1;
-        if (size) {
-            if (size > (uint64_t)(c->end - c->p) || !take(c, (size_t)size, &s->stack) ||
-                !take_u64(c, &dyn) || dyn > size)
-                return -1;
-            s->stack_size = dyn;
-        }
-    }
-    return 0;
-}
-
-int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
-                         const struct pd_record *r, struct pd_sample *out, struct ember_diag *d)
-{
-    memset(out, 0, sizeof(*out));
-    out->cpumode = r->misc & PERF_RECORD_MISC_CPUMODE_MASK;
-    struct cursor c = {r->data + 8, r->data + r->size};
-    const char *what;
-    if (sample_fields(a, &c, out, &what) < 0)
-        return pd_corrupt(d, f->name, r, "its %s do not fit in it (event '%s')", what, a->name);
-    if (!out->stack)
-        out->stack_size = 0;
-    return 0;
 }

@@ -1,0 +1,161 @@
+/*
+ * perf_data_build.h - the profile builder of the perf.data reader: its
+ * state, shared by the files that build (library-internal).
+ *
+ * perf_data.c        the format: the reader's callbacks, off-CPU time
+ * perf_data_stacks.c samples -> raw stacks (a trie of (map, address) frames)
+ * perf_data_place.c  raw stacks -> the profile: named, placed, weighed
+ *
+ * Invariants: a raw node's parent has a smaller index; node 0 is the
+ * root, level 1 nodes are sample roots (event, thread, name), deeper ones
+ * raw frames; a raw frame is (map, address), a map (dso, start, end,
+ * pgoff); the off-CPU marks are raw frames without a map at addresses no
+ * call chain holds.
+ */
+#ifndef EMBER_FORMATS_PERF_DATA_BUILD_H
+#define EMBER_FORMATS_PERF_DATA_BUILD_H
+
+#include "read/perf/perf_data.h"
+#include "read/perf/perf_reader.h"
+#include "base/strmap.h"
+
+enum { MAX_STACK = 127, NO_NODE = UINT32_MAX };
+
+/* The raw frames that mark off-CPU time, leaves under the stack where a
+ * thread stopped: addresses no call chain holds (perf's context markers
+ * are filtered out before), without a map. */
+#define MARK_BLOCKED_IP   (UINT64_MAX - 1)
+#define MARK_PREEMPTED_IP (UINT64_MAX - 2)
+
+/* A raw frame: (mapref, ip); mapref 0 is no map. */
+struct raw_frame {
+    uint64_t ip;
+    uint32_t mapref;
+};
+
+struct frame_slot {
+    uint64_t ip;
+    uint32_t mapref;
+    uint32_t id1; /* frame id + 1; 0: empty */
+};
+
+/* A frame of a call chain before it is numbered: an address and the
+ * address space it belongs to. */
+struct entry {
+    uint64_t ip;
+    uint64_t cpumode;
+};
+
+/* A sample's root (event, thread, name), and the last stack added under
+ * it: a sample shares most of its frames, from the root, with the one
+ * before it in its thread, and only the others cost a lookup. */
+struct root {
+    uint32_t attr, pid, tid;
+    const char *comm; /* in the reader's arena */
+    size_t comm_len;
+    uint32_t node;       /* its raw node */
+    uint64_t generation; /* of its maps, when last was added */
+    struct entry *last;  /* leaf first */
+    uint32_t *path;      /* path[i]: the node of last[n - 1 - i] */
+    size_t nlast, pcap, lcap;
+};
+
+struct seq_entry {
+    uint32_t node;
+    uint64_t samples, period;
+};
+
+struct sample_time {
+    uint64_t time;
+    uint32_t pid, tid;
+};
+
+/* A recent entry's raw frame, valid while the generation of the maps it
+ * was found in is the same. */
+struct entry_memo {
+    uint64_t ip, generation;
+    uint32_t frame, cpumode;
+};
+
+enum { ENTRY_MEMO = 4096 };
+
+struct reader {
+    struct ember_profile *p;
+    const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* the options, read once */
+    struct ember_read_stats *st;
+    struct ember_diag *d;
+    struct ember_input *in;
+    struct pd_reader *rd;    /* the file's records, to the callbacks of perf_data.c */
+    const struct pd_file *f; /* the reader's */
+    struct pd_tasks *t;
+    struct pd_unwind *uw; /* DWARF call graphs */
+    struct pd_leaf *leaf; /* fp call graphs' skipped callers */
+    struct pd_offcpu *oc; /* context switches: off-CPU intervals */
+    bool dwarf;           /* samples whose user frames only unwinding gives */
+    uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
+    uint64_t unwound[MAX_STACK];
+
+    /* raw stacks: node 0 is the root; level 1 keys are roots, deeper ones
+     * raw frames */
+    uint32_t *parent, *key;
+    uint64_t *samples, *period;
+    size_t nnodes, ncap;
+    struct ember_u64map children;
+
+    struct raw_frame *frames;
+    size_t nframes, fcap;
+    struct frame_slot *fslots;
+    uint32_t fmask, fcount;
+
+    struct pd_map *maprefs; /* from 1 */
+    size_t nmaprefs, mcap;
+    struct ember_strmap mapref_ids;
+
+    struct root *roots;
+    size_t nroots, rcap;
+    struct ember_strmap root_ids;
+
+    struct pd_seen *seen; /* per event */
+    size_t seencap;
+    uint64_t nseen, lost, unknown_ids;
+
+    bool keep_seq;
+    struct seq_entry *seq;
+    size_t nseq, seqcap;
+    struct sample_time *times; /* one per weight added to seq, for o->sample_time */
+    size_t ntimes, tcap;
+
+    struct entry_memo memo[ENTRY_MEMO];
+    struct entry *chain; /* the current sample's frames, leaf first */
+    size_t nchain, ccap;
+};
+
+/* ---- raw frames and stacks (perf_data_stacks.c) -------------------------- */
+
+/* The raw frame (mapref, ip), numbered on first sight (mapref 0: no map). */
+int pd_raw_frame(struct reader *r, uint32_t mapref, uint64_t ip, uint32_t *id);
+int pd_raw_new_node(struct reader *r, uint32_t parent, uint32_t key, uint32_t *node);
+/* The child of parent under key, made when new. */
+int pd_raw_child(struct reader *r, uint32_t parent, uint32_t key, uint32_t *node);
+/* One weight (a sample, or an interval) of node. */
+int pd_raw_add_weight(struct reader *r, uint32_t node, uint64_t period);
+/* The time of the weight just added, when the caller wants the times of
+ * the sequence (one per pd_raw_add_weight, in its order). */
+int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time);
+/* A sample of the file's event attrs[ai]: its stack, weighed. */
+int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s);
+
+/* Is raw node i an off-CPU mark (a leaf under the stack of a switch)? */
+static inline bool pd_raw_is_mark(const struct reader *r, size_t node)
+{
+    return r->parent[node] != 0 && (r->key[node] == r->mark[0] || r->key[node] == r->mark[1]);
+}
+
+/* ---- the profile (perf_data_place.c) ------------------------------------ */
+
+/* The raw stacks named and added to the profile, with the values of the
+ * event kept, and the profile's meta. */
+int pd_place_profile(struct reader *r);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * perf_data_place.c - the raw stacks of a perf.data (perf_data_stacks.c)
+ * as the profile, once the whole file is read: perf writes the build-ids
+ * and event names that naming needs at its end. Each raw frame is named
+ * once (perf_data_names.c), each weighed raw stack is added to the profile
+ * with ember_profile_add_stack (the model's public API) under its root
+ * frame ("comm", "comm-PID" or "comm-PID/TID" as for perf script text),
+ * and weighs the values of the event kept (perf_data_values.c).
+ * Invariants: a raw frame's names are resolved at most once per
+ * JVM-ness; only the events kept are placed; with off-CPU time shown the
+ * context switches' own samples are not, their intervals' marks are.
+ */
+#include "read/perf/perf_data_build.h"
+#include "read/perf/perf_names.h"
+#include "base/diag.h"
+#include "base/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* A growing array of frame ids. */
+struct id_vec {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+static int push_id(struct id_vec *v, uint32_t id)
+{
+    if (EMBER_VEC_RESERVE(v->v, v->cap, v->n + 1) < 0)
+        return -ENOMEM;
+    v->v[v->n++] = id;
+    return 0;
+}
+
+/* The root frame, as perf_script.c makes it: the process or thread (views
+ * spell "comm-PID/TID"; the kernel's -1, a task it could not name, is an
+ * unknown id), else the command alone (spaces as '_'). */
+static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
+{
+    const struct ember_perf_opts *po = &r->po;
+    *java = rt->comm_len >= 4 && memcmp(rt->comm, "java", 4) == 0;
+    if (po->include_tid || po->include_pid) {
+        struct ember_frame fr = {.name = rt->comm,
+                                 .name_len = rt->comm_len,
+                                 .module = EMBER_NO_MODULE,
+                                 .kind = po->include_tid ? EMBER_FRAME_THREAD : EMBER_FRAME_PROCESS,
+                                 .pid = (int32_t)rt->pid,
+                                 .tid = (int32_t)rt->tid,
+                                 .kind_in_name = true};
+        return ember_profile_intern_frame(r->p, &fr, frame);
+    }
+    char name[256];
+    size_t n = 0;
+    for (size_t i = 0; i < rt->comm_len && n < sizeof(name); i++)
+        name[n++] = rt->comm[i] == ' ' ? '_' : rt->comm[i];
+    return ember_perf_intern_root(r->p, name, n, false, frame);
+}
+
+/* Each raw frame's profile frames, named once (per JVM-ness). */
+struct memo {
+    int64_t *at[2]; /* offset in pool, -1 unnamed */
+    uint32_t *count[2];
+    uint32_t *pool;
+    size_t npool, pcap;
+};
+
+/* An off-CPU mark's frame, in the memo of either JVM-ness. */
+static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
+{
+    const char *name = frame == r->mark[1] ? "[preempted]" : "[off-cpu]";
+    struct ember_frame fr = {.name = name,
+                             .name_len = strlen(name),
+                             .module = EMBER_NO_MODULE,
+                             .kind = EMBER_FRAME_OFFCPU};
+    uint32_t id;
+    int err = ember_profile_intern_frame(r->p, &fr, &id);
+    if (!err)
+        err = EMBER_VEC_RESERVE(m->pool, m->pcap, m->npool + 1);
+    if (err)
+        return err;
+    for (int j = 0; j < 2; j++) {
+        if (!m->at[j])
+            continue;
+        m->at[j][frame] = (int64_t)m->npool;
+        m->count[j][frame] = 1;
+    }
+    m->pool[m->npool++] = id;
+    return 0;
+}
+
+static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t frame, bool java,
+                 const uint32_t **out, size_t *n)
+{
+    int j = java;
+    if (!m->at[j]) {
+        m->at[j] = malloc((r->nframes ? r->nframes : 1) * sizeof(int64_t));
+        m->count[j] = malloc((r->nframes ? r->nframes : 1) * sizeof(uint32_t));
+        if (!m->at[j] || !m->count[j])
+            return -ENOMEM;
+        for (size_t i = 0; i < r->nframes; i++)
+            m->at[j][i] = -1;
+    }
+    if (m->at[j][frame] < 0 && (frame == r->mark[0] || frame == r->mark[1])) {
+        int err = mark_frame(r, m, frame);
+        if (err)
+            return err;
+    }
+    if (m->at[j][frame] < 0) {
+        const struct raw_frame *rf = &r->frames[frame];
+        struct pd_frame_src src = {.dso = PD_NO_DSO, .ip = rf->ip, .pc = rf->ip};
+        if (rf->mapref) {
+            const struct pd_map *mp = &r->maprefs[rf->mapref];
+            src = (struct pd_frame_src){mp->dso,   mp->start, mp->end,
+                                        mp->pgoff, rf->ip,    rf->ip - mp->start + mp->pgoff};
+        }
+        const uint32_t *f;
+        size_t k;
+        int err = pd_names_resolve(nm, &src, java, &f, &k);
+        if (!err)
+            err = EMBER_VEC_RESERVE(m->pool, m->pcap, m->npool + k);
+        if (err)
+            return err;
+        if (k)
+            memcpy(m->pool + m->npool, f, k * sizeof(*f));
+        m->at[j][frame] = (int64_t)m->npool;
+        m->count[j][frame] = (uint32_t)k;
+        m->npool += k;
+    }
+    *out = m->pool + m->at[j][frame];
+    *n = m->count[j][frame];
+    return 0;
+}
+
+static void memo_release(struct memo *m)
+{
+    for (int j = 0; j < 2; j++) {
+        free(m->at[j]);
+        free(m->count[j]);
+    }
+    free(m->pool);
+}
+
+/* The roots' frames, interned once each (NO_NODE: an event not kept). */
+static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool *jvm)
+{
+    for (size_t i = 0; i < r->nroots; i++) {
+        frame[i] = NO_NODE;
+        int err = keep[r->roots[i].attr] ? root_frame(r, &r->roots[i], &frame[i], &jvm[i]) : 0;
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* The stack of raw node i, root first, as profile frames (its raw frames
+ * named, each perhaps several with inlined calls): *n 0 when its event is
+ * not kept. */
+static int stack_of(struct reader *r, struct pd_names *nm, struct memo *m, size_t i,
+                    const uint32_t *rframe, const bool *rjvm, struct id_vec *raw,
+                    struct id_vec *out)
+{
+    raw->n = out->n = 0;
+    for (; r->parent[i] != 0; i = r->parent[i])
+        if (push_id(raw, r->key[i]) < 0)
+            return -ENOMEM;
+    uint32_t root = r->key[i];
+    if (rframe[root] == NO_NODE)
+        return 0;
+    if (push_id(out, rframe[root]) < 0)
+        return -ENOMEM;
+    while (raw->n) {
+        const uint32_t *f;
+        size_t k;
+        int err = named(r, nm, m, raw->v[--raw->n], rjvm[root], &f, &k);
+        if (!err)
+            err = EMBER_VEC_RESERVE(out->v, out->cap, out->n + k);
+        if (err)
+            return err;
+        memcpy(out->v + out->n, f, k * sizeof(*f));
+        out->n += k;
+    }
+    return 0;
+}
+
+/* Whether raw node i's weight counts: with off-CPU time shown, the
+ * intervals' marks and not the context switches' own samples; without,
+ * never the marks. attr[i] is the event of i's root. */
+static bool counted(const struct reader *r, size_t i, const uint32_t *attr)
+{
+    if (!attr)
+        return !pd_raw_is_mark(r, i);
+    return pd_raw_is_mark(r, i) || !pd_offcpu_is_switches(&r->f->attrs[attr[i]]);
+}
+
+/* Each raw node's event (nodes come after their parents). */
+static uint32_t *node_attrs(const struct reader *r)
+{
+    uint32_t *attr = malloc(r->nnodes * sizeof(*attr));
+    for (size_t i = 1; attr && i < r->nnodes; i++)
+        attr[i] = r->parent[i] == 0 ? r->roots[r->key[i]].attr : attr[r->parent[i]];
+    return attr;
+}
+
+/* Every weighed raw node's profile node (NO_NODE: an event not kept, or
+ * a weight not counted), added as a stack through the model's public API. */
+static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, bool offcpu,
+                       uint32_t *pnode)
+{
+    uint32_t *attr = offcpu ? node_attrs(r) : NULL;
+    if (offcpu && !attr)
+        return -ENOMEM;
+    struct memo m = {0};
+    struct id_vec raw = {0}, out = {0};
+    uint32_t *rframe = malloc((r->nroots ? r->nroots : 1) * sizeof(*rframe));
+    bool *rjvm = calloc(r->nroots ? r->nroots : 1, sizeof(*rjvm));
+    int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    for (size_t i = 1; i < r->nnodes && !err; i++) {
+        pnode[i] = NO_NODE;
+        if (!r->samples[i] || !counted(r, i, attr))
+            continue;
+        err = stack_of(r, nm, &m, i, rframe, rjvm, &raw, &out);
+        if (!err && out.n)
+            err = ember_profile_add_stack(r->p, out.v, out.n, EMBER_ROOT_FIRST, NULL, &pnode[i]);
+    }
+    memo_release(&m);
+    free(attr);
+    free(raw.v);
+    free(out.v);
+    free(rframe);
+    free(rjvm);
+    return err;
+}
+
+/* Raw node i's weight (samples, period) in its profile node n: an
+ * interval's nanoseconds as off-CPU (and wall) time, and one sample (the
+ * context switch that began it), a sample's period as its own (and wall)
+ * time. */
+static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t samples, uint64_t period,
+                         const struct pd_values *v)
+{
+    bool mark = pd_raw_is_mark(r, i);
+    int err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
+    if (!err && mark)
+        err = ember_profile_add(r->p, n, v->off, (int64_t)period);
+    else if (!err && v->period != v->samples)
+        err = ember_profile_add(r->p, n, v->period, (int64_t)period);
+    if (!err && v->wall != PD_NO_VALUE)
+        err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
+    r->st->samples += samples; /* an interval too: a profile may be off-CPU time alone */
+    return err;
+}
+
+/* The times of the k samples from *next, told when placed. */
+static void tell_times(struct reader *r, size_t *next, uint64_t k, bool placed)
+{
+    for (uint64_t j = 0; j < k && *next < r->ntimes; j++, ++*next)
+        if (placed)
+            r->o->sample_time(r->o->sample_time_ctx, r->times[*next].pid, r->times[*next].tid,
+                              r->times[*next].time);
+}
+
+static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_values *v)
+{
+    int err = 0;
+    if (r->keep_seq) {
+        size_t next = 0;
+        for (size_t i = 0; i < r->nseq && !err; i++) {
+            uint32_t n = pnode[r->seq[i].node];
+            if (n != NO_NODE)
+                err = add_weight_to(r, r->seq[i].node, n, r->seq[i].samples, r->seq[i].period, v);
+            if (r->o->sample_time)
+                tell_times(r, &next, r->seq[i].samples, n != NO_NODE);
+        }
+        return err;
+    }
+    for (size_t i = 1; i < r->nnodes && !err; i++)
+        if (r->samples[i] && pnode[i] != NO_NODE)
+            err = add_weight_to(r, i, pnode[i], r->samples[i], r->period[i], v);
+    return err;
+}
+
+int pd_place_profile(struct reader *r)
+{
+    size_t na = r->f->nattrs ? r->f->nattrs : 1;
+    bool *keep = calloc(na, sizeof(*keep));
+    uint32_t *pnode = malloc(r->nnodes * sizeof(*pnode));
+    struct pd_names *nm = NULL;
+    int err = keep && pnode ? 0 : -ENOMEM;
+    struct pd_values v;
+    if (!err)
+        err = pd_values_set(r->p, r->f, r->seen, r->po.event_filter, pd_offcpu_count(r->oc) > 0,
+                            r->st, keep, &v);
+    if (!err)
+        err = pd_names_new(&nm, r->p, r->f, r->t, r->o);
+    if (!err)
+        err = place_nodes(r, nm, keep, v.offcpu, pnode);
+    if (!err)
+        err = add_weights(r, pnode, &v);
+    if (!err)
+        err = pd_profile_meta(r->p, nm, r->t, &v);
+    if (err == -ERANGE)
+        err = ember_diag_set(r->d, err, r->f->name, 0, "sample weights overflow a 64-bit count");
+    pd_names_free(nm);
+    free(keep);
+    free(pnode);
+    return err;
+}

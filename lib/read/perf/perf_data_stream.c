@@ -1,0 +1,146 @@
+/*
+ * perf_data_stream.c - the input of the perf.data reader as bytes at
+ * offsets: read once, front to back, chunk by chunk (a file, standard
+ * input, gzip), each record handed out whole and contiguous.
+ * Invariants: a pointer handed out stays valid until the next call on the
+ * stream; bytes that straddle two chunks are copied into join, which is
+ * handed out first; offset is always the file offset of the next byte; a
+ * read past the end is a truncation error naming what was being read.
+ */
+#include "read/perf/perf_data.h"
+#include "read/read_impl.h"
+#include "base/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+void pd_stream_init(struct pd_stream *s, struct ember_input *in)
+{
+    memset(s, 0, sizeof(*s));
+    s->in = in;
+    s->name = ember_input_name(in);
+}
+
+void pd_stream_release(struct pd_stream *s)
+{
+    ember_chunk_release(&s->chunk);
+    free(s->join);
+}
+
+static size_t avail(const struct pd_stream *s)
+{
+    return s->chunk.len - s->pos;
+}
+
+/* Reads the next chunk when the current one is used up: 1, 0 at the end. */
+static int refill(struct pd_stream *s, struct ember_diag *d)
+{
+    if (s->eof)
+        return 0;
+    int r = ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_NONE, d);
+    s->pos = 0;
+    if (r <= 0) {
+        s->chunk.len = 0;
+        s->eof = r == 0;
+    }
+    return r;
+}
+
+static int truncated(struct pd_stream *s, uint64_t at, size_t n, const char *inside,
+                     struct ember_diag *d)
+{
+    return ember_format_truncated(
+        d, s->name, 0, inside, "%zu bytes at offset %llu (the input ends at offset %llu)", n,
+        (unsigned long long)at, (unsigned long long)(s->offset + s->jlen + avail(s)));
+}
+
+static void drop_joined(struct pd_stream *s);
+
+int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
+                   struct ember_diag *d)
+{
+    drop_joined(s);
+    if (s->jlen == 0 && avail(s) >= n) {
+        *p = (const uint8_t *)s->chunk.data + s->pos;
+        return 0;
+    }
+    /* the bytes straddle chunks: gather them in join */
+    if (EMBER_VEC_RESERVE(s->join, s->jcap, n) < 0)
+        return -ENOMEM;
+    while (s->jlen < n) {
+        if (avail(s) == 0) {
+            int r = refill(s, d);
+            if (r < 0)
+                return r;
+            if (r == 0)
+                return truncated(s, s->offset, n, inside, d);
+        }
+        size_t take = n - s->jlen < avail(s) ? n - s->jlen : avail(s);
+        memcpy(s->join + s->jlen, s->chunk.data + s->pos, take);
+        s->jlen += take;
+        s->pos += take;
+    }
+    *p = s->join;
+    return 0;
+}
+
+/* Drops what the last read handed out of join (its pointer was valid
+ * until this call). */
+static void drop_joined(struct pd_stream *s)
+{
+    if (!s->jdrop)
+        return;
+    memmove(s->join, s->join + s->jdrop, s->jlen - s->jdrop);
+    s->jlen -= s->jdrop;
+    s->jdrop = 0;
+}
+
+int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
+                   struct ember_diag *d)
+{
+    int err = pd_stream_peek(s, n, p, inside, d);
+    if (err)
+        return err;
+    if (s->jlen)
+        s->jdrop = n;
+    else
+        s->pos += n;
+    s->offset += n;
+    return 0;
+}
+
+int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d)
+{
+    drop_joined(s);
+    if (s->jlen || avail(s))
+        return 0;
+    int r = refill(s, d);
+    return r < 0 ? r : r == 0;
+}
+
+int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d)
+{
+    uint64_t at = s->offset;
+    drop_joined(s);
+    while (n > 0) {
+        size_t take;
+        if (s->jlen) {
+            take = n < s->jlen ? (size_t)n : s->jlen;
+            s->jdrop = take;
+            drop_joined(s);
+        } else {
+            if (avail(s) == 0) {
+                int r = refill(s, d);
+                if (r < 0)
+                    return r;
+                if (r == 0)
+                    return truncated(s, at, (size_t)(s->offset - at + n), inside, d);
+            }
+            take = n < avail(s) ? (size_t)n : avail(s);
+            s->pos += take;
+        }
+        s->offset += take;
+        n -= take;
+    }
+    return 0;
+}
