@@ -1,6 +1,6 @@
 /*
- * ember_rings.c - the backend for ember's own trace files (lib/ring/
- * format.h): ring files, read whole or followed while their program writes
+ * ember_rings.c - the backend for ember's own trace files (lib/wire/
+ * ring_format.h): ring files, read whole or followed while their program writes
  * them, and the packet logs `ember trace record` makes of them.
  *
  * One cursor per ring reads packets for both: it copies the packet at its

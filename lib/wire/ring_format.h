@@ -58,7 +58,7 @@ enum {
     EMBER_NAME_MAX = 255,
 };
 
-/* flags; EMBER_RING_LOG marks a packet log (ember record, log.c) rather
+/* flags; EMBER_RING_LOG marks a packet log (ember record, tracefile/ring_log.c) rather
  * than a ring file */
 enum { EMBER_RING_TSC = 1, EMBER_RING_DRAIN = 2, EMBER_RING_LOG = 0x100 };
 

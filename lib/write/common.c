@@ -1,5 +1,5 @@
 /*
- * common.c - what the writers share (see convert_impl.h): JSON strings,
+ * common.c - what the writers share (see write_impl.h): JSON strings,
  * numbers, the frames in use, weights as microseconds, and the flame chart
  * layout.
  *
