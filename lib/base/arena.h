@@ -6,8 +6,8 @@
  * Invariants: every pointer returned stays valid and unmoved until
  * ember_arena_release(); allocations are 8-byte aligned.
  */
-#ifndef EMBER_UTIL_ARENA_H
-#define EMBER_UTIL_ARENA_H
+#ifndef EMBER_BASE_ARENA_H
+#define EMBER_BASE_ARENA_H
 
 #include <stddef.h>
 

@@ -6,8 +6,8 @@
  * also ends after a blank line, so that no perf sample straddles two chunks
  * and chunks can be parsed by different threads.
  */
-#ifndef EMBER_IO_CHUNK_H
-#define EMBER_IO_CHUNK_H
+#ifndef EMBER_BASE_CHUNK_H
+#define EMBER_BASE_CHUNK_H
 
 #include "ember/base.h"
 

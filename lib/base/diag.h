@@ -1,8 +1,8 @@
 /*
  * diag.h - filling struct ember_diag (see include/ember/base.h).
  */
-#ifndef EMBER_UTIL_DIAG_H
-#define EMBER_UTIL_DIAG_H
+#ifndef EMBER_BASE_DIAG_H
+#define EMBER_BASE_DIAG_H
 
 #include "ember/base.h"
 

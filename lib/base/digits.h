@@ -4,8 +4,8 @@
  * function writes at p and returns the end (put_4, put_8: exactly 4 or 8
  * digits, zero-padded; put_9: exactly 9). The caller has the room.
  */
-#ifndef EMBER_EXPORT_DIGITS_H
-#define EMBER_EXPORT_DIGITS_H
+#ifndef EMBER_BASE_DIGITS_H
+#define EMBER_BASE_DIGITS_H
 
 #include <stdint.h>
 #include <string.h>

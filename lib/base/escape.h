@@ -7,8 +7,8 @@
  * the bytes below 0x20; XML escapes & < > (and '"' in attributes) and
  * replaces the control characters XML 1.0 forbids with U+FFFD.
  */
-#ifndef EMBER_UTIL_ESCAPE_H
-#define EMBER_UTIL_ESCAPE_H
+#ifndef EMBER_BASE_ESCAPE_H
+#define EMBER_BASE_ESCAPE_H
 
 #include "base/writer.h"
 

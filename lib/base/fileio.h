@@ -2,8 +2,8 @@
  * fileio.h - reading and writing whole extents of a file at an offset
  * (pread, pwrite), retried through short transfers and EINTR.
  */
-#ifndef EMBER_UTIL_FILEIO_H
-#define EMBER_UTIL_FILEIO_H
+#ifndef EMBER_BASE_FILEIO_H
+#define EMBER_BASE_FILEIO_H
 
 #include <stddef.h>
 #include <stdint.h>

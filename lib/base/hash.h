@@ -5,8 +5,8 @@
  * costs as much as the hash), long texts with libxxhash's vectorized XXH3
  * (hash_long.c); integer keys with a multiplicative mix.
  */
-#ifndef EMBER_UTIL_HASH_H
-#define EMBER_UTIL_HASH_H
+#ifndef EMBER_BASE_HASH_H
+#define EMBER_BASE_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>

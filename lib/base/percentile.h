@@ -11,8 +11,8 @@
  * 99.9% of 1000 values is rank 999, which the double 99.9 (a little above)
  * would make 1000.
  */
-#ifndef EMBER_UTIL_PERCENTILE_H
-#define EMBER_UTIL_PERCENTILE_H
+#ifndef EMBER_BASE_PERCENTILE_H
+#define EMBER_BASE_PERCENTILE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * Invariant: n <= 18, the largest power of ten an int64_t holds; callers
  * keep decimals within EMBER_MAX_DECIMALS and differences of them.
  */
-#ifndef EMBER_UTIL_POW10_H
-#define EMBER_UTIL_POW10_H
+#ifndef EMBER_BASE_POW10_H
+#define EMBER_BASE_POW10_H
 
 #include <stdint.h>
 

@@ -2,8 +2,8 @@
  * strmap.h - a map from byte strings to pointers, for small tables (palette
  * colours, per-function attributes). Keys are copied into the map's arena.
  */
-#ifndef EMBER_UTIL_STRMAP_H
-#define EMBER_UTIL_STRMAP_H
+#ifndef EMBER_BASE_STRMAP_H
+#define EMBER_BASE_STRMAP_H
 
 #include "base/arena.h"
 

@@ -3,8 +3,8 @@
  * probing; a slot is free when used() says so, normally all zero bytes).
  * Each table keeps its own lookup, which knows its keys; growth is shared.
  */
-#ifndef EMBER_UTIL_TABLE_H
-#define EMBER_UTIL_TABLE_H
+#ifndef EMBER_BASE_TABLE_H
+#define EMBER_BASE_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,8 +11,8 @@
  * not meant to be undone (a folded stack is read back as written), and
  * names with a '\' stay what FlameGraph's scripts make of them.
  */
-#ifndef EMBER_UTIL_TEXT_H
-#define EMBER_UTIL_TEXT_H
+#ifndef EMBER_BASE_TEXT_H
+#define EMBER_BASE_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@
  * is set, so every key (0 included) can be stored. The table doubles at half
  * full, which keeps probes short whatever the keys.
  */
-#ifndef EMBER_FORMATS_U64MAP_H
-#define EMBER_FORMATS_U64MAP_H
+#ifndef EMBER_BASE_U64MAP_H
+#define EMBER_BASE_U64MAP_H
 
 #include "base/hash.h"
 #include "base/table.h"

@@ -9,8 +9,8 @@
  * colours): any lead byte 0xc0-0xf7 followed by enough continuation bytes
  * decodes, and anything else is one byte standing for itself.
  */
-#ifndef EMBER_UTIL_UTF8_H
-#define EMBER_UTIL_UTF8_H
+#ifndef EMBER_BASE_UTF8_H
+#define EMBER_BASE_UTF8_H
 
 #include <stdbool.h>
 #include <stddef.h>

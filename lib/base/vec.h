@@ -1,8 +1,8 @@
 /*
  * vec.h - growing arrays.
  */
-#ifndef EMBER_UTIL_VEC_H
-#define EMBER_UTIL_VEC_H
+#ifndef EMBER_BASE_VEC_H
+#define EMBER_BASE_VEC_H
 
 #include <stddef.h>
 

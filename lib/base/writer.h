@@ -5,8 +5,8 @@
  * ember_writer_flush() returns that error, so callers can write freely and
  * check once.
  */
-#ifndef EMBER_IO_WRITER_H
-#define EMBER_IO_WRITER_H
+#ifndef EMBER_BASE_WRITER_H
+#define EMBER_BASE_WRITER_H
 
 #include "ember/base.h"
 

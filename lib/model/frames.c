@@ -193,9 +193,3 @@ int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
         f->detailed = true;
     return err;
 }
-
-int ember_frames_intern_name_of(struct ember_frames *dst, const struct ember_frames *f, uint32_t id,
-                                uint32_t *out)
-{
-    return ember_frames_intern(dst, f->str[id], f->len[id], out);
-}

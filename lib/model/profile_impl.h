@@ -176,9 +176,6 @@ int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, ui
 /* A frame with a loc (interned like a name alone when loc says nothing). */
 int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
                             const struct ember_frame_loc *loc, uint32_t *id);
-/* The frame of f's name alone, in dst (another profile's table). */
-int ember_frames_intern_name_of(struct ember_frames *dst, const struct ember_frames *f, uint32_t id,
-                                uint32_t *out);
 /* Whether the folded view spells the name [s, s + n) otherwise: it holds a
  * ';' or a control character (spell.c). */
 bool ember_name_unfit_folded(const char *s, size_t n);

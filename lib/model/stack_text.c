@@ -89,7 +89,7 @@ struct split_ahead {
     size_t names; /* 0: not split */
 };
 
-/* profile.h promises that room for n + 8 is enough */
+/* ember/model.h promises that room for n + 8 is enough */
 _Static_assert(EMBER_SPLIT_SLACK <= 8, "split slack");
 
 /* The names of s[from, n): where each ends (ember_split) and its hash. */

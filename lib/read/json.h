@@ -15,8 +15,8 @@
  * the kinds of the open containers as they were). Each reader decides what
  * a cut means for its format, and says so with ember_json_truncated.
  */
-#ifndef EMBER_FORMATS_JSON_H
-#define EMBER_FORMATS_JSON_H
+#ifndef EMBER_READ_JSON_H
+#define EMBER_READ_JSON_H
 
 #include "ember/read.h"
 #include "base/chunk.h"

@@ -34,19 +34,3 @@ int ember_read_lines(struct ember_input *in, const struct ember_read_opts *o, st
     ember_chunk_release(&c);
     return err;
 }
-
-void ember_warn_line(const struct ember_read_opts *o, const char *file, uint64_t line,
-                     const char *what, const char *s, size_t n)
-{
-    if (!o->warn)
-        return;
-    struct ember_diag d;
-    char q[200];
-    if (s) {
-        ember_quote(q, sizeof(q), s, n, 120);
-        ember_diag_set(&d, 0, file, line, "%s: \"%s\"", what, q);
-    } else {
-        ember_diag_set(&d, 0, file, line, "%s", what);
-    }
-    o->warn(o->warn_ctx, &d);
-}

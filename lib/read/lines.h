@@ -7,8 +7,8 @@
  * 1-based number. Progress is reported after each chunk. Memory is one
  * chunk, whatever the input's size.
  */
-#ifndef EMBER_FORMATS_LINES_H
-#define EMBER_FORMATS_LINES_H
+#ifndef EMBER_READ_LINES_H
+#define EMBER_READ_LINES_H
 
 #include "ember/read.h"
 
@@ -32,10 +32,5 @@ struct ember_lines_at {
  * (with d filled). */
 int ember_read_lines(struct ember_input *in, const struct ember_read_opts *o, struct ember_diag *d,
                      ember_line_fn fn, void *ctx, struct ember_lines_at *at);
-
-/* Warns (through o->warn, when set) about a line: "FILE:LINE: WHAT:
- * "quoted line"", or "FILE:LINE: WHAT" when s is NULL. */
-void ember_warn_line(const struct ember_read_opts *o, const char *file, uint64_t line,
-                     const char *what, const char *s, size_t n);
 
 #endif

@@ -3,8 +3,8 @@
  * the model (library-internal, for pprof.c): the period, times, comments,
  * frame filters and doc_url of the Profile, and each Sample's labels.
  */
-#ifndef EMBER_FORMATS_PPROF_META_H
-#define EMBER_FORMATS_PPROF_META_H
+#ifndef EMBER_READ_PPROF_META_H
+#define EMBER_READ_PPROF_META_H
 
 #include "ember/model.h"
 #include "profile.pb-c.h"

@@ -3,8 +3,8 @@
  * (library-internal): probing the first bytes, explaining why bytes do not
  * decode, and the comment ember writes when weights have decimals.
  */
-#ifndef EMBER_FORMATS_PPROF_WIRE_H
-#define EMBER_FORMATS_PPROF_WIRE_H
+#ifndef EMBER_READ_PPROF_WIRE_H
+#define EMBER_READ_PPROF_WIRE_H
 
 #include "ember/read.h"
 #include "wire/pprof.h"

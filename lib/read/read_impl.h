@@ -2,8 +2,8 @@
  * read_impl.h - the formats' table entries, and helpers they share
  * (library-internal).
  */
-#ifndef EMBER_FORMATS_IMPL_H
-#define EMBER_FORMATS_IMPL_H
+#ifndef EMBER_READ_READ_IMPL_H
+#define EMBER_READ_READ_IMPL_H
 
 #include "ember/read.h"
 #include "model/folded_line.h"

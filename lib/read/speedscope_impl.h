@@ -7,8 +7,8 @@
  * to MAX_DEPTH (deeper: skipped); a frame index is below MAX_FRAMES; the
  * current profile is profiles[nprofiles - 1].
  */
-#ifndef EMBER_FORMATS_SPEEDSCOPE_IMPL_H
-#define EMBER_FORMATS_SPEEDSCOPE_IMPL_H
+#ifndef EMBER_READ_SPEEDSCOPE_IMPL_H
+#define EMBER_READ_SPEEDSCOPE_IMPL_H
 
 #include "read/json.h"
 #include "base/u64map.h"

@@ -9,8 +9,8 @@
  * offset) at the end; every record written went through rec_note, so the
  * counts and the files needing build-ids are the data section's.
  */
-#ifndef EMBER_RECORD_IMPL_H
-#define EMBER_RECORD_IMPL_H
+#ifndef EMBER_RECORD_RECORD_IMPL_H
+#define EMBER_RECORD_RECORD_IMPL_H
 
 #include "ember/record.h"
 #include "base/strmap.h"

@@ -117,6 +117,8 @@ int ember_leaf_file_open(struct ember_symbolizer *sym, const char *path, size_t 
     int err = ember_symbolizer_module(sym, path, len, NULL, 0, &f->mod, &why);
     if (!err)
         err = ember_leaf_cfi_open(path, &f->cfi);
+    if (err)
+        f->mod = NULL; /* empty, as leaf.h says */
     return err;
 }
 

@@ -303,6 +303,8 @@ int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread
 {
     struct session *s;
     *n = 0;
+    if (max == 0)
+        return 0;
     int err = session_of(u, th->process, &s);
     if (err)
         return err;

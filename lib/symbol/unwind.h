@@ -52,7 +52,8 @@ struct ember_unwind;
 int ember_unwind_new(struct ember_unwind **out, ember_unwind_map_fn map, void *ctx);
 void ember_unwind_free(struct ember_unwind *u);
 /* The thread's frames: ips[0, *n), leaf first (the sampled address, then
- * each caller's return address minus one), 1 <= *n <= max. 0 or -ENOMEM. */
+ * each caller's return address minus one), 1 <= *n <= max
+ * (none when max is 0). 0 or -ENOMEM. */
 int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
                         size_t max, size_t *n);
 

@@ -8,8 +8,8 @@
  * and named ember__ so that a program linking the static library cannot
  * clash with them; the state is written under ember__g.lock only.
  */
-#ifndef EMBER_TRACE_INTERNAL_H
-#define EMBER_TRACE_INTERNAL_H
+#ifndef EMBER_TRACE_TRACE_INTERNAL_H
+#define EMBER_TRACE_TRACE_INTERNAL_H
 
 #include "ember/trace.h"
 #include "wire/ring_format.h"

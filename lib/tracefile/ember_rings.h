@@ -5,8 +5,8 @@
  * the invariants, are described in ember_rings.c (opening them) and
  * ember_rings_cursor.c (reading packets, and recording them).
  */
-#ifndef EMBER_SOURCE_EMBER_RINGS_H
-#define EMBER_SOURCE_EMBER_RINGS_H
+#ifndef EMBER_TRACEFILE_EMBER_RINGS_H
+#define EMBER_TRACEFILE_EMBER_RINGS_H
 
 #include "tracefile/ring_decode.h"
 #include "wire/ring_format.h"

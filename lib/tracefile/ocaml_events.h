@@ -5,8 +5,8 @@
  * the reader's invariants are described in ocaml_events.c; the cursor and
  * the sites are in ocaml_cursor.c, recording in ocaml_record.c.
  */
-#ifndef EMBER_SOURCE_OCAML_EVENTS_H
-#define EMBER_SOURCE_OCAML_EVENTS_H
+#ifndef EMBER_TRACEFILE_OCAML_EVENTS_H
+#define EMBER_TRACEFILE_OCAML_EVENTS_H
 
 #include "ember/trace.h"
 #include "tracefile/source.h"

@@ -3,8 +3,8 @@
  * table: 0 for OCaml 5.0 to 5.2, 1 for 5.3 and later. NULL for an id the
  * table does not know.
  */
-#ifndef EMBER_SOURCE_OCAML_NAMES_H
-#define EMBER_SOURCE_OCAML_NAMES_H
+#ifndef EMBER_TRACEFILE_OCAML_NAMES_H
+#define EMBER_TRACEFILE_OCAML_NAMES_H
 
 const char *ember_ocaml_phase_name(int table, unsigned id);
 const char *ember_ocaml_counter_name(int table, unsigned id);

@@ -6,8 +6,8 @@
  * follower's events point at them); sites of one name share one name
  * pointer, so that span ends find their begins by comparing pointers.
  */
-#ifndef EMBER_RING_DECODE_H
-#define EMBER_RING_DECODE_H
+#ifndef EMBER_TRACEFILE_RING_DECODE_H
+#define EMBER_TRACEFILE_RING_DECODE_H
 
 #include "ember/trace.h"
 #include "ember/tracefile.h"

@@ -78,11 +78,6 @@ int ember_log_finish(struct ember_log *l, const char *map, uint32_t strings_used
     return err;
 }
 
-uint64_t ember_log_packets(const struct ember_log *l)
-{
-    return l->packets;
-}
-
 void ember_log_free(struct ember_log *l)
 {
     free(l);

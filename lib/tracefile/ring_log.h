@@ -3,8 +3,8 @@
  * running program's ember rings (library-internal; the reader is
  * lib/tracefile/ember_rings.c, flag EMBER_RING_LOG).
  */
-#ifndef EMBER_RING_LOG_H
-#define EMBER_RING_LOG_H
+#ifndef EMBER_TRACEFILE_RING_LOG_H
+#define EMBER_TRACEFILE_RING_LOG_H
 
 #include "wire/ring_format.h"
 
@@ -20,7 +20,6 @@ int ember_log_packet(struct ember_log *l, unsigned ring, const void *packet, siz
 /* Writes the header and tables, copied from the ring file's first bytes
  * (map): the log is complete. rings: how many rings it has packets of. */
 int ember_log_finish(struct ember_log *l, const char *map, uint32_t strings_used, unsigned rings);
-uint64_t ember_log_packets(const struct ember_log *l);
 void ember_log_free(struct ember_log *l);
 
 #endif

@@ -18,8 +18,8 @@
  * ember_source_corrupt (t->err: the file, the stream, the place), and
  * return -EINVAL; they never print.
  */
-#ifndef EMBER_SOURCE_H
-#define EMBER_SOURCE_H
+#ifndef EMBER_TRACEFILE_SOURCE_H
+#define EMBER_TRACEFILE_SOURCE_H
 
 #include "ember/tracefile.h"
 #include "base/fileio.h"

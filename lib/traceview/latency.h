@@ -4,8 +4,8 @@
  * HdrHistogram's "classic" percentile table, every value exact (nearest
  * rank, base/percentile.h), then a bar chart per power of two.
  */
-#ifndef EMBER_EXPORT_LATENCY_H
-#define EMBER_EXPORT_LATENCY_H
+#ifndef EMBER_TRACEVIEW_LATENCY_H
+#define EMBER_TRACEVIEW_LATENCY_H
 
 #include "base/writer.h"
 #include "base/percentile.h"

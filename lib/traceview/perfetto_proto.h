@@ -6,8 +6,8 @@
  * allocation is remembered in the message (err) and every later call on
  * it does nothing.
  */
-#ifndef EMBER_EXPORT_PERFETTO_PROTO_H
-#define EMBER_EXPORT_PERFETTO_PROTO_H
+#ifndef EMBER_TRACEVIEW_PERFETTO_PROTO_H
+#define EMBER_TRACEVIEW_PERFETTO_PROTO_H
 
 #include "wire/protobuf.h"
 #include "base/vec.h"

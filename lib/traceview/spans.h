@@ -15,8 +15,8 @@
  *   deadlock to nothing) and mark it.
  * Durations are never negative.
  */
-#ifndef EMBER_EXPORT_SPANS_H
-#define EMBER_EXPORT_SPANS_H
+#ifndef EMBER_TRACEVIEW_SPANS_H
+#define EMBER_TRACEVIEW_SPANS_H
 
 #include "ember/tracefile.h"
 

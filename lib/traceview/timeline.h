@@ -9,8 +9,8 @@
  * stack perf.data gives is the thread's command), its process's after its
  * main thread's.
  */
-#ifndef EMBER_EXPORT_TIMELINE_H
-#define EMBER_EXPORT_TIMELINE_H
+#ifndef EMBER_TRACEVIEW_TIMELINE_H
+#define EMBER_TRACEVIEW_TIMELINE_H
 
 #include "ember/traceview.h"
 

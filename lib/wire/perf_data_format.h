@@ -16,8 +16,8 @@
  * bit, in bit order. Each attrs entry is a perf_event_attr of attr_size - 16
  * bytes followed by the (offset, size) of its array of u64 sample ids.
  */
-#ifndef EMBER_FORMATS_PERF_DATA_FORMAT_H
-#define EMBER_FORMATS_PERF_DATA_FORMAT_H
+#ifndef EMBER_WIRE_PERF_DATA_FORMAT_H
+#define EMBER_WIRE_PERF_DATA_FORMAT_H
 
 #define PD_MAGIC         "PERFILE2"
 #define PD_MAGIC_LEN     8

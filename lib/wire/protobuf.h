@@ -7,8 +7,8 @@
  * holds 7 bits a byte, low bits first, the top bit set on all bytes but
  * the last, and is at most 10 bytes long.
  */
-#ifndef EMBER_EXPORT_PROTOBUF_H
-#define EMBER_EXPORT_PROTOBUF_H
+#ifndef EMBER_WIRE_PROTOBUF_H
+#define EMBER_WIRE_PROTOBUF_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -37,8 +37,8 @@
  * timestamp_end and content_size are written when the packet closes; the
  * open packet's extent is given by head.
  */
-#ifndef EMBER_RING_FORMAT_H
-#define EMBER_RING_FORMAT_H
+#ifndef EMBER_WIRE_RING_FORMAT_H
+#define EMBER_WIRE_RING_FORMAT_H
 
 #include <stdbool.h>
 #include <stdint.h>

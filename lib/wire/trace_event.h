@@ -10,8 +10,8 @@
  * JSON flags. The writers frame the file ("traceEvents", "otherData")
  * themselves.
  */
-#ifndef EMBER_UTIL_TRACE_EVENT_H
-#define EMBER_UTIL_TRACE_EVENT_H
+#ifndef EMBER_WIRE_TRACE_EVENT_H
+#define EMBER_WIRE_TRACE_EVENT_H
 
 #include "base/writer.h"
 

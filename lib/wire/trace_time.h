@@ -10,8 +10,8 @@
  * computed end, so that children stay inside their parents and siblings
  * in order.
  */
-#ifndef EMBER_UTIL_TRACE_TIME_H
-#define EMBER_UTIL_TRACE_TIME_H
+#ifndef EMBER_WIRE_TRACE_TIME_H
+#define EMBER_WIRE_TRACE_TIME_H
 
 /* The largest dur (>= 0) for which ts + dur, in doubles, is at most limit. */
 double ember_trace_fitted_dur(double ts, double limit);

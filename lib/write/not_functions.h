@@ -13,8 +13,8 @@
  *   apart. --addrs names each ("[unknown <7f00>]"): those are ranked. Their
  *   self weight is ranked: it adds up, as perf's addresses' do.
  */
-#ifndef EMBER_REPORT_NOT_FUNCTIONS_H
-#define EMBER_REPORT_NOT_FUNCTIONS_H
+#ifndef EMBER_WRITE_NOT_FUNCTIONS_H
+#define EMBER_WRITE_NOT_FUNCTIONS_H
 
 #include "ember/model.h"
 #include "base/writer.h"

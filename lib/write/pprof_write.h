@@ -9,8 +9,8 @@
  * taken: "" and the fixed strings first, then the frames' names in dense
  * order, then the extra strings in the order they were taken.
  */
-#ifndef EMBER_CONVERT_PPROF_WRITE_H
-#define EMBER_CONVERT_PPROF_WRITE_H
+#ifndef EMBER_WRITE_PPROF_WRITE_H
+#define EMBER_WRITE_PPROF_WRITE_H
 
 #include "write/write_impl.h"
 #include "wire/pprof.h"

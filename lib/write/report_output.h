@@ -2,8 +2,8 @@
  * report_output.h - how the text reports write what they show
  * (library-internal; report_output.c).
  */
-#ifndef EMBER_REPORT_OUTPUT_H
-#define EMBER_REPORT_OUTPUT_H
+#ifndef EMBER_WRITE_REPORT_OUTPUT_H
+#define EMBER_WRITE_REPORT_OUTPUT_H
 
 #include "ember/model.h"
 #include "ember/write.h"

@@ -3,8 +3,8 @@
  * JSON strings, the frames in use, weights as time, and the flame chart
  * layout that turns a sequence of stacks into open/close events.
  */
-#ifndef EMBER_CONVERT_IMPL_H
-#define EMBER_CONVERT_IMPL_H
+#ifndef EMBER_WRITE_WRITE_IMPL_H
+#define EMBER_WRITE_WRITE_IMPL_H
 
 #include "ember/write.h"
 #include "ember/transform.h"

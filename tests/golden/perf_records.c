@@ -7,7 +7,7 @@
  * Prints "NAME COUNT" for each record type seen, in type order (NAME as
  * perf report -D prints it, "unknown-N" for a type perf does not name),
  * then "TOTAL COUNT"; exits 1 with the reader's error when it fails.
- * Invariants: every callback of the table is set and counts the record it
+ * Invariants: every record callback of the table is set and counts the record it
  * is handed, so a record the reader drops or delivers twice shows.
  */
 #include "read/perf/perf_reader.h"

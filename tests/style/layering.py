@@ -44,7 +44,7 @@ LAYOUT = {
     "record": ["base", "wire", "model", "symbol"],
     "trace": ["wire"],
     "tracefile": ["base", "wire", "trace"],
-    "traceview": ["base", "wire", "model", "read", "write", "trace", "tracefile"],
+    "traceview": ["base", "wire", "read", "trace", "tracefile"],
 }
 
 # Each public header include/ember/X.h, and the lib/ folder it belongs to.

@@ -1,6 +1,6 @@
 /*
- * test_escape.c - the protocols written once (util/utf8, util/escape,
- * util/trace_event, export/protobuf): UTF-8 decoded strictly (maximal
+ * test_escape.c - the protocols written once (base/utf8, base/escape,
+ * wire/trace_event, wire/protobuf): UTF-8 decoded strictly (maximal
  * subparts) and laxly (flamegraph.pl's colours), JSON strings in both
  * writers' spellings, XML text, Trace Event times, varints both ways.
  */

@@ -8,8 +8,8 @@
  * function's tree, when cached, lists its component's members from it,
  * then their parents' positions; at most TREE_CACHE members are cached.
  */
-#ifndef EMBER_FORMATS_CALLGRIND_EXPAND_H
-#define EMBER_FORMATS_CALLGRIND_EXPAND_H
+#ifndef EMBER_READ_CALLGRIND_EXPAND_H
+#define EMBER_READ_CALLGRIND_EXPAND_H
 
 #include "read/callgrind/callgrind_impl.h"
 

@@ -7,8 +7,8 @@
  * the inclusive cost of the calls made to it; each (caller, callee) pair
  * has one edge, the calls' costs summed; costs are never negative.
  */
-#ifndef EMBER_FORMATS_CALLGRIND_IMPL_H
-#define EMBER_FORMATS_CALLGRIND_IMPL_H
+#ifndef EMBER_READ_CALLGRIND_IMPL_H
+#define EMBER_READ_CALLGRIND_IMPL_H
 
 #include "ember/read.h"
 #include "ember/model.h"

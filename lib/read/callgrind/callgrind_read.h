@@ -8,8 +8,8 @@
  * (CG_NONE: dropped); sums[c] is the part's cost lines' sum of column c;
  * sel is CG_NONE until a part has the event shown.
  */
-#ifndef EMBER_FORMATS_CALLGRIND_READ_H
-#define EMBER_FORMATS_CALLGRIND_READ_H
+#ifndef EMBER_READ_CALLGRIND_READ_H
+#define EMBER_READ_CALLGRIND_READ_H
 
 #include "read/callgrind/callgrind_impl.h"
 #include "base/u64map.h"

@@ -15,8 +15,8 @@
  * profile under a placeholder frame (ember_chrome_add_placeholder) that
  * becomes its root frame, or goes, when the result is grafted.
  */
-#ifndef EMBER_FORMATS_CHROME_IMPL_H
-#define EMBER_FORMATS_CHROME_IMPL_H
+#ifndef EMBER_READ_CHROME_IMPL_H
+#define EMBER_READ_CHROME_IMPL_H
 
 #include "read/json.h"
 #include "base/diag.h"

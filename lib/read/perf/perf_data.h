@@ -21,8 +21,8 @@
  * Everything read from the file is untrusted: every length is checked
  * against the bytes that hold it before anything is read through it.
  */
-#ifndef EMBER_FORMATS_PERF_DATA_H
-#define EMBER_FORMATS_PERF_DATA_H
+#ifndef EMBER_READ_PERF_DATA_H
+#define EMBER_READ_PERF_DATA_H
 
 #include "ember/read.h"
 #include "wire/perf_data_format.h"
@@ -272,8 +272,6 @@ struct pd_map *pd_tasks_find_map(struct pd_tasks *t, uint32_t process, uint8_t c
 uint64_t pd_tasks_generation(const struct pd_tasks *t, uint32_t process);
 const struct pd_dso *pd_tasks_dso(const struct pd_tasks *t, uint32_t dso);
 uint32_t pd_tasks_dso_count(const struct pd_tasks *t);
-/* The process's maps, in address order (for the unwinder). */
-const struct pd_map *pd_tasks_maps(const struct pd_tasks *t, uint32_t process, size_t *n);
 uint32_t pd_tasks_pid(const struct pd_tasks *t, uint32_t process);
 /* The map of the executable of the process with the most samples (among
  * those whose executable is known: the first file mapped executable after

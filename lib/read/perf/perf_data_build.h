@@ -12,8 +12,8 @@
  * pgoff); the off-CPU marks are raw frames without a map at addresses no
  * call chain holds.
  */
-#ifndef EMBER_FORMATS_PERF_DATA_BUILD_H
-#define EMBER_FORMATS_PERF_DATA_BUILD_H
+#ifndef EMBER_READ_PERF_DATA_BUILD_H
+#define EMBER_READ_PERF_DATA_BUILD_H
 
 #include "read/perf/perf_data.h"
 #include "read/perf/perf_reader.h"

@@ -254,7 +254,7 @@ static enum ember_frame_kind kind_of(const struct pd_dso *dso)
 }
 
 /* One piece of a symbol (FlameGraph's steps 4 to 7, as name_piece in
- * perf_script.c), interned with the frame's record. */
+ * perf_script_frames.c), interned with the frame's record. */
 static int name_piece(struct pd_names *n, const struct pd_frame_src *src, const char *piece,
                       size_t plen, bool inlined, bool java, uint32_t module)
 {
@@ -310,7 +310,7 @@ static int name_symbol(struct pd_names *n, const struct pd_frame_src *src, const
 }
 
 /* --inline: the symbolizer's DWARF frames at the address, outermost
- * first, as perf_script.c's inline_frames makes them; -ENOENT when DWARF
+ * first, as perf_script_frames.c's inline_frames makes them; -ENOENT when DWARF
  * does not know the address (perf's naming then applies). */
 static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint32_t module)
 {

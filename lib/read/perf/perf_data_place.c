@@ -32,9 +32,10 @@ static int push_id(struct id_vec *v, uint32_t id)
     return 0;
 }
 
-/* The root frame, as perf_script.c makes it: the process or thread (views
- * spell "comm-PID/TID"; the kernel's -1, a task it could not name, is an
- * unknown id), else the command alone (spaces as '_'). */
+/* The root frame, as perf script's reader makes it (ember_perf_intern_root
+ * in perf_names.c): the process or thread (views spell "comm-PID/TID"; the
+ * kernel's -1, a task it could not name, is an unknown id), else the
+ * command alone (spaces as '_'). */
 static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
 {
     const struct ember_perf_opts *po = &r->po;

@@ -358,12 +358,6 @@ uint64_t pd_tasks_generation(const struct pd_tasks *t, uint32_t process)
     return (process == NO_PROCESS ? 0 : t->pr[process].generation) ^ (t->kernel.generation << 32);
 }
 
-const struct pd_map *pd_tasks_maps(const struct pd_tasks *t, uint32_t process, size_t *n)
-{
-    *n = t->pr[process].n;
-    return t->pr[process].maps;
-}
-
 bool pd_tasks_kernel_text(const struct pd_tasks *t, uint64_t *text)
 {
     *text = t->text;

@@ -4,8 +4,8 @@
  * text, perf_data*.c perf.data itself), so that the two give the same
  * stacks (library-internal).
  */
-#ifndef EMBER_FORMATS_PERF_NAMES_H
-#define EMBER_FORMATS_PERF_NAMES_H
+#ifndef EMBER_READ_PERF_NAMES_H
+#define EMBER_READ_PERF_NAMES_H
 
 #include "ember/read.h"
 #include "ember/model.h"

@@ -3,8 +3,8 @@
  * shared by the readers of perf's output (library-internal): their row in
  * the format table, and their values read back from ember_read_opts.
  */
-#ifndef EMBER_FORMATS_PERF_OPTS_H
-#define EMBER_FORMATS_PERF_OPTS_H
+#ifndef EMBER_READ_PERF_OPTS_H
+#define EMBER_READ_PERF_OPTS_H
 
 #include "ember/read.h"
 

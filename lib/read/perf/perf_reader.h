@@ -16,8 +16,8 @@
  * that error, which the reader returns as is (its ember_diag the
  * callback's to set).
  */
-#ifndef EMBER_FORMATS_PERF_READER_H
-#define EMBER_FORMATS_PERF_READER_H
+#ifndef EMBER_READ_PERF_READER_H
+#define EMBER_READ_PERF_READER_H
 
 #include "read/perf/perf_data.h"
 

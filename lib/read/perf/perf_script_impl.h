@@ -12,8 +12,8 @@
  * sample's frames leaf-first; a cached line's result depends only on its
  * key (see struct line_key).
  */
-#ifndef EMBER_FORMATS_PERF_SCRIPT_IMPL_H
-#define EMBER_FORMATS_PERF_SCRIPT_IMPL_H
+#ifndef EMBER_READ_PERF_SCRIPT_IMPL_H
+#define EMBER_READ_PERF_SCRIPT_IMPL_H
 
 #include "ember/read.h"
 #include "ember/model.h"

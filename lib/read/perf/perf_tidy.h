@@ -5,8 +5,8 @@
  * Each function rewrites the name in place in a buffer of at least
  * len + 1 bytes and returns the new length; none makes a name longer.
  */
-#ifndef EMBER_FORMATS_PERF_TIDY_H
-#define EMBER_FORMATS_PERF_TIDY_H
+#ifndef EMBER_READ_PERF_TIDY_H
+#define EMBER_READ_PERF_TIDY_H
 
 #include <stdbool.h>
 #include <stddef.h>

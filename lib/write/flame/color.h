@@ -1,8 +1,8 @@
 /*
  * color.h - flamegraph.pl's frame colours (library-internal).
  */
-#ifndef EMBER_RENDER_COLOR_H
-#define EMBER_RENDER_COLOR_H
+#ifndef EMBER_WRITE_COLOR_H
+#define EMBER_WRITE_COLOR_H
 
 #include "ember/write.h"
 

@@ -2,8 +2,8 @@
  * flame_internal.h - pieces shared by the SVG writer's files
  * (library-internal).
  */
-#ifndef EMBER_RENDER_FLAME_INTERNAL_H
-#define EMBER_RENDER_FLAME_INTERNAL_H
+#ifndef EMBER_WRITE_FLAME_INTERNAL_H
+#define EMBER_WRITE_FLAME_INTERNAL_H
 
 #include "write/flame/color.h"
 #include "ember/write.h"
