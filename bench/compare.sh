@@ -21,16 +21,12 @@ set -eu
 OLD=$(readlink -f "$1")
 B=$(readlink -f "$2")
 NEW=$B/ember
-for f in "$OLD" "$NEW" "$B/bench/gen_perf" "$B/bench/gen_ocaml_events" "$B/traced"; do
+for f in "$OLD" "$NEW" "$B/bench/gen_perf" "$B/bench/gen_ocaml_events" "$B/bench/measure" "$B/traced"; do
     [ -x "$f" ] || {
         echo "bench/compare.sh: $f: no such program (build $B with bench tools)" >&2
         exit 2
     }
 done
-[ -x /usr/bin/time ] || {
-    echo "bench/compare.sh: needs GNU time (apt-get install time)" >&2
-    exit 1
-}
 cd "$(dirname "$0")/.."
 REPEAT=${REPEAT:-3}
 D=${BENCH_DIR:-/tmp/ember-bench}
@@ -46,22 +42,22 @@ G=$B/bench/gen_perf
 if [ ! -f "$D/traced.trace" ]; then
     EMBER_TRACE="$D/traced.trace" EMBER_TRACE_RING=$((256 << 20)) "$B/traced" 400000 3 >/dev/null
 fi
-record() { # NAME perf-record-options...
-    name=$1
-    shift
+record() { # NAME PERIOD perf-record-options...
+    name=$1 period=$2
+    shift 2
     [ -f "$D/$name.data" ] && return
     [ -x "$D/prog" ] ||
         cc -O2 -g -fno-omit-frame-pointer -pthread -o "$D/prog" tests/golden/data/perfdata_prog.c
-    perf record -q -e cpu-clock -c 100000 -o "$D/$name.data" "$@" -- "$D/prog" 30 >/dev/null 2>&1
+    perf record -q -e cpu-clock -c "$period" -o "$D/$name.data" "$@" -- "$D/prog" 30 \
+        >/dev/null 2>&1
 }
-record fp -g
-record dwarf --call-graph dwarf
+record fp 10000 -g
+record dwarf 100000 --call-graph dwarf
 
-# cpu PROGRAM ARGS...: user+sys seconds of the fastest of REPEAT runs
-# (output to /dev/null)
+# run_once PROGRAM ARGS...: its user+sys seconds (bench/measure, output to
+# /dev/null)
 run_once() {
-    /usr/bin/time -f '%U %S' -o "$D/time.txt" "$@" >/dev/null 2>&1
-    awk '{ printf "%.3f\n", $1 + $2 }' "$D/time.txt"
+    "$B/bench/measure" run 0 "$@" 2>/dev/null | awk '{ print $(NF-2) }'
 }
 job() { # LABEL ARGS... (run under both programs)
     label=$1
@@ -73,13 +69,17 @@ job() { # LABEL ARGS... (run under both programs)
         t=$(run_once "$NEW" "$@")
         n=$(echo "$n $t" | awk '{ print ($2 < $1) ? $2 : $1 }')
     done
-    echo "$label $o $n" | awk '{ printf "%-36s %8.3f s %8.3f s %6.3fx\n", $1, $2, $3, $3 / $2 }'
+    echo "$label $o $n" | awk '{ printf "%-28s %8.3f s %8.3f s %6.3fx\n", $1, $2, $3, $3 / $2 }'
 }
 
 echo "old: $OLD"
 echo "new: $NEW"
 echo "$(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg); CPU seconds, fastest of $REPEAT"
-printf '%-36s %10s %10s %7s\n' job old new new/old
+for f in fp dwarf; do
+    echo "$f.data: $(perf script -i "$D/$f.data" -F tid 2>/dev/null | grep -c .) samples," \
+        "$(($(wc -c <"$D/$f.data") >> 20)) MiB"
+done
+printf '%-28s %10s %10s %7s\n' job old new new/old
 job collapse-perf200-j1 collapse -j1 "$D/perf200.txt"
 job flamegraph-folded200-j1 flamegraph -j1 "$D/folded200.txt"
 job diff-folded-301k diff --folded "$D/deep301k.txt" "$D/deep301k-after.txt"

@@ -10,6 +10,9 @@
  * again each time. Returns 0 or -ENOMEM (then *ptr is unchanged). */
 int ember_vec_reserve(void *ptr, size_t *cap, size_t need, size_t elem);
 
-#define EMBER_VEC_RESERVE(ptr, cap, need) ember_vec_reserve(&(ptr), &(cap), (need), sizeof(*(ptr)))
+/* The room there is answered inline: readers reserve once per record, and
+ * the call to grow is rare (cap and need are read twice: no side effects). */
+#define EMBER_VEC_RESERVE(ptr, cap, need)                                                          \
+    ((need) <= (cap) ? 0 : ember_vec_reserve(&(ptr), &(cap), (need), sizeof(*(ptr))))
 
 #endif
