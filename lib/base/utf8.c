@@ -44,11 +44,3 @@ int ember_utf8_decode(const char *s, size_t n, unsigned *cp, bool lax)
     *cp = v;
     return (int)need + 1;
 }
-
-unsigned ember_utf8_next(const char *s, size_t len, size_t *i)
-{
-    unsigned cp;
-    int n = ember_utf8_decode(s + *i, len - *i, &cp, true);
-    *i += n > 0 ? (size_t)n : 1;
-    return cp;
-}

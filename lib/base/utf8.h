@@ -21,7 +21,18 @@
 int ember_utf8_decode(const char *s, size_t n, unsigned *cp, bool lax);
 
 /* The next code point of len bytes of s from *i, decoded lax; *i moves
- * past it (an invalid byte stands for itself). */
-unsigned ember_utf8_next(const char *s, size_t len, size_t *i);
+ * past it (an invalid byte stands for itself). Inline, ASCII at once: the
+ * SVG writer counts a label's characters with it, one call each. */
+static inline unsigned ember_utf8_next(const char *s, size_t len, size_t *i)
+{
+    unsigned cp = (unsigned char)s[*i];
+    if (cp < 0x80) {
+        ++*i;
+        return cp;
+    }
+    int n = ember_utf8_decode(s + *i, len - *i, &cp, true);
+    *i += n > 0 ? (size_t)n : 1;
+    return cp;
+}
 
 #endif
