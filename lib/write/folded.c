@@ -9,7 +9,6 @@
  * other reads back byte-identical.
  */
 #include "ember/write.h"
-#include "ember/transform.h"
 #include "base/writer.h"
 
 #include <errno.h>

@@ -10,7 +10,6 @@
  * How weights, totals and names are written is in report_output.c.
  */
 #include "ember/write.h"
-#include "ember/transform.h"
 #include "base/writer.h"
 #include "write/not_functions.h"
 #include "write/report_output.h"

@@ -7,7 +7,6 @@
 #define EMBER_WRITE_WRITE_IMPL_H
 
 #include "ember/write.h"
-#include "ember/transform.h"
 #include "base/writer.h"
 #include "ember/model.h"
 

@@ -40,7 +40,7 @@ LAYOUT = {
     "symbol": ["base", "model"],
     "read": ["base", "wire", "model", "symbol"],
     "transform": ["base", "model", "symbol", "read"],
-    "write": ["base", "wire", "model", "symbol", "transform"],
+    "write": ["base", "wire", "model"],
     "record": ["base", "wire", "model", "symbol"],
     "trace": ["wire"],
     "tracefile": ["base", "wire", "trace"],

@@ -19,7 +19,6 @@
  * options' defaults and checks in flame_opts.c.
  */
 #include "ember/write.h"
-#include "ember/transform.h"
 #include "write/flame/color.h"
 #include "write/flame/flame_internal.h"
 #include "base/writer.h"

@@ -8,7 +8,6 @@
  * would have.
  */
 #include "ember/model.h"
-#include "ember/transform.h"
 #include "write/flame/flame_internal.h"
 #include "base/table.h"
 #include "base/vec.h"
