@@ -1,7 +1,7 @@
 /*
- * folded_scan.c - reading folded lines, whatever is done with them
- * (ember_folded_scan: a profile in folded.c; ember_folded_scan_all: the
- * merged diff of stack_diff.c).
+ * folded_scan.c - reading folded lines, whatever is done with them (see
+ * folded_scan.h; ember_folded_scan: a profile in folded.c;
+ * ember_folded_scan_all: the folded diff's table, transform/stack_diff_read.c).
  *
  * The work is in three steps. Reading takes a chunk of whole lines from
  * the input. Parsing finds each line's count, or its two counts, and its

@@ -8,7 +8,7 @@
  * nothing is an error, as for any input read.
  */
 #include "ember/transform.h"
-#include "read/read_impl.h"
+#include "read/folded_scan.h"
 #include "model/split.h"
 #include "model/stack_diff.h"
 

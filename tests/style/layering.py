@@ -13,8 +13,10 @@ Prints each violation as `FILE:LINE: includes "X" (folder F), which G/ may
 not include` and exits 1; prints a one-line summary and exits 0 when there
 is none.
 
-A folder or public header the table does not list is an error too (a new
-floor is added to the table, with what it may include, on purpose).
+A header named *_impl.h is its floor's own: only files of that floor may
+include it. A folder or public header the table does not list is an error
+too (a new floor is added to the table, with what it may include, on
+purpose).
 
 Usage: tests/style/layering.py [ROOT]
 ROOT is the repository (default: two folders above this script).
@@ -115,6 +117,8 @@ class Layering:
         return os.path.join(os.path.dirname(src), name)
 
     def may_include(self, src, folder, target, path):
+        if path.endswith("_impl.h"):  # a floor's private header: its own alone
+            return folder == target
         if folder == target:
             return True
         if folder == "cli":
