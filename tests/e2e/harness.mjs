@@ -16,6 +16,15 @@ const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/cs
 
 // Serves each requested file name from fileFor(name), or else from
 // speedscope's build. Returns the server and its base URL.
+// Never hang: not on a dialog, a stuck page or a stuck program. The test
+// fails after seconds, whatever it is waiting for.
+export function watchdog(seconds) {
+	setTimeout(() => {
+		console.error(`FAIL: timed out after ${seconds} s`);
+		process.exit(1);
+	}, seconds * 1000).unref();
+}
+
 export async function serve(fileFor) {
 	const server = http.createServer((req, res) => {
 		const name = path.basename(decodeURIComponent(new URL(req.url, "http://x").pathname));

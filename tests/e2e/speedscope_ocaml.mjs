@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, profileRows, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, profileRows, runChecks, serve, watchdog } from "./harness.mjs";
 
 const [ember, events, outdir] = process.argv.slice(2);
 if (!outdir) {
@@ -23,10 +23,7 @@ if (!fs.existsSync(events)) {
 	console.log(`SKIP: no ${events}`);
 	process.exit(77);
 }
-setTimeout(() => {
-	console.error("FAIL: timed out after 100 s");
-	process.exit(1);
-}, 100_000).unref();
+watchdog(100);
 
 fs.mkdirSync(outdir, { recursive: true });
 const json = path.join(outdir, "domains.json");

@@ -12,17 +12,14 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, runChecks, serve, watchdog } from "./harness.mjs";
 
 const [ember, folded, outdir] = process.argv.slice(2);
 if (!outdir) {
 	console.error("usage: node speedscope_profile.mjs EMBER FOLDED OUTDIR");
 	process.exit(2);
 }
-setTimeout(() => {
-	console.error("FAIL: timed out after 100 s");
-	process.exit(1);
-}, 100_000).unref();
+watchdog(100);
 
 fs.mkdirSync(outdir, { recursive: true });
 const title = "ember e2e: busy";

@@ -16,17 +16,14 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, profileRows, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, profileRows, runChecks, serve, watchdog } from "./harness.mjs";
 
 const [ember, source, outdir] = process.argv.slice(2);
 if (!outdir) {
 	console.error("usage: node speedscope_timeline.mjs EMBER THREADS_C OUTDIR");
 	process.exit(2);
 }
-setTimeout(() => {
-	console.error("FAIL: timed out after 100 s");
-	process.exit(1);
-}, 100_000).unref();
+watchdog(100);
 
 fs.mkdirSync(outdir, { recursive: true });
 const prog = path.join(outdir, "threads"), data = path.join(outdir, "threads.data");

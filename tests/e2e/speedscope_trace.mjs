@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
-import { launch, openInSpeedscope, profileRows, runChecks, serve } from "./harness.mjs";
+import { launch, openInSpeedscope, profileRows, runChecks, serve, watchdog } from "./harness.mjs";
 
 const [ember, traced, outdir, ...rest] = process.argv.slice(2);
 if (!outdir || (rest.length && (rest.length !== 2 || rest[0] !== "--screenshot"))) {
@@ -19,11 +19,7 @@ if (!outdir || (rest.length && (rest.length !== 2 || rest[0] !== "--screenshot")
 	process.exit(2);
 }
 const screenshot = rest[1];
-// Never hang: not on a dialog, a stuck page or a stuck program.
-setTimeout(() => {
-	console.error("FAIL: timed out after 100 s");
-	process.exit(1);
-}, 100_000).unref();
+watchdog(100);
 
 fs.mkdirSync(outdir, { recursive: true });
 const trace = path.join(outdir, "traced.trace"), json = path.join(outdir, "traced.json");
