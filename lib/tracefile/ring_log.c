@@ -15,7 +15,7 @@
 struct ember_log {
     int fd;
     struct ember_ring_header h; /* as the file's was when the log began */
-    uint64_t data_offset, off, packets;
+    uint64_t data_offset, off;
 };
 
 int ember_log_new(struct ember_log **out, const struct ember_ring_header *h, int fd)
@@ -49,7 +49,6 @@ int ember_log_packet(struct ember_log *l, unsigned ring, const void *packet, siz
         err = put(l, packet, size);
     if (!err)
         err = put(l, zeros, hdr[1] - size);
-    l->packets += !err;
     return err;
 }
 
