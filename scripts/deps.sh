@@ -4,9 +4,9 @@
 #   scripts/deps.sh test    also to run the whole test suite
 set -eu
 BUILD="build-essential cmake pkg-config zlib1g-dev libxxhash-dev libdw-dev libelf-dev libpcre2-dev
-       libyajl-dev libxml2-dev libprotobuf-c-dev protobuf-c-compiler libiberty-dev"
+       libyajl-dev libxml2-dev libprotobuf-c-dev protobuf-c-compiler libiberty-dev libunwind-dev"
 TEST="$BUILD libcmocka-dev python3 clang libclang-rt-14-dev chromium linux-perf binutils babeltrace2
-      protobuf-compiler golang-go"
+      protobuf-compiler golang-go heaptrack"
 case "${1:-build}" in
 build) want=$BUILD ;;
 test) want=$TEST ;;

@@ -238,6 +238,25 @@ EMBER_API int ember_profile_set_meta(struct ember_profile *p, const struct ember
 EMBER_API int ember_profile_add_comment(struct ember_profile *p, const char *s, size_t len);
 EMBER_API size_t ember_profile_comment_count(const struct ember_profile *p);
 EMBER_API const char *ember_profile_comment(const struct ember_profile *p, size_t i, size_t *len);
+/*
+ * Counters over time (the heap in use): named tracks of (time, value)
+ * points in time order, times in ns from the recording's start (the
+ * meta's time_nanos, when known, is that start). Readers of recordings
+ * with times add them, bounded (at most a point per millisecond, and each
+ * extreme kept); writers with a time axis draw them (Chrome, Perfetto);
+ * summaries give their peaks. Carried with the meta through transforms.
+ */
+EMBER_API int ember_profile_counter_new(struct ember_profile *p, const char *name, const char *unit,
+                                        unsigned *index);
+/* -EINVAL for a point earlier than the counter's last one. */
+EMBER_API int ember_profile_counter_add(struct ember_profile *p, unsigned counter,
+                                        uint64_t time_ns, int64_t value);
+EMBER_API unsigned ember_profile_counter_count(const struct ember_profile *p);
+EMBER_API const char *ember_profile_counter_name(const struct ember_profile *p, unsigned counter);
+EMBER_API const char *ember_profile_counter_unit(const struct ember_profile *p, unsigned counter);
+/* The counter's points: how many, and their times and values. */
+EMBER_API size_t ember_profile_counter_points(const struct ember_profile *p, unsigned counter,
+                                              const uint64_t **times, const int64_t **values);
 
 /*
  * Sample labels (pprof's Label: a key and a string, or a number with its

@@ -60,6 +60,12 @@ struct ember_read_opts {
      * are left out; NULL: not told */
     void (*sample_time)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time);
     void *sample_time_ctx;
+    /* --from/--to: a window of a recording's time, ns from its start (to_ns
+     * 0: to its end). Formats whose row says `window` keep the allocations
+     * made in it and count what is held at its end (heap recordings,
+     * memtrace); ember_format_read refuses a window for the others
+     * (-ENOTSUP). */
+    uint64_t from_ns, to_ns;
     /* Called now and then with the bytes consumed of the current input. */
     void (*progress)(void *ctx, const struct ember_input *in);
     void *progress_ctx;
@@ -95,6 +101,7 @@ struct ember_format {
      * heading in help ("perf script options (as stackcollapse-perf.pl)"). */
     const struct ember_format_option *options;
     const char *options_heading;
+    bool window; /* it honours ember_read_opts' from_ns and to_ns */
 };
 
 /* Sets option name (a flag: "1") for the formats that know it; -ENOSPC when

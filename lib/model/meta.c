@@ -39,6 +39,7 @@ void ember_profile_extra_free(struct ember_profile_extra *x)
     free(x->comments);
     free(x->sets);
     free(x->parts);
+    ember_profile_counters_free(x);
     free(x);
 }
 
@@ -110,5 +111,5 @@ int ember_profile_meta_like(struct ember_profile *dst, const struct ember_profil
     for (size_t i = 0; i < src->extra->ncomments && !err; i++)
         err =
             ember_profile_add_comment(dst, src->extra->comments[i].s, src->extra->comments[i].len);
-    return err;
+    return err ? err : ember_profile_counters_like(dst, src);
 }

@@ -157,6 +157,14 @@ struct ember_profile_extra {
     struct ember_strmap part_ids; /* (node, set) -> part index + 1 */
     struct ember_labelled_part *parts;
     size_t nparts, pcap;
+    struct ember_counter {
+        const char *name, *unit; /* in arena */
+        uint64_t *times;
+        int64_t *values;
+        size_t n, cap;
+    } * counters;
+    unsigned ncounters;
+    size_t kcap;
 };
 
 /* p's extra, made on first use (NULL: no memory). */
@@ -164,6 +172,9 @@ struct ember_profile_extra *ember_profile_extra(struct ember_profile *p);
 void ember_profile_extra_free(struct ember_profile_extra *x);
 /* Gives dst src's meta, comments and main module (a transform's result). */
 int ember_profile_meta_like(struct ember_profile *dst, const struct ember_profile *src);
+/* Gives dst copies of src's counters (counters.c). */
+int ember_profile_counters_like(struct ember_profile *dst, const struct ember_profile *src);
+void ember_profile_counters_free(struct ember_profile_extra *x);
 /* Adds src's labelled part i to dst at node (its set interned in dst, its
  * weights moved to dst's values by vmap and scaled to dst's decimals). */
 int ember_profile_labelled_copy(struct ember_profile *dst, const struct ember_profile *src,

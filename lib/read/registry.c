@@ -201,6 +201,11 @@ int ember_format_read(const struct ember_format *fmt, struct ember_profile *p,
                       struct ember_input *in, const struct ember_read_opts *o,
                       struct ember_read_stats *st, struct ember_diag *d)
 {
+    if ((o->from_ns || o->to_ns) && !fmt->window)
+        return ember_diag_set(d, -ENOTSUP, ember_input_name(in), 0,
+                              "--from/--to: %s input has no times to cut a window from (heap "
+                              "recordings and memtrace traces have)",
+                              fmt->name);
     int err = fmt->read(p, in, o, st, d);
     return err ? err
                : ember_format_check_samples(fmt, ember_input_name(in), st, weighs_nothing(p), d);

@@ -45,6 +45,7 @@ LAYOUT = {
     "write": ["base", "wire", "model"],
     "record": ["base", "wire", "model", "symbol"],
     "trace": ["wire"],
+    "heap": ["wire"],
     "tracefile": ["base", "wire", "trace"],
     "traceview": ["base", "wire", "read", "trace", "tracefile"],
 }
