@@ -103,6 +103,7 @@ int cmd_convert(int argc, char **argv)
              " (perfetto: a recording's samples and GC phases in time)");
     cli_reader_init(&r);
     r.verb = "convert";
+    r.to_option = "until"; /* --to names the output format */
     ember_convert_opts_default(&co);
     co.exporter = "ember@" EMBER_VERSION;
     const struct option opts[] = {
