@@ -136,6 +136,8 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
         if (o->format != EMBER_TABLE_TEXT)
             ember_writer_printf(tw.w, "stack%stotal%stotal_pct%sself%sself_pct\n", sep, sep, sep,
                                 sep);
+        else
+            ember_report_peaks(tw.w, p);
         err = tree_walk(&tw);
         if (!err && tw.hidden && o->format == EMBER_TABLE_TEXT) {
             char w[160];

@@ -176,27 +176,6 @@ static size_t count_roots(const struct ember_profile *p, const bool *root_name)
     return n;
 }
 
-/* "peak heap 12.5 MiB at 1.234 s" for each counter over time: its
- * highest point, the first time it was reached (ns from the recording's
- * start, shown in seconds to the millisecond). */
-static void write_peaks(struct ember_writer *w, const struct ember_profile *p)
-{
-    for (unsigned k = 0; k < ember_profile_counter_count(p); k++) {
-        const uint64_t *times;
-        const int64_t *values;
-        size_t n = ember_profile_counter_points(p, k, &times, &values), top = 0;
-        if (!n)
-            continue;
-        for (size_t i = 1; i < n; i++)
-            top = values[i] > values[top] ? i : top;
-        char v[64];
-        if (!ember_unit_format(v, sizeof(v), (double)values[top], ember_profile_counter_unit(p, k)))
-            snprintf(v, sizeof(v), "%lld", (long long)values[top]);
-        ember_writer_printf(w, "peak %s %s at %.3f s\n", ember_profile_counter_name(p, k), v,
-                            (double)times[top] / 1e9);
-    }
-}
-
 /* The lines above a text table: peaks, what is shown of what total (and
  * the second value's total), what was left out, the column heads. */
 static void text_head(struct ember_writer *w, const struct ember_report_trie *t, size_t rows,
@@ -204,7 +183,7 @@ static void text_head(struct ember_writer *w, const struct ember_report_trie *t,
 {
     const struct ember_profile *p = t->p;
     char total[160];
-    write_peaks(w, p);
+    ember_report_peaks(w, p);
     ember_report_total_text(total, sizeof(total), p, t->total);
     ember_writer_printf(w, "Showing %zu of %zu functions; total %s", rows, n, total);
     if (t->incl2) {

@@ -161,6 +161,35 @@ static void test_report_count_profile_unchanged(void **state)
     ember_profile_free(p);
 }
 
+/* Frames with a file make the writers work on a names view of the
+ * profile: the counters go with it (the report's peak, the tree's too, and
+ * Chrome's "C" events). */
+static void test_counters_through_names_view(void **state)
+{
+    (void)state;
+    struct ember_profile *p = heap_profile("inuse_space");
+    struct ember_frame fr = {
+        .name = "alloc", .name_len = 5, .file = "a.c", .file_len = 3, .module = EMBER_NO_MODULE};
+    uint32_t f;
+    assert_int_equal(ember_profile_intern_frame(p, &fr, &f), 0);
+    assert_int_equal(
+        ember_profile_add_stack(p, &f, 1, EMBER_ROOT_FIRST, (int64_t[]){1, 64, 1, 64}, NULL), 0);
+    assert_true(ember_profile_detailed(p));
+    struct out o = {0};
+    assert_non_null(strstr(report(p, EMBER_TABLE_TEXT, &o), "peak heap 12.5 MiB at 1.234 s\n"));
+    struct ember_report_opts ro = {.format = EMBER_TABLE_TEXT};
+    struct ember_sink sink = {out_write, &o};
+    o.len = 0;
+    assert_int_equal(ember_report_tree(p, &ro, &sink), 0);
+    assert_true(strncmp(o.buf, "peak heap 12.5 MiB at 1.234 s\n", 30) == 0);
+    struct ember_diag d;
+    o.len = 0;
+    assert_int_equal(ember_write_chrome(p, NULL, &sink, &d), 0);
+    assert_non_null(strstr(o.buf, "\"name\":\"heap\",\"args\":{\"bytes\":13107200}}"));
+    free(o.buf);
+    ember_profile_free(p);
+}
+
 static const char *flame(const struct ember_profile *p, const char *colors, struct out *o)
 {
     struct ember_flame_opts fo;
@@ -287,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_report_bytes_and_objects),
         cmocka_unit_test(test_report_objects_and_bytes),
         cmocka_unit_test(test_report_count_profile_unchanged),
+        cmocka_unit_test(test_counters_through_names_view),
         cmocka_unit_test(test_flame_memory),
         cmocka_unit_test(test_chrome_counter),
         cmocka_unit_test(test_perfetto_counter),
