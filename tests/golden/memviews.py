@@ -24,7 +24,9 @@ allocation sampled, known sites), checked against go tool pprof:
   no output written; bad times and empty windows are usage errors.
 - convert --to perfetto of a profile without counters says why not.
 
-The integrator runs the same comparisons on ember's own heap recordings.
+EMBER_HEAP_PROFILE=FILE runs the same comparisons on another heap profile
+(ember's own heap recordings): ember report of FILE against go tool pprof
+of its pprof export.
 
 usage: memviews.py WORKDIR
 """
@@ -125,10 +127,12 @@ def check_text(path, t, top, partner, total, d):
     return seen
 
 
-def compare(path, d, what):
+def compare(path, d, what, pprof_path=None):
+    """ember report of path against go tool pprof -top of pprof_path (path
+    itself when None: a pprof file; else ember's pprof export of it)."""
     for t in TYPES:
-        top, total, typ = pprof_top(path, t, d)
-        partner, _, _ = pprof_top(path, PARTNER[t], d)
+        top, total, typ = pprof_top(pprof_path or path, t, d)
+        partner, _, _ = pprof_top(pprof_path or path, PARTNER[t], d)
         got, head = ember_csv(path, t)
         word = "bytes" if unit_of(PARTNER[t]) == "bytes" else "objects"
         if head[5:] != ["self_" + word, "total_" + word] or typ != t:
@@ -162,6 +166,21 @@ def report_is_pprof_top(d):
     if "Type: inuse_space" not in text:
         golden.fail("go tool pprof -top of the export should show inuse_space:\n" + text[:500])
     compare(export, d, "ember's pprof export")
+
+
+@case
+def own_recording(d):
+    """The same comparison on a heap profile that is not pprof (ember's own
+    heap recording, a memtrace trace with Go's values...), named by
+    EMBER_HEAP_PROFILE: ember report of it against go tool pprof -top of
+    its pprof export. Skipped when the variable is not set."""
+    path = os.environ.get("EMBER_HEAP_PROFILE")
+    if not path:
+        print("  EMBER_HEAP_PROFILE not set: no recording of ember's own compared")
+        return
+    export = os.path.join(d, "recording.pb.gz")
+    golden.run(["convert", "--to", "pprof", path, "-o", export])
+    compare(path, d, os.path.basename(path), export)
 
 
 @case
