@@ -219,6 +219,8 @@ def diff_memory(d):
     if after <= before:
         golden.fail("the second profile's large blocks should be larger: %d, %d" % (before, after))
     svg = golden.run(["diff", a, b])[0].decode()
+    if ">Differential Memory Flame Graph: inuse_space</text>" not in svg:
+        golden.fail("diff of heap profiles: the title should say memory and the value")
     if not re.search(r"<title>main\.holdLarge \(%s, [\d.]+%%; \+[\d.]+%%\)" %
                      re.escape(readable(after, "bytes")), svg):
         golden.fail("diff: main.holdLarge's tooltip should say %s and its growth" %
