@@ -252,6 +252,11 @@ def window_options(d):
         (["report", "--from", "0.0000000001", heap], 2, "not '0.0000000001'"),
         (["report", "--from", "2s", "--to", "1500ms", heap], 2,
          "--from 2 s is not before --to 1.5 s: the window would be empty"),
+        (["report", "--from", "1.5", "--to", "1500000us", heap], 2,
+         "--from 1.5 s is not before --to 1.5 s"),
+        (["report", "--from", "0.000000007", "--to", "7ns", heap], 2,
+         "--from 7e-09 s is not before --to 7e-09 s"),
+        (["report", "--from", "18446744073.709551616", heap], 2, "--from expects a time"),
         (["flamegraph", "--to", "0", heap], 2, "--to 0: the window would end where"),
         (["convert", "--to", "perfetto", heap, "-o", out], 1,
          "--to perfetto draws a perf.data recording on its time axis, or a memory profile's "
