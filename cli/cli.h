@@ -145,7 +145,8 @@ struct cli_reader {
      * files[0] only its name in messages (ember record's unnamed
      * recording: nothing beside it either); -1 (cli_reader_init) */
     int input_fd;
-    const char *title; /* a speedscope timeline's name; NULL: "timeline" */
+    const char *title;     /* a speedscope timeline's name; NULL: "timeline" */
+    const char *to_option; /* the window's end: "to" (cli_reader_init), or "until" */
     struct ember_gc_filter gc;
     struct ember_gc_phases *gc_phases;
 };
@@ -174,6 +175,31 @@ int cli_transform_option(const struct option *opt, const char *arg);
         CLI_GC_OPTION_((r).gc_events, "gc-events", "FILE", "its runtime events (GC phases)",       \
                        "INPUT.events, as ember record keeps them")
 
+/* --from TIME and --to TIME: a window of a recording's time (ro.from_ns,
+ * ro.to_ns), for the formats that have times (heap recordings, memtrace);
+ * the others refuse it (ember_format_read). The end's option is named by
+ * the reader's to_option: "to", or "until" where --to is taken (convert's
+ * output format). */
+int cli_window_option(const struct option *opt, const char *arg);
+#define CLI_WINDOW_OPTIONS_(r)                                                                     \
+    OPT_GROUP_("Time window (heap recordings, memtrace traces; TIME from the recording's start: "  \
+               "1.5 or 1.5s, 250ms, 100us, 10ns):"),                                               \
+        {OPT_CALLBACK,                                                                             \
+         "from",                                                                                   \
+         0,                                                                                        \
+         &(r),                                                                                     \
+         "TIME",                                                                                   \
+         "only the allocations made from TIME on; in use (inuse_*, live_*): what they still "      \
+         "hold at the window's end",                                                               \
+         "the start",                                                                              \
+         cli_window_option,                                                                        \
+         true},                                                                                    \
+    {                                                                                              \
+        OPT_CALLBACK, (r).to_option, 0, &(r), "TIME",                                              \
+            "only the allocations made before TIME; in use: what is held at TIME (the heap then)", \
+            "the end", cli_window_option, true                                                     \
+    }
+
 /* The rows of the option table for reading (r must outlive parsing): the
  * input options, each format's own (from its row in the registry, built
  * by cli_reader_init), and the transforms. */
@@ -199,7 +225,7 @@ int cli_transform_option(const struct option *opt, const char *arg);
          &(r).ro.value, "NAME",        "the same as --event (pprof's word)",                       \
          NULL,          NULL,          false},                                                     \
         {OPT_INCLUDE, NULL, 0, (r).format_options, NULL, NULL, NULL, NULL, false},                 \
-        CLI_GC_OPTIONS_(r),                                                                        \
+        CLI_WINDOW_OPTIONS_(r), CLI_GC_OPTIONS_(r),                                                \
         OPT_GROUP_("Transforms (applied in this order, whatever the order given):"),               \
         CLI_TRANSFORM_(r, "demangle", NULL, "readable OCaml (Module.fn), C++ and Rust names"),     \
         CLI_TRANSFORM_(r, "merge-threads", NULL, "root frames comm-PID/TID become comm-PID"),      \

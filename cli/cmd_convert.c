@@ -82,6 +82,28 @@ static int output(const struct ember_writer_format *w, const struct ember_profil
     return cli_output_finish_doing(&o, w->write(p, co, &sink, &d), &d, doing);
 }
 
+/* --to perfetto of a profile with counters over time (a heap recording's
+ * heap in use) and no perf.data timeline: a counter track each; without
+ * counters, 1 after saying that input (named file) has nothing to draw. */
+static int counters_perfetto(const struct ember_profile *p, const char *name, const char *out,
+                             const char *file)
+{
+    struct cli_output o;
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    if (!ember_profile_counter_count(p)) {
+        cli_error("--to perfetto draws a perf.data recording on its time axis, or a memory "
+                  "profile's heap over time: %s is neither",
+                  file);
+        return 1;
+    }
+    if (cli_output_open(&o, out) < 0)
+        return 1;
+    struct ember_sink sink = cli_output_sink(&o);
+    return cli_output_finish_doing(&o, ember_counters_perfetto(p, name, &sink, &d), &d,
+                                   "convert to perfetto");
+}
+
 /* The title: --name, else the first input's file name. */
 static const char *default_name(char **files, int nfiles)
 {
@@ -100,9 +122,11 @@ int cmd_convert(int argc, char **argv)
     char to_help[512];
     writer_names(to_help, sizeof(to_help));
     snprintf(to_help + strlen(to_help), sizeof(to_help) - strlen(to_help),
-             " (perfetto: a recording's samples and GC phases in time)");
+             " (perfetto: a recording's samples and GC phases in time, or a memory profile's "
+             "heap over time)");
     cli_reader_init(&r);
     r.verb = "convert";
+    r.to_option = "until"; /* --to names the output format */
     ember_convert_opts_default(&co);
     co.exporter = "ember@" EMBER_VERSION;
     const struct option opts[] = {
@@ -152,11 +176,9 @@ int cmd_convert(int argc, char **argv)
     r.title = co.name;
     if (p && !ret)
         ret = cli_read_profile(&r, p, argv, nfiles);
-    if (p && !ret && perfetto && !r.gc.times) {
-        cli_error("--to perfetto draws a perf.data recording on its time axis: %s is not one",
-                  nfiles ? argv[0] : "standard input");
-        ret = 1;
-    } else if (p && !ret && (perfetto || (r.timeline && r.gc.times))) {
+    if (p && !ret && perfetto && !r.gc.times)
+        ret = counters_perfetto(p, co.name, out, nfiles ? argv[0] : "standard input");
+    else if (p && !ret && (perfetto || (r.timeline && r.gc.times))) {
         struct cli_output o;
         ret = cli_output_open(&o, out) < 0
                   ? 1

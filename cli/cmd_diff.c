@@ -110,8 +110,14 @@ static int draw(const struct diff_args *a, const struct ember_profile *before,
                 const struct ember_profile *after, const struct ember_profile *d)
 {
     struct ember_flame_opts fo;
+    char title[EMBER_UNIT_MAX + 48];
     ember_flame_opts_default(&fo);
-    fo.title = a->title;
+    /* the title says when sizes are bytes, and which value they are */
+    snprintf(title, sizeof(title), "Differential Memory Flame Graph: %s",
+             ember_profile_sample_type(d));
+    fo.title = a->title                                      ? a->title
+               : strcmp(ember_profile_unit(d), "bytes") == 0 ? title
+                                                             : "Differential Flame Graph";
     int ret = cli_render_flame(d, &fo, a->out);
     if (ret || !a->vanished)
         return ret;
@@ -171,7 +177,7 @@ static int merged_diff(struct cli_reader *r, const struct diff_args *a, char **f
 int cmd_diff(int argc, char **argv)
 {
     struct cli_reader r;
-    struct diff_args a = {.title = "Differential Flame Graph"};
+    struct diff_args a = {.title = NULL};
     cli_reader_init(&r);
     const struct option opts[] = {
         {OPT_STRING, "output", 'o', &a.out, "FILE", "write to FILE (atomically)", "stdout", NULL,
@@ -184,8 +190,9 @@ int cmd_diff(int argc, char **argv)
          NULL, false},
         {OPT_STRING, "vanished", 0, &a.vanished, "FILE",
          "also draw the graph sized by BEFORE, where vanished stacks show", NULL, NULL, false},
-        {OPT_STRING, "title", 0, &a.title, "TEXT", "the graph's title", "Differential Flame Graph",
-         NULL, false},
+        {OPT_STRING, "title", 0, &a.title, "TEXT", "the graph's title",
+         "Differential Flame Graph (\"Differential Memory Flame Graph: VALUE\" for sizes)", NULL,
+         false},
         CLI_READ_OPTIONS(r),
         OPT_END_(),
     };

@@ -90,7 +90,9 @@ static int parse_args(struct flame_cmd *c, int argc, char **argv)
          NULL, false},
         OPT_GROUP_("Graph options (as flamegraph.pl):"),
         {OPT_STRING, "title", 0, &c->fo.title, "TEXT", "title text",
-         "\"Flame Graph\", \"Icicle Graph\" or \"Flame Chart\"", NULL, false},
+         "\"Flame Graph\", \"Icicle Graph\" or \"Flame Chart\" (\"Memory Flame Graph: "
+         "VALUE\" for memory profiles)",
+         NULL, false},
         {OPT_STRING, "subtitle", 0, &c->fo.subtitle, "TEXT", "second title line", "none", NULL,
          false},
         {OPT_INT, "width", 0, &c->fo.width, "NUM", "image width in pixels", "1200", NULL, false},
@@ -111,7 +113,7 @@ static int parse_args(struct flame_cmd *c, int argc, char **argv)
         {OPT_STRING, "colors", 0, &c->fo.colors, "PALETTE",
          "hot, mem, io, wakeup, chain, java, js, perl, red, green, blue, aqua, yellow, "
          "purple, orange",
-         "hot", NULL, false},
+         "mem for memory profiles (values in bytes), else hot", NULL, false},
         {OPT_STRING, "bgcolors", 0, &c->fo.bgcolors, "COLOR",
          "background: yellow, blue, green, grey or #rrggbb", "from the palette", NULL, false},
         {OPT_FLAG, "hash", 0, &c->fo.hash, NULL, "colors are keyed by function name hash", NULL,
@@ -195,7 +197,7 @@ int cmd_flamegraph(int argc, char **argv)
     c.r.verb = "draw";
     if (!ret)
         ret = cli_read_profile(&c.r, p, argv, nfiles);
-    if (!ret && strcmp(c.fo.colors, "chain") == 0)
+    if (!ret && c.fo.colors && strcmp(c.fo.colors, "chain") == 0)
         ret = transform(&p, ember_profile_annotate_wakers, "annotate wakers");
     if (!ret)
         ret = cli_render_flame(p, &c.fo, c.out);

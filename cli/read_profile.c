@@ -75,6 +75,7 @@ void cli_reader_init(struct cli_reader *r)
         n += (size_t)snprintf(r->format_help + n, sizeof(r->format_help) - n, ", %s", (*f)->name);
     r->format_options = format_options(r); /* NULL if memory is short: none offered */
     r->input_fd = -1;
+    r->to_option = "to";
 }
 
 void cli_reader_release(struct cli_reader *r)
@@ -117,6 +118,77 @@ int cli_transform_option(const struct option *opt, const char *arg)
         return err ? -1 : 0;
     }
     return -1;
+}
+
+/* A time as --from and --to take it: a decimal number of seconds, or of
+ * the unit after it (s, ms, us, ns), into ns, exactly (1.5 is 1500000000,
+ * not what a double makes of it); -1 when it is not one, or past 2^63 ns
+ * (292 years) or finer than a nanosecond. */
+static int parse_time(const char *s, uint64_t *ns)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ns;
+    } units[] = {{"", 1000000000}, {"s", 1000000000}, {"ms", 1000000}, {"us", 1000}, {"ns", 1}};
+    size_t digits = strspn(s, "0123456789"), frac = 0;
+    if (s[digits] == '.')
+        frac = strspn(s + digits + 1, "0123456789");
+    if (digits + frac == 0)
+        return -1;
+    const char *suffix = s + digits + (s[digits] == '.' ? 1 + frac : 0);
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+        if (strcmp(suffix, units[u].suffix) != 0)
+            continue;
+        uint64_t v = 0, scale = units[u].ns;
+        for (size_t i = 0; i < digits; i++)
+            if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v))
+                return -1;
+        if (__builtin_mul_overflow(v, scale, &v))
+            return -1;
+        for (size_t i = 0; i < frac; i++) { /* each digit a tenth of the last */
+            uint64_t d = (uint64_t)(s[digits + 1 + i] - '0');
+            if (scale == 1 && d) /* finer than a nanosecond (zeros are fine) */
+                return -1;
+            scale /= scale > 1 ? 10 : 1;
+            if (__builtin_add_overflow(v, d * scale, &v))
+                return -1;
+        }
+        if (v > INT64_MAX)
+            return -1;
+        *ns = v;
+        return 0;
+    }
+    return -1;
+}
+
+int cli_window_option(const struct option *opt, const char *arg)
+{
+    struct cli_reader *r = opt->value;
+    bool from = strcmp(opt->long_name, "from") == 0;
+    uint64_t ns;
+    if (parse_time(arg, &ns) < 0) {
+        cli_error("--%s expects a time from the recording's start, in seconds (1.5) or with its "
+                  "unit (1.5s, 250ms, 100us, 10ns), not '%s'",
+                  opt->long_name, arg);
+        return -1;
+    }
+    if (!from && ns == 0) {
+        cli_error("--%s 0: the window would end where the recording starts, holding nothing",
+                  opt->long_name);
+        return -1;
+    }
+    *(from ? &r->ro.from_ns : &r->ro.to_ns) = ns;
+    return 0;
+}
+
+/* --from at or after --to: an empty window, a mistake. */
+static int check_window(const struct cli_reader *r)
+{
+    if (!r->ro.to_ns || r->ro.from_ns < r->ro.to_ns)
+        return 0;
+    cli_error("--from %.9g s is not before --%s %.9g s: the window would be empty",
+              (double)r->ro.from_ns / 1e9, r->to_option, (double)r->ro.to_ns / 1e9);
+    return EXIT_USAGE;
 }
 
 /* Threads: as asked, or one per CPU for inputs large enough to gain. */
@@ -321,6 +393,8 @@ int cli_read_profile(struct cli_reader *r, struct ember_profile *p, char **files
     r->ro.progress = cli_progress_cb;
     r->ro.progress_ctx = &r->progress;
     int bad = check_gc_options(r);
+    if (!bad)
+        bad = check_window(r);
     if (bad)
         return bad;
     if (r->timeline && nfiles > 1)

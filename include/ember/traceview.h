@@ -171,6 +171,14 @@ EMBER_API int ember_gc_timeline_perfetto(const struct ember_profile *p,
                                          const struct ember_gc_filter *f,
                                          const struct ember_gc_phases *g,
                                          const struct ember_sink *out, struct ember_diag *d);
+/* A profile's counters over time (a heap recording's heap in use) as
+ * Perfetto's protobuf trace: a process named name, under it a counter
+ * track per counter (a TrackDescriptor with a CounterDescriptor, its unit
+ * bytes or count when it is one), each point a TYPE_COUNTER TrackEvent at
+ * its time (ns from the recording's start), in time order. -ENODATA (d
+ * says so) when p has no counter. */
+EMBER_API int ember_counters_perfetto(const struct ember_profile *p, const char *name,
+                                      const struct ember_sink *out, struct ember_diag *d);
 EMBER_API int ember_gc_timeline_chrome(const struct ember_profile *p,
                                        const struct ember_gc_filter *f,
                                        const struct ember_gc_phases *g,

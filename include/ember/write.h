@@ -126,7 +126,9 @@ EMBER_API int ember_nameattr_load(struct ember_nameattr **na, const char *path,
 EMBER_API void ember_nameattr_free(struct ember_nameattr *na);
 
 struct ember_flame_opts {
-    const char *title;             /* NULL: "Flame Graph", "Icicle Graph" or "Flame Chart" */
+    /* NULL: "Flame Graph", "Icicle Graph" or "Flame Chart", after "Memory " and
+     * before ": VALUE" for a memory profile (a value in bytes, not differential) */
+    const char *title;
     const char *subtitle;          /* NULL or "": none */
     int width;                     /* image width, px (1200) */
     int frame_height;              /* px (16) */
@@ -137,7 +139,7 @@ struct ember_flame_opts {
     bool min_width_pct;            /* ... in px, or in % of the total */
     const char *count_name;        /* what counts count (NULL: the input's unit) */
     const char *name_type;         /* ("Function:") */
-    const char *colors;            /* palette ("hot") */
+    const char *colors;            /* palette; NULL: "mem" for a memory profile, else "hot" */
     const char *bgcolors;          /* NULL: chosen from the palette */
     bool hash;                     /* colours from a hash of the name */
     bool random;                   /* colours at random */

@@ -107,6 +107,7 @@ enum {
     TD_THREAD = 4,
     TD_PARENT = 5,
     TD_COUNTER = 8,
+    CD_UNIT = 3, /* CounterDescriptor.unit: UNIT_COUNT 2, UNIT_SIZE_BYTES 3 */
     PD_PID = 1,
     PD_NAME = 6,
     THD_PID = 1,

@@ -67,6 +67,14 @@ void ember_trace_event_meta_name(struct ember_writer *w, const char *s, size_t n
     ember_writer_puts(w, "\"}}");
 }
 
+void ember_trace_event_counter(struct ember_writer *w, const char *key, size_t n, int64_t v,
+                               unsigned json_flags)
+{
+    ember_writer_puts(w, ",\"args\":{\"");
+    ember_escape_json(w, key, n, json_flags);
+    ember_writer_printf(w, "\":%lld}}", (long long)v);
+}
+
 void ember_trace_event_close(struct ember_writer *w)
 {
     ember_writer_puts(w, "}");

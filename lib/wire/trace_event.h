@@ -49,6 +49,11 @@ void ember_trace_event_meta(struct ember_writer *w, const char *what);
 void ember_trace_event_meta_name(struct ember_writer *w, const char *s, size_t n,
                                  unsigned json_flags);
 
+/* A counter event's ("C") value and its end: ,"args":{"<key escaped>":<v>}}
+ * (viewers draw a series per key: the counter's unit). */
+void ember_trace_event_counter(struct ember_writer *w, const char *key, size_t n, int64_t v,
+                               unsigned json_flags);
+
 /* The end of an event: } */
 void ember_trace_event_close(struct ember_writer *w);
 

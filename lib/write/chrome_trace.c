@@ -11,6 +11,9 @@
  * has one event per frame drawn (memory as the profile's nodes, or as its
  * arrival sequence, which the profile already holds).
  *
+ * Counters over time (a heap recording's heap in use) follow as "C"
+ * events on a process of their own.
+ *
  * Times are microseconds. Viewers compute an event's end as ts + dur in
  * doubles: integral times are exact; for fractional ones, dur is the
  * largest double that keeps that sum at most the exact end and at most the
@@ -162,6 +165,40 @@ static void put_metadata(struct chrome *c, const struct ember_convert_opts *o)
     ember_trace_event_meta_name(w, thread, strlen(thread), EMBER_JSON_SHORT);
 }
 
+/* Each counter over time (a heap recording's "heap") as "C" events on a
+ * process of their own (pid 2): their times are the recording's, ns from
+ * its start, where the flame chart's are its weights (bytes drawn as
+ * microseconds), so the two are not one axis. */
+static void put_counters(struct chrome *c, const struct ember_convert_opts *o)
+{
+    struct ember_writer *w = &c->w;
+    const struct ember_profile *p = c->p;
+    if (!ember_profile_counter_count(p))
+        return;
+    char name[256], ts[EMBER_TRACE_EVENT_TIME_MAX];
+    int n = snprintf(name, sizeof(name), "%s: counters", o->name);
+    ember_trace_event_open(w, ",\n", "M");
+    ember_trace_event_meta(w, "process_name");
+    ember_trace_event_ids(w, 2, 1);
+    ember_trace_event_meta_name(w, name, (size_t)n < sizeof(name) ? (size_t)n : sizeof(name) - 1,
+                                EMBER_JSON_SHORT);
+    for (unsigned k = 0; k < ember_profile_counter_count(p); k++) {
+        const char *cname = ember_profile_counter_name(p, k);
+        const char *unit = ember_profile_counter_unit(p, k);
+        const uint64_t *times;
+        const int64_t *values;
+        size_t points = ember_profile_counter_points(p, k, &times, &values);
+        for (size_t i = 0; i < points; i++) {
+            ember_trace_event_time(ts, times[i], false);
+            ember_trace_event_open(w, ",\n", "C");
+            ember_trace_event_ids(w, 2, 1);
+            ember_trace_event_ts(w, ts);
+            ember_trace_event_name(w, cname, strlen(cname), "", EMBER_JSON_SHORT);
+            ember_trace_event_counter(w, unit, strlen(unit), values[i], EMBER_JSON_SHORT);
+        }
+    }
+}
+
 static void put_trailer(struct chrome *c, const struct ember_convert_opts *o)
 {
     struct ember_writer *w = &c->w;
@@ -191,6 +228,7 @@ static int write_chrome(const struct ember_profile *p, const struct ember_conver
     if (!err) {
         put_metadata(c, &o);
         err = put_spans(c);
+        put_counters(c, &o);
         put_trailer(c, &o);
     }
     int ferr = ember_writer_flush(&c->w);

@@ -1,255 +1,25 @@
 /*
  * report.c - the text reports of ember/write.h.
- *
- * Everything is computed on the stack trie in linear passes: a node's
- * inclusive weight by one reverse scan (children have larger indices than
- * their parents), the children lists by counting, and, by one depth-first
- * walk, whether a node's function already occurs above it on its path
- * (the "outer" occurrence is the one whose inclusive weight counts towards
- * the function's total, so that recursion is not counted twice).
+ --tree and
+ * --callers/--callees (the top table is report_top.c's), computed on the
+ * stack trie of report_trie.c.
  * How weights, totals and names are written is in report_output.c.
  */
 #include "ember/write.h"
 #include "base/writer.h"
 #include "write/not_functions.h"
 #include "write/report_output.h"
+#include "write/report_trie.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct tree {
-    const struct ember_profile *p;
-    unsigned m;
-    int64_t *incl;   /* inclusive weight, by node */
-    uint32_t *first; /* children of n: kids[first[n] .. first[n + 1]) */
-    uint32_t *kids;
-    bool *outer; /* the node's function is not on its path above it */
-    int64_t total;
-};
-
-static void tree_release(struct tree *t)
-{
-    free(t->incl);
-    free(t->first);
-    free(t->kids);
-    free(t->outer);
-}
-
-static int mark_outer(struct tree *t)
-{
-    const struct ember_profile *p = t->p;
-    uint32_t *depth_of =
-        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*depth_of));
-    uint32_t *stack = malloc(ember_profile_node_count(p) * sizeof(*stack)),
-             *next = malloc(ember_profile_node_count(p) * sizeof(*next));
-    int err = depth_of && stack && next ? 0 : -ENOMEM;
-    size_t sp = 0;
-    if (!err) {
-        stack[sp] = EMBER_ROOT;
-        next[sp++] = t->first[EMBER_ROOT];
-    }
-    while (!err && sp > 0) {
-        uint32_t n = stack[sp - 1];
-        if (next[sp - 1] == t->first[n + 1]) { /* done with n */
-            if (n != EMBER_ROOT)
-                depth_of[ember_profile_node_frame(p, n)]--;
-            sp--;
-            continue;
-        }
-        uint32_t c = t->kids[next[sp - 1]++];
-        uint32_t f = ember_profile_node_frame(p, c);
-        t->outer[c] = depth_of[f]++ == 0;
-        stack[sp] = c;
-        next[sp++] = t->first[c];
-    }
-    free(depth_of);
-    free(stack);
-    free(next);
-    return err;
-}
-
-static int tree_build(struct tree *t, const struct ember_profile *p, unsigned metric)
-{
-    memset(t, 0, sizeof(*t));
-    t->p = p;
-    t->m = ember_profile_is_differential(p) ? (metric < 2 ? metric : 0) : ember_profile_selected(p);
-    uint32_t n = ember_profile_node_count(p);
-    t->incl = malloc(n * sizeof(*t->incl));
-    t->first = calloc((size_t)n + 1, sizeof(*t->first));
-    t->kids = malloc(n * sizeof(*t->kids));
-    t->outer = calloc(n, sizeof(*t->outer));
-    if (!t->incl || !t->first || !t->kids || !t->outer)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        t->incl[i] = ember_profile_self(p, i, t->m);
-    for (uint32_t i = n; i-- > 1;)
-        t->incl[ember_profile_node_parent(p, i)] += t->incl[i];
-    t->total = t->incl[EMBER_ROOT];
-    for (uint32_t i = 1; i < n; i++)
-        t->first[ember_profile_node_parent(p, i) + 1]++;
-    for (uint32_t i = 0; i < n; i++)
-        t->first[i + 1] += t->first[i];
-    uint32_t *fill = malloc((size_t)n * sizeof(*fill));
-    if (!fill)
-        return -ENOMEM;
-    memcpy(fill, t->first, n * sizeof(*fill));
-    for (uint32_t i = 1; i < n; i++)
-        t->kids[fill[ember_profile_node_parent(p, i)]++] = i;
-    free(fill);
-    return mark_outer(t);
-}
-
-/* ---- top ---------------------------------------------------------------- */
-
-struct frame_stat {
-    uint32_t frame;
-    int64_t self, total;
-};
-
-static int by_self(const void *a, const void *b)
-{
-    const struct frame_stat *x = a, *y = b;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    return x->frame < y->frame ? -1 : x->frame > y->frame;
-}
-
-static int by_total(const void *a, const void *b)
-{
-    const struct frame_stat *x = a, *y = b;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    return by_self(a, b);
-}
-
-/* Per function: self and total; the functions that have any weight. A
- * root named as a process is no function: its total is not counted. */
-static int frame_stats(const struct tree *t, const bool *root_name, struct frame_stat **out,
-                       size_t *count)
-{
-    const struct ember_profile *p = t->p;
-    struct frame_stat *fs =
-        calloc(ember_profile_frame_count(p) ? ember_profile_frame_count(p) : 1, sizeof(*fs));
-    if (!fs)
-        return -ENOMEM;
-    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
-        fs[f].frame = f;
-    for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
-        uint32_t f = ember_profile_node_frame(p, n);
-        struct frame_stat *s = &fs[f];
-        s->self += ember_profile_self(p, n, t->m);
-        if (t->outer[n] && !(root_name[f] && ember_profile_node_parent(p, n) == EMBER_ROOT))
-            s->total += t->incl[n];
-    }
-    size_t k = 0;
-    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
-        if (fs[f].self || fs[f].total)
-            fs[k++] = fs[f];
-    *out = fs;
-    *count = k;
-    return 0;
-}
-
-static void top_rows(struct ember_writer *w, const struct tree *t, const struct frame_stat *fs,
-                     size_t rows, enum ember_table fmt)
-{
-    const struct ember_profile *p = t->p;
-    int64_t sum = 0;
-    for (size_t i = 0; i < rows; i++) {
-        size_t len;
-        const char *name = ember_report_name_of(p, fs[i].frame, &len);
-        sum += fs[i].self;
-        if (fmt != EMBER_TABLE_TEXT) {
-            ember_report_put_field(w, fmt, name, len);
-            ember_report_put_cells(w, p, fmt, fs[i].self, t->total);
-            ember_report_put_cells(w, p, fmt, fs[i].total, t->total);
-            ember_writer_put(w, "\n", 1);
-            continue;
-        }
-        ember_report_put_weight(w, p, fs[i].self, 12);
-        ember_writer_printf(w, " %6.2f%% %6.2f%% ", ember_report_percent(fs[i].self, t->total),
-                            ember_report_percent(sum, t->total));
-        ember_report_put_weight(w, p, fs[i].total, 12);
-        ember_writer_printf(w, " %6.2f%%  ", ember_report_percent(fs[i].total, t->total));
-        ember_writer_put(w, name, len);
-        ember_writer_put(w, "\n", 1);
-    }
-}
-
-/* By total, the names of unresolved addresses are left out (not_functions.h). */
-static size_t rank_by_total(const struct ember_profile *p, struct frame_stat *fs, size_t n,
-                            size_t *unresolved)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        const char *name = ember_report_name_of(p, fs[i].frame, &len);
-        if (ember_report_unresolved(name, len))
-            ++*unresolved;
-        else
-            fs[k++] = fs[i];
-    }
-    return k;
-}
-
-static size_t count_roots(const struct ember_profile *p, const bool *root_name)
-{
-    size_t n = 0;
-    for (uint32_t f = 0; f < ember_profile_frame_count(p); f++)
-        n += root_name[f];
-    return n;
-}
-
-static int report_top(const struct ember_profile *p, const bool *root_name,
-                      const struct ember_report_opts *o, const struct ember_sink *out)
-{
-    struct tree t = {0};
-    struct frame_stat *fs = NULL;
-    size_t n = 0, unresolved = 0;
-    struct ember_writer *w = malloc(sizeof(*w));
-    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
-    if (!err)
-        err = frame_stats(&t, root_name, &fs, &n);
-    if (!err && o->by_total)
-        n = rank_by_total(p, fs, n, &unresolved);
-    if (!err) {
-        qsort(fs, n, sizeof(*fs), o->by_total ? by_total : by_self);
-        size_t rows = o->top && o->top < n ? o->top : n;
-        while (rows > 0 &&
-               ember_report_percent(o->by_total ? fs[rows - 1].total : fs[rows - 1].self, t.total) <
-                   o->percent_limit)
-            rows--;
-        ember_writer_init(w, out);
-        const char *sep = o->format == EMBER_TABLE_TSV ? "\t" : ",";
-        if (o->format != EMBER_TABLE_TEXT) {
-            ember_writer_printf(w, "function%sself%sself_pct%stotal%stotal_pct\n", sep, sep, sep,
-                                sep);
-        } else {
-            char total[160];
-            ember_report_total_text(total, sizeof(total), p, t.total);
-            ember_writer_printf(w, "Showing %zu of %zu functions; total %s\n", rows, n, total);
-            ember_report_left_out(w, count_roots(p, root_name), unresolved);
-            ember_writer_printf(w, "%12s %7s %7s %12s %7s  %s\n", "self", "self%", "sum%", "total",
-                                "total%", "function");
-        }
-        top_rows(w, &t, fs, rows, o->format);
-        err = ember_writer_flush(w);
-    }
-    free(fs);
-    free(w);
-    tree_release(&t);
-    return err;
-}
-
 /* ---- tree --------------------------------------------------------------- */
 
 struct tree_walk {
-    const struct tree *t;
+    const struct ember_report_trie *t;
     const struct ember_report_opts *o;
     struct ember_writer *w;
     uint32_t *node, *next; /* the path being walked, and the next child of each */
@@ -314,7 +84,7 @@ static int tree_line(struct tree_walk *tw, uint32_t n, size_t depth)
  * heaviest child first: each node's children are sorted when entered. */
 static int tree_walk(struct tree_walk *tw)
 {
-    const struct tree *t = tw->t;
+    const struct ember_report_trie *t = tw->t;
     size_t sp = 0;
     int err = 0;
     tw->node[0] = EMBER_ROOT;
@@ -350,10 +120,10 @@ static int tree_walk(struct tree_walk *tw)
 static int report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
                        const struct ember_sink *out)
 {
-    struct tree t = {0};
+    struct ember_report_trie t = {0};
     struct tree_walk tw = {&t, o, malloc(sizeof(struct ember_writer)), NULL, NULL, NULL, NULL, 0,
                            0,  0};
-    int err = tw.w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    int err = tw.w ? ember_report_trie_build(&t, p, o->metric) : -ENOMEM;
     if (!err) {
         tw.node = malloc(ember_profile_node_count(p) * sizeof(*tw.node));
         tw.next = malloc(ember_profile_node_count(p) * sizeof(*tw.next));
@@ -366,6 +136,8 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
         if (o->format != EMBER_TABLE_TEXT)
             ember_writer_printf(tw.w, "stack%stotal%stotal_pct%sself%sself_pct\n", sep, sep, sep,
                                 sep);
+        else
+            ember_report_peaks(tw.w, p);
         err = tree_walk(&tw);
         if (!err && tw.hidden && o->format == EMBER_TABLE_TEXT) {
             char w[160];
@@ -384,7 +156,7 @@ static int report_tree(const struct ember_profile *p, const struct ember_report_
     free(tw.text);
     free(tw.text_len);
     free(tw.w);
-    tree_release(&t);
+    ember_report_trie_release(&t);
     return err;
 }
 
@@ -411,7 +183,8 @@ static uint32_t frame_named(const struct ember_profile *p, const char *name)
     return target;
 }
 
-static void sum_neighbours(struct neighbours *nb, const struct tree *t, uint32_t target)
+static void sum_neighbours(struct neighbours *nb, const struct ember_report_trie *t,
+                           uint32_t target)
 {
     const struct ember_profile *p = nb->p;
     struct frame_stat *fs = nb->fs;
@@ -435,7 +208,7 @@ static void sum_neighbours(struct neighbours *nb, const struct tree *t, uint32_t
             fs[k] = fs[f];
             fs[k++].frame = f;
         }
-    qsort(fs, k, sizeof(*fs), by_total);
+    qsort(fs, k, sizeof(*fs), ember_report_by_total);
     nb->k = k;
 }
 
@@ -495,10 +268,10 @@ static void write_neighbour_rows(struct ember_writer *w, const struct neighbours
 static int report_neighbours(const struct ember_profile *p, const struct ember_report_opts *o,
                              const char *name, bool callers, const struct ember_sink *out)
 {
-    struct tree t = {0};
+    struct ember_report_trie t = {0};
     struct neighbours nb = {p, o, callers, ember_profile_frame_count(p), NULL, 0, 0};
     struct ember_writer *w = malloc(sizeof(*w));
-    int err = w ? tree_build(&t, p, o->metric) : -ENOMEM;
+    int err = w ? ember_report_trie_build(&t, p, o->metric) : -ENOMEM;
     uint32_t target = err ? UINT32_MAX : frame_named(p, name);
     if (!err && target == UINT32_MAX)
         err = -ENOENT;
@@ -513,26 +286,11 @@ static int report_neighbours(const struct ember_profile *p, const struct ember_r
     }
     free(nb.fs);
     free(w);
-    tree_release(&t);
+    ember_report_trie_release(&t);
     return err;
 }
 
 /* ---- entry points: reports show names -------------------------------------- */
-
-int ember_report_top(const struct ember_profile *p, const struct ember_report_opts *o,
-                     const struct ember_sink *out)
-{
-    struct ember_profile *named;
-    bool *root_name = NULL;
-    int err = ember_profile_names(p, &named);
-    if (!err)
-        err = ember_report_root_names(p, named ? named : p, &root_name);
-    if (!err)
-        err = report_top(named ? named : p, root_name, o, out);
-    free(root_name);
-    ember_profile_free(named);
-    return err;
-}
 
 int ember_report_tree(const struct ember_profile *p, const struct ember_report_opts *o,
                       const struct ember_sink *out)

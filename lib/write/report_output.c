@@ -39,6 +39,27 @@ void ember_report_total_text(char *buf, size_t cap, const struct ember_profile *
     snprintf(buf, cap, "%s %s", num, type);
 }
 
+/* "peak heap 12.5 MiB at 1.234 s" for each counter over time: its
+ * highest point, the first time it was reached (ns from the recording's
+ * start, shown in seconds to the millisecond). */
+void ember_report_peaks(struct ember_writer *w, const struct ember_profile *p)
+{
+    for (unsigned k = 0; k < ember_profile_counter_count(p); k++) {
+        const uint64_t *times;
+        const int64_t *values;
+        size_t n = ember_profile_counter_points(p, k, &times, &values), top = 0;
+        if (!n)
+            continue;
+        for (size_t i = 1; i < n; i++)
+            top = values[i] > values[top] ? i : top;
+        char v[64];
+        if (!ember_unit_format(v, sizeof(v), (double)values[top], ember_profile_counter_unit(p, k)))
+            snprintf(v, sizeof(v), "%lld", (long long)values[top]);
+        ember_writer_printf(w, "peak %s %s at %.3f s\n", ember_profile_counter_name(p, k), v,
+                            (double)times[top] / 1e9);
+    }
+}
+
 /* A name as a CSV field (quoted when it must be) or a TSV one (tabs and
  * line breaks, which TSV cannot hold, become spaces). */
 void ember_report_put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n)

@@ -24,6 +24,9 @@ void ember_report_put_weight(struct ember_writer *w, const struct ember_profile 
                              int width);
 /* A total in a sentence: "75 ms of cpu", "2303 samples" (buf: cap bytes). */
 void ember_report_total_text(char *buf, size_t cap, const struct ember_profile *p, int64_t v);
+/* "peak heap 12.5 MiB at 1.234 s\n" for each counter over time: its
+ * highest point and when it was first reached. */
+void ember_report_peaks(struct ember_writer *w, const struct ember_profile *p);
 /* A name as a CSV field (quoted when it must be) or a TSV one. */
 void ember_report_put_field(struct ember_writer *w, enum ember_table fmt, const char *s, size_t n);
 /* Numbers of a CSV/TSV row: ",weight,percent". */

@@ -110,13 +110,19 @@ static void put_amount(struct svg *s, double value, const char *rounded)
     put_escaped(&s->w, s->word, false);
 }
 
-static const char *default_title(const struct ember_flame_opts *o)
+/* The title: --title, else what is drawn, and for a memory profile which
+ * of its values ("Memory Flame Graph: inuse_space"): a heap profile has
+ * several, and the graph of one looks like that of another. */
+static const char *default_title(const struct svg *s, char *buf, size_t cap)
 {
+    const struct ember_flame_opts *o = s->o;
+    const char *what = o->flamechart ? "Flame Chart" : o->inverted ? "Icicle Graph" : "Flame Graph";
     if (o->title && o->title[0])
         return o->title;
-    if (o->flamechart)
-        return "Flame Chart";
-    return o->inverted ? "Icicle Graph" : "Flame Graph";
+    if (!ember_flame_is_memory(s->p))
+        return what;
+    snprintf(buf, cap, "Memory %s: %s", what, ember_profile_sample_type(s->p));
+    return buf;
 }
 
 static void write_head(struct svg *s, const char *bg1, const char *bg2)
@@ -202,7 +208,9 @@ static void write_chrome(struct svg *s)
                         "<rect x=\"0.0\" y=\"0\" width=\"%.1f\" height=\"%.1f\" "
                         "fill=\"url(#background)\"  />\n",
                         (double)o->width, s->height);
-    text_el(s, "title", (int)(o->width / 2), o->font_size * 2, "", default_title(o), true);
+    char buf[EMBER_UNIT_MAX + 32];
+    text_el(s, "title", (int)(o->width / 2), o->font_size * 2, "",
+            default_title(s, buf, sizeof(buf)), true);
     if (o->subtitle && o->subtitle[0])
         text_el(s, "subtitle", (int)(o->width / 2), o->font_size * 4, "", o->subtitle, true);
     /* what --minwidth left out, until the pointer first shows a frame */
@@ -505,10 +513,13 @@ static int write_svg(struct svg *s, const struct ember_flame_layout *l,
     return ember_writer_flush(&s->w);
 }
 
-static int render(const struct ember_profile *p, const struct ember_flame_opts *o,
+static int render(const struct ember_profile *p, const struct ember_flame_opts *given,
                   const struct ember_sink *out, struct ember_diag *d)
 {
     const char *bg1, *bg2;
+    struct ember_flame_opts opts = *given, *o = &opts;
+    if (!o->colors) /* the palette follows what the profile measures */
+        o->colors = ember_flame_is_memory(p) ? "mem" : "hot";
     int bad = ember_flame_opts_check(o, d);
     if (bad)
         return bad;

@@ -76,6 +76,10 @@ size_t ember_svg_fixed(char *buf, double v, unsigned prec, double *printed);
 /* v as printf("%.15g", v) writes it (Perl's number format). */
 size_t ember_svg_g15(char *buf, double v);
 
+/* Whether p measures memory (a value in bytes): the "mem" palette and a
+ * title that says which value, unless the options say otherwise. */
+bool ember_flame_is_memory(const struct ember_profile *p);
+
 /* The background gradient for --bgcolors (NULL: from the palette). */
 int ember_flame_bg(const char *bgcolors, const char *colors, const char **c1, const char **c2);
 

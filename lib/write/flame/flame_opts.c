@@ -24,7 +24,7 @@ void ember_flame_opts_default(struct ember_flame_opts *o)
     o->font_type = "Verdana";
     o->min_width = 0.1;
     o->name_type = "Function:";
-    o->colors = "hot";
+    o->colors = NULL; /* from the profile: "mem" or "hot" */
     o->factor = 1;
 }
 
@@ -57,9 +57,27 @@ int ember_flame_bg(const char *bgcolors, const char *colors, const char **c1, co
     return 0;
 }
 
-int ember_flame_opts_check(const struct ember_flame_opts *o, struct ember_diag *d)
+/* A memory profile: one of its values is in bytes (a heap profile's
+ * alloc_space, memtrace's bytes). Its other values (alloc_objects,
+ * samples) count the same allocations: whichever is drawn, the graph shows
+ * where memory is allocated, so the palette and the title say so. A
+ * differential profile keeps its red and blue on flamegraph.pl's yellow. */
+bool ember_flame_is_memory(const struct ember_profile *p)
+{
+    if (ember_profile_is_differential(p))
+        return false;
+    for (unsigned v = 0; v < ember_profile_values(p); v++)
+        if (strcmp(ember_profile_value_unit(p, v), "bytes") == 0)
+            return true;
+    return false;
+}
+
+int ember_flame_opts_check(const struct ember_flame_opts *given, struct ember_diag *d)
 {
     const char *bg1, *bg2;
+    struct ember_flame_opts opts = *given, *o = &opts;
+    if (!o->colors) /* chosen when the profile is known: either draws */
+        o->colors = "hot";
     if (!ember_palette_known(o->colors))
         return ember_diag_set(d, -EINVAL, NULL, 0,
                               "unknown palette '%s' (expected hot, mem, io, wakeup, chain, java, "
