@@ -10,8 +10,9 @@
 # recorder's own processes included: bench/measure's wait4), the fastest of
 # REPEAT runs; its ratio to the workload alone; the allocations the
 # recording counts (sampled: its estimate); and the recording's size per
-# million of them (heaptrack's .zst, ember's .heap). The ember rows print
-# n/a where this ember has no `record --heap`.
+# million of them (heaptrack's .zst, ember's .heap). The first rows, on
+# /bin/true, are each recorder's fixed cost. The ember rows print n/a where
+# this ember has no `record --heap`.
 #
 # usage: bench/run_heap.sh [BUILD_DIR]   (default build-rel, built Release;
 #        EMBER=PROGRAM uses that ember and builds nothing)
@@ -70,7 +71,8 @@ row() {
         size=$(awk -v b="$(wc -c <"$5")" -v n="$4" 'BEGIN { printf "%.2f", b / 1e6 / (n / 1e6) }')
     fi
     ratio=n/a
-    [ "$3" != n/a ] && ratio=$(awk -v c="$3" -v b="$base" 'BEGIN { printf "%.1fx", c / b }')
+    [ "$3" != n/a ] && ratio=$(awk -v c="$3" -v b="$base" \
+        'BEGIN { if (b > 0) printf "%.1fx", c / b; else print "n/a" }')
     printf '%-8s %-42s %7s %7s %12s %12s\n' "$1" "$2" "$3" "$ratio" "$4" "$size"
 }
 
@@ -110,6 +112,7 @@ echo "$(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg); CPU seconds (user+sys,
 [ "$EMBER_HEAP" = yes ] || echo "$EMBER has no record --heap: its rows are n/a"
 printf '%-8s %-42s %7s %7s %12s %12s\n' workload recorder "CPU s" ratio allocations \
     "MB/M allocs"
+workload true /bin/true # each recorder's fixed cost
 workload loop "$tmp/heap_loop" "$LOOP_N"
 PYTHONMALLOC=malloc
 export PYTHONMALLOC
