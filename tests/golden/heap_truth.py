@@ -41,8 +41,8 @@ import golden
 
 SKIP = 77
 SAMPLE_BYTES = 512  # sites above 5% of bytes get ~2,000 samples: 10% is > 4 sigma
-HEAPTRACK_COSTS = {"allocations": "allocations", "temporary": "temporary", "leaked": "leaked",
-                   "peak": "peak"}
+# heaptrack_print's --flamegraph-cost-type, each named as the truth's key
+HEAPTRACK_COSTS = ("allocations", "temporary", "leaked", "peak")
 # ember's values -> the truth's keys; inuse_* are taken at exit: the leak
 EMBER_VALUES = {"alloc_objects": "allocations", "alloc_space": "bytes", "peak": "peak",
                 "leaked": "leaked", "inuse_space": "leaked", "inuse_objects": "leaked_count",
@@ -69,6 +69,8 @@ def site_of(stack, sites):
 
 
 def artefact_of(stack, where):
+    """The known artefact a stack of no site is, where it may appear; fails
+    on any other."""
     for name, (frame, programs) in ARTEFACTS.items():
         if any(base_name(f) == frame for f in stack.split(";")) and where & set(programs):
             return name
@@ -103,9 +105,9 @@ def load_truth(prog, args):
     return truth
 
 
-def compare(label, key, got, truth, sites=None):
+def compare(label, key, got, truth):
     """Fails unless got[site] == the truth's KEY for every site."""
-    for site in sites or truth["sites"]:
+    for site in truth["sites"]:
         want = truth["sites"][site][key]
         if got.get(site, 0) != want:
             golden.fail("%s: %s of %s is %s, the truth %s" % (label, key, site, got.get(site, 0),
@@ -169,7 +171,7 @@ def check_heaptrack(prog, args, where, work):
     for cost in HEAPTRACK_COSTS:
         folded, sizes = heaptrack_print(data, cost, work)
         values[cost], artefacts[cost] = split_sites(folded, truth, where | {"heaptrack"})
-        compare(label, HEAPTRACK_COSTS[cost], values[cost], truth)
+        compare(label, cost, values[cost], truth)
     # an artefact is held at the peak whole: its block size is peak / count
     pool = artefacts["allocations"].get("libstdc++ emergency exception pool")
     if pool != 1:
