@@ -20,11 +20,12 @@
 # PYTHON must be a dynamically linked python, not a wrapper script (pyenv's
 # shims are bash scripts: a preloaded recorder sees bash, not Python).
 #
-# Measured here (2 CPUs shared with other work, REPEAT=3, heaptrack 1.4.0,
-# Debian's Python 3.11.2), before ember record --heap existed:
-#   C loop, 5,000,001 allocations: alone 0.057 s, heaptrack 2.58 s (45x),
-#   3.9 MB per million allocations;
-#   CPython, 2,058,553 allocations: alone 0.24 s, heaptrack 1.86 s (7.8x),
+# Measured here (2 CPUs shared with other work, load 5, REPEAT=5, heaptrack
+# 1.4.0, Debian's Python 3.11.2), before ember record --heap was merged:
+#   fixed cost (/bin/true): heaptrack 0.185 s;
+#   C loop, 5,000,001 allocations: alone 0.054 s, heaptrack 2.358 s (43.7x),
+#   4.03 MB per million allocations;
+#   CPython, 2,058,576 allocations: alone 0.236 s, heaptrack 1.888 s (8.0x),
 #   0.10 MB per million allocations.
 set -eu
 cd "$(dirname "$0")/.."
@@ -77,8 +78,10 @@ row() {
 }
 
 # ember_allocations FILE: the allocations an ember heap recording counts
+# (0 where it has none: collapse says "no samples")
 ember_allocations() {
-    "$EMBER" collapse --event alloc_objects "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'
+    "$EMBER" collapse --event alloc_objects "$1" 2>/dev/null |
+        awk '{ s += $NF } END { printf "%.0f\n", s }'
 }
 
 # workload NAME COMMAND...: the four rows of one workload
