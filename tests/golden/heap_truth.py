@@ -23,7 +23,8 @@ usage: heap_truth.py CC CXX SOURCE_DIR WORKDIR   (CXX may be "", SOURCE_DIR
 Allocations that belong to no site are named, checked and set aside:
 libstdc++'s emergency exception pool (72,704 B, allocated as it loads from
 _dl_init; in a C program only heaptrack has it, its preload library being
-C++), and glibc's dtv of each new thread stack (allocate_dtv, under
+C++; heaptrack frees it at exit, calling __gnu_cxx::__freeres from its
+atexit handler, so it is not leaked there as it is under ember), and glibc's dtv of each new thread stack (allocate_dtv, under
 pthread_create, kept with the stack cache: leaked). Anything else fails.
 
 HEAP_TRUTH_EDIT='{"SITE": {"KEY": N}}' replaces numbers of the truth, to
