@@ -24,11 +24,12 @@ Allocations that belong to no site are named, checked and set aside:
 libstdc++'s emergency exception pool (72,704 B, allocated as it loads from
 _dl_init; in a C program only heaptrack has it, its preload library being
 C++; heaptrack frees it at exit, calling __gnu_cxx::__freeres from its
-atexit handler, so it is not leaked there as it is under ember), and glibc's dtv of each new thread stack (allocate_dtv, under
-pthread_create, kept with the stack cache: leaked). Anything else fails.
+atexit handler, so it is not leaked there as it is under ember), and
+glibc's dtv of each new thread stack (allocate_dtv, under pthread_create,
+kept with the stack cache: leaked). Anything else fails.
 
 HEAP_TRUTH_EDIT='{"SITE": {"KEY": N}}' replaces numbers of the truth, to
-see each comparison fail (the report of issue 19 says how it was done).
+see each comparison fail.
 Skips (exit 77) when neither heaptrack nor `ember record --heap` is here.
 """
 import json
