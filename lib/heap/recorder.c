@@ -28,6 +28,7 @@ __thread struct heap_tls heap_tls HEAP_TLS;
 struct heap_global heap_g = {.fd = -1, .chunk_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key; /* its destructor unmaps an ending thread's chunk */
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -178,10 +179,21 @@ static void after_fork_child(void)
     heap_tls.busy = false;
 }
 
+/* A thread ends: its chunk's mapping goes (what it wrote stays in the
+ * file). A record it makes after this claims a new chunk. */
+static void thread_ends(void *arg)
+{
+    struct heap_thread *t = arg;
+    if (t->chunk)
+        munmap(t->chunk, heap_g.chunk_size);
+    t->chunk = NULL;
+}
+
 static void init(void)
 {
     heap_tls.busy = true;
-    bool on = read_env() && heap_self_range() && start_file();
+    bool on = read_env() && heap_self_range() &&
+              pthread_key_create(&thread_key, thread_ends) == 0 && start_file();
     if (on)
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atomic_store_explicit(&heap_g.state, on ? HEAP_ON : HEAP_OFF, memory_order_release);
@@ -209,6 +221,7 @@ static void start_thread(struct heap_thread *t)
     t->gen = heap_g.gen;
     t->stream = __atomic_fetch_add(&heap_g.h->streams, 1, __ATOMIC_RELAXED);
     t->tid = (uint32_t)syscall(SYS_gettid);
+    pthread_setspecific(thread_key, t);
     heap_sample_start(t);
 }
 
