@@ -102,6 +102,37 @@ bool heap_live_add(uintptr_t p);
 /* Whether p is a live sampled block (then no longer): its free is recorded. */
 bool heap_live_take(uintptr_t p);
 void heap_live_reset(void);
+
+/* The live set's filter: a count of live sampled blocks per hash of their
+ * address; zero means p is not in the set. Small enough to stay in cache,
+ * as every free reads it. */
+enum { HEAP_FILTER_BITS = 15 };
+extern _Atomic uint32_t heap_live_filter[1u << HEAP_FILTER_BITS];
+static inline uint32_t heap_filter_index(uintptr_t p)
+{
+    return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64 - HEAP_FILTER_BITS));
+}
+
+/* Sampled mode's fast paths, without the flag or a syscall: an allocation
+ * that only moves the thread's countdown, a free of a block that was not
+ * sampled. heap_g.gen is 0 until a file is started, and a thread's gen is
+ * its file's. */
+static inline bool heap_sample_skip(size_t size)
+{
+    struct heap_thread *t = &heap_tls.t;
+    if (!(heap_g.flags & EMBER_HEAP_SAMPLED) || t->gen != heap_g.gen || !t->gen ||
+        t->countdown <= (int64_t)size || heap_tls.busy)
+        return false;
+    t->countdown -= (int64_t)size;
+    return true;
+}
+
+static inline bool heap_free_skip(const void *p)
+{
+    return (heap_g.flags & EMBER_HEAP_SAMPLED) &&
+           atomic_load_explicit(&heap_live_filter[heap_filter_index((uintptr_t)p)],
+                                memory_order_relaxed) == 0;
+}
 void heap_live_lock(void);
 void heap_live_unlock(void);
 

@@ -30,6 +30,8 @@ extern void *__libc_pvalloc(size_t);
 /* An allocation that returned p (non-NULL): recorded when chosen. */
 static void on_alloc(void *p, size_t size)
 {
+    if (heap_sample_skip(size))
+        return;
     struct heap_thread *t = heap_enter();
     if (!t)
         return;
@@ -49,6 +51,8 @@ static bool recorded(void *p)
 
 static void on_free(void *p)
 {
+    if (heap_free_skip(p))
+        return;
     struct heap_thread *t = heap_enter();
     if (!t)
         return;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-enum { FILTER_BITS = 20, SHARDS = 64, SHARD_MIN = 1024 };
+enum { SHARDS = 64, SHARD_MIN = 1024 };
 
 /* An open-addressed set of addresses: 0 empty, 1 removed. */
 struct shard {
@@ -27,7 +27,7 @@ struct shard {
     size_t cap, used; /* used: live and removed slots */
 };
 
-static _Atomic uint32_t filter[1u << FILTER_BITS] __attribute__((aligned(4096)));
+_Atomic uint32_t heap_live_filter[1u << HEAP_FILTER_BITS] __attribute__((aligned(4096)));
 static struct shard shards[SHARDS];
 
 static uint64_t mix(uint64_t x)
@@ -136,7 +136,7 @@ static struct shard *shard_of(uintptr_t p)
 
 static _Atomic uint32_t *filter_of(uintptr_t p)
 {
-    return &filter[mix(p ^ 0x5bd1e995) & ((1u << FILTER_BITS) - 1)];
+    return &heap_live_filter[heap_filter_index(p)];
 }
 
 bool heap_live_add(uintptr_t p)
@@ -197,5 +197,5 @@ void heap_live_reset(void)
         shards[i].slot = NULL;
         shards[i].cap = shards[i].used = 0;
     }
-    madvise(filter, sizeof(filter), MADV_DONTNEED); /* zero pages again */
+    madvise(heap_live_filter, sizeof(heap_live_filter), MADV_DONTNEED); /* zero pages again */
 }

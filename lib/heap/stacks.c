@@ -160,32 +160,37 @@ static int capture(struct heap_thread *t, uintptr_t *pc)
     uintptr_t raw[EMBER_HEAP_MAX_FRAMES + EXTRA];
     int n = (heap_g.flags & EMBER_HEAP_FP) ? walk_fp(t, raw, EMBER_HEAP_MAX_FRAMES + EXTRA)
                                            : walk_cfi(raw, EMBER_HEAP_MAX_FRAMES + EXTRA);
-    int first = 0, last = -1;
-    for (int i = 0; i < n; i++)
+    int first = 0;
+    for (int i = 0; i < n && i < EXTRA; i++)
         if (is_self(raw[i]))
-            last = i;
-    first = last + 1; /* everything up to the last frame of ours */
+            first = i + 1; /* everything up to the last frame of ours */
     int k = 0;
     for (int i = first; i < n && k < EMBER_HEAP_MAX_FRAMES; i++)
-        if (!is_self(raw[i]))
-            pc[k++] = raw[i];
+        pc[k++] = raw[i];
     return k;
 }
 
+/* The frames' products are independent of each other (no chain of
+ * multiplications through the loop: this runs on every allocation), then
+ * mixed once. */
 static uint64_t hash_stack(const uintptr_t *pc, int n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    for (int i = 0; i < n; i++) {
-        h ^= pc[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    return h;
+    uint64_t h = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h += (pc[i] ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
 static bool same(const struct heap_stack *s, uint64_t hash, const uintptr_t *pc, int n)
 {
-    return s->hash == hash && s->n == (uint32_t)n && memcmp(s->pc, pc, n * sizeof(*pc)) == 0;
+    if (s->hash != hash || s->n != (uint32_t)n)
+        return false;
+    for (int i = 0; i < n; i++) /* short: a loop beats a call to memcmp */
+        if (s->pc[i] != pc[i])
+            return false;
+    return true;
 }
 
 static struct heap_stack *find(uint64_t hash, const uintptr_t *pc, int n)
