@@ -24,6 +24,7 @@ there is no C compiler.
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -226,6 +227,46 @@ def test_sampled(work, hs):
           (sizes(again[0]), scaled(again[0], 16384)) == (sizes(p), est), True)
 
 
+def start_waiting(work, name, hs):
+    """ember record --heap of `heap_sites wait`, once it has allocated."""
+    out = os.path.join(work, name + ".heap")
+    r = subprocess.Popen([EMBER, "record", "--heap", "-o", out, "--", hs, "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(f"{name}: the command started", r.stdout.readline(), "ready\n")
+    return r, out
+
+
+def test_stop(work, hs):
+    r, out = start_waiting(work, "ctrl-c", hs)
+    r.send_signal(signal.SIGINT)
+    _, err = r.communicate(timeout=30)
+    check("Ctrl-C: the command's status (SIGTERM)", r.returncode, 128 + signal.SIGTERM)
+    procs = heapfile.read_paths([out]) if os.path.exists(out) else []
+    check("Ctrl-C: still written", [by_site(p, SITES) for p in procs],
+          [{"site_a": [10 + BREAK, 640, 10, 640]}])
+    # kill -9: the private directory stays until the next run sweeps it
+    r, out = start_waiting(work, "kill-9", hs)
+    tmp = os.environ["TMPDIR"]
+    dirs = [d for d in os.listdir(tmp) if d.startswith("ember-run.")]
+    pids = [int(f.split(".")[1]) for d in dirs for f in os.listdir(os.path.join(tmp, d))]
+    r.kill()
+    r.wait()
+    for pid in pids:  # the command, orphaned
+        os.kill(pid, signal.SIGKILL)
+    check("kill -9: its directory left", len(dirs), 1)
+    check("kill -9: no output", os.path.exists(out), False)
+    record(work, "after-kill", [hs, "three"])  # sweeps it
+
+
+def test_sampled_threads(work, hs):
+    rc, err, procs = record(work, "sampled-threads", [hs, "threads"], ["--sample-bytes", "512"])
+    _, total = heapfile.replay(procs[0])
+    live = by_site(procs[0], ("thread_main",))["thread_main"]
+    print(f"     {live[0]} of 4000 blocks sampled, {live[2]} live at the end")
+    check("sampled threads: every free is of a sampled block", total["unknown_frees"], 0)
+    check("sampled threads: the blocks still live are among the 28", live[2] <= 28, True)
+
+
 def main():
     src, work = sys.argv[1], sys.argv[2]
     shutil.rmtree(work, ignore_errors=True)
@@ -243,6 +284,8 @@ def main():
     test_static(work, src)
     test_cxx(work, hn)
     test_sampled(work, hs)
+    test_sampled_threads(work, hs)
+    test_stop(work, hs)
     check("nothing left in TMPDIR", os.listdir(tmp), [])
     if failures:
         print(f"{len(failures)} checks failed")

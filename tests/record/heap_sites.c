@@ -181,6 +181,17 @@ static int sampled(void)
     return 0;
 }
 
+/* 10 x 64 B, "ready" on stdout, then waits to be stopped */
+static int wait_stop(void)
+{
+    for (int i = 0; i < 10; i++)
+        (void)site_a(64);
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -198,6 +209,9 @@ int main(int argc, char **argv)
         return killed();
     if (strcmp(mode, "sampled") == 0)
         return sampled();
-    fprintf(stderr, "usage: heap_sites three|sites|aligned|threads|fork|forkexec|kill|sampled\n");
+    if (strcmp(mode, "wait") == 0)
+        return wait_stop();
+    fprintf(stderr,
+            "usage: heap_sites three|sites|aligned|threads|fork|forkexec|kill|sampled|wait\n");
     return 2;
 }
