@@ -327,19 +327,22 @@ static void peak_of(const struct ember_profile *p, char *out, size_t cap)
     }
 }
 
+/* What was recorded, from the profile when it was read back (else the
+ * archive's counts of allocations and frees), and what was written. */
 static void summary(const struct ember_heap_archive_stats *st, const struct ember_profile *p,
                     const char *out)
 {
-    char what[256] = "";
+    char what[256];
     if (p) {
         char peak[96];
         peak_of(p, peak, sizeof(peak));
-        snprintf(what, sizeof(what), "%lld allocations, %lld B%s, ",
+        snprintf(what, sizeof(what), "%lld allocations of %lld B%s",
                  (long long)total_of(p, "alloc_objects"), (long long)total_of(p, "alloc_space"),
                  peak);
+    } else {
+        snprintf(what, sizeof(what), "%llu allocations and frees", (unsigned long long)st->events);
     }
-    fprintf(stderr, "%s: %s%llu allocations and frees recorded in %u process%s, wrote %s\n",
-            cli_command_name(), what, (unsigned long long)st->events, st->processes,
+    fprintf(stderr, "%s: %s in %u process%s, wrote %s\n", cli_command_name(), what, st->processes,
             st->processes == 1 ? "" : "es", out);
 }
 
