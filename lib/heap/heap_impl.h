@@ -15,6 +15,8 @@
 
 #include "wire/heap_format.h"
 
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -82,17 +84,35 @@ void heap_commit(struct heap_thread *t, uint8_t *end);
 uint8_t *heap_put(uint8_t *p, uint64_t v); /* a varint */
 /* The next sequence number (the one atomic add per event). */
 uint64_t heap_seq(void);
-void heap_write_alloc(struct heap_thread *t, uint64_t seq, void *p, size_t size);
+/* An allocation, its stack as heap_capture gave it. */
+void heap_write_alloc(struct heap_thread *t, uint64_t seq, void *p, size_t size,
+                      const uintptr_t *raw, int n);
 void heap_write_free(struct heap_thread *t, uint64_t seq, void *p);
 void heap_write_end(int how);
 
-/* stacks.c: the stack of the allocating call, deduplicated; its id (0 when
- * it could not be written) */
-uint32_t heap_stack_id(struct heap_thread *t);
+/* stacks.c: the stack of the allocating call (raw: heap_capture's, n
+ * frames), the recorder's frames cut, deduplicated; its id (0 when it
+ * could not be written) */
+uint32_t heap_stack_id(struct heap_thread *t, const uintptr_t *raw, int n);
 void heap_stacks_reset(void); /* a fork's child: nothing written yet */
 void heap_stacks_lock(void);
 void heap_stacks_unlock(void);
-bool heap_self_range(void); /* sets heap_g.self_lo/hi */
+bool heap_stacks_init(void); /* libunwind's caches, heap_g.self_lo/hi */
+
+/* The recorder's own frames a stack may start with, at most. */
+enum { HEAP_EXTRA_FRAMES = 16, HEAP_RAW_FRAMES = EMBER_HEAP_MAX_FRAMES + HEAP_EXTRA_FRAMES };
+int heap_walk_fp(struct heap_thread *t, uintptr_t *raw);
+
+/* The stack, HEAP_RAW_FRAMES at most into raw: how many. Inline, so that
+ * it runs in the interposed function's own frame: libunwind has the
+ * fewest frames of ours to unwind (each costs as much as a program's). */
+__attribute__((always_inline)) static inline int heap_capture(struct heap_thread *t, uintptr_t *raw)
+{
+    if (heap_g.flags & EMBER_HEAP_FP)
+        return heap_walk_fp(t, raw);
+    int n = unw_backtrace((void **)raw, HEAP_RAW_FRAMES);
+    return n > 0 ? n : 0;
+}
 
 /* sample.c: sampled mode's choice and its set of live sampled blocks */
 void heap_sample_start(struct heap_thread *t);

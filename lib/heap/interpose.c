@@ -27,8 +27,19 @@ extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
+#define INLINE_ __attribute__((always_inline)) static inline
+
+/* Records the allocation of p (size bytes): its stack is taken here, in
+ * the interposed function's frame (heap_capture). */
+INLINE_ void write_alloc(struct heap_thread *t, void *p, size_t size)
+{
+    uintptr_t raw[HEAP_RAW_FRAMES];
+    int n = heap_capture(t, raw);
+    heap_write_alloc(t, heap_seq(), p, size, raw, n);
+}
+
 /* An allocation that returned p (non-NULL): recorded when chosen. */
-static void on_alloc(void *p, size_t size)
+INLINE_ void on_alloc(void *p, size_t size)
 {
     if (heap_sample_skip(size))
         return;
@@ -38,7 +49,7 @@ static void on_alloc(void *p, size_t size)
     int saved = errno;
     if (heap_sample_take(t, size) &&
         (!(heap_g.flags & EMBER_HEAP_SAMPLED) || heap_live_add((uintptr_t)p)))
-        heap_write_alloc(t, heap_seq(), p, size);
+        write_alloc(t, p, size);
     errno = saved;
     heap_leave();
 }
@@ -100,7 +111,7 @@ static uint64_t realloc_begin(void *old)
 
 /* After realloc(old, size) returned p: the free (if it was taken), then
  * the new block; a failure puts a sampled block back in the live set. */
-static void realloc_end(void *old, uint64_t seq, void *p, size_t size)
+INLINE_ void realloc_end(void *old, uint64_t seq, void *p, size_t size)
 {
     struct heap_thread *t = heap_enter();
     if (!t)
@@ -112,7 +123,7 @@ static void realloc_end(void *old, uint64_t seq, void *p, size_t size)
         heap_write_free(t, seq, old);
     if (p && heap_sample_take(t, size) &&
         (!(heap_g.flags & EMBER_HEAP_SAMPLED) || heap_live_add((uintptr_t)p)))
-        heap_write_alloc(t, heap_seq(), p, size);
+        write_alloc(t, p, size);
     heap_leave();
 }
 

@@ -192,7 +192,7 @@ static void thread_ends(void *arg)
 static void init(void)
 {
     heap_tls.busy = true;
-    bool on = read_env() && heap_self_range() &&
+    bool on = read_env() && heap_stacks_init() &&
               pthread_key_create(&thread_key, thread_ends) == 0 && start_file();
     if (on)
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
@@ -326,9 +326,10 @@ static uint8_t *put_head(struct heap_thread *t, uint8_t *p, int tag, uint64_t se
     return p;
 }
 
-void heap_write_alloc(struct heap_thread *t, uint64_t seq, void *ptr, size_t size)
+void heap_write_alloc(struct heap_thread *t, uint64_t seq, void *ptr, size_t size,
+                      const uintptr_t *raw, int n)
 {
-    uint32_t id = heap_stack_id(t);
+    uint32_t id = heap_stack_id(t, raw, n);
     uint8_t *p = heap_reserve(t, HEAP_RECORD_MAX);
     if (!p)
         return;

@@ -20,9 +20,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 struct heap_stack {
     struct heap_stack *next; /* in its table bucket */
     uint64_t hash;
@@ -46,7 +43,6 @@ static struct {
     size_t arena_left;
     struct range mods[MODULES_MAX];
     size_t nmods;
-    bool unwind_ready;
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void heap_stacks_lock(void)
@@ -95,9 +91,12 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-bool heap_self_range(void)
+bool heap_stacks_init(void)
 {
-    return dl_iterate_phdr(find_self, (void *)(uintptr_t)heap_self_range) == 1;
+    /* per-thread caches: no lock in libunwind on the way */
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    unw_set_cache_size(unw_local_addr_space, 1024, 0);
+    return dl_iterate_phdr(find_self, (void *)(uintptr_t)heap_stacks_init) == 1;
 }
 
 static bool is_self(uintptr_t pc)
@@ -122,14 +121,14 @@ static void stack_bounds(struct heap_thread *t)
 
 /* Frame pointers: each frame is {caller's frame, return address}, frames
  * only go up the stack. */
-static int walk_fp(struct heap_thread *t, uintptr_t *pc, int max)
+int heap_walk_fp(struct heap_thread *t, uintptr_t *pc)
 {
     if (!t->stack_hi)
         stack_bounds(t);
     const uintptr_t *fp = __builtin_frame_address(0);
     int n = 0;
-    while (n < max && (uintptr_t)fp >= t->stack_lo && (uintptr_t)fp + 16 <= t->stack_hi &&
-           !((uintptr_t)fp & 7)) {
+    while (n < HEAP_RAW_FRAMES && (uintptr_t)fp >= t->stack_lo &&
+           (uintptr_t)fp + 16 <= t->stack_hi && !((uintptr_t)fp & 7)) {
         uintptr_t ret = fp[1];
         if (!ret)
             break;
@@ -140,34 +139,6 @@ static int walk_fp(struct heap_thread *t, uintptr_t *pc, int max)
         fp = up;
     }
     return n;
-}
-
-static int walk_cfi(uintptr_t *pc, int max)
-{
-    if (!S.unwind_ready) { /* per-thread caches: no lock in libunwind */
-        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-        S.unwind_ready = true;
-    }
-    int n = unw_backtrace((void **)pc, max);
-    return n > 0 ? n : 0;
-}
-
-/* The stack of the allocating call into pc: its length, the recorder's
- * frames (and libunwind's above them) cut. */
-static int capture(struct heap_thread *t, uintptr_t *pc)
-{
-    enum { EXTRA = 16 }; /* the recorder's own frames */
-    uintptr_t raw[EMBER_HEAP_MAX_FRAMES + EXTRA];
-    int n = (heap_g.flags & EMBER_HEAP_FP) ? walk_fp(t, raw, EMBER_HEAP_MAX_FRAMES + EXTRA)
-                                           : walk_cfi(raw, EMBER_HEAP_MAX_FRAMES + EXTRA);
-    int first = 0;
-    for (int i = 0; i < n && i < EXTRA; i++)
-        if (is_self(raw[i]))
-            first = i + 1; /* everything up to the last frame of ours */
-    int k = 0;
-    for (int i = first; i < n && k < EMBER_HEAP_MAX_FRAMES; i++)
-        pc[k++] = raw[i];
-    return k;
 }
 
 /* The frames' products are independent of each other (no chain of
@@ -376,10 +347,16 @@ static const struct heap_stack *intern(struct heap_thread *t, uint64_t hash, con
     return s;
 }
 
-uint32_t heap_stack_id(struct heap_thread *t)
+uint32_t heap_stack_id(struct heap_thread *t, const uintptr_t *raw, int n)
 {
-    uintptr_t pc[EMBER_HEAP_MAX_FRAMES];
-    int n = capture(t, pc);
+    int first = 0;
+    for (int i = 0; i < n && i < HEAP_EXTRA_FRAMES; i++)
+        if (is_self(raw[i]))
+            first = i + 1; /* everything up to the last frame of ours (libunwind's above it) */
+    const uintptr_t *pc = raw + first;
+    n -= first;
+    if (n > EMBER_HEAP_MAX_FRAMES)
+        n = EMBER_HEAP_MAX_FRAMES;
     uint64_t hash = hash_stack(pc, n);
     const struct heap_stack **slot = &t->cache[hash & (HEAP_CACHE_SLOTS - 1)];
     if (*slot && same(*slot, hash, pc, n))
