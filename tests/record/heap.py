@@ -140,6 +140,16 @@ def test_threads(work, hs):
           [4000 + BREAK, 192000, 28, 1344])
 
 
+def test_short_threads(work, hs):
+    rc, err, procs = record(work, "short-threads", [hs, "short-threads"])
+    check("short threads: a stream each", procs[0].streams, 201)
+    check("short threads: their blocks", by_site(procs[0], ("short_main",)).get("short_main"),
+          [200 + BREAK, 20000, 0, 0])
+    st = os.stat(os.path.join(work, "short-threads.heap"))
+    print(f"     {st.st_size} B long, {st.st_blocks * 512} B on disk")
+    check("short threads: the archive keeps the chunks' holes", st.st_blocks * 512 < 8 << 20, True)
+
+
 def test_fork(work, hs):
     rc, err, procs = record(work, "fork", [hs, "fork"])
     check("fork: processes", len(procs), 2)
@@ -295,6 +305,7 @@ def main():
     test_sites(work, hs)
     test_aligned(work, hs)
     test_threads(work, hs)
+    test_short_threads(work, hs)
     test_fork(work, hs)
     test_kill(work, hs)
     test_static(work, src)

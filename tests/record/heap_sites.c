@@ -137,6 +137,23 @@ static int threads(void)
     return 0;
 }
 
+/* 200 threads one after another, each allocating and freeing 100 B */
+SITE static void *short_main(void *arg)
+{
+    free(site_a(100));
+    return arg;
+}
+
+static int short_threads(void)
+{
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, short_main, NULL);
+        pthread_join(t, NULL);
+    }
+    return 0;
+}
+
 /* The parent: 3 x 300 B (site_a), one before the fork; the child: 7 x 70 B
  * (site_b: calloc(n, 10)) and frees one parent block (a free its own
  * file has no allocation for). */
@@ -203,6 +220,8 @@ int main(int argc, char **argv)
         return aligned();
     if (strcmp(mode, "threads") == 0)
         return threads();
+    if (strcmp(mode, "short-threads") == 0)
+        return short_threads();
     if (strcmp(mode, "fork") == 0 || strcmp(mode, "forkexec") == 0)
         return forks(argv[0], strcmp(mode, "forkexec") == 0);
     if (strcmp(mode, "kill") == 0)
@@ -211,7 +230,7 @@ int main(int argc, char **argv)
         return sampled();
     if (strcmp(mode, "wait") == 0)
         return wait_stop();
-    fprintf(stderr,
-            "usage: heap_sites three|sites|aligned|threads|fork|forkexec|kill|sampled|wait\n");
+    fprintf(stderr, "usage: heap_sites "
+                    "three|sites|aligned|threads|short-threads|fork|forkexec|kill|sampled|wait\n");
     return 2;
 }
