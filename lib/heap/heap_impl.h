@@ -58,9 +58,11 @@ struct heap_tls {
 extern __thread struct heap_tls heap_tls HEAP_TLS;
 
 struct heap_global {
-    _Atomic int state; /* enum heap_state */
-    unsigned gen;      /* counts starts (the first, then one per fork's child) */
-    int fd;
+    _Atomic int state;           /* enum heap_state */
+    unsigned gen;                /* counts starts (the first, then one per fork's child) */
+    int fd;                      /* the file's, checked against dev/ino before use */
+    unsigned long long dev, ino; /* the file's identity */
+    char path[4096 + 64];        /* its name, to open it again */
     struct ember_heap_header *h;
     uint32_t chunk_size, flags;
     uint64_t sample_bytes, seed;

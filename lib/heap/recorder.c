@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +66,7 @@ static char *put_decimal(char *p, uint64_t v)
  * pid gets the next. */
 static int create_file(void)
 {
-    char path[sizeof(heap_g.dir) + 64];
+    char *path = heap_g.path;
     size_t n = strlen(heap_g.dir);
     memcpy(path, heap_g.dir, n);
     memcpy(path + n, "/heap.", 6);
@@ -80,12 +81,49 @@ static int create_file(void)
     return -1;
 }
 
+/* fd moved above the numbers a program uses (and expects free: some
+ * close or dup2 onto the low ones). */
+static int high_fd(int fd)
+{
+    if (fd < 0)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+/* Our file's descriptor, checked before it grows: a program that closed it
+ * (closing every descriptor it did not open is common) may have another
+ * file under that number, which is never touched; ours is opened again
+ * by its name. -1 when it is gone. */
+static int file_fd(void)
+{
+    struct stat st;
+    if (fstat(heap_g.fd, &st) == 0 && st.st_dev == heap_g.dev && st.st_ino == heap_g.ino)
+        return heap_g.fd;
+    int fd = high_fd(open(heap_g.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != heap_g.dev || st.st_ino != heap_g.ino)) {
+        close(fd);
+        fd = -1;
+    }
+    heap_g.fd = fd; /* the old number is the program's now */
+    return fd;
+}
+
 /* A new file with its header, magic last; false when it cannot be made. */
 static bool start_file(void)
 {
-    int fd = create_file();
-    if (fd < 0)
+    int fd = high_fd(create_file());
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
         return false;
+    }
+    heap_g.dev = st.st_dev;
+    heap_g.ino = st.st_ino;
     void *m = MAP_FAILED;
     if (ftruncate(fd, EMBER_HEAP_HEADER_SIZE) == 0)
         m = mmap(NULL, EMBER_HEAP_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -171,7 +209,8 @@ static void after_fork_child(void)
         munmap(t->chunk, heap_g.chunk_size);
     t->chunk = NULL;
     munmap(heap_g.h, EMBER_HEAP_HEADER_SIZE);
-    close(heap_g.fd);
+    if (file_fd() >= 0) /* the parent's: not a number the child's program owns */
+        close(heap_g.fd);
     heap_g.h = NULL;
     heap_g.fd = -1;
     bool ok = start_file();
@@ -257,12 +296,13 @@ static bool claim_chunk(struct heap_thread *t)
     pthread_mutex_lock(&heap_g.chunk_lock);
     uint32_t k = __atomic_load_n(&heap_g.h->chunks, __ATOMIC_RELAXED);
     off_t at = EMBER_HEAP_HEADER_SIZE + (off_t)k * (off_t)cs;
-    bool grown = ftruncate(heap_g.fd, at + (off_t)cs) == 0;
-    if (grown)
+    int fd = file_fd();
+    void *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, at + (off_t)cs) == 0) /* under the lock: fd stays ours */
+        m = mmap(NULL, cs, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
+    if (m != MAP_FAILED)
         __atomic_store_n(&heap_g.h->chunks, k + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&heap_g.chunk_lock);
-    void *m =
-        grown ? mmap(NULL, cs, PROT_READ | PROT_WRITE, MAP_SHARED, heap_g.fd, at) : MAP_FAILED;
     if (m == MAP_FAILED)
         return false;
     struct ember_heap_chunk *c = m;

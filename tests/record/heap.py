@@ -150,6 +150,24 @@ def test_short_threads(work, hs):
     check("short threads: the archive keeps the chunks' holes", st.st_blocks * 512 < 8 << 20, True)
 
 
+def test_closer(work, hs):
+    mine = os.path.join(work, "closer-file")
+    rc, err, procs = record(work, "closer", [hs, "closer", mine])
+    check("closed descriptors: exit status", rc, 0)
+    check("closed descriptors: every allocation", by_site(procs[0], SITES),
+          {"site_a": [300000 + BREAK, 19200000, 0, 0]})
+    with open(mine, "rb") as f:
+        check("closed descriptors: the program's own file untouched", f.read(), b"mine\n")
+
+
+def test_library(work, hs):
+    env = dict(os.environ, EMBER_HEAP_LIB=os.path.join(work, "nowhere.so"))
+    rc, err, procs = record(work, "nolib", [hs, "three"], env=env)
+    check("EMBER_HEAP_LIB: a missing library refused", rc, 1)
+    check("EMBER_HEAP_LIB: says which", "EMBER_HEAP_LIB=" in err and "nowhere.so" in err, True)
+    check("EMBER_HEAP_LIB: no output", procs, [])
+
+
 def test_fork(work, hs):
     rc, err, procs = record(work, "fork", [hs, "fork"])
     check("fork: processes", len(procs), 2)
@@ -306,6 +324,8 @@ def main():
     test_aligned(work, hs)
     test_threads(work, hs)
     test_short_threads(work, hs)
+    test_closer(work, hs)
+    test_library(work, hs)
     test_fork(work, hs)
     test_kill(work, hs)
     test_static(work, src)

@@ -5,6 +5,7 @@
  * allocates, frees and leaves is written in the test beside its name.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -198,6 +199,25 @@ static int sampled(void)
     return 0;
 }
 
+/* Closes every descriptor above 2 and puts its own file (path) under
+ * each number, as daemons do, then 300000 x 64 B freed (records enough
+ * for several chunks): the recorder must neither lose them nor write into
+ * the program's file. */
+static int closer(const char *path)
+{
+    for (int fd = 3; fd < 4096; fd++)
+        close(fd);
+    int mine = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    for (int fd = 3; fd < 4096; fd++)
+        if (fd != mine)
+            dup2(mine, fd);
+    if (mine < 0 || write(mine, "mine\n", 5) != 5)
+        return 1;
+    for (int i = 0; i < 300000; i++)
+        free(site_a(64));
+    return 0;
+}
+
 /* 10 x 64 B, "ready" on stdout, then waits to be stopped */
 static int wait_stop(void)
 {
@@ -230,7 +250,11 @@ int main(int argc, char **argv)
         return sampled();
     if (strcmp(mode, "wait") == 0)
         return wait_stop();
-    fprintf(stderr, "usage: heap_sites "
-                    "three|sites|aligned|threads|short-threads|fork|forkexec|kill|sampled|wait\n");
+    if (strcmp(mode, "closer") == 0 && argc > 2)
+        return closer(argv[2]);
+    fprintf(
+        stderr,
+        "usage: heap_sites "
+        "three|sites|aligned|threads|short-threads|fork|forkexec|kill|sampled|wait|closer FILE\n");
     return 2;
 }
