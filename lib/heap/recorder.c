@@ -395,6 +395,12 @@ void heap_write_end(int how)
     struct heap_thread *t = heap_enter();
     if (!t)
         return;
+    /* a vfork's child shares our memory but is not this process: its exec
+     * does not end our image */
+    if (how == EMBER_HEAP_END_EXEC && (uint32_t)getpid() != heap_g.h->pid) {
+        heap_leave();
+        return;
+    }
     uint8_t *p = heap_reserve(t, HEAP_RECORD_MAX);
     if (p) {
         p = put_time(t, p);

@@ -183,6 +183,12 @@ def test_fork(work, hs):
     check("fork+exec: the new image's sites", by_site(procs[2], SITES),
           {"site_a": [2 + BREAK, 300, 1, 200], "site_b": [1, 300, 1, 300]})
     check("fork+exec: same pid, two files", procs[1].pid, procs[2].pid)
+    rc, err, procs = record(work, "vfork", [hs, "vfork"])
+    check("vfork+exec: processes (parent, the child's new image)", len(procs), 2)
+    check("vfork+exec: the parent's file not ended by the child's exec", procs[0].ends,
+          [(0, 2 + BREAK)])
+    check("vfork+exec: the parent's sites", by_site(procs[0], SITES),
+          {"site_a": [2 + BREAK, 600, 2, 600]})
 
 
 def test_kill(work, hs):

@@ -177,6 +177,22 @@ static int forks(char *self, bool exec)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* vfork and exec (the child shares the parent's memory, the recorder's
+ * included, until it execs): site_a 300 B before and after */
+static int vforks(char *self)
+{
+    (void)site_a(300);
+    pid_t pid = vfork();
+    if (pid == 0) {
+        execv(self, (char *[]){self, "three", NULL});
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    (void)site_a(300);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 /* 5000 allocations of 32 B, then SIGKILL */
 static int killed(void)
 {
@@ -244,6 +260,8 @@ int main(int argc, char **argv)
         return short_threads();
     if (strcmp(mode, "fork") == 0 || strcmp(mode, "forkexec") == 0)
         return forks(argv[0], strcmp(mode, "forkexec") == 0);
+    if (strcmp(mode, "vfork") == 0)
+        return vforks(argv[0]);
     if (strcmp(mode, "kill") == 0)
         return killed();
     if (strcmp(mode, "sampled") == 0)
@@ -252,9 +270,8 @@ int main(int argc, char **argv)
         return wait_stop();
     if (strcmp(mode, "closer") == 0 && argc > 2)
         return closer(argv[2]);
-    fprintf(
-        stderr,
-        "usage: heap_sites "
-        "three|sites|aligned|threads|short-threads|fork|forkexec|kill|sampled|wait|closer FILE\n");
+    fprintf(stderr, "usage: heap_sites "
+                    "three|sites|aligned|threads|short-threads|fork|forkexec|vfork|kill|sampled|"
+                    "wait|closer FILE\n");
     return 2;
 }
