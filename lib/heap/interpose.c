@@ -15,9 +15,7 @@
  */
 #include "heap/heap_impl.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <unistd.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
