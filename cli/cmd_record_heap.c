@@ -152,6 +152,13 @@ static bool preloadable(const char *path, int depth)
     head[n > 0 ? n : 0] = '\0';
     int interp = has_interp(fd);
     close(fd);
+    bool ours = head[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32);
+    if (n > EI_CLASS && memcmp(head, ELFMAG, SELFMAG) == 0 && !ours) {
+        cli_error("%s is a %s-bit program: the recorder (libember-heap.so) is %zu-bit, and the "
+                  "dynamic loader would not load it there",
+                  path, head[EI_CLASS] == ELFCLASS32 ? "32" : "64", sizeof(void *) * 8);
+        return false;
+    }
     if (st.st_mode & (S_ISUID | S_ISGID)) {
         cli_error("%s is set-user-ID or set-group-ID: the dynamic loader ignores LD_PRELOAD for it "
                   "(secure execution), so its allocations cannot be recorded",

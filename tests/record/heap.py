@@ -215,6 +215,21 @@ def test_static(work, src):
     check("static: no output", os.path.exists(os.path.join(work, "static.heap")), False)
 
 
+def test_other_class(work, hs):
+    """A 32-bit program (here heap_sites with its ELF class byte changed:
+    no multilib needed) is refused before it runs."""
+    prog = os.path.join(work, "class32")
+    with open(hs, "rb") as f:
+        data = bytearray(f.read())
+    data[4] = 1  # ELFCLASS32
+    with open(prog, "wb") as f:
+        f.write(data)
+    os.chmod(prog, 0o755)
+    rc, err, procs = record(work, "class32", [prog, "three"])
+    check("32-bit: refused (exit 1)", rc, 1)
+    check("32-bit: says why", "is a 32-bit program" in err, True)
+
+
 def test_cxx(work, hn):
     rc, err, procs = record(work, "new", [hn])
     check("C++: exit status", rc, 0)
@@ -335,6 +350,7 @@ def main():
     test_fork(work, hs)
     test_kill(work, hs)
     test_static(work, src)
+    test_other_class(work, hs)
     test_cxx(work, hn)
     test_sampled(work, hs)
     test_sampled_threads(work, hs)
