@@ -216,12 +216,34 @@ static struct heap_stack *new_stack(uint64_t hash, const uintptr_t *pc, int n)
     return s;
 }
 
+/* Whether pc is in a segment written: the segments are sorted by start
+ * and do not overlap, so a bisection (a program may load hundreds of
+ * libraries, and every new stack asks for each of its frames). */
 static bool known(uintptr_t pc)
 {
-    for (size_t i = 0; i < S.nmods; i++)
-        if (pc >= S.mods[i].lo && pc < S.mods[i].hi)
+    size_t lo = 0, hi = S.nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pc < S.mods[mid].lo)
+            hi = mid;
+        else if (pc >= S.mods[mid].hi)
+            lo = mid + 1;
+        else
             return true;
+    }
     return false;
+}
+
+/* Adds a written segment in its place. */
+static void add_segment(struct range r)
+{
+    size_t i = S.nmods;
+    while (i > 0 && S.mods[i - 1].lo > r.lo) {
+        S.mods[i] = S.mods[i - 1];
+        i--;
+    }
+    S.mods[i] = r;
+    S.nmods++;
 }
 
 /* The GNU build-id note of a module: its length (0: none), *id at it. */
@@ -294,8 +316,8 @@ static int each_module(struct dl_phdr_info *info, size_t size, void *data)
         return 0;
     if (!write_module(data, info, r, nr))
         return 1;
-    memcpy(S.mods + S.nmods, r, nr * sizeof(*r));
-    S.nmods += nr;
+    for (size_t i = 0; i < nr; i++)
+        add_segment(r[i]);
     return 0;
 }
 
