@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 static const char usage[] = "ember record [options] [-o OUT] -- CMD [ARGS...]\n"
+                            "       ember record --heap [--sample-bytes N] [-o OUT] -- CMD...\n"
                             "       ember record [options] [-o OUT] -p PID[,PID...] [-- CMD...]\n"
                             "       ember record [options] [-o OUT] -a [--duration S] [-- CMD...]";
 static const char description[] =
@@ -71,8 +72,16 @@ static const char description[] =
     "With --off-cpu, the time threads spend switched out (sleeping, waiting for\n"
     "I/O or a lock, preempted) is in the profile too, under the stack where they\n"
     "blocked.\n"
+    "With --heap, CMD's allocations instead (malloc, calloc, realloc, free, the\n"
+    "aligned ones, C++ new and delete; its forks and execs too), every one or\n"
+    "--sample-bytes N (one sample per N bytes on average, Poisson; 524288 as Go\n"
+    "and jemalloc; 1: every one), by a preloaded library (libember-heap.so);\n"
+    "-o X.heap keeps the recording. Not seen: memory that does not come from\n"
+    "malloc (mmap, custom arenas, allocators such as jemalloc linked statically),\n"
+    "statically linked and set-user-ID programs (said before they run).\n"
     "Examples:\n"
     "  ember record -- ./prog args              # ember.svg\n"
+    "  ember record --heap -o prog.heap -- ./prog\n"
     "  ember record --off-cpu -o wall.svg -- ./server\n"
     "  ember record -F 999 --call-graph dwarf -o prog.data -- ./prog\n"
     "  ember record -p 1234 --duration 10 -o server.pb.gz\n"
@@ -105,7 +114,8 @@ struct record_args {
     int leaf_stack; /* fp: bytes of user stack per sample */
     unsigned freq;
     const char *call_graph, *out, *pids;
-    bool all, off_cpu;
+    bool all, off_cpu, heap;
+    const char *sample_bytes; /* --heap: the mean distance between samples */
     double duration; /* seconds; INFINITY: until the command ends (the parser gives finite ones) */
     const char *during, *outside; /* gc: keep the samples inside / outside GC phases */
 };
@@ -464,10 +474,35 @@ static int check_target(int nargs, const struct record_args *a)
     return EXIT_USAGE;
 }
 
+/* --heap: what it cannot go with, then cmd_record_heap.c. */
+static int record_heap(const struct record_args *a, int nargs, char **argv)
+{
+    struct heap_record_args h = {.argv = argv, .out = a->out};
+    char *end = NULL;
+    if (!a->heap || a->pids || a->all || a->off_cpu || a->during || a->outside || !nargs) {
+        cli_error(!a->heap ? "--sample-bytes goes with --heap"
+                  : !nargs ? "what to record? ember record --heap -- CMD [ARGS...]"
+                           : "--heap records a command it runs: not with -p, -a, --off-cpu, "
+                             "--during or --outside");
+        return EXIT_USAGE;
+    }
+    if (a->sample_bytes)
+        h.sample_bytes = strtoull(a->sample_bytes, &end, 10);
+    if (a->sample_bytes && (!*a->sample_bytes || *end || *a->sample_bytes == '-')) {
+        cli_error("--sample-bytes %s: expected a number of bytes", a->sample_bytes);
+        return EXIT_USAGE;
+    }
+    if (a->call_graph && strcmp(a->call_graph, "fp") != 0 && strcmp(a->call_graph, "dwarf") != 0) {
+        cli_error("--call-graph %s: with --heap, fp or dwarf", a->call_graph);
+        return EXIT_USAGE;
+    }
+    h.fp = a->call_graph && strcmp(a->call_graph, "fp") == 0;
+    return cmd_record_heap(&h);
+}
+
 int cmd_record(int argc, char **argv)
 {
     struct record_args a = {.freq = EMBER_RECORD_FREQ_DEFAULT,
-                            .call_graph = "fp",
                             .out = "ember.svg",
                             .duration = INFINITY,
                             .leaf_stack = LEAF_STACK_DEFAULT};
@@ -475,8 +510,8 @@ int cmd_record(int argc, char **argv)
         {OPT_UINT, "freq", 'F', &a.freq, "HZ", "samples per second (and CPU)", "4000, as perf",
          NULL, false},
         {OPT_STRING, "call-graph", 0, &a.call_graph, "MODE",
-         "fp (frame pointers) or dwarf[,SIZE] (SIZE bytes of stack per sample)", "fp; dwarf: 8192",
-         NULL, false},
+         "fp (frame pointers) or dwarf[,SIZE] (SIZE bytes of stack per sample; --heap: libunwind)",
+         "fp; dwarf: 8192; --heap: dwarf", NULL, false},
         {OPT_STRING, "output", 'o', &a.out, "OUT", "the output; its extension says the format",
          "ember.svg", NULL, false},
         {OPT_STRING, "pid", 'p', &a.pids, "PID,...", "record running processes (every thread)",
@@ -490,6 +525,11 @@ int cmd_record(int argc, char **argv)
         {OPT_DOUBLE, "duration", 0, &a.duration, "S",
          "stop after S seconds (CMD gets SIGTERM, and SIGKILL 2 s later if it runs on)",
          "until CMD (or the processes) end, or Ctrl-C", NULL, false},
+        {OPT_FLAG, "heap", 0, &a.heap, NULL,
+         "record CMD's allocations (malloc...) with their stacks, not its CPU time", NULL, NULL,
+         false},
+        {OPT_STRING, "sample-bytes", 0, &a.sample_bytes, "N",
+         "--heap: sample one allocation per N bytes on average", "every allocation", NULL, false},
         {OPT_STRING, "during", 0, &a.during, "gc",
          "an OCaml 5 CMD: only the samples taken inside its GC phases", NULL, NULL, false},
         {OPT_STRING, "outside", 0, &a.outside, "gc",
@@ -509,19 +549,20 @@ int cmd_record(int argc, char **argv)
     memcpy(cmdline + 1, argv, (size_t)argc * sizeof(*argv));
     int nargs = parse_options(argc, argv, opts, usage, description);
     int bad = nargs < 0 ? (nargs == -2 ? 0 : EXIT_USAGE) : check_target(nargs, &a);
-    if (!bad && nargs >= 0)
-        bad = check_gc_filter(&a);
+    if (!bad && nargs >= 0) /* -F, --duration and --leaf-stack are in range */
+        bad = check_gc_filter(&a) ? EXIT_USAGE : check_numbers(&a);
+    if (!bad && nargs >= 0 && (a.heap || a.sample_bytes)) {
+        free(cmdline);
+        argv[nargs] = NULL;
+        return record_heap(&a, nargs, argv);
+    }
     if (nargs < 0 || bad) {
         free(cmdline);
         return bad;
     }
     struct ember_record_opts ro = {.freq = a.freq, .cmdline = cmdline};
     pid_t *pids = NULL;
-    if (check_numbers(&a)) {
-        free(cmdline);
-        return EXIT_USAGE;
-    }
-    if (parse_call_graph(a.call_graph, &ro) < 0 ||
+    if (parse_call_graph(a.call_graph ? a.call_graph : "fp", &ro) < 0 ||
         (a.pids && parse_pids(a.pids, &pids, &ro.npids) < 0)) {
         free(pids);
         free(cmdline);

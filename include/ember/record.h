@@ -97,4 +97,22 @@ EMBER_API void ember_recorder_stats(const struct ember_recorder *r, struct ember
 /* Closes everything; a command never started is killed and reaped. */
 EMBER_API void ember_recorder_free(struct ember_recorder *r);
 
+/*
+ * Heap recordings (`ember record --heap`): the allocation recorder
+ * preloaded into a command (libember-heap.so) writes one file per process
+ * image, heap.PID.N, into a directory (EMBER_HEAP_DIR); this makes them
+ * one recording, the files back to back in the order their processes
+ * started, each its header's size (lib/wire/heap_format.h). A file without
+ * a whole header (a process killed as it began) is left out.
+ */
+struct ember_heap_archive_stats {
+    unsigned processes;
+    uint64_t events; /* allocations and frees recorded (the sequence counters) */
+    uint64_t bytes;  /* the archive's size */
+};
+/* Writes dir's recordings at out_fd's position: 0, or a negative errno
+ * with d naming the file that failed. */
+EMBER_API int ember_heap_archive(const char *dir, int out_fd, struct ember_heap_archive_stats *st,
+                                 struct ember_diag *d);
+
 #endif

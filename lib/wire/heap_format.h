@@ -39,7 +39,8 @@
  * Records: a tag byte, then unsigned LEB128 varints (wire/protobuf.c's
  * codec), except where said:
  *   ALLOC   seq_delta, size, stack id, address
- *   FREE    seq_delta, address
+ *   FREE    seq_delta, address (one no ALLOC gave is a block from before
+ *           recording began, or a fork's parent's: readers ignore it)
  *   STACK   id, n, n return addresses (innermost first; the first is the
  *           allocating call's own return address); ids count from 1 in
  *           the order stacks are first seen, process-wide; a stack is
@@ -55,7 +56,9 @@
  *           the time of this stream's following records; written when the
  *           coarse clock has moved since the stream's last record
  *   END     how the process ended: 0 exit, 1 exec; its sequence number
- *           counter at the end (a varint)
+ *           counter at the end (a varint). A failed exec writes END (exec)
+ *           and goes on: records and another END may follow; the last
+ *           END says how the image ended
  *   PAD     nothing: the rest of the chunk is unused
  *
  * A recording of several processes (`ember record --heap -o X.heap`) is
