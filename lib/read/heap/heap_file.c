@@ -105,14 +105,17 @@ int heap_corrupt(const struct heap_proc *p, struct ember_diag *d, size_t at, con
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
+    int n = p->h.magic == EMBER_HEAP_MAGIC
+                ? snprintf(where, sizeof(where), "process %u, ", p->h.pid)
+                : 0;
     if (at < EMBER_HEAP_HEADER_SIZE)
-        snprintf(where, sizeof(where), "the header");
+        snprintf(where + n, sizeof(where) - (size_t)n, "the header");
     else
-        snprintf(where, sizeof(where), "chunk %llu",
+        snprintf(where + n, sizeof(where) - (size_t)n, "chunk %llu",
                  (unsigned long long)((at - EMBER_HEAP_HEADER_SIZE) / p->h.chunk_size));
     return ember_diag_set(d, -EINVAL, p->input, 0,
-                          "corrupt heap recording: process %u, %s, byte %llu of the input: %s",
-                          p->h.pid, where, (unsigned long long)(p->base + at), what);
+                          "corrupt heap recording: %s, byte %llu of the input: %s", where,
+                          (unsigned long long)(p->base + at), what);
 }
 
 void heap_proc_release(struct heap_proc *p)

@@ -29,7 +29,7 @@ static int check_header(struct heap_proc *p, struct ember_diag *d)
     if (h->magic != EMBER_HEAP_MAGIC)
         return heap_corrupt(p, d, 0, "expected a process file's magic \"EMBHEAP1\"");
     if (h->version != EMBER_HEAP_VERSION || h->header_size != EMBER_HEAP_HEADER_SIZE)
-        return heap_corrupt(p, d, 4,
+        return heap_corrupt(p, d, offsetof(struct ember_heap_header, version),
                             "version %u with a header of %u bytes (expected version %d, %d "
                             "bytes)",
                             h->version, h->header_size, EMBER_HEAP_VERSION, EMBER_HEAP_HEADER_SIZE);
@@ -191,15 +191,16 @@ int heap_proc_read(struct heap_proc *p, struct heap_src *s, struct ember_diag *d
     int err = heap_src_read(s, p->data, EMBER_HEAP_HEADER_SIZE, &got, d);
     if (err || got == 0)
         return err;
-    if (got >= sizeof(p->h))
-        memcpy(&p->h, p->data, sizeof(p->h));
-    if (got < sizeof(p->h) || p->h.magic != EMBER_HEAP_MAGIC)
+    uint64_t magic = 0;
+    memcpy(&magic, p->data, got < sizeof(magic) ? got : sizeof(magic));
+    if (magic != EMBER_HEAP_MAGIC)
         return heap_corrupt(p, d, 0,
-                            "expected a process file's header (magic \"EMBHEAP1\", "
-                            "4096 bytes)");
+                            "expected a process file's header (magic \"EMBHEAP1\", 4096 "
+                            "bytes)");
     if (got < EMBER_HEAP_HEADER_SIZE)
         return ember_format_truncated(d, p->input, 0, "a heap recording's process header",
                                       "4096 bytes at byte %llu", (unsigned long long)p->base);
+    memcpy(&p->h, p->data, sizeof(p->h));
     if ((err = check_header(p, d)) || (err = read_body(p, s, d)))
         return err;
     p->nchunks = p->h.chunks;

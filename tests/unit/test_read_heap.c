@@ -1,0 +1,595 @@
+/*
+ * test_read_heap.c - the heap recording's reader (lib/read/heap/) on
+ * archives built here by a small encoder of wire/heap_format.h: every
+ * value per stack, realloc's two sequence numbers across threads (read in
+ * stream order they would pair the wrong blocks), the window, sampled
+ * scaling, several processes, and corrupt or cut input.
+ *
+ * Return addresses are inside this program's own functions (site_a...),
+ * with a MODULE record of this program, so that stacks get their names
+ * through the symbolizer. With EMBER_HEAP_SEEDS=DIR set, the archives are
+ * also written there (the fuzzer's seeds, tests/fuzz/seeds/heap).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ember/read.h"
+#include "wire/heap_format.h"
+#include "wire/protobuf.h"
+
+#include <errno.h>
+#include <link.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+__attribute__((noinline)) void site_a(void);
+__attribute__((noinline)) void site_b(void);
+__attribute__((noinline)) void site_main(void);
+void site_a(void)
+{
+    __asm__ volatile("nop; nop; nop; nop");
+}
+void site_b(void)
+{
+    __asm__ volatile("nop; nop; nop; nop");
+}
+void site_main(void)
+{
+    __asm__ volatile("nop; nop; nop; nop");
+}
+/* a return address whose call is in f */
+#define RET(f) ((uint64_t)(uintptr_t)(f) + 2)
+
+/* ---- the encoder ----------------------------------------------------------- */
+
+enum { CHUNK = 4096, MAX_STREAMS = 4 };
+
+struct stream {
+    long chunk; /* offset of the current chunk, -1: none */
+    uint32_t places;
+    uint64_t seq, time;
+};
+
+struct enc {
+    uint8_t *buf;
+    size_t len;
+    size_t proc; /* the current process file's offset */
+    uint32_t chunks;
+    struct stream st[MAX_STREAMS];
+};
+
+static void grow(struct enc *e, size_t n)
+{
+    e->buf = realloc(e->buf, e->len + n);
+    assert_non_null(e->buf);
+    memset(e->buf + e->len, 0, n);
+    e->len += n;
+}
+
+static struct ember_heap_header *header(struct enc *e)
+{
+    return (struct ember_heap_header *)(e->buf + e->proc);
+}
+
+static void proc_begin(struct enc *e, uint32_t pid, uint32_t flags, uint64_t sample_bytes,
+                       uint64_t start_mono)
+{
+    e->proc = e->len;
+    grow(e, EMBER_HEAP_HEADER_SIZE);
+    struct ember_heap_header *h = header(e);
+    h->version = EMBER_HEAP_VERSION;
+    h->header_size = EMBER_HEAP_HEADER_SIZE;
+    h->pid = pid;
+    h->ppid = 1;
+    h->chunk_size = CHUNK;
+    h->flags = flags;
+    h->sample_bytes = sample_bytes;
+    h->start_mono_ns = start_mono;
+    h->start_real_ns = 1700000000000000000ull;
+    snprintf(h->exe, sizeof(h->exe), "/usr/bin/prog");
+    e->chunks = 0;
+    for (int i = 0; i < MAX_STREAMS; i++)
+        e->st[i] = (struct stream){.chunk = -1};
+}
+
+static void proc_end(struct enc *e, uint32_t streams)
+{
+    header(e)->chunks = e->chunks;
+    header(e)->streams = streams;
+    header(e)->magic = EMBER_HEAP_MAGIC;
+}
+
+static struct ember_heap_chunk *chunk_of(struct enc *e, int s)
+{
+    return (struct ember_heap_chunk *)(e->buf + e->st[s].chunk);
+}
+
+/* Stream s claims a new chunk. */
+static void new_chunk(struct enc *e, int s)
+{
+    struct stream *st = &e->st[s];
+    st->chunk = (long)e->len;
+    grow(e, CHUNK);
+    e->chunks++;
+    struct ember_heap_chunk *c = chunk_of(e, s);
+    c->magic = EMBER_HEAP_CHUNK_MAGIC;
+    c->tid = 100 + (uint32_t)s;
+    c->stream = (uint32_t)s;
+    c->index = st->places++;
+    c->first_seq = st->seq;
+    c->time_ns = st->time;
+}
+
+static void put(struct enc *e, int s, const uint8_t *b, size_t n)
+{
+    if (e->st[s].chunk < 0 || chunk_of(e, s)->used + n > CHUNK - EMBER_HEAP_CHUNK_HEADER)
+        new_chunk(e, s);
+    struct ember_heap_chunk *c = chunk_of(e, s);
+    memcpy((uint8_t *)c + EMBER_HEAP_CHUNK_HEADER + c->used, b, n);
+    c->used += n;
+}
+
+/* A record: tag and varints. */
+static void rec(struct enc *e, int s, uint8_t tag, int n, const uint64_t *v)
+{
+    uint8_t b[200];
+    size_t len = 0;
+    b[len++] = tag;
+    for (int i = 0; i < n; i++)
+        len += ember_protobuf_varint_encode(v[i], b + len);
+    put(e, s, b, len);
+}
+
+static void alloc(struct enc *e, int s, uint64_t seq, uint64_t size, uint64_t stack, uint64_t addr)
+{
+    uint64_t v[] = {seq - e->st[s].seq, size, stack, addr};
+    rec(e, s, EMBER_HEAP_ALLOC, 4, v);
+    e->st[s].seq = seq;
+}
+
+static void release(struct enc *e, int s, uint64_t seq, uint64_t addr)
+{
+    uint64_t v[] = {seq - e->st[s].seq, addr};
+    rec(e, s, EMBER_HEAP_FREE, 2, v);
+    e->st[s].seq = seq;
+}
+
+static void stack(struct enc *e, int s, uint64_t id, uint64_t a0, uint64_t a1)
+{
+    uint64_t v[] = {id, a1 ? 2 : 1, a0, a1};
+    rec(e, s, EMBER_HEAP_STACK, a1 ? 4 : 3, v);
+}
+
+static void at_time(struct enc *e, int s, uint64_t ns)
+{
+    rec(e, s, EMBER_HEAP_TIME, 1, &ns);
+    e->st[s].time = ns;
+}
+
+static void end(struct enc *e, int s, uint64_t how, uint64_t seq)
+{
+    uint64_t v[] = {how, seq};
+    rec(e, s, EMBER_HEAP_END, 2, v);
+}
+
+static int exec_segments(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    uint64_t *out = ctx;
+    if (info->dlpi_name && info->dlpi_name[0])
+        return 0; /* the program is the first, unnamed */
+    out[0] = info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            out[1] = info->dlpi_addr + ph->p_vaddr;
+            out[2] = out[1] + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+/* A MODULE record of this program. */
+static void module_self(struct enc *e, int s)
+{
+    uint64_t seg[3] = {0};
+    dl_iterate_phdr(exec_segments, seg);
+    char path[512];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    assert_true(n > 0);
+    path[n] = 0;
+    uint8_t b[700];
+    size_t len = 0;
+    b[len++] = EMBER_HEAP_MODULE;
+    len += ember_protobuf_varint_encode(seg[0], b + len);
+    b[len++] = 0; /* no build-id given: the path is read as it is */
+    len += ember_protobuf_varint_encode(1, b + len);
+    len += ember_protobuf_varint_encode(seg[1], b + len);
+    len += ember_protobuf_varint_encode(seg[2], b + len);
+    memcpy(b + len, path, (size_t)n + 1);
+    put(e, s, b, len + (size_t)n + 1);
+}
+
+/* ---- reading ----------------------------------------------------------------- */
+
+struct result {
+    struct ember_profile *p;
+    int err;
+    struct ember_diag d;
+    char warnings[2048];
+};
+
+static void on_warn(void *ctx, const struct ember_diag *d)
+{
+    struct result *r = ctx;
+    size_t n = strlen(r->warnings);
+    snprintf(r->warnings + n, sizeof(r->warnings) - n, "%s\n", d->msg);
+}
+
+static void seed(const struct enc *e, const char *name)
+{
+    const char *dir = getenv("EMBER_HEAP_SEEDS");
+    if (!dir)
+        return;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.heap", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(e->buf, 1, e->len, f);
+    fclose(f);
+}
+
+static struct result read_window(const struct enc *e, const char *name, uint64_t from, uint64_t to)
+{
+    struct result r = {.p = ember_profile_new()};
+    struct ember_read_opts o = {.warn = on_warn, .warn_ctx = &r, .from_ns = from, .to_ns = to};
+    struct ember_read_stats st = {0};
+    struct ember_input *in;
+    seed(e, name);
+    assert_int_equal(ember_input_open_memory(&in, e->buf, e->len, name, &r.d), 0);
+    r.err = ember_format_read(ember_format_find("heap"), r.p, in, &o, &st, &r.d);
+    ember_input_close(in);
+    return r;
+}
+
+static struct result read_all(const struct enc *e, const char *name)
+{
+    return read_window(e, name, 0, 0);
+}
+
+static unsigned value(struct ember_profile *p, const char *type)
+{
+    for (unsigned v = 0; v < ember_profile_values(p); v++)
+        if (strcmp(ember_profile_value_type(p, v), type) == 0)
+            return v;
+    fail_msg("no value %s", type);
+    return 0;
+}
+
+/* The self weight of value type over nodes whose frame is named leaf. */
+static int64_t at(struct ember_profile *p, const char *leaf, const char *type)
+{
+    unsigned v = value(p, type);
+    int64_t sum = 0;
+    for (uint32_t n = 1; n < ember_profile_node_count(p); n++) {
+        size_t len;
+        const char *name = ember_profile_frame_name(p, ember_profile_node_frame(p, n), &len);
+        if (len == strlen(leaf) && memcmp(name, leaf, len) == 0)
+            sum += ember_profile_self(p, n, v);
+    }
+    return sum;
+}
+
+static void check(struct ember_profile *p, const char *leaf, const int64_t want[7])
+{
+    static const char *const names[] = {"alloc_objects", "alloc_space", "inuse_objects",
+                                        "inuse_space",   "peak",        "leaked",
+                                        "temporary"};
+    for (int k = 0; k < 7; k++) {
+        int64_t got = at(p, leaf, names[k]);
+        if (got != want[k])
+            fail_msg("%s %s: %lld, expected %lld", leaf, names[k], (long long)got,
+                     (long long)want[k]);
+    }
+}
+
+static int64_t counter_max(struct ember_profile *p, unsigned c)
+{
+    const uint64_t *t;
+    const int64_t *v;
+    size_t n = ember_profile_counter_points(p, c, &t, &v);
+    int64_t m = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        m = v[i] > m ? v[i] : m;
+        if (i)
+            assert_true(t[i] >= t[i - 1]);
+    }
+    return m;
+}
+
+/* ---- the values ---------------------------------------------------------------- */
+
+/* The heap in use: 100, 150, 50, 80, 50, 250 (the peak), 200. */
+static void basic(struct enc *e)
+{
+    proc_begin(e, 7, 0, 0, 1000);
+    module_self(e, 0);
+    stack(e, 0, 1, RET(site_a), RET(site_main));
+    stack(e, 0, 2, RET(site_b), RET(site_main));
+    alloc(e, 0, 1, 100, 1, 0x1000);
+    alloc(e, 0, 2, 50, 2, 0x2000);
+    release(e, 0, 3, 0x1000); /* after another allocation: not temporary */
+    alloc(e, 0, 4, 30, 1, 0x3000);
+    release(e, 0, 5, 0x3000); /* temporary */
+    alloc(e, 0, 6, 200, 2, 0x4000);
+    release(e, 0, 7, 0x2000);
+    release(e, 0, 8, 0x9999); /* never allocated */
+    end(e, 0, EMBER_HEAP_END_EXIT, 9);
+    proc_end(e, 1);
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    basic(&e);
+    struct result r = read_all(&e, "basic");
+    assert_int_equal(r.err, 0);
+    check(r.p, "site_a", (const int64_t[]){2, 130, 0, 0, 0, 0, 1});
+    check(r.p, "site_b", (const int64_t[]){2, 250, 1, 200, 250, 200, 0});
+    assert_int_equal(at(r.p, "site_main", "alloc_space"), 0); /* callers have no self */
+    assert_string_equal(ember_profile_sample_type(r.p), "peak");
+    assert_int_equal(ember_profile_counter_count(r.p), 1);
+    assert_string_equal(ember_profile_counter_name(r.p, 0), "heap");
+    assert_int_equal(counter_max(r.p, 0), 250);
+    assert_non_null(strstr(r.warnings, "1 frees of addresses never allocated"));
+    assert_null(strstr(r.warnings, "without its end record"));
+    assert_int_equal(ember_profile_meta(r.p)->time_nanos, 1700000000000000000ll);
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+/* realloc in another thread: thread 0 allocates, thread 1 reallocates in
+ * place (a free, then an allocation, at one address), thread 0 frees the
+ * new block. In stream order the free of seq 5 would meet the first block. */
+static void test_realloc_across_threads(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    proc_begin(&e, 8, 0, 0, 0);
+    module_self(&e, 1);
+    stack(&e, 1, 2, RET(site_b), 0);
+    alloc(&e, 0, 1, 64, 1, 0x5000); /* stack 1 is defined later, by thread 1 */
+    release(&e, 0, 5, 0x5000);
+    alloc(&e, 0, 6, 8, 2, 0x7000);
+    release(&e, 1, 2, 0x5000);
+    alloc(&e, 1, 3, 128, 2, 0x5000);
+    stack(&e, 1, 1, RET(site_a), 0);
+    alloc(&e, 1, 4, 16, 1, 0x6000);
+    end(&e, 1, EMBER_HEAP_END_EXIT, 7);
+    proc_end(&e, 2);
+    struct result r = read_all(&e, "realloc");
+    assert_int_equal(r.err, 0);
+    assert_string_equal(r.warnings, "");
+    check(r.p, "site_a", (const int64_t[]){2, 80, 1, 16, 16, 16, 1}); /* realloc at once */
+    check(r.p, "site_b", (const int64_t[]){2, 136, 1, 8, 128, 8, 0});
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+/* A at 0 ms (10 B, site_a), B at 2 ms (20 B, site_b), A freed at 5 ms,
+ * C at 8 ms (40 B, site_a); times from the process's start. */
+static void timed(struct enc *e)
+{
+    proc_begin(e, 9, 0, 0, 1000000000);
+    module_self(e, 0);
+    stack(e, 0, 1, RET(site_a), 0);
+    stack(e, 0, 2, RET(site_b), 0);
+    alloc(e, 0, 1, 10, 1, 0x10);
+    at_time(e, 0, 2000000);
+    alloc(e, 0, 2, 20, 2, 0x20);
+    at_time(e, 0, 5000000);
+    release(e, 0, 3, 0x10);
+    at_time(e, 0, 8000000);
+    alloc(e, 0, 4, 40, 1, 0x30);
+    proc_end(e, 1); /* no END: killed */
+}
+
+static void test_window(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    timed(&e);
+    struct result r = read_window(&e, "window", 1000000, 6000000);
+    assert_int_equal(r.err, 0);
+    check(r.p, "site_a", (const int64_t[]){0, 0, 0, 0, 0, 0, 0});
+    check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
+    assert_non_null(strstr(r.warnings, "the recording of 9 ends without its end record"));
+    assert_int_equal(counter_max(r.p, 0), 30);
+    ember_profile_free(r.p);
+    r = read_window(&e, "window", 0, 6000000);
+    check(r.p, "site_a", (const int64_t[]){1, 10, 0, 0, 10, 0, 0});
+    check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
+    ember_profile_free(r.p);
+    r = read_all(&e, "window");
+    check(r.p, "site_a", (const int64_t[]){2, 50, 1, 40, 40, 40, 0});
+    check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
+    assert_int_equal(counter_max(r.p, 0), 60);
+    assert_int_equal(ember_profile_meta(r.p)->duration_nanos, 8000000);
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+static void test_sampled(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    proc_begin(&e, 10, EMBER_HEAP_SAMPLED, 1000, 0);
+    module_self(&e, 0);
+    stack(&e, 0, 1, RET(site_a), 0);
+    stack(&e, 0, 2, RET(site_b), 0);
+    alloc(&e, 0, 1, 100, 1, 0x10);
+    alloc(&e, 0, 2, 100, 1, 0x20);
+    alloc(&e, 0, 3, 5000, 2, 0x30);
+    release(&e, 0, 4, 0x10);
+    end(&e, 0, EMBER_HEAP_END_EXIT, 5);
+    proc_end(&e, 1);
+    struct result r = read_all(&e, "sampled");
+    assert_int_equal(r.err, 0);
+    double sa = 1 / (1 - exp(-100.0 / 1000)), sb = 1 / (1 - exp(-5000.0 / 1000));
+    /* 2 x 10.508 objects: 21 rounded once per stack (21.017), not 2 x 11 */
+    check(r.p, "site_a",
+          (const int64_t[]){llround(2 * sa), llround(200 * sa), llround(sa), llround(100 * sa),
+                            llround(200 * sa), llround(100 * sa), 0});
+    check(r.p, "site_b",
+          (const int64_t[]){llround(sb), llround(5000 * sb), llround(sb), llround(5000 * sb),
+                            llround(5000 * sb), llround(5000 * sb), 0});
+    assert_int_equal(llround(2 * sa), 21);
+    ember_profile_free(r.p);
+    /* a mean of 1 byte samples every allocation: the exact numbers */
+    header(&e)->sample_bytes = 1;
+    r = read_all(&e, "sampled1");
+    check(r.p, "site_a", (const int64_t[]){2, 200, 1, 100, 200, 100, 0});
+    check(r.p, "site_b", (const int64_t[]){1, 5000, 1, 5000, 5000, 5000, 0});
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+/* A parent and its forked child: a process frame each, a counter each; the
+ * child frees a block of its parent's (never allocated in its recording)
+ * and allocates twice at one address (a missed free). */
+static void test_processes(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    basic(&e);
+    proc_begin(&e, 11, 0, 0, 2000);
+    module_self(&e, 0);
+    stack(&e, 0, 1, RET(site_a), 0);
+    release(&e, 0, 1, 0x4000);
+    alloc(&e, 0, 2, 5, 1, 0x100);
+    alloc(&e, 0, 3, 7, 1, 0x100);
+    end(&e, 0, EMBER_HEAP_END_EXEC, 4);
+    proc_end(&e, 1);
+    struct result r = read_all(&e, "fork");
+    assert_int_equal(r.err, 0);
+    check(r.p, "site_b", (const int64_t[]){2, 250, 1, 200, 250, 200, 0});
+    check(r.p, "site_a", (const int64_t[]){4, 142, 1, 7, 7, 7, 1});
+    char spelled[64];
+    struct ember_frame fr;
+    uint32_t root = ember_profile_node_frame(r.p, 1);
+    ember_profile_frame(r.p, root, &fr);
+    ember_frame_spell(&fr, spelled, sizeof(spelled));
+    assert_int_equal(fr.kind, EMBER_FRAME_PROCESS);
+    assert_true(strcmp(spelled, "prog-7") == 0 || strcmp(spelled, "prog-11") == 0);
+    assert_int_equal(ember_profile_counter_count(r.p), 2);
+    assert_string_equal(ember_profile_counter_name(r.p, 1), "heap prog-11");
+    assert_non_null(strstr(r.warnings, "process 11: 1 frees of addresses never allocated"));
+    assert_non_null(strstr(r.warnings, "process 11: 1 allocations at an address still in use"));
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+/* ---- bad input ------------------------------------------------------------------ */
+
+/* basic's process with one thing broken: an error naming where and what. */
+static void broken(int how, struct enc *e)
+{
+    basic(e);
+    struct ember_heap_chunk *c = (struct ember_heap_chunk *)(e->buf + EMBER_HEAP_HEADER_SIZE);
+    static const uint8_t cut[] = {EMBER_HEAP_ALLOC, 0x80}, tag[] = {9};
+    switch (how) {
+    case 0:
+        c->magic = 0x12345678;
+        break;
+    case 1:
+        put(e, 0, cut, sizeof(cut));
+        break;
+    case 2:
+        put(e, 0, tag, sizeof(tag));
+        break;
+    case 3:
+        alloc(e, 0, 10, 1, 5, 0x10);
+        break;
+    case 4:
+        new_chunk(e, 0);
+        chunk_of(e, 0)->first_seq = 3; /* the stream was at 8 */
+        release(e, 0, 9, 0x4000);
+        break;
+    case 5:
+        header(e)->version = 2;
+        break;
+    case 6:
+        c->used = CHUNK; /* more than the chunk holds */
+        break;
+    }
+    proc_end(e, 1);
+}
+
+static void test_corrupt(void **state)
+{
+    (void)state;
+    static const char *const want[][2] = {
+        {"chunk 0, byte 4096", "chunk magic 0x12345678"},
+        {"chunk 0, byte", "runs past the chunk's used bytes"},
+        {"chunk 0, byte", "unknown record tag 9"},
+        {"chunk 0, byte", "stack 5, which no STACK record of process 7 defines"},
+        {"chunk 1, byte 8216", "goes back in sequence"},
+        {"the header, byte 8", "version 2"},
+        {"chunk 0, byte 4112", "used (expected at most 4032)"},
+    };
+    for (int how = 0; how < 7; how++) {
+        struct enc e = {0};
+        broken(how, &e);
+        char name[32];
+        snprintf(name, sizeof(name), "corrupt%d", how);
+        struct result r = read_all(&e, name);
+        assert_int_equal(r.err, -EINVAL);
+        if (!strstr(r.d.msg, want[how][0]) || !strstr(r.d.msg, want[how][1]) ||
+            !strstr(r.d.msg, "process 7"))
+            fail_msg("case %d: %s", how, r.d.msg);
+        assert_string_equal(r.d.file, name);
+        ember_profile_free(r.p);
+        free(e.buf);
+    }
+}
+
+/* Every cut of an archive of two processes is an error naming the cut,
+ * never a crash, but the cut between the two files (a whole archive of
+ * the first). */
+static void test_truncated(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    basic(&e);
+    size_t first = e.len; /* a whole process: read alone */
+    timed(&e);
+    size_t len = e.len;
+    for (size_t cut = 1; cut < len; cut += cut < 5000 ? 1 : 97) {
+        e.len = cut;
+        struct result r = read_all(&e, "cut");
+        assert_true(cut == first ? r.err == 0 : r.err < 0);
+        if ((cut > 8 && cut < 4096) || (cut > first + 8 && cut != first))
+            assert_non_null(strstr(r.d.msg, "truncated input"));
+        ember_profile_free(r.p);
+    }
+    e.len = len;
+    free(e.buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_values),    cmocka_unit_test(test_realloc_across_threads),
+        cmocka_unit_test(test_window),    cmocka_unit_test(test_sampled),
+        cmocka_unit_test(test_processes), cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_truncated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
