@@ -438,7 +438,9 @@ static void test_sampled(void **state)
     alloc(&e, 0, 2, 100, 1, 0x20);
     alloc(&e, 0, 3, 5000, 2, 0x30);
     release(&e, 0, 4, 0x10);
-    end(&e, 0, EMBER_HEAP_END_EXIT, 5);
+    stack(&e, 0, 3, RET(site_main), 0);
+    alloc(&e, 0, 5, 1, 3, 0x40); /* a byte weighs 1000.5 at N = 1000, 1 at N = 1 (not 1.58) */
+    end(&e, 0, EMBER_HEAP_END_EXIT, 6);
     proc_end(&e, 1);
     struct result r = read_all(&e, "sampled");
     assert_int_equal(r.err, 0);
@@ -450,6 +452,8 @@ static void test_sampled(void **state)
     check(r.p, "site_b",
           (const int64_t[]){llround(sb), llround(5000 * sb), llround(sb), llround(5000 * sb),
                             llround(5000 * sb), llround(5000 * sb), 0});
+    int64_t s1 = llround(1 / (1 - exp(-1.0 / 1000)));
+    check(r.p, "site_main", (const int64_t[]){s1, s1, s1, s1, 0, s1, 0});
     assert_int_equal(llround(2 * sa), 21);
     ember_profile_free(r.p);
     /* a mean of 1 byte samples every allocation: the exact numbers */
@@ -457,6 +461,7 @@ static void test_sampled(void **state)
     r = read_all(&e, "sampled1");
     check(r.p, "site_a", (const int64_t[]){2, 200, 1, 100, 200, 100, 0});
     check(r.p, "site_b", (const int64_t[]){1, 5000, 1, 5000, 5000, 5000, 0});
+    check(r.p, "site_main", (const int64_t[]){1, 1, 1, 1, 0, 1, 0});
     ember_profile_free(r.p);
     free(e.buf);
 }

@@ -5,10 +5,12 @@
  * checked against the file: one that changed since recording is said once
  * and its frames are "[unknown]" with their module); each return address
  * is looked up at addr - 1 (the call, not the instruction after it), as a
- * file address addr - 1 - bias; names are perf's symbols (demangled), or
- * with --inline the DWARF chain at the address (function, file, line,
- * the calls inlined there), outermost first; an address outside every
- * module, or in none of its symbols, is "[unknown]" (with its module).
+ * file address addr - 1 - bias; names are perf's symbols (demangled, and
+ * tidied as stackcollapse-perf.pl does), or with --inline the DWARF chain
+ * at the address (function, file, line, the calls inlined there),
+ * outermost first; an address in none of a module's symbols is named by
+ * the module's file as stackcollapse-perf.pl names it ("[libc.so.6]",
+ * the frame keeping its module), one outside every module "[unknown]".
  *
  * Stacks are innermost first in the file; frames come out outermost first
  * (the profile's order). Results are memoized per address for a process
@@ -17,6 +19,7 @@
  */
 #include "read/heap/heap_impl.h"
 #include "read/perf/perf_names.h"
+#include "read/perf/perf_opts.h"
 #include "symbol/dso.h"
 #include "symbol/symbolizer.h"
 #include "base/arena.h"
@@ -214,16 +217,34 @@ static int dwarf_frames(struct heap_symbols *s, struct mod_state *m, uint64_t fa
     return 0;
 }
 
+/* The frame perf's naming gives a symbol (or "[unknown]") in module mod
+ * (NULL: none): "[unknown]" in a module becomes "[file]", names are tidied
+ * as stackcollapse-perf.pl tidies them (perf_names.h). */
+static int perf_frame(struct heap_symbols *s, const char *sym, const char *mod, uint64_t addr,
+                      uint32_t module)
+{
+    static const struct ember_perf_opts po = {0};
+    size_t plen = strlen(sym), ml = mod ? strlen(mod) : 0;
+    if (EMBER_VEC_RESERVE(s->buf, s->bcap, plen + ml + 16) < 0)
+        return -ENOMEM;
+    bool unknown;
+    enum ember_frame_kind ann;
+    struct ember_frame fr = {.kind = EMBER_FRAME_USER};
+    fr.name = s->buf;
+    fr.name_len = ember_perf_name_piece(s->buf, sym, plen, mod ? mod : "[unknown]", mod ? ml : 9,
+                                        "", 0, false, false, &po, &unknown, &ann);
+    return push(s, &fr, addr, module);
+}
+
 /* The frames of return address addr, appended to s->frames. */
 static int resolve(struct heap_symbols *s, const struct heap_proc *p, uint64_t addr)
 {
     long i = module_of(p, addr - 1);
-    struct ember_frame fr = {.name = "[unknown]", .kind = EMBER_FRAME_USER};
+    const char *name = "[unknown]";
     struct mod_state *m = NULL;
     int err = i >= 0 ? module(s, p, (size_t)i, &m) : 0;
     if (err)
         return err;
-    uint32_t mod_id = m ? m->id : EMBER_NO_MODULE;
     if (m && m->state > 0) {
         uint64_t fa = addr - 1 - p->mods[i].bias;
         if (s->inline_frames && (err = dwarf_frames(s, m, fa, addr)) != -ENOENT)
@@ -231,10 +252,9 @@ static int resolve(struct heap_symbols *s, const struct heap_proc *p, uint64_t a
         const struct ember_symtab_sym *sym;
         uint64_t off;
         if (m->syms && ember_symtab_lookup(m->syms, fa, &sym, &off) == 0)
-            fr.name = sym->name;
+            name = sym->name;
     }
-    fr.name_len = strlen(fr.name);
-    return push(s, &fr, addr, mod_id);
+    return perf_frame(s, name, m ? p->mods[i].path : NULL, addr, m ? m->id : EMBER_NO_MODULE);
 }
 
 static int span_of(struct heap_symbols *s, const struct heap_proc *p, uint64_t addr,
