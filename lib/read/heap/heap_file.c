@@ -120,7 +120,7 @@ int heap_corrupt(const struct heap_proc *p, struct ember_diag *d, size_t at, con
 
 void heap_proc_release(struct heap_proc *p)
 {
-    for (uint32_t i = 0; i < p->nstreams; i++)
+    for (uint32_t i = 0; p->streams && i < p->nstreams; i++)
         free(p->streams[i].chunks);
     for (size_t i = 0; i < p->nmods; i++)
         free(p->mods[i].segs);

@@ -90,13 +90,17 @@ static int add_chunk(struct heap_proc *p, uint32_t k, struct ember_diag *d)
     return 0;
 }
 
-static const struct heap_proc *sorting;
-
-static int by_place(const void *a, const void *b)
+/* Sorts a stream's chunks by place: by insertion, because a thread claims
+ * its chunks in order and the file holds them so (nearly sorted input). */
+static void sort_places(const struct heap_proc *p, struct heap_stream *st)
 {
-    uint32_t x = heap_chunk(sorting, *(const uint32_t *)a)->index;
-    uint32_t y = heap_chunk(sorting, *(const uint32_t *)b)->index;
-    return x < y ? -1 : x > y;
+    for (size_t i = 1; i < st->n; i++) {
+        uint32_t k = st->chunks[i], place = heap_chunk(p, k)->index;
+        size_t j = i;
+        for (; j > 0 && heap_chunk(p, st->chunks[j - 1])->index > place; j--)
+            st->chunks[j] = st->chunks[j - 1];
+        st->chunks[j] = k;
+    }
 }
 
 /* Each stream's chunks in stream order; two at one place are corrupt. */
@@ -104,8 +108,7 @@ static int order_streams(struct heap_proc *p, struct ember_diag *d)
 {
     for (uint32_t s = 0; s < p->nstreams; s++) {
         struct heap_stream *st = &p->streams[s];
-        sorting = p;
-        qsort(st->chunks, st->n, sizeof(*st->chunks), by_place);
+        sort_places(p, st);
         for (size_t i = 1; i < st->n; i++)
             if (heap_chunk(p, st->chunks[i])->index == heap_chunk(p, st->chunks[i - 1])->index)
                 return heap_corrupt(
