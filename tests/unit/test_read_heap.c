@@ -28,21 +28,16 @@
 #include <string.h>
 #include <unistd.h>
 
-__attribute__((noinline)) void site_a(void);
-__attribute__((noinline)) void site_b(void);
-__attribute__((noinline)) void site_main(void);
-void site_a(void)
-{
-    __asm__ volatile("nop; nop; nop; nop");
-}
-void site_b(void)
-{
-    __asm__ volatile("nop; nop; nop; nop");
-}
-void site_main(void)
-{
-    __asm__ volatile("nop; nop; nop; nop");
-}
+/* functions of this program that stacks name */
+#define SITE(f)                                                                                    \
+    __attribute__((noinline)) void f(void);                                                        \
+    void f(void)                                                                                   \
+    {                                                                                              \
+        __asm__ volatile("nop; nop; nop; nop");                                                    \
+    }
+SITE(site_a)
+SITE(site_b)
+SITE(site_main)
 /* a return address whose call is in f */
 #define RET(f) ((uint64_t)(uintptr_t)(f) + 2)
 
@@ -258,11 +253,6 @@ static struct result read_window(const struct enc *e, const char *name, uint64_t
     return r;
 }
 
-static struct result read_all(const struct enc *e, const char *name)
-{
-    return read_window(e, name, 0, 0);
-}
-
 static unsigned value(struct ember_profile *p, const char *type)
 {
     for (unsigned v = 0; v < ember_profile_values(p); v++)
@@ -339,7 +329,7 @@ static void test_values(void **state)
     (void)state;
     struct enc e = {0};
     basic(&e);
-    struct result r = read_all(&e, "basic");
+    struct result r = read_window(&e, "basic", 0, 0);
     assert_int_equal(r.err, 0);
     check(r.p, "site_a", (const int64_t[]){2, 130, 0, 0, 0, 0, 1});
     check(r.p, "site_b", (const int64_t[]){2, 250, 1, 200, 250, 200, 0});
@@ -374,7 +364,7 @@ static void test_realloc_across_threads(void **state)
     alloc(&e, 1, 4, 16, 1, 0x6000);
     end(&e, 1, EMBER_HEAP_END_EXIT, 7);
     proc_end(&e, 2);
-    struct result r = read_all(&e, "realloc");
+    struct result r = read_window(&e, "realloc", 0, 0);
     assert_int_equal(r.err, 0);
     assert_string_equal(r.warnings, "");
     check(r.p, "site_a", (const int64_t[]){2, 80, 1, 16, 16, 16, 1}); /* realloc at once */
@@ -417,7 +407,7 @@ static void test_window(void **state)
     check(r.p, "site_a", (const int64_t[]){1, 10, 0, 0, 10, 0, 0});
     check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
     ember_profile_free(r.p);
-    r = read_all(&e, "window");
+    r = read_window(&e, "window", 0, 0);
     check(r.p, "site_a", (const int64_t[]){2, 50, 1, 40, 40, 40, 0});
     check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
     assert_int_equal(counter_max(r.p, 0), 60);
@@ -442,7 +432,7 @@ static void test_sampled(void **state)
     alloc(&e, 0, 5, 1, 3, 0x40); /* a byte weighs 1000.5 at N = 1000, 1 at N = 1 (not 1.58) */
     end(&e, 0, EMBER_HEAP_END_EXIT, 6);
     proc_end(&e, 1);
-    struct result r = read_all(&e, "sampled");
+    struct result r = read_window(&e, "sampled", 0, 0);
     assert_int_equal(r.err, 0);
     double sa = 1 / (1 - exp(-100.0 / 1000)), sb = 1 / (1 - exp(-5000.0 / 1000));
     /* 2 x 10.508 objects: 21 rounded once per stack (21.017), not 2 x 11 */
@@ -458,7 +448,7 @@ static void test_sampled(void **state)
     ember_profile_free(r.p);
     /* a mean of 1 byte samples every allocation: the exact numbers */
     header(&e)->sample_bytes = 1;
-    r = read_all(&e, "sampled1");
+    r = read_window(&e, "sampled1", 0, 0);
     check(r.p, "site_a", (const int64_t[]){2, 200, 1, 100, 200, 100, 0});
     check(r.p, "site_b", (const int64_t[]){1, 5000, 1, 5000, 5000, 5000, 0});
     check(r.p, "site_main", (const int64_t[]){1, 1, 1, 1, 0, 1, 0});
@@ -482,7 +472,7 @@ static void test_processes(void **state)
     alloc(&e, 0, 3, 7, 1, 0x100);
     end(&e, 0, EMBER_HEAP_END_EXEC, 4);
     proc_end(&e, 1);
-    struct result r = read_all(&e, "fork");
+    struct result r = read_window(&e, "fork", 0, 0);
     assert_int_equal(r.err, 0);
     check(r.p, "site_b", (const int64_t[]){2, 250, 1, 200, 250, 200, 0});
     check(r.p, "site_a", (const int64_t[]){4, 142, 1, 7, 7, 7, 1});
@@ -533,6 +523,12 @@ static void broken(int how, struct enc *e)
     case 6:
         c->used = CHUNK; /* more than the chunk holds */
         break;
+    case 7:
+        alloc(e, 0, 10, 1ull << 49, 1, 0x10);
+        break;
+    case 8:
+        header(e)->flags = EMBER_HEAP_SAMPLED; /* of mean 0 */
+        break;
     }
     proc_end(e, 1);
 }
@@ -548,13 +544,15 @@ static void test_corrupt(void **state)
         {"chunk 1, byte 8216", "goes back in sequence"},
         {"the header, byte 8", "version 2"},
         {"chunk 0, byte 4112", "used (expected at most 4032)"},
+        {"chunk 0, byte", "an allocation of 562949953421312 bytes (expected at most 2^48)"},
+        {"the header, byte 32", "a sampled recording of mean 0 bytes"},
     };
-    for (int how = 0; how < 7; how++) {
+    for (int how = 0; how < 9; how++) {
         struct enc e = {0};
         broken(how, &e);
         char name[32];
         snprintf(name, sizeof(name), "corrupt%d", how);
-        struct result r = read_all(&e, name);
+        struct result r = read_window(&e, name, 0, 0);
         assert_int_equal(r.err, -EINVAL);
         if (!strstr(r.d.msg, want[how][0]) || !strstr(r.d.msg, want[how][1]) ||
             !strstr(r.d.msg, "process 7"))
@@ -578,7 +576,7 @@ static void test_truncated(void **state)
     size_t len = e.len;
     for (size_t cut = 1; cut < len; cut += cut < 5000 ? 1 : 97) {
         e.len = cut;
-        struct result r = read_all(&e, "cut");
+        struct result r = read_window(&e, "cut", 0, 0);
         assert_true(cut == first ? r.err == 0 : r.err < 0);
         if ((cut > 8 && cut < 4096) || (cut > first + 8 && cut != first))
             assert_non_null(strstr(r.d.msg, "truncated input"));

@@ -20,8 +20,10 @@
 #include <string.h>
 
 /* MAX_IDLE_STREAMS: threads that started a stream and were stopped
- * before claiming its first chunk, at most. */
+ * before claiming its first chunk, at most. MAX_MEAN: the largest mean of
+ * a sampled recording, where 1 - exp(-1/N) is still no 0. */
 enum { MAX_CHUNK_SIZE = 1 << 30, READ_STEP = 16 << 20, MAX_IDLE_STREAMS = 4096 };
+#define MAX_MEAN (1ull << 40)
 
 static int check_header(struct heap_proc *p, struct ember_diag *d)
 {
@@ -37,6 +39,10 @@ static int check_header(struct heap_proc *p, struct ember_diag *d)
         return heap_corrupt(p, d, offsetof(struct ember_heap_header, chunk_size),
                             "chunks of %u bytes (expected a multiple of 4096 up to 1 GiB)",
                             h->chunk_size);
+    if ((h->flags & EMBER_HEAP_SAMPLED) && (h->sample_bytes == 0 || h->sample_bytes > MAX_MEAN))
+        return heap_corrupt(p, d, offsetof(struct ember_heap_header, sample_bytes),
+                            "a sampled recording of mean %llu bytes (expected 1 to 2^40)",
+                            (unsigned long long)h->sample_bytes);
     return 0;
 }
 

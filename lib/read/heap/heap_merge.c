@@ -18,6 +18,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* No allocation is larger (x86-64 and arm64 address 2^48 bytes): sums of
+ * sizes stay far from int64's range. */
+#define MAX_SIZE (1ull << 48)
+
 struct cursor {
     uint32_t stream;
     size_t ci;        /* the current chunk, in the stream's list */
@@ -60,6 +64,9 @@ static int event(const struct heap_proc *p, struct cursor *c, const struct heap_
                             "increasing sequence numbers)",
                             (unsigned long long)r->seq_delta);
     bool alloc = r->tag == EMBER_HEAP_ALLOC;
+    if (alloc && r->size > MAX_SIZE)
+        return heap_corrupt(p, d, r->at, "an allocation of %llu bytes (expected at most 2^48)",
+                            (unsigned long long)r->size);
     if (alloc && (r->stack >= p->nstacks || p->stack_n[r->stack] == UINT32_MAX))
         return heap_corrupt(p, d, r->at,
                             "an allocation from stack %llu, which no STACK record of process %u "
