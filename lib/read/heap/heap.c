@@ -39,6 +39,7 @@ struct reader {
     const struct ember_read_opts *o;
     struct ember_read_stats *st;
     const char *input;
+    struct ember_input *in;
     struct heap_src *src;
     struct heap_symbols *sym;
     struct heap_proc proc;
@@ -265,8 +266,11 @@ static int one_process(struct reader *r, struct ember_diag *d)
 static int read_all(struct reader *r, struct ember_diag *d)
 {
     int err = values(r, d);
-    while (!err && (err = heap_proc_read(&r->proc, r->src, d)) > 0)
+    while (!err && (err = heap_proc_read(&r->proc, r->src, d)) > 0) {
         err = one_process(r, d);
+        if (r->o->progress)
+            r->o->progress(r->o->progress_ctx, r->in);
+    }
     if (err)
         return err;
     struct ember_profile_meta meta = *ember_profile_meta(r->p);
@@ -278,7 +282,7 @@ static int read_heap(struct ember_profile *p, struct ember_input *in,
                      const struct ember_read_opts *o, struct ember_read_stats *st,
                      struct ember_diag *d)
 {
-    struct reader r = {.p = p, .o = o, .st = st, .input = ember_input_name(in)};
+    struct reader r = {.p = p, .o = o, .st = st, .input = ember_input_name(in), .in = in};
     r.proc.input = r.input;
     int err = heap_src_new(&r.src, in);
     if (!err)
