@@ -64,8 +64,8 @@ static int read_body(struct heap_proc *p, struct heap_src *s, struct ember_diag 
         if (got < want)
             return ember_format_truncated(
                 d, p->input, 0, "a heap recording's process file",
-                "%llu bytes for process %u (4096 + %u chunks of %u bytes) at byte %llu; it "
-                "has %zu",
+                "the %llu bytes of process %u's file (4096 + %u chunks of %u bytes) from byte "
+                "%llu of the input; it has %zu",
                 (unsigned long long)total, p->h.pid, p->h.chunks, p->h.chunk_size,
                 (unsigned long long)p->base, p->len);
     }
@@ -208,7 +208,8 @@ int heap_proc_read(struct heap_proc *p, struct heap_src *s, struct ember_diag *d
                             "bytes)");
     if (got < EMBER_HEAP_HEADER_SIZE)
         return ember_format_truncated(d, p->input, 0, "a heap recording's process header",
-                                      "4096 bytes at byte %llu", (unsigned long long)p->base);
+                                      "its 4096 bytes from byte %llu of the input",
+                                      (unsigned long long)p->base);
     memcpy(&p->h, p->data, sizeof(p->h));
     if ((err = check_header(p, d)) || (err = read_body(p, s, d)))
         return err;
