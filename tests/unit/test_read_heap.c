@@ -1,6 +1,6 @@
 /*
  * test_read_heap.c - the heap recording's reader (lib/read/heap/) on
- * archives built here by a small encoder of wire/heap_format.h: every
+ * archives built here by a small encoder (unit_heap.h): every
  * value per stack, realloc's two sequence numbers across threads (read in
  * stream order they would pair the wrong blocks), the window, sampled
  * scaling, several processes, and corrupt or cut input.
@@ -17,11 +17,9 @@
 #include <cmocka.h>
 
 #include "ember/read.h"
-#include "wire/heap_format.h"
-#include "wire/protobuf.h"
+#include "unit_heap.h"
 
 #include <errno.h>
-#include <link.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,176 +38,6 @@ SITE(site_b)
 SITE(site_main)
 /* a return address whose call is in f */
 #define RET(f) ((uint64_t)(uintptr_t)(f) + 2)
-
-/* ---- the encoder ----------------------------------------------------------- */
-
-enum { CHUNK = 4096, MAX_STREAMS = 4 };
-
-struct stream {
-    long chunk; /* offset of the current chunk, -1: none */
-    uint32_t places;
-    uint64_t seq, time;
-};
-
-struct enc {
-    uint8_t *buf;
-    size_t len;
-    size_t proc; /* the current process file's offset */
-    uint32_t chunks;
-    struct stream st[MAX_STREAMS];
-};
-
-static void grow(struct enc *e, size_t n)
-{
-    e->buf = realloc(e->buf, e->len + n);
-    assert_non_null(e->buf);
-    memset(e->buf + e->len, 0, n);
-    e->len += n;
-}
-
-static struct ember_heap_header *header(struct enc *e)
-{
-    return (struct ember_heap_header *)(e->buf + e->proc);
-}
-
-static void proc_begin(struct enc *e, uint32_t pid, uint32_t flags, uint64_t sample_bytes,
-                       uint64_t start_mono)
-{
-    e->proc = e->len;
-    grow(e, EMBER_HEAP_HEADER_SIZE);
-    struct ember_heap_header *h = header(e);
-    h->version = EMBER_HEAP_VERSION;
-    h->header_size = EMBER_HEAP_HEADER_SIZE;
-    h->pid = pid;
-    h->ppid = 1;
-    h->chunk_size = CHUNK;
-    h->flags = flags;
-    h->sample_bytes = sample_bytes;
-    h->start_mono_ns = start_mono;
-    h->start_real_ns = 1700000000000000000ull;
-    snprintf(h->exe, sizeof(h->exe), "/usr/bin/prog");
-    e->chunks = 0;
-    for (int i = 0; i < MAX_STREAMS; i++)
-        e->st[i] = (struct stream){.chunk = -1};
-}
-
-static void proc_end(struct enc *e, uint32_t streams)
-{
-    header(e)->chunks = e->chunks;
-    header(e)->streams = streams;
-    header(e)->magic = EMBER_HEAP_MAGIC;
-}
-
-static struct ember_heap_chunk *chunk_of(struct enc *e, int s)
-{
-    return (struct ember_heap_chunk *)(e->buf + e->st[s].chunk);
-}
-
-/* Stream s claims a new chunk. */
-static void new_chunk(struct enc *e, int s)
-{
-    struct stream *st = &e->st[s];
-    st->chunk = (long)e->len;
-    grow(e, CHUNK);
-    e->chunks++;
-    struct ember_heap_chunk *c = chunk_of(e, s);
-    c->magic = EMBER_HEAP_CHUNK_MAGIC;
-    c->tid = 100 + (uint32_t)s;
-    c->stream = (uint32_t)s;
-    c->index = st->places++;
-    c->first_seq = st->seq;
-    c->time_ns = st->time;
-}
-
-static void put(struct enc *e, int s, const uint8_t *b, size_t n)
-{
-    if (e->st[s].chunk < 0 || chunk_of(e, s)->used + n > CHUNK - EMBER_HEAP_CHUNK_HEADER)
-        new_chunk(e, s);
-    struct ember_heap_chunk *c = chunk_of(e, s);
-    memcpy((uint8_t *)c + EMBER_HEAP_CHUNK_HEADER + c->used, b, n);
-    c->used += n;
-}
-
-/* A record: tag and varints. */
-static void rec(struct enc *e, int s, uint8_t tag, int n, const uint64_t *v)
-{
-    uint8_t b[200];
-    size_t len = 0;
-    b[len++] = tag;
-    for (int i = 0; i < n; i++)
-        len += ember_protobuf_varint_encode(v[i], b + len);
-    put(e, s, b, len);
-}
-
-static void alloc(struct enc *e, int s, uint64_t seq, uint64_t size, uint64_t stack, uint64_t addr)
-{
-    uint64_t v[] = {seq - e->st[s].seq, size, stack, addr};
-    rec(e, s, EMBER_HEAP_ALLOC, 4, v);
-    e->st[s].seq = seq;
-}
-
-static void release(struct enc *e, int s, uint64_t seq, uint64_t addr)
-{
-    uint64_t v[] = {seq - e->st[s].seq, addr};
-    rec(e, s, EMBER_HEAP_FREE, 2, v);
-    e->st[s].seq = seq;
-}
-
-static void stack(struct enc *e, int s, uint64_t id, uint64_t a0, uint64_t a1)
-{
-    uint64_t v[] = {id, a1 ? 2 : 1, a0, a1};
-    rec(e, s, EMBER_HEAP_STACK, a1 ? 4 : 3, v);
-}
-
-static void at_time(struct enc *e, int s, uint64_t ns)
-{
-    rec(e, s, EMBER_HEAP_TIME, 1, &ns);
-    e->st[s].time = ns;
-}
-
-static void end(struct enc *e, int s, uint64_t how, uint64_t seq)
-{
-    uint64_t v[] = {how, seq};
-    rec(e, s, EMBER_HEAP_END, 2, v);
-}
-
-static int exec_segments(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-    (void)size;
-    uint64_t *out = ctx;
-    if (info->dlpi_name && info->dlpi_name[0])
-        return 0; /* the program is the first, unnamed */
-    out[0] = info->dlpi_addr;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-            out[1] = info->dlpi_addr + ph->p_vaddr;
-            out[2] = out[1] + ph->p_memsz;
-        }
-    }
-    return 1;
-}
-
-/* A MODULE record of this program. */
-static void module_self(struct enc *e, int s)
-{
-    uint64_t seg[3] = {0};
-    dl_iterate_phdr(exec_segments, seg);
-    char path[512];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    assert_true(n > 0);
-    path[n] = 0;
-    uint8_t b[700];
-    size_t len = 0;
-    b[len++] = EMBER_HEAP_MODULE;
-    len += ember_protobuf_varint_encode(seg[0], b + len);
-    b[len++] = 0; /* no build-id given: the path is read as it is */
-    len += ember_protobuf_varint_encode(1, b + len);
-    len += ember_protobuf_varint_encode(seg[1], b + len);
-    len += ember_protobuf_varint_encode(seg[2], b + len);
-    memcpy(b + len, path, (size_t)n + 1);
-    put(e, s, b, len + (size_t)n + 1);
-}
 
 /* ---- reading ----------------------------------------------------------------- */
 
@@ -255,11 +83,8 @@ static struct result read_window(const struct enc *e, const char *name, uint64_t
 
 static unsigned value(struct ember_profile *p, const char *type)
 {
-    for (unsigned v = 0; v < ember_profile_values(p); v++)
-        if (strcmp(ember_profile_value_type(p, v), type) == 0)
-            return v;
-    fail_msg("no value %s", type);
-    return 0;
+    assert_int_equal(ember_profile_select(p, type), 0);
+    return ember_profile_selected(p);
 }
 
 /* The self weight of value type over nodes whose frame is named leaf. */
@@ -289,16 +114,16 @@ static void check(struct ember_profile *p, const char *leaf, const int64_t want[
     }
 }
 
-static int64_t counter_max(struct ember_profile *p, unsigned c)
+/* The largest value of counter c, its points in time order, how many. */
+static int64_t counter_max(struct ember_profile *p, unsigned c, size_t *points)
 {
     const uint64_t *t;
     const int64_t *v;
-    size_t n = ember_profile_counter_points(p, c, &t, &v);
+    size_t n = *points = ember_profile_counter_points(p, c, &t, &v);
     int64_t m = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         m = v[i] > m ? v[i] : m;
-        if (i)
-            assert_true(t[i] >= t[i - 1]);
+        assert_true(i == 0 || t[i] >= t[i - 1]);
     }
     return m;
 }
@@ -330,14 +155,15 @@ static void test_values(void **state)
     struct enc e = {0};
     basic(&e);
     struct result r = read_window(&e, "basic", 0, 0);
+    size_t n;
     assert_int_equal(r.err, 0);
+    assert_string_equal(ember_profile_sample_type(r.p), "peak");
     check(r.p, "site_a", (const int64_t[]){2, 130, 0, 0, 0, 0, 1});
     check(r.p, "site_b", (const int64_t[]){2, 250, 1, 200, 250, 200, 0});
     assert_int_equal(at(r.p, "site_main", "alloc_space"), 0); /* callers have no self */
-    assert_string_equal(ember_profile_sample_type(r.p), "peak");
     assert_int_equal(ember_profile_counter_count(r.p), 1);
     assert_string_equal(ember_profile_counter_name(r.p, 0), "heap");
-    assert_int_equal(counter_max(r.p, 0), 250);
+    assert_int_equal(counter_max(r.p, 0, &n), 250);
     assert_non_null(strstr(r.warnings, "1 frees of addresses never allocated"));
     assert_null(strstr(r.warnings, "without its end record"));
     assert_int_equal(ember_profile_meta(r.p)->time_nanos, 1700000000000000000ll);
@@ -397,11 +223,12 @@ static void test_window(void **state)
     struct enc e = {0};
     timed(&e);
     struct result r = read_window(&e, "window", 1000000, 6000000);
+    size_t n;
     assert_int_equal(r.err, 0);
     check(r.p, "site_a", (const int64_t[]){0, 0, 0, 0, 0, 0, 0});
     check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
     assert_non_null(strstr(r.warnings, "the recording of 9 ends without its end record"));
-    assert_int_equal(counter_max(r.p, 0), 30);
+    assert_int_equal(counter_max(r.p, 0, &n), 30);
     ember_profile_free(r.p);
     r = read_window(&e, "window", 0, 6000000);
     check(r.p, "site_a", (const int64_t[]){1, 10, 0, 0, 10, 0, 0});
@@ -410,7 +237,7 @@ static void test_window(void **state)
     r = read_window(&e, "window", 0, 0);
     check(r.p, "site_a", (const int64_t[]){2, 50, 1, 40, 40, 40, 0});
     check(r.p, "site_b", (const int64_t[]){1, 20, 1, 20, 20, 20, 0});
-    assert_int_equal(counter_max(r.p, 0), 60);
+    assert_int_equal(counter_max(r.p, 0, &n), 60);
     assert_int_equal(ember_profile_meta(r.p)->duration_nanos, 8000000);
     ember_profile_free(r.p);
     free(e.buf);
@@ -487,6 +314,34 @@ static void test_processes(void **state)
     assert_string_equal(ember_profile_counter_name(r.p, 1), "heap prog-11");
     assert_non_null(strstr(r.warnings, "process 11: 1 frees of addresses never allocated"));
     assert_non_null(strstr(r.warnings, "process 11: 1 allocations at an address still in use"));
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
+/* The heap counter: 3000 allocations a microsecond apart, then their frees
+ * (17 chunks): at most 3 points a millisecond (its minimum, maximum and
+ * last value), the peak exact. The first free follows an allocation of the
+ * same size and stack: heaptrack counts it temporary. */
+static void test_counter(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    proc_begin(&e, 12, 0, 0, 0);
+    module_self(&e, 0);
+    stack(&e, 0, 1, RET(site_a), 0);
+    for (uint64_t i = 0; i < 6000; i++) {
+        at_time(&e, 0, i * 1000);
+        if (i < 3000)
+            alloc(&e, 0, i + 1, 10, 1, 0x1000 + i * 16);
+        else
+            release(&e, 0, i + 1, 0x1000 + (i - 3000) * 16);
+    }
+    proc_end(&e, 1);
+    struct result r = read_window(&e, "counter", 0, 0);
+    size_t n;
+    assert_int_equal(counter_max(r.p, 0, &n), 30000);
+    assert_true(n >= 6 && n <= 3 * 6);
+    check(r.p, "site_a", (const int64_t[]){3000, 30000, 0, 0, 30000, 0, 1});
     ember_profile_free(r.p);
     free(e.buf);
 }
@@ -592,7 +447,7 @@ int main(void)
         cmocka_unit_test(test_values),    cmocka_unit_test(test_realloc_across_threads),
         cmocka_unit_test(test_window),    cmocka_unit_test(test_sampled),
         cmocka_unit_test(test_processes), cmocka_unit_test(test_corrupt),
-        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_truncated), cmocka_unit_test(test_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
