@@ -1,7 +1,8 @@
 /*
  * heap_impl.h - the heap recording's reader, between its files
- * (library-internal to read/heap/): one process file held in memory and
- * its index (heap_file.c), the events merged in sequence order
+ * (library-internal to read/heap/): the input's bytes and records
+ * (heap_file.c), one process file held in memory and its index
+ * (heap_index.c), the events merged in sequence order
  * (heap_merge.c), the values computed from them (heap_views.c), return
  * addresses as frames (heap_symbols.c), the format row (heap.c).
  *
@@ -22,10 +23,12 @@
 /* A decoded record. */
 struct heap_rec {
     enum ember_heap_tag tag;
-    uint64_t seq_delta, size, stack, addr; /* ALLOC, FREE */
-    uint64_t time_ns;                      /* TIME */
-    uint64_t end_how, end_seq;             /* END */
-    size_t at;                             /* the record's offset in the process file */
+    /* ALLOC, FREE; STACK: id in stack, frames in size, the first
+     * address's offset in addr; MODULE: the body's offset in addr */
+    uint64_t seq_delta, size, stack, addr;
+    uint64_t time_ns;          /* TIME */
+    uint64_t end_how, end_seq; /* END (its counter is decoded, not used) */
+    size_t at;                 /* the record's offset in the process file */
 };
 
 /* A module as its MODULE record says: absolute ranges of its executable
@@ -51,12 +54,13 @@ struct heap_proc {
     const char *input; /* the input's name, for messages */
     uint64_t base;     /* where the file starts in the input */
     struct ember_heap_header h;
-    uint8_t *data; /* the file, zero-padded to its declared size */
+    uint8_t *data; /* the whole file (one shorter than declared is an error) */
     size_t len, cap;
     uint32_t nchunks;
     struct heap_stream *streams;
     uint32_t nstreams;
-    /* stacks by id (1..nstacks): addrs[stack_at[id], + stack_n[id]) */
+    /* stacks by id (below nstacks): addrs[stack_at[id], + stack_n[id]);
+     * stack_n UINT32_MAX for an id no STACK record defines */
     uint64_t *stack_at;
     uint32_t *stack_n;
     uint64_t nstacks, stack_cap;
