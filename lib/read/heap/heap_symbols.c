@@ -156,6 +156,10 @@ static int module(struct heap_symbols *s, const struct heap_proc *p, size_t i,
     int err = profile_module(s, m, &st->id);
     if (err)
         return err;
+    /* the program's own module is pprof's first mapping ("File:") */
+    if (ember_profile_main_module(s->prof) == EMBER_NO_MODULE &&
+        strncmp(m->path, p->h.exe, sizeof(p->h.exe)) == 0)
+        ember_profile_set_main_module(s->prof, st->id);
     struct ember_dso_elf e = {m->path, m->build_id, m->build_id_len, false};
     struct ember_diag why;
     err = ember_dso_elf_symbols(s->sym, &e, &s->names, &st->mod, &st->syms, &why);
