@@ -356,6 +356,28 @@ static void test_counter(void **state)
     free(e.buf);
 }
 
+/* A module whose file is no longer the one recorded (its build-id differs):
+ * said once, its frames named by the file, as perf names them. */
+static void test_stale_module(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    proc_begin(&e, 13, 0, 0, 0);
+    module_self_id(&e, 0, (const uint8_t *)"\x01\x02\x03\x04", 4);
+    stack(&e, 0, 1, RET(site_a), RET(site_main));
+    alloc(&e, 0, 1, 10, 1, 0x10);
+    end(&e, 0, EMBER_HEAP_END_EXIT, 2);
+    proc_end(&e, 1);
+    struct result r = read_window(&e, "stale", 0, 0);
+    assert_int_equal(r.err, 0);
+    check(r.p, "[test_read_heap]", (const int64_t[]){1, 10, 1, 10, 10, 10, 0});
+    const char *said = strstr(r.warnings, "build-id mismatch");
+    assert_non_null(said); /* once, for two frames */
+    assert_null(strstr(said + 1, "build-id mismatch"));
+    ember_profile_free(r.p);
+    free(e.buf);
+}
+
 /* ---- bad input ------------------------------------------------------------------ */
 
 /* basic's process with one thing broken: an error naming where and what. */
@@ -454,10 +476,11 @@ static void test_truncated(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_values),    cmocka_unit_test(test_realloc_across_threads),
-        cmocka_unit_test(test_window),    cmocka_unit_test(test_sampled),
-        cmocka_unit_test(test_processes), cmocka_unit_test(test_corrupt),
-        cmocka_unit_test(test_truncated), cmocka_unit_test(test_counter),
+        cmocka_unit_test(test_values),       cmocka_unit_test(test_realloc_across_threads),
+        cmocka_unit_test(test_window),       cmocka_unit_test(test_sampled),
+        cmocka_unit_test(test_processes),    cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_truncated),    cmocka_unit_test(test_counter),
+        cmocka_unit_test(test_stale_module),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,8 +173,15 @@ static int exec_segments(struct dl_phdr_info *info, size_t size, void *ctx)
     return 1;
 }
 
-/* A MODULE record of this program. */
+/* A MODULE record of this program, with a build-id (n bytes; 0: none,
+ * the path is read as it is). */
+static void module_self_id(struct enc *e, int s, const uint8_t *id, uint8_t n);
 static void module_self(struct enc *e, int s)
+{
+    module_self_id(e, s, NULL, 0);
+}
+
+static void module_self_id(struct enc *e, int s, const uint8_t *id, uint8_t nid)
 {
     uint64_t seg[3] = {0};
     dl_iterate_phdr(exec_segments, seg);
@@ -186,7 +193,10 @@ static void module_self(struct enc *e, int s)
     size_t len = 0;
     b[len++] = EMBER_HEAP_MODULE;
     len += ember_protobuf_varint_encode(seg[0], b + len);
-    b[len++] = 0; /* no build-id given: the path is read as it is */
+    b[len++] = nid;
+    if (nid)
+        memcpy(b + len, id, nid);
+    len += nid;
     len += ember_protobuf_varint_encode(1, b + len);
     len += ember_protobuf_varint_encode(seg[1], b + len);
     len += ember_protobuf_varint_encode(seg[2], b + len);
