@@ -6,10 +6,13 @@
  * record may name a stack before the reader reaches its STACK).
  *
  * The input is read front to back once (it may be a pipe or gzip), so a
- * process file is held in memory while it is read: memory grows with the
- * largest process's recording, and with its stacks and live blocks, not
- * with the archive. A file shorter than its header's chunk count says is
- * a truncated input (the recorder pads a cut file to its full size).
+ * process's records are held in memory while it is read: its header, and
+ * each chunk's header and used bytes (the unused rest of a chunk is read
+ * past, never kept): memory grows with the largest process's records, its
+ * stacks and its live blocks, not with the archive nor with its chunks'
+ * empty space. Offsets are into those kept bytes; errors translate them
+ * into the input's. A file shorter than its header's chunk count says is a
+ * truncated input (the recorder pads a cut file to its full size).
  * Invariants: a record is decoded only from bytes below its chunk's
  * `used`; every varint is bounded by those bytes; each error names the
  * input, the process, the chunk and the byte offset in the input.
@@ -90,12 +93,27 @@ int heap_src_read(struct heap_src *s, uint8_t *dst, size_t n, size_t *got, struc
         if (s->eof)
             return 0;
         size_t k = s->c.len - s->pos < n - *got ? s->c.len - s->pos : n - *got;
-        memcpy(dst + *got, s->c.data + s->pos, k);
+        if (dst)
+            memcpy(dst + *got, s->c.data + s->pos, k);
         s->pos += k;
         s->off += k;
         *got += k;
     }
     return 0;
+}
+
+/* The chunk whose bytes in data hold offset at (past the header). */
+static uint32_t chunk_holding(const struct heap_proc *p, size_t at)
+{
+    uint32_t lo = 0, hi = p->nchunks - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (p->chunk_at[mid] <= at)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 int heap_corrupt(const struct heap_proc *p, struct ember_diag *d, size_t at, const char *fmt, ...)
@@ -108,14 +126,17 @@ int heap_corrupt(const struct heap_proc *p, struct ember_diag *d, size_t at, con
     int n = p->h.magic == EMBER_HEAP_MAGIC
                 ? snprintf(where, sizeof(where), "process %u, ", p->h.pid)
                 : 0;
-    if (at < EMBER_HEAP_HEADER_SIZE)
+    uint64_t file_at = at;
+    if (at < EMBER_HEAP_HEADER_SIZE || p->nchunks == 0) {
         snprintf(where + n, sizeof(where) - (size_t)n, "the header");
-    else
-        snprintf(where + n, sizeof(where) - (size_t)n, "chunk %llu",
-                 (unsigned long long)((at - EMBER_HEAP_HEADER_SIZE) / p->h.chunk_size));
+    } else {
+        uint32_t k = chunk_holding(p, at);
+        file_at = EMBER_HEAP_HEADER_SIZE + (uint64_t)k * p->h.chunk_size + (at - p->chunk_at[k]);
+        snprintf(where + n, sizeof(where) - (size_t)n, "chunk %u", k);
+    }
     return ember_diag_set(d, -EINVAL, p->input, 0,
                           "corrupt heap recording: %s, byte %llu of the input: %s", where,
-                          (unsigned long long)(p->base + at), what);
+                          (unsigned long long)(p->base + file_at), what);
 }
 
 void heap_proc_release(struct heap_proc *p)
@@ -125,6 +146,7 @@ void heap_proc_release(struct heap_proc *p)
     for (size_t i = 0; i < p->nmods; i++)
         free(p->mods[i].segs);
     free(p->streams);
+    free(p->chunk_at);
     free(p->data);
     free(p->stack_at);
     free(p->stack_n);
@@ -135,13 +157,12 @@ void heap_proc_release(struct heap_proc *p)
 
 const struct ember_heap_chunk *heap_chunk(const struct heap_proc *p, uint32_t k)
 {
-    return (const struct ember_heap_chunk *)(p->data + EMBER_HEAP_HEADER_SIZE +
-                                             (size_t)k * p->h.chunk_size);
+    return (const struct ember_heap_chunk *)(p->data + p->chunk_at[k]);
 }
 
 void heap_chunk_span(const struct heap_proc *p, uint32_t k, size_t *begin, size_t *end)
 {
-    *begin = EMBER_HEAP_HEADER_SIZE + (size_t)k * p->h.chunk_size + EMBER_HEAP_CHUNK_HEADER;
+    *begin = p->chunk_at[k] + EMBER_HEAP_CHUNK_HEADER;
     *end = *begin + heap_chunk(p, k)->used;
 }
 

@@ -6,7 +6,7 @@
  * (heap_merge.c), the values computed from them (heap_views.c), return
  * addresses as frames (heap_symbols.c), the format row (heap.c).
  *
- * Invariants: every offset handed out lies inside the process file; a
+ * Invariants: every offset handed out lies inside the kept bytes; a
  * record is decoded only from bytes below its chunk's `used`; errors name
  * the input, the process, the chunk and the byte offset in the input.
  */
@@ -54,9 +54,12 @@ struct heap_proc {
     const char *input; /* the input's name, for messages */
     uint64_t base;     /* where the file starts in the input */
     struct ember_heap_header h;
-    uint8_t *data; /* the whole file (one shorter than declared is an error) */
+    /* the header, then each chunk's header and used bytes, at chunk_at[k] */
+    uint8_t *data;
     size_t len, cap;
-    uint32_t nchunks;
+    uint64_t *chunk_at;
+    size_t chunk_cap;
+    uint32_t nchunks; /* read so far, then all */
     struct heap_stream *streams;
     uint32_t nstreams;
     /* stacks by id (below nstacks): addrs[stack_at[id], + stack_n[id]);

@@ -4,9 +4,9 @@
  * listed by stream in stream order, and one pass over every record that
  * keeps the stacks (by id) and the modules, and notes the END.
  *
- * Invariants: after heap_proc_read, every claimed chunk has the chunk
- * magic, a `used` inside the chunk and a stream below the header's count;
- * a stream's chunks have distinct places; stack ids are defined once.
+ * Invariants: after heap_proc_read, every chunk has the chunk magic or
+ * none (unclaimed, no records kept), a `used` inside the chunk and a stream below the header's
+ * count; a stream's chunks have distinct places; stack ids are defined once.
  */
 #include "read/heap/heap_impl.h"
 #include "read/read_impl.h"
@@ -46,28 +46,69 @@ static int check_header(struct heap_proc *p, struct ember_diag *d)
     return 0;
 }
 
-/* The rest of the file after its header, as the header sizes it. */
+static int cut(struct heap_proc *p, uint64_t have, struct ember_diag *d)
+{
+    return ember_format_truncated(
+        d, p->input, 0, "a heap recording's process file",
+        "the %llu bytes of process %u's file (4096 + %u chunks of %u bytes) from byte %llu of "
+        "the input; it has %llu",
+        (unsigned long long)(EMBER_HEAP_HEADER_SIZE + (uint64_t)p->h.chunks * p->h.chunk_size),
+        p->h.pid, p->h.chunks, p->h.chunk_size, (unsigned long long)p->base,
+        (unsigned long long)have);
+}
+
+/* Chunk k's header, checked, and its used bytes kept; the rest read past.
+ * *have counts the file's bytes read. */
+static int read_chunk(struct heap_proc *p, struct heap_src *s, uint32_t k, uint64_t *have,
+                      struct ember_diag *d)
+{
+    size_t got, room = p->h.chunk_size - EMBER_HEAP_CHUNK_HEADER;
+    p->len = (p->len + 7) & ~(size_t)7; /* chunk headers are read in place */
+    if (EMBER_VEC_RESERVE(p->chunk_at, p->chunk_cap, (size_t)k + 1) < 0 ||
+        EMBER_VEC_RESERVE(p->data, p->cap, p->len + EMBER_HEAP_CHUNK_HEADER) < 0)
+        return -ENOMEM;
+    p->chunk_at[k] = p->len;
+    p->nchunks = k + 1;
+    int err = heap_src_read(s, p->data + p->len, EMBER_HEAP_CHUNK_HEADER, &got, d);
+    *have += got;
+    if (err || got < EMBER_HEAP_CHUNK_HEADER)
+        return err ? err : cut(p, *have, d);
+    struct ember_heap_chunk c;
+    memcpy(&c, p->data + p->len, sizeof(c));
+    if (c.magic != 0 && c.magic != EMBER_HEAP_CHUNK_MAGIC)
+        return heap_corrupt(p, d, p->len,
+                            "chunk magic 0x%08x (expected 0x%08x \"CHNK\", or 0 for an "
+                            "unclaimed chunk)",
+                            c.magic, EMBER_HEAP_CHUNK_MAGIC);
+    if (c.used > room)
+        return heap_corrupt(p, d, p->len + offsetof(struct ember_heap_chunk, used),
+                            "%llu bytes used (expected at most %zu)", (unsigned long long)c.used,
+                            room);
+    size_t keep = c.magic ? (size_t)c.used : 0; /* an unclaimed chunk has no records */
+    p->len += EMBER_HEAP_CHUNK_HEADER;
+    if (EMBER_VEC_RESERVE(p->data, p->cap, p->len + keep) < 0)
+        return -ENOMEM;
+    err = heap_src_read(s, p->data + p->len, keep, &got, d);
+    p->len += got;
+    *have += got;
+    if (err || got < keep)
+        return err ? err : cut(p, *have, d);
+    err = heap_src_read(s, NULL, room - keep, &got, d);
+    *have += got;
+    if (err || got < room - keep)
+        return err ? err : cut(p, *have, d);
+    return 0;
+}
+
+/* The chunks after the header, as many as it says. */
 static int read_body(struct heap_proc *p, struct heap_src *s, struct ember_diag *d)
 {
-    uint64_t total = EMBER_HEAP_HEADER_SIZE + (uint64_t)p->h.chunks * p->h.chunk_size;
-    if (total > SIZE_MAX / 2)
-        return -ENOMEM;
+    uint64_t have = EMBER_HEAP_HEADER_SIZE;
     p->len = EMBER_HEAP_HEADER_SIZE;
-    while (p->len < total) {
-        size_t want = total - p->len < READ_STEP ? (size_t)(total - p->len) : READ_STEP, got;
-        if (EMBER_VEC_RESERVE(p->data, p->cap, p->len + want) < 0)
-            return -ENOMEM;
-        int err = heap_src_read(s, p->data + p->len, want, &got, d);
+    for (uint32_t k = 0; k < p->h.chunks; k++) {
+        int err = read_chunk(p, s, k, &have, d);
         if (err)
             return err;
-        p->len += got;
-        if (got < want)
-            return ember_format_truncated(
-                d, p->input, 0, "a heap recording's process file",
-                "the %llu bytes of process %u's file (4096 + %u chunks of %u bytes) from byte "
-                "%llu of the input; it has %zu",
-                (unsigned long long)total, p->h.pid, p->h.chunks, p->h.chunk_size,
-                (unsigned long long)p->base, p->len);
     }
     return 0;
 }
@@ -78,14 +119,6 @@ static int add_chunk(struct heap_proc *p, uint32_t k, struct ember_diag *d)
     size_t at = (size_t)((const uint8_t *)c - p->data);
     if (c->magic == 0)
         return 0; /* unclaimed */
-    if (c->magic != EMBER_HEAP_CHUNK_MAGIC)
-        return heap_corrupt(p, d, at,
-                            "chunk magic 0x%08x (expected 0x%08x \"CHNK\", or 0 for an "
-                            "unclaimed chunk)",
-                            c->magic, EMBER_HEAP_CHUNK_MAGIC);
-    if (c->used > p->h.chunk_size - EMBER_HEAP_CHUNK_HEADER)
-        return heap_corrupt(p, d, at + 16, "%llu bytes used (expected at most %u)",
-                            (unsigned long long)c->used, p->h.chunk_size - EMBER_HEAP_CHUNK_HEADER);
     if (c->stream >= p->h.streams)
         return heap_corrupt(p, d, at + 8, "stream %u (expected one of the header's %u)", c->stream,
                             p->h.streams);
@@ -118,7 +151,7 @@ static int order_streams(struct heap_proc *p, struct ember_diag *d)
         for (size_t i = 1; i < st->n; i++)
             if (heap_chunk(p, st->chunks[i])->index == heap_chunk(p, st->chunks[i - 1])->index)
                 return heap_corrupt(
-                    p, d, EMBER_HEAP_HEADER_SIZE + (size_t)st->chunks[i] * p->h.chunk_size + 12,
+                    p, d, p->chunk_at[st->chunks[i]] + offsetof(struct ember_heap_chunk, index),
                     "stream %u has two chunks at place %u (expected one)", s,
                     heap_chunk(p, st->chunks[i])->index);
     }
