@@ -189,6 +189,8 @@ static void test_realloc_across_threads(void **state)
     (void)state;
     struct enc e = {0};
     proc_begin(&e, 8, 0, 0, 0);
+    grow(&e, CHUNK); /* chunk 0 claimed by a thread stopped before its magic */
+    e.chunks++;
     module_self(&e, 1);
     stack(&e, 1, 2, RET(site_b), 0);
     alloc(&e, 0, 1, 64, 1, 0x5000); /* stack 1 is defined later, by thread 1 */
