@@ -142,8 +142,7 @@ extern const char *const heap_value_names[HEAP_VALUES][2]; /* type, unit */
 struct heap_counts {
     uint64_t unknown_frees; /* frees of addresses never allocated */
     uint64_t missed_frees;  /* allocations at a live address */
-    uint64_t events;
-    uint64_t last_ns; /* the last event's time, from the process's start */
+    uint64_t last_ns;       /* the last event's time, from the process's start */
 };
 
 /* The window and the counter, in the recording's time: ns from the first

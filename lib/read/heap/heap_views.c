@@ -140,7 +140,7 @@ static void erase(struct heap_views *v, struct block *b)
 static int flush(struct heap_views *v)
 {
     struct bucket *b = &v->b;
-    if (!b->has || !v->w.prof)
+    if (!b->has)
         return 0;
     b->has = false;
     int order[3] = {0, 1, 2}; /* min, max, last by time (last is latest) */
@@ -311,7 +311,6 @@ int heap_views_event(struct heap_views *v, const struct heap_event *e)
     int err = clock_to(v, e->time_ns);
     if (err)
         return err;
-    v->c.events++;
     v->c.last_ns = e->time_ns > v->c.last_ns ? e->time_ns : v->c.last_ns;
     if (e->alloc) {
         if ((err = on_alloc(v, e)) < 0)
