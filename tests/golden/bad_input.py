@@ -305,6 +305,8 @@ TRUNCATED = (
                           "simple.speedscope.json"), None, whole, None, False),
     ("pprof", os.path.join(HERE, "..", "fuzz", "seeds", "pprof", "go-heap.pb"), None, whole, None,
      False),
+    ("heap", os.path.join(HERE, "..", "fuzz", "seeds", "heap", "basic.heap"), None, whole, None,
+     False),
     ("gzip", corpus("speedscope", "sample", "profiles", "pprof", "simple.prof"), None,
      lambda data: (0, len(data)), None, False),
 )
