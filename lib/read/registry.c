@@ -30,11 +30,12 @@ enum { PROBE_WINDOW = 64 << 10 };
 extern const struct ember_format ember_format_perf, ember_format_folded, ember_format_dtrace,
     ember_format_sample, ember_format_pprof_raw, ember_format_xctrace, ember_format_instruments,
     ember_format_pprof, ember_format_callgrind, ember_format_chrome, ember_format_speedscope,
-    ember_format_perf_data, ember_format_heap;
+    ember_format_perf_data, ember_format_heap, ember_format_memtrace;
 
 static const struct ember_format *const table[] = {
     &ember_format_perf_data,   /* binary: "PERFILE2" */
     &ember_format_heap,        /* binary: "EMBHEAP1" */
+    &ember_format_memtrace,    /* binary: a CTF packet's magic, v1-3, trace-info first */
     &ember_format_sample,      /* distinctive headers: tried before perf */
     &ember_format_pprof_raw,   /* "Samples:" after pprof's header lines */
     &ember_format_xctrace,     /* "<?xml" and <trace-query-result> */
