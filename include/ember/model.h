@@ -249,8 +249,8 @@ EMBER_API const char *ember_profile_comment(const struct ember_profile *p, size_
 EMBER_API int ember_profile_counter_new(struct ember_profile *p, const char *name, const char *unit,
                                         unsigned *index);
 /* -EINVAL for a point earlier than the counter's last one. */
-EMBER_API int ember_profile_counter_add(struct ember_profile *p, unsigned counter,
-                                        uint64_t time_ns, int64_t value);
+EMBER_API int ember_profile_counter_add(struct ember_profile *p, unsigned counter, uint64_t time_ns,
+                                        int64_t value);
 EMBER_API unsigned ember_profile_counter_count(const struct ember_profile *p);
 EMBER_API const char *ember_profile_counter_name(const struct ember_profile *p, unsigned counter);
 EMBER_API const char *ember_profile_counter_unit(const struct ember_profile *p, unsigned counter);

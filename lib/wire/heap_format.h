@@ -71,8 +71,8 @@
 
 #include <stdint.h>
 
-#define EMBER_HEAP_MAGIC   0x3150414548424d45ULL /* "EMBHEAP1" */
-#define EMBER_HEAP_VERSION 1
+#define EMBER_HEAP_MAGIC       0x3150414548424d45ULL /* "EMBHEAP1" */
+#define EMBER_HEAP_VERSION     1
 #define EMBER_HEAP_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 
 enum {
@@ -118,11 +118,11 @@ struct ember_heap_header {
 };
 
 struct ember_heap_chunk {
-    uint32_t magic;  /* EMBER_HEAP_CHUNK_MAGIC, written when claimed */
+    uint32_t magic; /* EMBER_HEAP_CHUNK_MAGIC, written when claimed */
     uint32_t tid;
-    uint32_t stream; /* which thread's stream, from the header's streams */
-    uint32_t index;  /* this chunk's place in its stream: 0, 1, 2... */
-    uint64_t used;   /* bytes of records after this header (release store) */
+    uint32_t stream;    /* which thread's stream, from the header's streams */
+    uint32_t index;     /* this chunk's place in its stream: 0, 1, 2... */
+    uint64_t used;      /* bytes of records after this header (release store) */
     uint64_t first_seq; /* the sequence number the first record's delta is from */
     uint64_t time_ns;   /* the stream's time at the chunk's start (as TIME) */
     uint64_t reserved[3];
