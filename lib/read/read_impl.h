@@ -39,4 +39,9 @@ int ember_format_truncated(struct ember_diag *d, const char *file, uint64_t line
                            const char *inside, const char *expected, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Tells o's warn callback (when there is one) what fmt says, of file: the
+ * one way readers warn. */
+void ember_read_warn(const struct ember_read_opts *o, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

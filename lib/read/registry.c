@@ -224,3 +224,17 @@ int ember_format_truncated(struct ember_diag *d, const char *file, uint64_t line
     return ember_diag_set(d, -EINVAL, file, line,
                           "truncated input: expected %s (the input ends inside %s)", what, inside);
 }
+
+void ember_read_warn(const struct ember_read_opts *o, const char *file, const char *fmt, ...)
+{
+    if (!o->warn)
+        return;
+    struct ember_diag d;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ember_diag_set(&d, 0, file, 0, "%s", msg);
+    o->warn(o->warn_ctx, &d);
+}

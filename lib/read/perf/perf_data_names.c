@@ -19,6 +19,7 @@
  */
 #include "read/perf/perf_data.h"
 #include "read/perf/perf_names.h"
+#include "read/read_impl.h"
 #include "read/perf/perf_tidy.h"
 #include "symbol/dso.h"
 #include "symbol/kallsyms.h"
@@ -96,23 +97,6 @@ void pd_names_free(struct pd_names *n)
     free(n);
 }
 
-static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void warn(struct pd_names *n, const char *file, const char *fmt, ...)
-{
-    if (!n->o->warn)
-        return;
-    struct ember_diag d;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    ember_diag_set(&d, 0, n->f->name, 0, "%s: %s", file, msg);
-    n->o->warn(n->o->warn_ctx, &d);
-}
-
 /* ---- loading a dso's symbols -------------------------------------------- */
 
 /* An ELF file's symbols as perf finds them (symbol/dso.h), checked against
@@ -126,7 +110,7 @@ static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso 
     struct ember_diag why;
     int err = ember_dso_elf_symbols(n->sym, &e, &n->arena, &d->mod, &d->syms, &why);
     if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
-        warn(n, dso->name, "%s; its frames are [unknown]", why.msg);
+        ember_read_warn(n->o, n->f->name, "%s: %s; its frames are [unknown]", dso->name, why.msg);
     return err;
 }
 
@@ -188,7 +172,8 @@ static int kernel_table(struct pd_names *n)
     src.have_text = pd_tasks_kernel_text(n->t, &src.text);
     int err = ember_kallsyms_load(&n->kernel, &src);
     if (!err && !n->kernel.usable)
-        warn(n, "[kernel.kallsyms]", "%s; kernel frames are [unknown]", n->kernel.why);
+        ember_read_warn(n->o, n->f->name, "[kernel.kallsyms]: %s; kernel frames are [unknown]",
+                        n->kernel.why);
     return err;
 }
 
