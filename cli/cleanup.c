@@ -127,3 +127,22 @@ void cli_cleanup_remove(const char *path)
         if (slots[i].used && strcmp(slots[i].path, path) == 0)
             slots[i].used = 0;
 }
+
+volatile sig_atomic_t cli_stop_asked;
+
+static void ask_stop(int sig)
+{
+    (void)sig;
+    cli_stop_asked = 1;
+}
+
+void cli_catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = ask_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal closed: stop CMD, keep what was recorded */
+}

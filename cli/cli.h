@@ -101,6 +101,11 @@ void cli_cleanup_remove(const char *path);
 /* Blocks the four signals around making or renaming a temporary. */
 void cli_cleanup_block(sigset_t *old);
 void cli_cleanup_unblock(const sigset_t *old);
+/* While a command is recorded: SIGINT, SIGTERM and SIGHUP only set
+ * cli_stop_asked (no SA_RESTART: a poll or waitpid returns at once), so
+ * that the recording ends and is still written. */
+extern volatile sig_atomic_t cli_stop_asked;
+void cli_catch_stop_signals(void);
 
 /* ---- private directories in TMPDIR (private_dir.c) ---- */
 /* For files a program ember runs opens by path: makes TMPDIR/ember-run.XXXXXX

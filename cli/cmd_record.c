@@ -87,27 +87,6 @@ static const char description[] =
     "  ember record -p 1234 --duration 10 -o server.pb.gz\n"
     "  ember record -o gc.svg --during gc -- ./ocaml_prog";
 
-static volatile sig_atomic_t stop_asked;
-
-static void ask_stop(int sig)
-{
-    (void)sig;
-    stop_asked = 1;
-}
-
-/* SIGINT, SIGTERM and SIGHUP end the recording, not the program; no SA_RESTART, so
- * that poll returns at once. */
-static void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = ask_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL); /* the terminal closed: stop CMD, keep what was recorded */
-}
-
 enum { LEAF_STACK_DEFAULT = 128 };
 
 struct record_args {
@@ -210,7 +189,7 @@ static int record_loop(struct ember_recorder *rec, double duration, struct trace
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        if (stop_asked)
+        if (cli_stop_asked)
             return 0;
         if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
             side = NULL;
@@ -389,7 +368,7 @@ static int run(const struct ember_record_opts *ro, const struct record_args *a)
     /* from here a Ctrl-C stops the recording (at once if it comes before)
      * and what was recorded is written; cleanup.c's handlers come back
      * when recording ends */
-    catch_stop_signals();
+    cli_catch_stop_signals();
     const struct ember_writer_format *w;
     int ret = out_format(a->out, &w);
     if (ret)

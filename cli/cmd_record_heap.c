@@ -38,26 +38,6 @@
 
 enum { KILL_AFTER_MS = 2000 };
 
-static volatile sig_atomic_t stop_asked;
-
-static void ask_stop(int sig)
-{
-    (void)sig;
-    stop_asked = 1;
-}
-
-/* The signals end the command, not us (no SA_RESTART: waitpid returns). */
-static void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = ask_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 static bool readable_file(const char *path)
 {
     struct stat st;
@@ -210,7 +190,7 @@ static int wait_command(pid_t pid)
     bool termed = false;
     struct timespec t0 = {0};
     for (;;) {
-        if (stop_asked && !termed) {
+        if (cli_stop_asked && !termed) {
             kill(pid, SIGTERM);
             termed = true;
             clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -249,7 +229,7 @@ static int run_command(struct heap_run *r)
         cli_error("cannot run %s: %s", r->argv[0], strerror(errno));
         return 1;
     }
-    catch_stop_signals();
+    cli_catch_stop_signals();
     pid_t pid = fork();
     if (pid < 0) {
         cli_error("cannot run %s: %s", r->argv[0], strerror(errno));
