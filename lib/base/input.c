@@ -271,6 +271,35 @@ void ember_input_close(struct ember_input *in)
     free(in);
 }
 
+bool ember_input_seekable(const struct ember_input *in)
+{
+    return !in->gz && in->size >= 0;
+}
+
+int ember_input_pread(struct ember_input *in, void *buf, size_t n, uint64_t off, size_t *got,
+                      struct ember_diag *d)
+{
+    *got = 0;
+    if (!ember_input_seekable(in))
+        return -ESPIPE;
+    if (in->fd < 0) {
+        size_t k = off < in->mem_len ? in->mem_len - (size_t)off : 0;
+        *got = k < n ? k : n;
+        if (*got)
+            memcpy(buf, in->mem + off, *got);
+        return 0;
+    }
+    while (*got < n) {
+        ssize_t r = pread(in->fd, (char *)buf + *got, n - *got, (off_t)(off + *got));
+        if (r == 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return io_error(in, d, "read", errno);
+        *got += r > 0 ? (size_t)r : 0;
+    }
+    return 0;
+}
+
 int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,
                               struct ember_diag *d)
 {
