@@ -13,11 +13,10 @@
  * held in memory while it is read: its header, and each chunk's header and
  * used bytes (the unused rest of a chunk is read past, never kept), so
  * memory grows with the largest process's records; offsets are into those
- * kept bytes, and errors translate them into the input's. A file shorter than its header's chunk count says is a
- * truncated input (the recorder pads a cut file to its full size).
- * Invariants: a record is decoded only from bytes below its chunk's
- * `used`; every varint is bounded by those bytes; each error names the
- * input, the process, the chunk and the byte offset in the input.
+ * kept bytes, and errors translate them into the input's. A file shorter than its header's chunk
+ * count says is a truncated input (the recorder pads a cut file to its full size). Invariants: a
+ * record is decoded only from bytes below its chunk's `used`; every varint is bounded by those
+ * bytes; each error names the input, the process, the chunk and the byte offset in the input.
  */
 #include "read/heap/heap_impl.h"
 #include "read/read_impl.h"

@@ -160,6 +160,9 @@ int heap_merge_new(struct heap_merge **m, const struct heap_proc *p, struct embe
 /* The next event in sequence order: 1, 0 when none is left, or an error. */
 int heap_merge_next(struct heap_merge *m, struct heap_event *e, struct ember_diag *d);
 void heap_merge_free(struct heap_merge *m);
+/* The bytes the cursors' windows hold: at most 64 KiB (or a record) per
+ * stream, whatever the number of events (test_read_heap.c checks it). */
+size_t heap_merge_held(const struct heap_merge *m);
 
 /* ---- the values (heap_views.c) */
 

@@ -174,6 +174,14 @@ int heap_merge_new(struct heap_merge **out, const struct heap_proc *p, struct em
     return 0;
 }
 
+size_t heap_merge_held(const struct heap_merge *m)
+{
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->p->nstreams; s++)
+        n += m->cur[s].win.cap;
+    return n;
+}
+
 int heap_merge_next(struct heap_merge *m, struct heap_event *e, struct ember_diag *d)
 {
     if (m->n == 0)
