@@ -1,14 +1,16 @@
 /*
  * heap_impl.h - the heap recording's reader, between its files
- * (library-internal to read/heap/): the input's bytes and records
- * (heap_file.c), one process file held in memory and its index
- * (heap_index.c), the events merged in sequence order
- * (heap_merge.c), the values computed from them (heap_views.c), return
- * addresses as frames (heap_symbols.c), the format row (heap.c).
+ * (library-internal to read/heap/): the input's bytes, records and the
+ * windows they are read through (heap_file.c), one process file's index
+ * (heap_index.c), the events merged in sequence order (heap_merge.c), the
+ * values computed from them (heap_views.c), return addresses as frames
+ * (heap_symbols.c), the format row (heap.c). A file is streamed: memory
+ * grows with its streams, stacks, modules and live blocks; a pipe or gzip
+ * has each process's records held in memory while it is read.
  *
- * Invariants: every offset handed out lies inside the kept bytes; a
- * record is decoded only from bytes below its chunk's `used`; errors name
- * the input, the process, the chunk and the byte offset in the input.
+ * Invariants: a record is decoded only from bytes below its chunk's
+ * `used`, held by the view it is decoded from; errors name the input,
+ * the process, the chunk and the byte offset in the input.
  */
 #ifndef EMBER_READ_HEAP_HEAP_IMPL_H
 #define EMBER_READ_HEAP_HEAP_IMPL_H
