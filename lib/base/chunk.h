@@ -40,6 +40,15 @@ void ember_chunk_release(struct ember_chunk *c);
 int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,
                               struct ember_diag *d);
 
+/* Bytes of the content at offset off, without moving the sequential
+ * reading: for readers that index a file and then read its parts (the heap
+ * recording). Only for an input that can be read at any place: a regular
+ * file or memory, not gzip-compressed (ember_input_seekable); -ESPIPE
+ * otherwise. *got < n only at the input's end. */
+bool ember_input_seekable(const struct ember_input *in);
+int ember_input_pread(struct ember_input *in, void *buf, size_t n, uint64_t off, size_t *got,
+                      struct ember_diag *d);
+
 /* Lines read so far: the number of '\n' in the chunks returned. */
 uint64_t ember_input_lines(const struct ember_input *in);
 

@@ -39,6 +39,7 @@ struct ember_input {
     uint64_t lines;
     uint64_t consumed;
     int64_t size;
+    off_t start; /* a regular file's offset when opened: where its content begins */
 };
 
 const char *ember_input_name(const struct ember_input *in)
@@ -158,8 +159,10 @@ static int start_fd(struct ember_input *in, struct ember_input **out, struct emb
             ember_input_close(in);
             return err;
         }
-        if (S_ISREG(st.st_mode)) {
-            in->size = st.st_size;
+        off_t at = lseek(in->fd, 0, SEEK_CUR);
+        if (S_ISREG(st.st_mode) && at >= 0 && at <= st.st_size) {
+            in->start = at; /* stdin may be a file read partly before */
+            in->size = st.st_size - at;
             posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
@@ -269,6 +272,35 @@ void ember_input_close(struct ember_input *in)
     free(in->zbuf);
     free(in->carry);
     free(in);
+}
+
+bool ember_input_seekable(const struct ember_input *in)
+{
+    return !in->gz && in->size >= 0;
+}
+
+int ember_input_pread(struct ember_input *in, void *buf, size_t n, uint64_t off, size_t *got,
+                      struct ember_diag *d)
+{
+    *got = 0;
+    if (!ember_input_seekable(in))
+        return -ESPIPE;
+    if (in->fd < 0) {
+        size_t k = off < in->mem_len ? in->mem_len - (size_t)off : 0;
+        *got = k < n ? k : n;
+        if (*got)
+            memcpy(buf, in->mem + off, *got);
+        return 0;
+    }
+    while (*got < n) {
+        ssize_t r = pread(in->fd, (char *)buf + *got, n - *got, in->start + (off_t)(off + *got));
+        if (r == 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return io_error(in, d, "read", errno);
+        *got += r > 0 ? (size_t)r : 0;
+    }
+    return 0;
 }
 
 int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **data, size_t *len,

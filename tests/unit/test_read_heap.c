@@ -19,6 +19,7 @@
 
 #include "ember/read.h"
 #include "unit_heap.h"
+#include "read/heap/heap_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* functions of this program that stacks name */
 #define SITE(f)                                                                                    \
@@ -78,6 +80,28 @@ static void seed(const struct enc *e, const char *name)
     free(copy);
 }
 
+/* Whether read_window hands the reader the recording gzip-compressed: an
+ * input it cannot read at an offset, so it holds each process's records
+ * in memory (the other path of heap_file.c); main runs every test both
+ * ways. */
+static bool gzipped;
+
+static uint8_t *gzip(const uint8_t *b, size_t n, size_t *len)
+{
+    z_stream z = {0};
+    assert_int_equal(deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&z, (uLong)n) + 64;
+    uint8_t *out = malloc(cap);
+    z.next_in = (Bytef *)b;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *len = z.total_out;
+    deflateEnd(&z);
+    return out;
+}
+
 static struct result read_window(const struct enc *e, const char *name, uint64_t from, uint64_t to)
 {
     struct result r = {.p = ember_profile_new()};
@@ -85,9 +109,12 @@ static struct result read_window(const struct enc *e, const char *name, uint64_t
     struct ember_read_stats st = {0};
     struct ember_input *in;
     seed(e, name);
-    assert_int_equal(ember_input_open_memory(&in, e->buf, e->len, name, &r.d), 0);
+    size_t len = e->len;
+    uint8_t *gz = gzipped ? gzip(e->buf, e->len, &len) : NULL;
+    assert_int_equal(ember_input_open_memory(&in, gz ? gz : e->buf, len, name, &r.d), 0);
     r.err = ember_format_read(ember_format_find("heap"), r.p, in, &o, &st, &r.d);
     ember_input_close(in);
+    free(gz);
     return r;
 }
 
@@ -475,6 +502,49 @@ static void test_truncated(void **state)
     free(e.buf);
 }
 
+/* Reading a file that can be read at any place holds its headers and one
+ * window per stream, never its records: a recording of 400000 events in
+ * two streams (over 400 chunks) is indexed with only the process header
+ * in data, and merged with windows of at most one chunk each (the
+ * encoder's chunks are smaller than a window). */
+static void test_memory_bound(void **state)
+{
+    (void)state;
+    struct enc e = {0};
+    proc_begin(&e, 9, 0, 0, 0);
+    stack(&e, 0, 1, 0x10, 0);
+    for (uint64_t i = 0; i < 100000; i++)
+        for (int s = 0; s < 2; s++) {
+            alloc(&e, s, 4 * i + 2 * (uint64_t)s + 1, 16, 1, 0x1000 + 64 * (uint64_t)s);
+            release(&e, s, 4 * i + 2 * (uint64_t)s + 2, 0x1000 + 64 * (uint64_t)s);
+        }
+    proc_end(&e, 2);
+    assert_true(e.chunks > 400);
+    struct ember_diag d = {0};
+    struct ember_input *in;
+    struct heap_src *src;
+    struct heap_proc p = {.input = "bound"};
+    struct heap_merge *m;
+    struct heap_event ev;
+    assert_int_equal(ember_input_open_memory(&in, e.buf, e.len, "bound", &d), 0);
+    assert_int_equal(heap_src_new(&src, in), 0);
+    assert_int_equal(heap_proc_read(&p, src, &d), 1);
+    assert_true(p.cap <= EMBER_HEAP_HEADER_SIZE);
+    assert_int_equal(heap_merge_new(&m, &p, &d), 0);
+    size_t events = 0, most = 0, held;
+    while (heap_merge_next(m, &ev, &d) == 1) {
+        events++;
+        most = (held = heap_merge_held(m)) > most ? held : most;
+    }
+    assert_int_equal(events, 400000);
+    assert_true(most > 0 && most <= 2 * (CHUNK - EMBER_HEAP_CHUNK_HEADER));
+    heap_merge_free(m);
+    heap_proc_release(&p);
+    heap_src_free(src);
+    ember_input_close(in);
+    free(e.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,7 +552,9 @@ int main(void)
         cmocka_unit_test(test_window),       cmocka_unit_test(test_sampled),
         cmocka_unit_test(test_processes),    cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_truncated),    cmocka_unit_test(test_counter),
-        cmocka_unit_test(test_stale_module),
+        cmocka_unit_test(test_stale_module), cmocka_unit_test(test_memory_bound),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    gzipped = true;
+    return failed + cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,17 +5,18 @@
  * every record (stacks are collected first because another thread's
  * record may name a stack before the reader reaches its STACK).
  *
- * The input is read front to back once (it may be a pipe or gzip), so a
- * process's records are held in memory while it is read: its header, and
- * each chunk's header and used bytes (the unused rest of a chunk is read
- * past, never kept): memory grows with the largest process's records, its
- * stacks and its live blocks, not with the archive nor with its chunks'
- * empty space. Offsets are into those kept bytes; errors translate them
- * into the input's. A file shorter than its header's chunk count says is a
- * truncated input (the recorder pads a cut file to its full size).
- * Invariants: a record is decoded only from bytes below its chunk's
- * `used`; every varint is bounded by those bytes; each error names the
- * input, the process, the chunk and the byte offset in the input.
+ * A regular file (or memory) is read where needed: the headers in order,
+ * a chunk's records in windows of 64 KiB (struct heap_win) read at their
+ * offset, so memory grows with the streams, stacks, modules and live
+ * blocks, never with the events; offsets are the file's. An input that
+ * can only be read front to back (a pipe, gzip) has a process's records
+ * held in memory while it is read: its header, and each chunk's header and
+ * used bytes (the unused rest of a chunk is read past, never kept), so
+ * memory grows with the largest process's records; offsets are into those
+ * kept bytes, and errors translate them into the input's. A file shorter than its header's chunk
+ * count says is a truncated input (the recorder pads a cut file to its full size). Invariants: a
+ * record is decoded only from bytes below its chunk's `used`; every varint is bounded by those
+ * bytes; each error names the input, the process, the chunk and the byte offset in the input.
  */
 #include "read/heap/heap_impl.h"
 #include "read/read_impl.h"
@@ -30,13 +31,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { READ_PIECE = 1 << 20 };
+/* WINDOW: the bytes a window reads at once. MAX_RECORD: the most bytes a
+ * record other than MODULE can take (a STACK of the most frames, each
+ * varint 10 bytes); a MODULE is read whole, up to its chunk's end. */
+enum { READ_PIECE = 1 << 20, WINDOW = 64 << 10, MAX_RECORD = 1 + 20 + 10 * EMBER_HEAP_MAX_FRAMES };
 
 struct heap_src {
     struct ember_input *in;
     struct ember_chunk c;
     size_t pos; /* bytes of c consumed */
     bool eof;
+    bool seek;    /* read by offset (heap_src_seekable) */
     uint64_t off; /* bytes of the input consumed */
 };
 
@@ -46,6 +51,7 @@ int heap_src_new(struct heap_src **s, struct ember_input *in)
     if (!*s)
         return -ENOMEM;
     (*s)->in = in;
+    (*s)->seek = ember_input_seekable(in);
     return 0;
 }
 
@@ -71,8 +77,23 @@ static int fill(struct heap_src *s, struct ember_diag *d)
     return 0;
 }
 
+bool heap_src_seekable(const struct heap_src *s)
+{
+    return s->seek;
+}
+
+int heap_src_pread(struct heap_src *s, uint8_t *dst, size_t n, uint64_t off, size_t *got,
+                   struct ember_diag *d)
+{
+    return ember_input_pread(s->in, dst, n, off, got, d);
+}
+
 int heap_src_more(struct heap_src *s, bool *more, struct ember_diag *d)
 {
+    if (s->seek) {
+        *more = (uint64_t)ember_input_size(s->in) > s->off;
+        return 0;
+    }
     int err = fill(s, d);
     *more = !s->eof;
     return err;
@@ -86,6 +107,15 @@ uint64_t heap_src_offset(const struct heap_src *s)
 int heap_src_read(struct heap_src *s, uint8_t *dst, size_t n, size_t *got, struct ember_diag *d)
 {
     *got = 0;
+    if (s->seek) {
+        uint64_t size = (uint64_t)ember_input_size(s->in);
+        size_t left = size > s->off ? (size_t)(size - s->off) : 0;
+        int err = dst ? heap_src_pread(s, dst, n, s->off, got, d) : 0;
+        if (!dst)
+            *got = left < n ? left : n;
+        s->off += *got;
+        return err;
+    }
     while (*got < n) {
         int err = fill(s, d);
         if (err)
@@ -143,10 +173,13 @@ void heap_proc_release(struct heap_proc *p)
 {
     for (uint32_t i = 0; p->streams && i < p->nstreams; i++)
         free(p->streams[i].chunks);
-    for (size_t i = 0; i < p->nmods; i++)
+    for (size_t i = 0; i < p->nmods; i++) {
         free(p->mods[i].segs);
+        free(p->mods[i].path);
+    }
     free(p->streams);
     free(p->chunk_at);
+    free(p->hdrs);
     free(p->data);
     free(p->stack_at);
     free(p->stack_n);
@@ -157,7 +190,7 @@ void heap_proc_release(struct heap_proc *p)
 
 const struct ember_heap_chunk *heap_chunk(const struct heap_proc *p, uint32_t k)
 {
-    return (const struct ember_heap_chunk *)(p->data + p->chunk_at[k]);
+    return &p->hdrs[k];
 }
 
 void heap_chunk_span(const struct heap_proc *p, uint32_t k, size_t *begin, size_t *end)
@@ -166,15 +199,71 @@ void heap_chunk_span(const struct heap_proc *p, uint32_t k, size_t *begin, size_
     *end = *begin + heap_chunk(p, k)->used;
 }
 
+/* ---- windows --------------------------------------------------------------- */
+
+void heap_win_init(struct heap_win *w, const struct heap_proc *p)
+{
+    *w = (struct heap_win){.v = *p};
+}
+
+void heap_win_release(struct heap_win *w)
+{
+    free(w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+}
+
+/* The window over [pos, want) at least (want <= the chunk's end), read
+ * from pos: WINDOW bytes, or more for a larger record, never past end. */
+static int win_hold(struct heap_win *w, size_t pos, size_t want, size_t end, struct ember_diag *d)
+{
+    struct heap_proc *v = &w->v;
+    if (!v->src || (v->view && pos >= v->view_off && want <= v->view_off + v->view_len))
+        return 0;
+    size_t n = want - pos > WINDOW ? want - pos : WINDOW, got;
+    n = n < end - pos ? n : end - pos;
+    if (n > w->cap) {
+        uint8_t *b = realloc(w->buf, n);
+        if (!b)
+            return -ENOMEM;
+        w->buf = b;
+        w->cap = n;
+    }
+    int err = heap_src_pread(v->src, w->buf, n, v->base + pos, &got, d);
+    if (err)
+        return err;
+    if (got < n)
+        return ember_format_truncated(d, v->input, 0, "a heap recording's process file",
+                                      "%zu bytes of records at byte %llu of the input; it has %zu",
+                                      n, (unsigned long long)(v->base + pos), got);
+    v->view = w->buf;
+    v->view_off = pos;
+    v->view_len = n;
+    return 0;
+}
+
+int heap_win_next(struct heap_win *w, size_t *pos, size_t end, struct heap_rec *r,
+                  struct ember_diag *d)
+{
+    if (*pos >= end)
+        return 0;
+    size_t want = end - *pos > MAX_RECORD ? *pos + MAX_RECORD : end;
+    int err = win_hold(w, *pos, want, end, d);
+    if (!err && *heap_byte(&w->v, *pos) == EMBER_HEAP_MODULE)
+        err = win_hold(w, *pos, end, end, d);
+    return err ? err : heap_record_next(&w->v, pos, end, r, d);
+}
+
 /* ---- records -------------------------------------------------------------- */
 
 static int varint(const struct heap_proc *p, size_t *pos, size_t end, uint64_t *v, const char *what,
                   struct ember_diag *d)
 {
-    const uint8_t *q = p->data + *pos;
-    switch (ember_protobuf_varint_decode(&q, p->data + end, v)) {
+    const uint8_t *q = heap_byte(p, *pos);
+    size_t held = p->view_off + p->view_len; /* a window holds the record */
+    switch (ember_protobuf_varint_decode(&q, heap_byte(p, end < held ? end : held), v)) {
     case EMBER_PROTOBUF_OK:
-        *pos = (size_t)(q - p->data);
+        *pos = p->view_off + (size_t)(q - p->view);
         return 0;
     case EMBER_PROTOBUF_SHORT:
         return heap_corrupt(p, d, *pos,
@@ -194,10 +283,10 @@ int heap_module_read(const struct heap_proc *p, size_t *pos, size_t end, struct 
     int err = varint(p, pos, end, &tmp.bias, "a module's bias", d);
     if (err)
         return err;
-    if (*pos >= end || end - *pos - 1 < p->data[*pos])
+    if (*pos >= end || end - *pos - 1 < *heap_byte(p, *pos))
         return heap_corrupt(p, d, *pos, "a module's build-id runs past the chunk's used bytes");
-    tmp.build_id_len = p->data[(*pos)++];
-    memcpy(tmp.build_id, p->data + *pos, tmp.build_id_len);
+    tmp.build_id_len = *heap_byte(p, (*pos)++);
+    memcpy(tmp.build_id, heap_byte(p, *pos), tmp.build_id_len);
     *pos += tmp.build_id_len;
     if ((err = varint(p, pos, end, &nsegs, "a module's segment count", d)))
         return err;
@@ -221,13 +310,16 @@ int heap_module_read(const struct heap_proc *p, size_t *pos, size_t end, struct 
         tmp.end = b > tmp.end ? b : tmp.end;
     }
     tmp.nsegs = nsegs;
-    const uint8_t *nul = memchr(p->data + *pos, 0, end - *pos);
+    const uint8_t *nul = memchr(heap_byte(p, *pos), 0, end - *pos);
     if (!nul) {
         free(tmp.segs);
         return heap_corrupt(p, d, *pos, "a module's path has no NUL before the chunk's end");
     }
-    tmp.path = (const char *)p->data + *pos;
-    *pos = (size_t)(nul - p->data) + 1;
+    if (m && !(tmp.path = strdup((const char *)heap_byte(p, *pos)))) {
+        free(tmp.segs);
+        return -ENOMEM;
+    }
+    *pos = p->view_off + (size_t)(nul - p->view) + 1;
     if (m)
         *m = tmp;
     return 0;
@@ -261,7 +353,7 @@ int heap_record_next(const struct heap_proc *p, size_t *pos, size_t end, struct 
     if (*pos >= end)
         return 0;
     r->at = *pos;
-    r->tag = p->data[(*pos)++];
+    r->tag = *heap_byte(p, (*pos)++);
     int err = 0;
     switch (r->tag) {
     case EMBER_HEAP_PAD:

@@ -1,14 +1,16 @@
 /*
  * heap_impl.h - the heap recording's reader, between its files
- * (library-internal to read/heap/): the input's bytes and records
- * (heap_file.c), one process file held in memory and its index
- * (heap_index.c), the events merged in sequence order
- * (heap_merge.c), the values computed from them (heap_views.c), return
- * addresses as frames (heap_symbols.c), the format row (heap.c).
+ * (library-internal to read/heap/): the input's bytes, records and the
+ * windows they are read through (heap_file.c), one process file's index
+ * (heap_index.c), the events merged in sequence order (heap_merge.c), the
+ * values computed from them (heap_views.c), return addresses as frames
+ * (heap_symbols.c), the format row (heap.c). A file is streamed: memory
+ * grows with its streams, stacks, modules and live blocks; a pipe or gzip
+ * has each process's records held in memory while it is read.
  *
- * Invariants: every offset handed out lies inside the kept bytes; a
- * record is decoded only from bytes below its chunk's `used`; errors name
- * the input, the process, the chunk and the byte offset in the input.
+ * Invariants: a record is decoded only from bytes below its chunk's
+ * `used`, held by the view it is decoded from; errors name the input,
+ * the process, the chunk and the byte offset in the input.
  */
 #ifndef EMBER_READ_HEAP_HEAP_IMPL_H
 #define EMBER_READ_HEAP_HEAP_IMPL_H
@@ -40,7 +42,7 @@ struct heap_module {
     uint64_t start, end; /* the lowest and highest segment bounds */
     uint64_t *segs;      /* start, end pairs */
     size_t nsegs;
-    const char *path; /* inside the process file */
+    char *path; /* the module's own copy */
 };
 
 /* A thread's stream: its chunks in stream order. */
@@ -49,16 +51,25 @@ struct heap_stream {
     size_t n, cap;
 };
 
-/* One process file, read whole, with what the first pass collected. */
+/* One process file, indexed, with what the first pass collected. Records
+ * are decoded at offsets into view, a window of the file's bytes that
+ * begins at offset view_off. Read from a pipe or gzip, the file is held
+ * in data (view = data, view_off 0): the header, then each chunk's header
+ * and used bytes, at chunk_at[k]. Read from a file that can be read at any
+ * place (src set), data holds nothing, chunk_at[k] is chunk k's offset in
+ * the file, and a window (struct heap_win) holds the bytes being decoded. */
 struct heap_proc {
     const char *input; /* the input's name, for messages */
     uint64_t base;     /* where the file starts in the input */
     struct ember_heap_header h;
-    /* the header, then each chunk's header and used bytes, at chunk_at[k] */
+    struct heap_src *src; /* set: the records are read in windows from src */
     uint8_t *data;
-    size_t len, cap;
+    size_t len, cap; /* len: the offsets' bound (data's, or the file's) */
+    const uint8_t *view;
+    size_t view_off, view_len;
     uint64_t *chunk_at;
-    size_t chunk_cap;
+    struct ember_heap_chunk *hdrs; /* the chunks' headers */
+    size_t chunk_cap, hdr_cap;
     uint32_t nchunks; /* read so far, then all */
     struct heap_stream *streams;
     uint32_t nstreams;
@@ -75,6 +86,12 @@ struct heap_proc {
     uint64_t end_how;
 };
 
+/* The byte at offset pos of p's file, which p's view holds. */
+static inline const uint8_t *heap_byte(const struct heap_proc *p, size_t pos)
+{
+    return p->view + (pos - p->view_off);
+}
+
 /* The bytes of the input, read in pieces. */
 struct heap_src;
 int heap_src_new(struct heap_src **s, struct ember_input *in);
@@ -85,6 +102,12 @@ int heap_src_read(struct heap_src *s, uint8_t *dst, size_t n, size_t *got, struc
 uint64_t heap_src_offset(const struct heap_src *s);
 /* Whether the input has a byte left (a process file follows). */
 int heap_src_more(struct heap_src *s, bool *more, struct ember_diag *d);
+/* Whether the input can be read at any place (a regular file, memory):
+ * then heap_src_read reads past (dst NULL) without reading, and
+ * heap_src_pread reads at an offset. */
+bool heap_src_seekable(const struct heap_src *s);
+int heap_src_pread(struct heap_src *s, uint8_t *dst, size_t n, uint64_t off, size_t *got,
+                   struct ember_diag *d);
 
 /* Reads the next process file of s into p (cleared first) and indexes it:
  * 1, 0 at the end of the input, or an error. */
@@ -106,6 +129,22 @@ int heap_record_next(const struct heap_proc *p, size_t *pos, size_t end, struct 
  * skipped); m->segs is the caller's to free. */
 int heap_module_read(const struct heap_proc *p, size_t *pos, size_t end, struct heap_module *m,
                      struct ember_diag *d);
+/* A window onto p's records: v is p with its view on the bytes read, at
+ * most WINDOW (64 KiB) of them unless one record is larger (a MODULE);
+ * for a file held in memory, v's view is p's data. Memory grows with the
+ * largest record, never with the file. */
+struct heap_win {
+    struct heap_proc v;
+    uint8_t *buf;
+    size_t cap;
+};
+void heap_win_init(struct heap_win *w, const struct heap_proc *p);
+void heap_win_release(struct heap_win *w);
+/* heap_record_next over the window, which it moves as needed; a record's
+ * body (a STACK's addresses, a MODULE) is in w->v's view until the next
+ * call. */
+int heap_win_next(struct heap_win *w, size_t *pos, size_t end, struct heap_rec *r,
+                  struct ember_diag *d);
 /* Where chunk k's records begin and end in the file. */
 void heap_chunk_span(const struct heap_proc *p, uint32_t k, size_t *begin, size_t *end);
 const struct ember_heap_chunk *heap_chunk(const struct heap_proc *p, uint32_t k);
@@ -123,6 +162,9 @@ int heap_merge_new(struct heap_merge **m, const struct heap_proc *p, struct embe
 /* The next event in sequence order: 1, 0 when none is left, or an error. */
 int heap_merge_next(struct heap_merge *m, struct heap_event *e, struct ember_diag *d);
 void heap_merge_free(struct heap_merge *m);
+/* The bytes the cursors' windows hold: at most 64 KiB (or a record) per
+ * stream, whatever the number of events (test_read_heap.c checks it). */
+size_t heap_merge_held(const struct heap_merge *m);
 
 /* ---- the values (heap_views.c) */
 

@@ -2,7 +2,10 @@
  * heap_index.c - one process file of a heap recording read from the input
  * and indexed (heap_impl.h): the header checked, the claimed chunks
  * listed by stream in stream order, and one pass over every record that
- * keeps the stacks (by id) and the modules, and notes the END.
+ * keeps the stacks (by id) and the modules, and notes the END. From a
+ * file that can be read at any place only the headers are read here (the
+ * records are read past) and the pass reads the records in windows; from
+ * a pipe or gzip each chunk's used bytes are kept in memory.
  *
  * Invariants: after heap_proc_read, every chunk has the chunk magic or
  * none (unclaimed, no records kept), a `used` inside the chunk and a stream below the header's
@@ -57,42 +60,43 @@ static int cut(struct heap_proc *p, uint64_t have, struct ember_diag *d)
         (unsigned long long)have);
 }
 
-/* Chunk k's header, checked, and its used bytes kept; the rest read past.
- * *have counts the file's bytes read. */
+/* Chunk k's header, checked, and (read from a pipe or gzip) its used
+ * bytes kept; the rest read past. *have counts the file's bytes read. */
 static int read_chunk(struct heap_proc *p, struct heap_src *s, uint32_t k, uint64_t *have,
                       struct ember_diag *d)
 {
     size_t got, room = p->h.chunk_size - EMBER_HEAP_CHUNK_HEADER;
-    p->len = (p->len + 7) & ~(size_t)7; /* chunk headers are read in place */
     if (EMBER_VEC_RESERVE(p->chunk_at, p->chunk_cap, (size_t)k + 1) < 0 ||
-        EMBER_VEC_RESERVE(p->data, p->cap, p->len + EMBER_HEAP_CHUNK_HEADER) < 0)
+        EMBER_VEC_RESERVE(p->hdrs, p->hdr_cap, (size_t)k + 1) < 0)
         return -ENOMEM;
-    p->chunk_at[k] = p->len;
+    p->chunk_at[k] = p->src ? EMBER_HEAP_HEADER_SIZE + (uint64_t)k * p->h.chunk_size : p->len;
     p->nchunks = k + 1;
-    int err = heap_src_read(s, p->data + p->len, EMBER_HEAP_CHUNK_HEADER, &got, d);
+    int err = heap_src_read(s, (uint8_t *)&p->hdrs[k], EMBER_HEAP_CHUNK_HEADER, &got, d);
     *have += got;
     if (err || got < EMBER_HEAP_CHUNK_HEADER)
         return err ? err : cut(p, *have, d);
-    struct ember_heap_chunk c;
-    memcpy(&c, p->data + p->len, sizeof(c));
+    struct ember_heap_chunk c = p->hdrs[k];
     if (c.magic != 0 && c.magic != EMBER_HEAP_CHUNK_MAGIC)
-        return heap_corrupt(p, d, p->len,
+        return heap_corrupt(p, d, p->chunk_at[k],
                             "chunk magic 0x%08x (expected 0x%08x \"CHNK\", or 0 for an "
                             "unclaimed chunk)",
                             c.magic, EMBER_HEAP_CHUNK_MAGIC);
     if (c.used > room)
-        return heap_corrupt(p, d, p->len + offsetof(struct ember_heap_chunk, used),
+        return heap_corrupt(p, d, p->chunk_at[k] + offsetof(struct ember_heap_chunk, used),
                             "%llu bytes used (expected at most %zu)", (unsigned long long)c.used,
                             room);
-    size_t keep = c.magic ? (size_t)c.used : 0; /* an unclaimed chunk has no records */
-    p->len += EMBER_HEAP_CHUNK_HEADER;
-    if (EMBER_VEC_RESERVE(p->data, p->cap, p->len + keep) < 0)
-        return -ENOMEM;
-    err = heap_src_read(s, p->data + p->len, keep, &got, d);
-    p->len += got;
-    *have += got;
-    if (err || got < keep)
-        return err ? err : cut(p, *have, d);
+    /* an unclaimed chunk has no records; a window reads a file's later */
+    size_t keep = c.magic && !p->src ? (size_t)c.used : 0;
+    if (!p->src) {
+        p->len += EMBER_HEAP_CHUNK_HEADER; /* the header's place, kept in hdrs */
+        if (EMBER_VEC_RESERVE(p->data, p->cap, p->len + keep) < 0)
+            return -ENOMEM;
+        err = heap_src_read(s, p->data + p->len, keep, &got, d);
+        p->len += got;
+        *have += got;
+        if (err || got < keep)
+            return err ? err : cut(p, *have, d);
+    }
     err = heap_src_read(s, NULL, room - keep, &got, d);
     *have += got;
     if (err || got < room - keep)
@@ -110,13 +114,19 @@ static int read_body(struct heap_proc *p, struct heap_src *s, struct ember_diag 
         if (err)
             return err;
     }
+    if (p->src) {
+        p->len = (size_t)have;
+    } else {
+        p->view = p->data; /* a file held in memory is its own view */
+        p->view_len = p->len;
+    }
     return 0;
 }
 
 static int add_chunk(struct heap_proc *p, uint32_t k, struct ember_diag *d)
 {
     const struct ember_heap_chunk *c = heap_chunk(p, k);
-    size_t at = (size_t)((const uint8_t *)c - p->data);
+    size_t at = p->chunk_at[k];
     if (c->magic == 0)
         return 0; /* unclaimed */
     if (c->stream >= p->h.streams)
@@ -158,7 +168,9 @@ static int order_streams(struct heap_proc *p, struct ember_diag *d)
     return 0;
 }
 
-static int keep_stack(struct heap_proc *p, const struct heap_rec *r, struct ember_diag *d)
+/* v: the view that holds r's body (heap_win). */
+static int keep_stack(struct heap_proc *p, const struct heap_proc *v, const struct heap_rec *r,
+                      struct ember_diag *d)
 {
     if (r->stack > p->len)
         return heap_corrupt(p, d, r->at, "stack id %llu (expected at most one per byte)",
@@ -176,20 +188,20 @@ static int keep_stack(struct heap_proc *p, const struct heap_rec *r, struct embe
                             (unsigned long long)r->stack);
     if (EMBER_VEC_RESERVE(p->addrs, p->addr_cap, p->naddrs + r->size) < 0)
         return -ENOMEM;
-    const uint8_t *q = p->data + r->addr;
+    const uint8_t *q = heap_byte(v, r->addr), *held = v->view + v->view_len;
     for (uint64_t i = 0; i < r->size; i++)
-        ember_protobuf_varint_decode(&q, p->data + p->len, &p->addrs[p->naddrs + i]);
+        ember_protobuf_varint_decode(&q, held, &p->addrs[p->naddrs + i]);
     p->stack_at[r->stack] = p->naddrs;
     p->stack_n[r->stack] = (uint32_t)r->size;
     p->naddrs += r->size;
     return 0;
 }
 
-static int keep_record(struct heap_proc *p, const struct heap_rec *r, size_t end,
-                       struct ember_diag *d)
+static int keep_record(struct heap_proc *p, const struct heap_proc *v, const struct heap_rec *r,
+                       size_t end, struct ember_diag *d)
 {
     if (r->tag == EMBER_HEAP_STACK)
-        return keep_stack(p, r, d);
+        return keep_stack(p, v, r, d);
     if (r->tag == EMBER_HEAP_END) {
         p->ended = true;
         p->end_how = r->end_how;
@@ -199,26 +211,27 @@ static int keep_record(struct heap_proc *p, const struct heap_rec *r, size_t end
     if (EMBER_VEC_RESERVE(p->mods, p->mod_cap, p->nmods + 1) < 0)
         return -ENOMEM;
     size_t pos = r->addr;
-    int err = heap_module_read(p, &pos, end, &p->mods[p->nmods], d);
+    int err = heap_module_read(v, &pos, end, &p->mods[p->nmods], d);
     p->nmods += err == 0;
     return err;
 }
 
 static int scan(struct heap_proc *p, struct ember_diag *d)
 {
-    for (uint32_t s = 0; s < p->nstreams; s++)
-        for (size_t i = 0; i < p->streams[s].n; i++) {
+    struct heap_win w;
+    heap_win_init(&w, p);
+    int err = 0;
+    for (uint32_t s = 0; s < p->nstreams && !err; s++)
+        for (size_t i = 0; i < p->streams[s].n && !err; i++) {
             size_t pos, end;
             struct heap_rec r;
-            int err;
             heap_chunk_span(p, p->streams[s].chunks[i], &pos, &end);
-            while ((err = heap_record_next(p, &pos, end, &r, d)) > 0)
-                if ((err = keep_record(p, &r, end, d)) < 0)
-                    return err;
-            if (err < 0)
-                return err;
+            while ((err = heap_win_next(&w, &pos, end, &r, d)) > 0)
+                if ((err = keep_record(p, &w.v, &r, end, d)) < 0)
+                    break;
         }
-    return 0;
+    heap_win_release(&w);
+    return err < 0 ? err : 0;
 }
 
 int heap_proc_read(struct heap_proc *p, struct heap_src *s, struct ember_diag *d)
@@ -227,6 +240,7 @@ int heap_proc_read(struct heap_proc *p, struct heap_src *s, struct ember_diag *d
     heap_proc_release(p);
     p->input = input;
     p->base = heap_src_offset(s);
+    p->src = heap_src_seekable(s) ? s : NULL;
     size_t got;
     if (EMBER_VEC_RESERVE(p->data, p->cap, EMBER_HEAP_HEADER_SIZE) < 0)
         return -ENOMEM;

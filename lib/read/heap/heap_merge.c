@@ -7,7 +7,8 @@
  * so the smallest next event among the cursors is the next event of the
  * process; the recorder's single counter makes the order total, which is
  * what pairs a block freed by one thread with its reuse by another.
- * Memory grows with the streams, never with the events.
+ * Memory grows with the streams, never with the events: a cursor reads
+ * its records through a window (heap_win) of 64 KiB.
  * Invariants: a cursor's seq never decreases (a chunk whose first_seq is
  * below its stream's last event, or a delta that wraps, is corrupt); an
  * allocation handed out names a stack the process defines.
@@ -29,6 +30,7 @@ struct cursor {
     uint64_t seq;     /* the last sequence number seen */
     uint64_t time_ns; /* the stream's time */
     struct heap_event ev;
+    struct heap_win win;
 };
 
 struct heap_merge {
@@ -92,7 +94,7 @@ static int advance(const struct heap_proc *p, struct cursor *c, struct ember_dia
     const struct heap_stream *st = &p->streams[c->stream];
     for (;;) {
         struct heap_rec r;
-        int got = heap_record_next(p, &c->pos, c->end, &r, d);
+        int got = heap_win_next(&c->win, &c->pos, c->end, &r, d);
         if (got < 0)
             return got;
         if (got == 0) {
@@ -136,6 +138,8 @@ void heap_merge_free(struct heap_merge *m)
 {
     if (!m)
         return;
+    for (uint32_t s = 0; m->cur && m->p && s < m->p->nstreams; s++)
+        heap_win_release(&m->cur[s].win);
     free(m->cur);
     free(m->heap);
     free(m);
@@ -154,6 +158,7 @@ int heap_merge_new(struct heap_merge **out, const struct heap_proc *p, struct em
     for (uint32_t s = 0; s < p->nstreams && err >= 0; s++) {
         struct cursor *c = &m->cur[s];
         c->stream = s;
+        heap_win_init(&c->win, p);
         if (p->streams[s].n == 0)
             continue;
         if ((err = enter(p, c, d)) == 0 && (err = advance(p, c, d)) > 0)
@@ -167,6 +172,14 @@ int heap_merge_new(struct heap_merge **out, const struct heap_proc *p, struct em
     }
     *out = m;
     return 0;
+}
+
+size_t heap_merge_held(const struct heap_merge *m)
+{
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->p->nstreams; s++)
+        n += m->cur[s].win.cap;
+    return n;
 }
 
 int heap_merge_next(struct heap_merge *m, struct heap_event *e, struct ember_diag *d)
