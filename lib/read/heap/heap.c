@@ -25,11 +25,11 @@
  * last event; a profile is left partial only with an error returned.
  */
 #include "read/heap/heap_impl.h"
+#include "read/read_impl.h"
 #include "base/diag.h"
 #include "base/vec.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,22 +58,6 @@ static enum ember_probe probe(const char *data, size_t len)
         return EMBER_PROBE_NO;
     memcpy(&magic, data, sizeof(magic));
     return magic == EMBER_HEAP_MAGIC ? EMBER_PROBE_YES : EMBER_PROBE_NO;
-}
-
-static void warn(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void warn(struct reader *r, const char *fmt, ...)
-{
-    if (!r->o->warn)
-        return;
-    struct ember_diag d;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    ember_diag_set(&d, 0, r->input, 0, "%s", msg);
-    r->o->warn(r->o->warn_ctx, &d);
 }
 
 static int values(struct reader *r, struct ember_diag *d)
@@ -188,17 +172,20 @@ static void report(struct reader *r, const struct heap_counts *c)
 {
     uint32_t pid = r->proc.h.pid;
     if (!r->proc.ended)
-        warn(r, "the recording of %u ends without its end record (killed?)", pid);
+        ember_read_warn(r->o, r->input, "the recording of %u ends without its end record (killed?)",
+                        pid);
     if (c->unknown_frees)
-        warn(r,
-             "process %u: %llu frees of addresses never allocated in the recording (allocated "
-             "before it began, or by the parent before fork) were ignored",
-             pid, (unsigned long long)c->unknown_frees);
+        ember_read_warn(
+            r->o, r->input,
+            "process %u: %llu frees of addresses never allocated in the recording (allocated "
+            "before it began, or by the parent before fork) were ignored",
+            pid, (unsigned long long)c->unknown_frees);
     if (c->missed_frees)
-        warn(r,
-             "process %u: %llu allocations at an address still in use (a free the recorder "
-             "missed) ended the older block there",
-             pid, (unsigned long long)c->missed_frees);
+        ember_read_warn(
+            r->o, r->input,
+            "process %u: %llu allocations at an address still in use (a free the recorder "
+            "missed) ended the older block there",
+            pid, (unsigned long long)c->missed_frees);
 }
 
 static int counter(struct reader *r, struct heap_window *w)
