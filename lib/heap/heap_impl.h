@@ -14,6 +14,7 @@
 #define EMBER_HEAP_IMPL_H
 
 #include "wire/heap_format.h"
+#include "wire/protobuf.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -83,7 +84,11 @@ void heap_leave(void);
 uint8_t *heap_reserve(struct heap_thread *t, size_t max);
 /* The record up to end is written: `used` advances (a release store). */
 void heap_commit(struct heap_thread *t, uint8_t *end);
-uint8_t *heap_put(uint8_t *p, uint64_t v); /* a varint */
+/* v as a varint at p (wire/protobuf.h's codec): the end. */
+static inline uint8_t *heap_put(uint8_t *p, uint64_t v)
+{
+    return p + ember_protobuf_varint_encode(v, p);
+}
 /* The next sequence number (the one atomic add per event). */
 uint64_t heap_seq(void);
 /* An allocation, its stack as heap_capture gave it. */

@@ -38,16 +38,6 @@ static uint64_t clock_ns(clockid_t c)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint8_t *heap_put(uint8_t *p, uint64_t v)
-{
-    while (v > 0x7f) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 /* The decimal digits of v at p: the end. */
 static char *put_decimal(char *p, uint64_t v)
 {

@@ -4,16 +4,6 @@
  */
 #include "wire/protobuf.h"
 
-size_t ember_protobuf_varint_encode(uint64_t v, uint8_t *out)
-{
-    size_t n = 0;
-    do {
-        out[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    return n;
-}
-
 enum ember_protobuf_status ember_protobuf_varint_decode(const uint8_t **p, const uint8_t *end,
                                                         uint64_t *v)
 {
