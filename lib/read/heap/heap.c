@@ -47,6 +47,10 @@ struct reader {
     uint64_t origin; /* the first process's start_mono_ns */
     uint64_t procs, end_ns;
     bool several;
+    struct {
+        uint64_t n, procs; /* frees ignored [0] or missed [1], and in how many processes */
+        uint32_t first_pid;
+    } odd[2];
     uint32_t *frames;
     size_t nframes, fcap;
 };
@@ -168,24 +172,41 @@ static int comments(struct reader *r)
     return err ? err : ember_profile_add_comment(r->p, s, (size_t)n);
 }
 
+/* Counts a process's ignored frees and missed ones, said once for the
+ * whole recording (warn_totals): a shell pipeline's processes each free a
+ * few blocks allocated before the recorder began. */
 static void report(struct reader *r, const struct heap_counts *c)
 {
     uint32_t pid = r->proc.h.pid;
     if (!r->proc.ended)
         ember_read_warn(r->o, r->input, "the recording of %u ends without its end record (killed?)",
                         pid);
-    if (c->unknown_frees)
-        ember_read_warn(
-            r->o, r->input,
-            "process %u: %llu frees of addresses never allocated in the recording (allocated "
-            "before it began, or by the parent before fork) were ignored",
-            pid, (unsigned long long)c->unknown_frees);
-    if (c->missed_frees)
-        ember_read_warn(
-            r->o, r->input,
-            "process %u: %llu allocations at an address still in use (a free the recorder "
-            "missed) ended the older block there",
-            pid, (unsigned long long)c->missed_frees);
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = k ? c->missed_frees : c->unknown_frees;
+        if (n && !r->odd[k].procs++)
+            r->odd[k].first_pid = pid;
+        r->odd[k].n += n;
+    }
+}
+
+static void warn_totals(struct reader *r)
+{
+    static const char *const what[2] = {
+        "frees of addresses never allocated in the recording (allocated before it began, or "
+        "by the parent before fork) were ignored",
+        "allocations at an address still in use (a free the recorder missed) ended the older "
+        "block there"};
+    for (int k = 0; k < 2; k++) {
+        if (!r->odd[k].n)
+            continue;
+        char where[96] = "";
+        if (r->several)
+            snprintf(where, sizeof(where), " (in %llu of the %llu processes, the first %u)",
+                     (unsigned long long)r->odd[k].procs, (unsigned long long)r->procs,
+                     r->odd[k].first_pid);
+        ember_read_warn(r->o, r->input, "%llu %s%s", (unsigned long long)r->odd[k].n, what[k],
+                        where);
+    }
 }
 
 static int counter(struct reader *r, struct heap_window *w)
@@ -260,6 +281,7 @@ static int read_all(struct reader *r, struct ember_diag *d)
     }
     if (err)
         return err;
+    warn_totals(r);
     struct ember_profile_meta meta = *ember_profile_meta(r->p);
     meta.duration_nanos = (int64_t)r->end_ns;
     return ember_profile_set_meta(r->p, &meta);
