@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A weight in a text column: times and sizes in their units ("42.5 ms"),
@@ -39,25 +40,58 @@ void ember_report_total_text(char *buf, size_t cap, const struct ember_profile *
     snprintf(buf, cap, "%s %s", num, type);
 }
 
-/* "peak heap 12.5 MiB at 1.234 s" for each counter over time: its
- * highest point, the first time it was reached (ns from the recording's
- * start, shown in seconds to the millisecond). */
+enum { PEAKS_SHOWN = 5 };
+
+struct peak {
+    int64_t value;
+    uint64_t time;
+    unsigned counter;
+};
+
+/* Counter k's highest point, the first time it was reached; false: no point. */
+static bool counter_peak(const struct ember_profile *p, unsigned k, struct peak *pk)
+{
+    const uint64_t *times;
+    const int64_t *values;
+    size_t n = ember_profile_counter_points(p, k, &times, &values), top = 0;
+    for (size_t i = 1; i < n; i++)
+        top = values[i] > values[top] ? i : top;
+    *pk = (struct peak){n ? values[top] : 0, n ? times[top] : 0, k};
+    return n > 0;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+    const struct peak *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? 1 : -1;
+    return x->counter < y->counter ? -1 : x->counter > y->counter;
+}
+
+/* "peak heap 12.5 MiB at 1.234 s" for the counters over time with the
+ * highest peaks (ns from the recording's start, shown in seconds to the
+ * millisecond): at most PEAKS_SHOWN of them (a recording of a shell
+ * pipeline has a counter per process), then how many more there are. */
 void ember_report_peaks(struct ember_writer *w, const struct ember_profile *p)
 {
-    for (unsigned k = 0; k < ember_profile_counter_count(p); k++) {
-        const uint64_t *times;
-        const int64_t *values;
-        size_t n = ember_profile_counter_points(p, k, &times, &values), top = 0;
-        if (!n)
-            continue;
-        for (size_t i = 1; i < n; i++)
-            top = values[i] > values[top] ? i : top;
+    unsigned count = ember_profile_counter_count(p), n = 0;
+    struct peak *peaks = count ? malloc(count * sizeof(*peaks)) : NULL;
+    for (unsigned k = 0; k < count && peaks; k++)
+        n += counter_peak(p, k, &peaks[n]);
+    if (peaks)
+        qsort(peaks, n, sizeof(*peaks), by_peak);
+    for (unsigned i = 0; i < n && i < PEAKS_SHOWN; i++) {
         char v[64];
-        if (!ember_unit_format(v, sizeof(v), (double)values[top], ember_profile_counter_unit(p, k)))
-            snprintf(v, sizeof(v), "%lld", (long long)values[top]);
-        ember_writer_printf(w, "peak %s %s at %.3f s\n", ember_profile_counter_name(p, k), v,
-                            (double)times[top] / 1e9);
+        const char *unit = ember_profile_counter_unit(p, peaks[i].counter);
+        if (!ember_unit_format(v, sizeof(v), (double)peaks[i].value, unit))
+            snprintf(v, sizeof(v), "%lld", (long long)peaks[i].value);
+        ember_writer_printf(w, "peak %s %s at %.3f s\n",
+                            ember_profile_counter_name(p, peaks[i].counter), v,
+                            (double)peaks[i].time / 1e9);
     }
+    if (n > PEAKS_SHOWN)
+        ember_writer_printf(w, "(%u more counters with lower peaks)\n", n - PEAKS_SHOWN);
+    free(peaks);
 }
 
 /* A name as a CSV field (quoted when it must be) or a TSV one (tabs and

@@ -105,7 +105,7 @@ def check_text(path, t, top, partner, total, d):
     (spelled as ember spells them) and objects, against pprof's numbers."""
     out, _, _ = golden.run(["report", "--event", t, "--top", "0", path])
     # a recording's counters say their peaks first ("peak heap 6.01 MiB at 0.012 s")
-    lines = [l for l in out.decode().splitlines() if not l.startswith("peak ")]
+    lines = [l for l in out.decode().splitlines() if not l.startswith(("peak ", "("))]
     p_total = sum(v[0] for v in partner.values())
     word = "of " if unit_of(PARTNER[t]) == "bytes" else ""
     head = "total %s%s %s (%s %s%s)" % (readable(total, unit_of(t)),

@@ -161,6 +161,33 @@ static void test_report_count_profile_unchanged(void **state)
     ember_profile_free(p);
 }
 
+/* A recording of many processes has a counter each: the report names the
+ * five highest peaks, highest first, and how many more there are. */
+static void test_report_many_counters(void **state)
+{
+    (void)state;
+    struct ember_profile *p = heap_profile("alloc_space");
+    for (int k = 1; k <= 7; k++) {
+        char name[16];
+        unsigned c;
+        snprintf(name, sizeof(name), "heap sh-%d", k);
+        assert_int_equal(ember_profile_counter_new(p, name, "bytes", &c), 0);
+        assert_int_equal(ember_profile_counter_add(p, c, 1000000u * k, 1024 * k), 0);
+    }
+    struct out o = {0};
+    const char *text = report(p, EMBER_TABLE_TEXT, &o);
+    const char *want = "peak heap 12.5 MiB at 1.234 s\n"
+                       "peak heap sh-7 7 KiB at 0.007 s\n"
+                       "peak heap sh-6 6 KiB at 0.006 s\n"
+                       "peak heap sh-5 5 KiB at 0.005 s\n"
+                       "peak heap sh-4 4 KiB at 0.004 s\n"
+                       "(3 more counters with lower peaks)\nShowing ";
+    if (strncmp(text, want, strlen(want)) != 0)
+        fail_msg("the report begins:\n%.300s", text);
+    free(o.buf);
+    ember_profile_free(p);
+}
+
 /* Frames with a file make the writers work on a names view of the
  * profile: the counters go with it (the report's peak, the tree's too, and
  * Chrome's "C" events). */
@@ -316,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_report_bytes_and_objects),
         cmocka_unit_test(test_report_objects_and_bytes),
         cmocka_unit_test(test_report_count_profile_unchanged),
+        cmocka_unit_test(test_report_many_counters),
         cmocka_unit_test(test_counters_through_names_view),
         cmocka_unit_test(test_flame_memory),
         cmocka_unit_test(test_chrome_counter),
