@@ -43,6 +43,7 @@ struct heap_thread {
     uint32_t chunk_index;         /* the next chunk's place in the stream */
     uint64_t used;                /* bytes of records in chunk */
     uint64_t last_seq;            /* the previous record's sequence number */
+    uint64_t last_addr;           /* the chunk's previous ALLOC or FREE address */
     uint64_t time_ns;             /* the stream's time, as the last TIME said */
     int64_t countdown;            /* sampled: bytes until the next sample */
     uint64_t rng;                 /* sampled: xorshift64* state */

@@ -304,6 +304,7 @@ static bool claim_chunk(struct heap_thread *t)
     __atomic_store_n(&c->magic, EMBER_HEAP_CHUNK_MAGIC, __ATOMIC_RELEASE);
     t->chunk = m;
     t->used = 0;
+    t->last_addr = 0;
     return true;
 }
 
@@ -366,7 +367,8 @@ void heap_write_alloc(struct heap_thread *t, uint64_t seq, void *ptr, size_t siz
     p = put_head(t, p, EMBER_HEAP_ALLOC, seq);
     p = heap_put(p, size);
     p = heap_put(p, id);
-    p = heap_put(p, (uintptr_t)ptr);
+    p = heap_put(p, ember_heap_zigzag(t->last_addr, (uintptr_t)ptr));
+    t->last_addr = (uintptr_t)ptr;
     heap_commit(t, p);
 }
 
@@ -376,7 +378,8 @@ void heap_write_free(struct heap_thread *t, uint64_t seq, void *ptr)
     if (!p)
         return;
     p = put_head(t, p, EMBER_HEAP_FREE, seq);
-    p = heap_put(p, (uintptr_t)ptr);
+    p = heap_put(p, ember_heap_zigzag(t->last_addr, (uintptr_t)ptr));
+    t->last_addr = (uintptr_t)ptr;
     heap_commit(t, p);
 }
 

@@ -40,7 +40,11 @@
  * codec), except where said:
  *   ALLOC   seq_delta, size, stack id, address
  *   FREE    seq_delta, address (one no ALLOC gave is a block from before
- *           recording began, or a fork's parent's: readers ignore it)
+ *           recording began, or a fork's parent's: readers ignore it);
+ *           an ALLOC's or FREE's address is zigzag-coded (ember_heap_zigzag)
+ *           as its difference from the previous ALLOC's or FREE's address in
+ *           the same chunk, from 0 at the chunk's start: blocks lie near
+ *           each other, and a chunk reads alone
  *   STACK   id, n, n return addresses (innermost first; the first is the
  *           allocating call's own return address); ids count from 1 in
  *           the order stacks are first seen, process-wide; a stack is
@@ -127,6 +131,20 @@ struct ember_heap_chunk {
     uint64_t time_ns;   /* the stream's time at the chunk's start (as TIME) */
     uint64_t reserved[3];
 };
+
+/* A signed difference as an unsigned varint's value: 0, -1, 1, -2... as
+ * 0, 1, 2, 3... (protobuf's sint64). */
+static inline uint64_t ember_heap_zigzag(uint64_t from, uint64_t to)
+{
+    uint64_t d = to - from;
+    return (d << 1) ^ (0 - (d >> 63));
+}
+
+/* The address a zigzag-coded difference z from `from` names. */
+static inline uint64_t ember_heap_unzigzag(uint64_t from, uint64_t z)
+{
+    return from + ((z >> 1) ^ (0 - (z & 1)));
+}
 
 _Static_assert(sizeof(struct ember_heap_header) <= EMBER_HEAP_HEADER_SIZE, "header fits");
 _Static_assert(sizeof(struct ember_heap_chunk) == EMBER_HEAP_CHUNK_HEADER, "chunk header");

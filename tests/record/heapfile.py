@@ -62,9 +62,15 @@ class Process:
         self.threads = set()
 
 
+def unzigzag(prev, z):
+    """The address a zigzag-coded difference z from prev names."""
+    return (prev + ((z >> 1) ^ -(z & 1))) & 0xFFFFFFFFFFFFFFFF
+
+
 def decode_records(p, buf, seq, time_ns, out):
     """The records of one chunk (buf: up to its `used`): the last seq and time."""
     i = 0
+    addr = 0  # addresses are zigzag differences from the chunk's previous one
     while i < len(buf):
         tag = buf[i]
         i += 1
@@ -76,10 +82,12 @@ def decode_records(p, buf, seq, time_ns, out):
             if tag == ALLOC:
                 size, i = varint(buf, i)
                 sid, i = varint(buf, i)
-                addr, i = varint(buf, i)
+                z, i = varint(buf, i)
+                addr = unzigzag(addr, z)
                 out.append((seq, ALLOC, addr, size, sid, time_ns))
             else:
-                addr, i = varint(buf, i)
+                z, i = varint(buf, i)
+                addr = unzigzag(addr, z)
                 out.append((seq, FREE, addr, 0, 0, time_ns))
         elif tag == STACK:
             sid, i = varint(buf, i)

@@ -525,7 +525,7 @@ static void test_memory_bound(void **state)
             release(&e, s, 4 * i + 2 * (uint64_t)s + 2, 0x1000 + 64 * (uint64_t)s);
         }
     proc_end(&e, 2);
-    assert_true(e.chunks > 400);
+    assert_true(e.chunks > 390); /* 4 KiB each: a stream is many chunks */
     struct ember_diag d = {0};
     struct ember_input *in;
     struct heap_src *src;

@@ -32,6 +32,7 @@ struct stream {
     long chunk; /* offset of the current chunk, -1: none */
     uint32_t places;
     uint64_t seq, time;
+    uint64_t addr; /* the chunk's last ALLOC or FREE address */
 };
 
 struct enc {
@@ -102,6 +103,7 @@ static void new_chunk(struct enc *e, int s)
     c->index = st->places++;
     c->first_seq = st->seq;
     c->time_ns = st->time;
+    st->addr = 0;
 }
 
 static void put(struct enc *e, int s, const uint8_t *b, size_t n)
@@ -114,27 +116,50 @@ static void put(struct enc *e, int s, const uint8_t *b, size_t n)
 }
 
 /* A record: tag and varints. */
-static void rec(struct enc *e, int s, uint8_t tag, int n, const uint64_t *v)
+static size_t encode(uint8_t *b, uint8_t tag, int n, const uint64_t *v)
 {
-    uint8_t b[200];
     size_t len = 0;
     b[len++] = tag;
     for (int i = 0; i < n; i++)
         len += ember_protobuf_varint_encode(v[i], b + len);
+    return len;
+}
+
+static void rec(struct enc *e, int s, uint8_t tag, int n, const uint64_t *v)
+{
+    uint8_t b[200];
+    put(e, s, b, encode(b, tag, n, v));
+}
+
+/* An ALLOC or FREE: its last value, the address, coded against the
+ * chunk's previous one (from 0 in a new chunk, so coded once more when
+ * the record starts one). */
+static void rec_addr(struct enc *e, int s, uint8_t tag, int n, uint64_t *v)
+{
+    uint8_t b[200];
+    uint64_t addr = v[n - 1];
+    v[n - 1] = ember_heap_zigzag(e->st[s].addr, addr);
+    size_t len = encode(b, tag, n, v);
+    if (e->st[s].chunk < 0 || chunk_of(e, s)->used + len > CHUNK - EMBER_HEAP_CHUNK_HEADER) {
+        new_chunk(e, s);
+        v[n - 1] = ember_heap_zigzag(0, addr);
+        len = encode(b, tag, n, v);
+    }
     put(e, s, b, len);
+    e->st[s].addr = addr;
 }
 
 static void alloc(struct enc *e, int s, uint64_t seq, uint64_t size, uint64_t stack, uint64_t addr)
 {
     uint64_t v[] = {seq - e->st[s].seq, size, stack, addr};
-    rec(e, s, EMBER_HEAP_ALLOC, 4, v);
+    rec_addr(e, s, EMBER_HEAP_ALLOC, 4, v);
     e->st[s].seq = seq;
 }
 
 static void release(struct enc *e, int s, uint64_t seq, uint64_t addr)
 {
     uint64_t v[] = {seq - e->st[s].seq, addr};
-    rec(e, s, EMBER_HEAP_FREE, 2, v);
+    rec_addr(e, s, EMBER_HEAP_FREE, 2, v);
     e->st[s].seq = seq;
 }
 

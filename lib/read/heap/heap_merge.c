@@ -29,6 +29,7 @@ struct cursor {
     size_t pos, end;  /* its records left */
     uint64_t seq;     /* the last sequence number seen */
     uint64_t time_ns; /* the stream's time */
+    uint64_t addr;    /* the chunk's last ALLOC or FREE address */
     struct heap_event ev;
     struct heap_win win;
 };
@@ -54,6 +55,7 @@ static int enter(const struct heap_proc *p, struct cursor *c, struct ember_diag 
                             (unsigned long long)c->seq);
     c->seq = ch->first_seq;
     c->time_ns = ch->time_ns;
+    c->addr = 0;
     return 0;
 }
 
@@ -75,12 +77,13 @@ static int event(const struct heap_proc *p, struct cursor *c, const struct heap_
                             "defines",
                             (unsigned long long)r->stack, p->h.pid);
     c->seq += r->seq_delta;
+    c->addr = ember_heap_unzigzag(c->addr, r->addr);
     c->ev = (struct heap_event){
         .alloc = alloc,
         .seq = c->seq,
         .size = r->size,
         .stack = r->stack,
-        .addr = r->addr,
+        .addr = c->addr,
         .time_ns = c->time_ns,
         .stream = c->stream,
     };
