@@ -17,8 +17,7 @@ usage: heap_truth.py CC CXX SOURCE_DIR WORKDIR   (CXX may be "", SOURCE_DIR
    gives exactly the same; sampled (--sample-bytes SAMPLE_BYTES, seed
    EMBER_HEAP_SEED, 1 unless set): each site above 5% of the bytes within
    10% of the truth in bytes and objects, the total bytes within 5% (seeds
-   1 to 5 gave at most 5% and 0.5%). Skipped, saying so, where this ember
-   has no `record --heap`.
+   1 to 5 gave at most 5% and 0.5%).
 
 Allocations that belong to no site are named, checked and set aside:
 libstdc++'s emergency exception pool (72,704 B, allocated as it loads from
@@ -41,7 +40,6 @@ import sys
 
 import golden
 
-SKIP = 77
 SAMPLE_BYTES = 512  # sites above 5% of bytes get ~2,000 samples: 10% is > 4 sigma
 # heaptrack_print's --flamegraph-cost-type, each named as the truth's key
 HEAPTRACK_COSTS = ("allocations", "temporary", "leaked", "peak")
@@ -187,13 +185,6 @@ def check_heaptrack(prog, args, where, work):
 # ---- ember
 
 
-def ember_has_heap():
-    if not shutil.which(golden.EMBER) and not os.path.exists(golden.EMBER):
-        return False
-    out, err, _ = golden.run(["record", "--help"], check=False)
-    return "--heap" in out.decode(errors="replace") + err
-
-
 def ember_record(prog, args, out, extra, env=None):
     p = subprocess.run([golden.EMBER, "record", "--heap"] + extra + ["-o", out, "--", prog] + args,
                        capture_output=True, text=True, env=env)
@@ -273,23 +264,14 @@ def main():
     cc, cxx, src, work = sys.argv[1:]
     os.makedirs(work, exist_ok=True)
     has_heaptrack = bool(shutil.which("heaptrack") and shutil.which("heaptrack_print"))
-    has_ember = ember_has_heap()
-    if not has_heaptrack and not has_ember:
-        print("SKIP: neither heaptrack nor `ember record --heap` is here")
-        sys.exit(SKIP)
     progs = build(cc, cxx, src, work)
     for prog, args, where in progs.values():
         if has_heaptrack:
             check_heaptrack(prog, args, where, work)
         else:
             print("SKIPPED (heaptrack part): heaptrack is not installed")
-        if has_ember:
-            check_ember_exact(prog, args, where, work)
-    if has_ember:
-        check_ember_sampled(progs["c"][0], work)
-    else:
-        print("SKIPPED (ember part): this ember has no `record --heap` yet")
-
+        check_ember_exact(prog, args, where, work)
+    check_ember_sampled(progs["c"][0], work)
 
 if __name__ == "__main__":
     main()

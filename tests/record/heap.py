@@ -10,7 +10,7 @@ frame pointers; --sample-bytes 1 equal to the default; glibc's results and
 errno unchanged by the preload; threads freeing each other's blocks;
 fork without exec (the child's own file), fork and exec (the new image's
 own file, the old one ended by END exec); a SIGKILL (everything up to it);
-a static program refused before it runs; C++ new and delete; sampled mode
+a static program and a set-user-ID one refused before they run; C++ new and delete; sampled mode
 with a fixed seed within 10% per site (sites above 5% of the bytes) and 5%
 in total after pprof's scaling; nothing left in TMPDIR.
 
@@ -230,6 +230,18 @@ def test_other_class(work, hs):
     check("32-bit: says why", "is a 32-bit program" in err, True)
 
 
+def test_setuid(work, hs):
+    """A set-user-ID program is refused before it runs: the dynamic loader
+    would ignore LD_PRELOAD and the recording would be empty."""
+    prog = os.path.join(work, "setuid")
+    shutil.copyfile(hs, prog)
+    os.chmod(prog, 0o4755)
+    rc, err, procs = record(work, "setuid", [prog, "three"])
+    check("setuid: refused (exit 1)", rc, 1)
+    check("setuid: says why", "set-user-ID" in err and "LD_PRELOAD" in err, True)
+    check("setuid: no output", os.path.exists(os.path.join(work, "setuid.heap")), False)
+
+
 def test_cxx(work, hn):
     rc, err, procs = record(work, "new", [hn])
     check("C++: exit status", rc, 0)
@@ -350,6 +362,7 @@ def main():
     test_fork(work, hs)
     test_kill(work, hs)
     test_static(work, src)
+    test_setuid(work, hs)
     test_other_class(work, hs)
     test_cxx(work, hn)
     test_sampled(work, hs)
