@@ -24,9 +24,7 @@ allocation sampled, known sites), checked against go tool pprof:
   no output written; bad times and empty windows are usage errors.
 - convert --to perfetto of a profile without counters says why not.
 
-EMBER_HEAP_PROFILE=FILE runs the same comparisons on another heap profile
-(ember's own heap recordings): ember report of FILE against go tool pprof
-of its pprof export.
+ember's own heap recordings get the same comparison in heap_views.py.
 
 usage: memviews.py WORKDIR
 """
@@ -167,21 +165,6 @@ def report_is_pprof_top(d):
     if "Type: inuse_space" not in text:
         golden.fail("go tool pprof -top of the export should show inuse_space:\n" + text[:500])
     compare(export, d, "ember's pprof export")
-
-
-@case
-def own_recording(d):
-    """The same comparison on a heap profile that is not pprof (ember's own
-    heap recording, a memtrace trace with Go's values...), named by
-    EMBER_HEAP_PROFILE: ember report of it against go tool pprof -top of
-    its pprof export. Skipped when the variable is not set."""
-    path = os.environ.get("EMBER_HEAP_PROFILE")
-    if not path:
-        print("  EMBER_HEAP_PROFILE not set: no recording of ember's own compared")
-        return
-    export = os.path.join(d, "recording.pb.gz")
-    golden.run(["convert", "--to", "pprof", path, "-o", export])
-    compare(path, d, os.path.basename(path), export)
 
 
 @case
