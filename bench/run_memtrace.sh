@@ -21,16 +21,13 @@ RUNS=${RUNS:-3}
 EVENTS=${EVENTS:-10000000}
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=OFF >/dev/null
 cmake --build "$B" -j"$(nproc)" --target ember >/dev/null
-command -v /usr/bin/time >/dev/null || {
-    echo "run_memtrace.sh: needs GNU time (apt-get install time)" >&2
-    exit 1
-}
 D=${BENCH_DIR:-/tmp/ember-bench}
 mkdir -p "$D"
 E=$B/ember
 LONG=${EMBER_CORPUS:-../shared/corpus}/memtrace/long.ctf
 GEN=$D/gen_memtrace
 cc -O2 -o "$GEN" bench/gen_memtrace.c
+cc -O2 -o "$D/measure" bench/measure.c
 G=$D/gen$EVENTS.ctf
 [ -f "$G" ] || "$GEN" "$G" "$EVENTS" 2 >"$G.truth"
 echo "ember $("$E" --version | cut -d' ' -f2), $(nproc) CPUs, $(uname -m), load $(cut -d' ' -f1 /proc/loadavg)"
@@ -44,19 +41,20 @@ run() {
     best=
     i=0
     while [ "$i" -lt "$RUNS" ]; do
-        /usr/bin/time -f '%e %U %S %M' -o "$D/time.txt" "$@" >/dev/null 2>"$D/stderr.txt" || {
+        # measure: LABEL WALL s MB/s MB/s RSS MB peak RSS CPU s CPU (wait4: the
+        # whole process tree, microseconds)
+        line=$("$D/measure" run 0 "$@" 2>"$D/stderr.txt") || {
             echo "$label: failed:" >&2
             cat "$D/stderr.txt" >&2
             return 1
         }
-        line=$(tail -n 1 "$D/time.txt")
-        best=$(printf '%s\n%s\n' "$best" "$line" | awk 'NF == 4 { cpu = $2 + $3;
+        best=$(printf '%s\n%s\n' "$best" "$line" | awk 'NF >= 10 { cpu = $(NF-2);
             if (!seen || cpu < b) { b = cpu; l = $0; seen = 1 } } END { print l }')
         i=$((i + 1))
     done
-    echo "$best" | awk -v label="$label" -v n="$n" '{ cpu = $2 + $3; if (cpu <= 0) cpu = 0.001;
-        printf "%-52s %8.2f %8.2f %12.2f %9.1f %6.1f MB\n", label, $1, cpu, n / cpu / 1e6,
-            cpu * 1e9 / n, $4 / 1024 }'
+    echo "$best" | awk -v label="$label" -v n="$n" '{ cpu = $(NF-2); if (cpu <= 0) cpu = 0.001;
+        printf "%-52s %8.3f %8.3f %12.2f %9.1f %6.1f MB\n", label, $2, cpu, n / cpu / 1e6,
+            cpu * 1e9 / n, $(NF-6) }'
 }
 
 # events = alloc + promote + collect, as memtrace counts them
