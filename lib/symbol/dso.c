@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { BUILD_ID_MAX = 20 };
@@ -147,6 +148,19 @@ int ember_dso_vdso_open(int *fd_out, char *path, size_t cap)
     *fd_out = fd;
     snprintf(path, cap, "/proc/self/fd/%d", fd);
     return 0;
+}
+
+int ember_dso_open_regular(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
 }
 
 /* Read with libdwelf, as the symbolizer's libdwfl reads the build-id it checks. */

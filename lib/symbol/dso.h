@@ -59,6 +59,11 @@ const char *ember_dso_symbol_at(const struct ember_symbol_module *mod,
  * (hexadecimal, process addresses), names in names. 0, -ENOENT, -ENOMEM. */
 int ember_dso_jit_symbols(const char *path, struct ember_arena *names, struct ember_symtab **out);
 
+/* The file at path opened read-only if it is a regular file (a FIFO or a
+ * device named by a damaged recording must not block a reader): its
+ * descriptor, or -errno (-EINVAL: not a regular file). */
+int ember_dso_open_regular(const char *path);
+
 /* This process's vDSO as a file (a memfd; the recorded one on the same
  * kernel): its descriptor, and its path for libdwfl. 0 or -ENOENT. */
 int ember_dso_vdso_open(int *fd, char *path, size_t cap);

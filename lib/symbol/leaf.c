@@ -10,12 +10,11 @@
  * expression (PLT stubs, signal frames) is not guessed at.
  */
 #include "symbol/leaf.h"
+#include "symbol/dso.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -40,13 +39,9 @@ int ember_leaf_cfi_open(const char *path, struct ember_leaf_cfi **out)
     struct ember_leaf_cfi *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    /* O_NONBLOCK: a path naming a FIFO (a damaged recording) never blocks */
-    c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (c->fd < 0 || fstat(c->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int err = c->fd < 0 ? -errno : -EINVAL;
-        if (c->fd >= 0)
-            close(c->fd);
+    c->fd = ember_dso_open_regular(path);
+    if (c->fd < 0) {
+        int err = c->fd;
         free(c);
         return err;
     }

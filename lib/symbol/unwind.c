@@ -1,91 +1,46 @@
 /*
- * unwind.c - DWARF call graphs (perf record --call-graph dwarf): a
- * thread's user registers and its copy of the user stack unwound with
- * libdwfl's CFI unwinder (dwfl_attach_state, dwfl_getthread_frames), as
- * perf script unwinds them: the sampled address first, each caller's
- * return address minus one (perf's and dwfl_frame_pc's "not an
- * activation": the call, not what follows it), at most max frames.
+ * unwind.c - DWARF call graphs (perf record --call-graph dwarf) unwound
+ * fast: a thread's registers and its stack copy walked frame by frame
+ * with CFI rows compiled once per address range (symbol/cfi.h), to the
+ * frames libdwfl's unwinder gives (unwind_dwfl.c), which perf script
+ * uses. Each step follows libdwfl's (frame_unwind.c, handle_cfi):
+ *   - a frame's row is looked up at its pc, less one unless it is the
+ *     sampled frame or its callee was a signal frame (a return address
+ *     points after the call);
+ *   - every register's rule is evaluated against the callee's registers;
+ *     one that cannot be (its register unset, its memory outside the
+ *     stack copy) is left unset;
+ *   - the return address undefined, unset or 0 is the outermost frame;
+ *   - where no file's .eh_frame holds the pc, x86-64's frame-pointer
+ *     step (elfutils' x86_64_unwind) is tried, which must move the stack
+ *     up;
+ *   - a frame is an activation (its pc kept, not less one) when it is the
+ *     sampled one, or it or its caller's row is a signal frame.
+ * A sample meeting a row whose rules are DWARF expressions, or an address
+ * only .debug_frame covers, is unwound again whole by libdwfl: the answer
+ * is libdwfl's in every case, in a few hundred nanoseconds per sample
+ * where libdwfl takes about 16 us.
  *
- * One Dwfl session per process, kept across its samples (a fresh one per
- * sample reads every module's CFI again: issue 10 measured 441 us per
- * sample that way, 2.4 us kept). A session reports the process's ELF files
- * lazily, as the unwinder meets their addresses (the caller's maps at the
- * sample's time, base = start - pgoff, as perf reports them; [vdso] from
- * this process's own image); a session whose module at an address is no
- * longer the file mapped there (an exec, a library unloaded and another
- * loaded) is ended and started again. At most MAX_SESSIONS are open (the
- * least recently used is ended): each holds its files open. Files are
- * read at their mapped paths: the build-ids that would find perf's cached
- * copies come at the end of a perf.data, after the samples.
- * Only the copied stack is read as memory: an address outside it ends the
- * unwinding there (perf also reads the mapped files' bytes; CFI rules
- * almost never point there).
- * Invariants: a session's thread callbacks read the thread being unwound
- * (set before dwfl_getthread_frames, cleared after); sessions are freed
- * only by ember_unwind_free or eviction, never during an unwinding.
+ * One difference is kept: libdwfl cannot start a process's session from
+ * a sample whose address no ELF file holds (JIT code), and gives that
+ * sample its address alone; here it is unwound by frame pointers as the
+ * process's later samples are.
  */
-#include "symbol/unwind.h"
+#include "symbol/unwind_impl.h"
 #include "symbol/dso.h"
-#include "base/vec.h"
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-enum { MAX_SESSIONS = 64 };
-
-struct session {
-    struct ember_unwind *u;
-    Dwfl *dwfl;
-    bool attached, stale;
-    uint32_t process;
-    uint64_t used; /* when last used: the eviction order */
-    /* the thread being unwound */
-    const struct ember_unwind_thread *th;
-    uint64_t *ips;
-    size_t n, max;
-};
-
-struct ember_unwind {
-    ember_unwind_map_fn map;
-    void *ctx;
-    int vdso_fd; /* this process's vDSO, for frames in [vdso]: -1 until needed */
-    bool vdso_tried;
-    char vdso_path[64];
-    struct session **sessions;
-    size_t nsessions, scap;
-    uint64_t clock;
-};
-
-/* Unwinding reads the call frame information of the mapped files
- * themselves (.eh_frame, and .debug_frame when they have one), never a
- * separate debug file, as perf's libdw unwinder: a session is per process,
- * and looking for debug files made every one of them open and decompress
- * libc's (libc6-dbg) again when a walk reached the outermost frame, 35% of
- * the time on a recording of 20 short processes. */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                        char **debuginfo_file_name)
-{
-    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
-    (void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
-    return -1;
-}
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = no_debuginfo,
-};
 
 int ember_unwind_new(struct ember_unwind **out, ember_unwind_map_fn map, void *ctx)
 {
     struct ember_unwind *u = calloc(1, sizeof(*u));
-    if (!u)
+    if (!u || ember_cfi_new(&u->cfi) < 0) {
+        free(u);
         return -ENOMEM;
+    }
     u->map = map;
     u->ctx = ctx;
     u->vdso_fd = -1;
@@ -93,83 +48,29 @@ int ember_unwind_new(struct ember_unwind **out, ember_unwind_map_fn map, void *c
     return 0;
 }
 
-static void session_end(struct session *s)
-{
-    if (s->dwfl)
-        dwfl_end(s->dwfl);
-    s->dwfl = NULL;
-    s->attached = s->stale = false;
-}
-
 void ember_unwind_free(struct ember_unwind *u)
 {
     if (!u)
         return;
-    for (size_t i = 0; i < u->nsessions; i++) {
-        session_end(u->sessions[i]);
-        free(u->sessions[i]);
-    }
-    free(u->sessions);
+    ember_unwind_dwfl_free(u->dwfl);
+    ember_cfi_free(u->cfi);
     if (u->vdso_fd >= 0)
         close(u->vdso_fd);
     free(u);
 }
 
-/* ---- libdwfl's view of the thread ---------------------------------------- */
-
-static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
+void ember_unwind_set_dwfl_only(struct ember_unwind *u, bool on)
 {
-    (void)dwfl;
-    struct session *s = arg;
-    if (*thread_arg || !s->th)
-        return 0;
-    *thread_arg = s;
-    return (pid_t)s->th->tid;
+    u->dwfl_only = on;
 }
 
-static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg)
+void ember_unwind_counts(const struct ember_unwind *u, uint64_t *fast, uint64_t *slow)
 {
-    (void)dwfl;
-    struct session *s = arg;
-    *thread_arg = s;
-    return s->th && (pid_t)s->th->tid == tid;
+    *fast = u->nfast;
+    *slow = u->nslow;
 }
 
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
-{
-    (void)dwfl;
-    const struct ember_unwind_thread *th = ((struct session *)arg)->th;
-    uint64_t sp = th->regs[EMBER_UNWIND_SP];
-    uint64_t v;
-    if (addr < sp || th->size < 8 || addr - sp > th->size - 8)
-        return false;
-    memcpy(&v, th->stack + (addr - sp), sizeof(v));
-    *result = v;
-    return true;
-}
-
-static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
-{
-    struct session *s = arg;
-    Dwarf_Word regs[EMBER_UNWIND_NREGS];
-    for (unsigned i = 0; i < EMBER_UNWIND_NREGS; i++)
-        regs[i] = s->th->regs[i];
-    return dwfl_thread_state_registers(thread, 0, EMBER_UNWIND_NREGS, regs);
-}
-
-static const Dwfl_Thread_Callbacks thread_callbacks = {
-    .next_thread = next_thread,
-    .get_thread = get_thread,
-    .memory_read = memory_read,
-    .set_initial_registers = set_initial_registers,
-};
-
-/* ---- modules -------------------------------------------------------------- */
-
-/* The file to read a map's CFI from: its path; for [vdso], this
- * process's (perf unwinds through its cached copy of the recorded one,
- * the same on the same kernel). NULL: none (JIT code, the kernel...). */
-static const char *file_of(struct ember_unwind *u, const struct ember_unwind_map *m)
+const char *ember_unwind_file_of(struct ember_unwind *u, const struct ember_unwind_map *m)
 {
     if (m->file == EMBER_UNWIND_ELF)
         return m->name;
@@ -181,144 +82,169 @@ static const char *file_of(struct ember_unwind *u, const struct ember_unwind_map
     return u->vdso_fd >= 0 ? u->vdso_path : NULL;
 }
 
-/* A file the file names, opened if it is a regular file: a FIFO or a
- * device named by a corrupt file must not block the reader. */
-static int open_regular(const char *path)
+/* ---- one frame's state ---------------------------------------------------- */
+
+struct frame {
+    uint64_t regs[EMBER_UNWIND_NREGS];
+    uint32_t set; /* bit r: regs[r] known */
+    uint64_t pc;
+    bool initial, signal;
+};
+
+enum step { STEP_NEXT, STEP_END, STEP_FAIL, STEP_SLOW };
+
+static bool has(const struct frame *f, unsigned r)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    return f->set >> r & 1;
 }
 
-/* Reports the file mapped at pc, if the session has no module there; a
- * module there that is another file makes the session stale. */
-static void report_module(struct session *s, uint64_t pc)
+static void put(struct frame *f, unsigned r, uint64_t v)
+{
+    f->regs[r] = v;
+    f->set |= 1u << r;
+}
+
+/* The 8 bytes at addr, if the stack copy holds them. */
+static bool stack_read(const struct ember_unwind_thread *th, uint64_t addr, uint64_t *v)
+{
+    uint64_t sp = th->regs[EMBER_UNWIND_SP];
+    if (addr < sp || th->size < 8 || addr - sp > th->size - 8)
+        return false;
+    memcpy(v, th->stack + (addr - sp), sizeof(*v));
+    return true;
+}
+
+/* The caller's registers by the row's rules (libdwfl's handle_cfi). */
+static enum step apply_row(const struct ember_unwind_thread *th, const struct ember_cfi_row *row,
+                           const struct frame *cur, struct frame *next)
+{
+    bool cfa_ok = row->cfa_reg != EMBER_CFI_NO_CFA && has(cur, row->cfa_reg);
+    uint64_t cfa = cfa_ok ? cur->regs[row->cfa_reg] + (uint64_t)row->cfa_off : 0;
+    bool ra_undefined = false;
+    uint64_t v;
+    next->set = 0;
+    next->signal = row->signal_frame;
+    for (unsigned r = 0; r < EMBER_UNWIND_NREGS; r++) {
+        uint64_t at = cfa + (uint64_t)row->val[r];
+        switch (row->rule[r]) {
+        case EMBER_CFI_UNDEFINED:
+            ra_undefined |= r == EMBER_UNWIND_IP;
+            break;
+        case EMBER_CFI_SAME:
+            if (has(cur, r))
+                put(next, r, cur->regs[r]);
+            break;
+        case EMBER_CFI_OFFSET:
+            if (cfa_ok && stack_read(th, at, &v))
+                put(next, r, v);
+            break;
+        case EMBER_CFI_VAL_OFFSET:
+            if (cfa_ok)
+                put(next, r, at);
+            break;
+        case EMBER_CFI_REGISTER:
+            if (has(cur, (unsigned)row->val[r]))
+                put(next, r, cur->regs[row->val[r]]);
+            break;
+        }
+    }
+    if (ra_undefined || !has(next, EMBER_UNWIND_IP) || next->regs[EMBER_UNWIND_IP] == 0)
+        return STEP_END;
+    next->pc = next->regs[EMBER_UNWIND_IP];
+    return STEP_NEXT;
+}
+
+/* Where no CFI holds the pc: the frame pointer's frame, if it moves the
+ * stack up (elfutils' x86_64_unwind). Only rbp, rsp and the pc are known
+ * in the caller. */
+static enum step frame_pointer_step(const struct ember_unwind_thread *th, const struct frame *cur,
+                                    struct frame *next)
+{
+    if (!has(cur, 6) || cur->regs[6] == 0)
+        return STEP_FAIL;
+    uint64_t fp = cur->regs[6], prev_fp, ret;
+    uint64_t sp = has(cur, EMBER_UNWIND_SP) ? cur->regs[EMBER_UNWIND_SP] : 0;
+    if (!stack_read(th, fp, &prev_fp))
+        prev_fp = 0;
+    if (!stack_read(th, fp + 8, &ret) || sp >= fp + 16)
+        return STEP_FAIL;
+    next->set = 0;
+    put(next, 6, prev_fp);
+    put(next, EMBER_UNWIND_SP, fp + 16);
+    next->pc = ret;
+    next->signal = false;
+    return STEP_NEXT;
+}
+
+/* The row of the file mapped at pc: 1 with *row, 0 where no file's
+ * .eh_frame says, STEP_SLOW's -1 where libdwfl would read .debug_frame,
+ * or -ENOMEM (< -1). */
+static int row_at(struct ember_unwind *u, uint32_t process, uint64_t pc,
+                  const struct ember_cfi_row **row)
 {
     struct ember_unwind_map m;
-    bool mapped = s->u->map(s->u->ctx, s->process, pc, &m);
-    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
-    if (mod) {
-        const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        if (mapped && (!name || strcmp(name, m.name) != 0))
-            s->stale = true;
-        return;
-    }
-    const char *path = mapped ? file_of(s->u, &m) : NULL;
-    if (!path)
-        return;
-    int fd = open_regular(path);
-    if (fd < 0)
-        return;
-    dwfl_report_begin_add(s->dwfl);
-    if (!dwfl_report_elf(s->dwfl, m.name, path, fd, m.base, false))
-        close(fd); /* consumed only on success */
-    dwfl_report_end(s->dwfl, NULL, NULL);
+    struct ember_cfi_file *f = NULL;
+    const char *path = u->map(u->ctx, process, pc, &m) ? ember_unwind_file_of(u, &m) : NULL;
+    int err = path ? ember_cfi_file(u->cfi, path, &f) : 0;
+    if (err || !f)
+        return err;
+    int found = ember_cfi_row(f, pc - ember_cfi_bias(f, m.base), row);
+    if (found == 0 && ember_cfi_has_debug_frame(f))
+        return -1;
+    return found;
 }
 
-static int session_start(struct session *s, uint64_t ip)
+/* cur's caller into next; < 0: -ENOMEM. */
+static int step(struct ember_unwind *u, const struct ember_unwind_thread *th,
+                const struct frame *cur, struct frame *next)
 {
-    s->dwfl = dwfl_begin(&dwfl_callbacks);
-    if (!s->dwfl)
-        return -ENOMEM;
-    report_module(s, ip);
-    /* the session's architecture comes from its first module: none yet
-     * means no unwinding for this sample (tried again with the next) */
-    s->attached = dwfl_attach_state(s->dwfl, NULL, (pid_t)s->th->pid, &thread_callbacks, s);
-    if (!s->attached)
-        session_end(s);
-    return 0;
+    const struct ember_cfi_row *row;
+    uint64_t pc = cur->initial || cur->signal ? cur->pc : cur->pc - 1;
+    next->initial = false;
+    int found = row_at(u, th->process, pc, &row);
+    if (found == -1 || (found == 1 && row->complex))
+        return STEP_SLOW;
+    if (found < 0)
+        return found;
+    return found ? (int)apply_row(th, row, cur, next) : (int)frame_pointer_step(th, cur, next);
 }
 
-/* ---- sessions ------------------------------------------------------------- */
-
-static int session_of(struct ember_unwind *u, uint32_t process, struct session **out)
+/* The walk: STEP_SLOW when libdwfl must do it, else 0 or -ENOMEM. */
+static int walk(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
+                size_t max, size_t *n)
 {
-    for (size_t i = 0; i < u->nsessions; i++)
-        if (u->sessions[i]->process == process) {
-            *out = u->sessions[i];
+    struct frame f[2];
+    struct frame *cur = &f[0], *next = &f[1];
+    memcpy(cur->regs, th->regs, sizeof(cur->regs));
+    cur->set = (1u << EMBER_UNWIND_NREGS) - 1;
+    cur->pc = th->regs[EMBER_UNWIND_IP];
+    cur->initial = true;
+    cur->signal = false;
+    for (*n = 0;;) {
+        int s = step(u, th, cur, next);
+        if (s < 0 || s == STEP_SLOW)
+            return s;
+        bool activation = cur->initial || cur->signal || (s == STEP_NEXT && next->signal);
+        ips[(*n)++] = activation ? cur->pc : cur->pc - 1;
+        if (*n == max || s != STEP_NEXT)
             return 0;
-        }
-    if (u->nsessions == MAX_SESSIONS) { /* reuse the least recently used */
-        size_t old = 0;
-        for (size_t i = 1; i < u->nsessions; i++)
-            if (u->sessions[i]->used < u->sessions[old]->used)
-                old = i;
-        session_end(u->sessions[old]);
-        u->sessions[old]->process = process;
-        *out = u->sessions[old];
-        return 0;
+        struct frame *t = cur;
+        cur = next;
+        next = t;
     }
-    struct session *s = calloc(1, sizeof(*s));
-    if (!s || EMBER_VEC_RESERVE(u->sessions, u->scap, u->nsessions + 1) < 0) {
-        free(s);
-        return -ENOMEM;
-    }
-    s->process = process;
-    s->u = u;
-    u->sessions[u->nsessions++] = s;
-    *out = s;
-    return 0;
-}
-
-static int on_frame(Dwfl_Frame *frame, void *arg)
-{
-    struct session *s = arg;
-    Dwarf_Addr pc;
-    bool activation;
-    if (!dwfl_frame_pc(frame, &pc, NULL))
-        return DWARF_CB_ABORT;
-    report_module(s, pc); /* before asking whether it is an activation, as perf */
-    if (s->stale || !dwfl_frame_pc(frame, &pc, &activation))
-        return DWARF_CB_ABORT;
-    s->ips[s->n++] = activation ? pc : pc - 1;
-    return s->n < s->max ? DWARF_CB_OK : DWARF_CB_ABORT;
-}
-
-/* One try: 1 when the session was stale (ended: try again). */
-static int unwind_once(struct session *s, const struct ember_unwind_thread *th)
-{
-    s->n = 0;
-    s->th = th;
-    if (!s->dwfl) {
-        int err = session_start(s, th->regs[EMBER_UNWIND_IP]);
-        if (err || !s->dwfl) {
-            s->th = NULL;
-            return err;
-        }
-    }
-    dwfl_getthread_frames(s->dwfl, (pid_t)th->tid, on_frame, s);
-    s->th = NULL;
-    if (!s->stale)
-        return 0;
-    session_end(s);
-    return 1;
 }
 
 int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
                         size_t max, size_t *n)
 {
-    struct session *s;
     *n = 0;
     if (max == 0)
         return 0;
-    int err = session_of(u, th->process, &s);
-    if (err)
+    int err = u->dwfl_only ? STEP_SLOW : walk(u, th, ips, max, n);
+    if (err != STEP_SLOW) {
+        u->nfast += err == 0;
         return err;
-    s->used = ++u->clock;
-    s->ips = ips;
-    s->max = max;
-    err = unwind_once(s, th);
-    if (err == 1)
-        err = unwind_once(s, th);
-    if (err < 0)
-        return err;
-    /* the sampled address is a frame even where nothing unwinds from it */
-    if (s->n == 0)
-        ips[s->n++] = th->regs[EMBER_UNWIND_IP];
-    *n = s->n;
-    return 0;
+    }
+    u->nslow++;
+    return ember_unwind_dwfl_frames(u, th, ips, max, n);
 }

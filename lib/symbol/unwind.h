@@ -1,8 +1,9 @@
 /*
  * unwind.h - DWARF unwinding (library-internal): a thread's user registers
  * and a copy of the top of its stack -> its frames, leaf first, with
- * libdwfl's CFI unwinder, as perf script unwinds --call-graph dwarf
- * samples (see unwind.c).
+ * the frames libdwfl's CFI unwinder gives, as perf script unwinds
+ * --call-graph dwarf samples: by CFI rows compiled once (unwind.c), or by
+ * libdwfl itself where they cannot say (unwind_dwfl.c).
  *
  * The unwinder knows no recording format: it asks its caller what is
  * mapped at an address of a process (a file and its load base, the vDSO,
@@ -56,5 +57,11 @@ void ember_unwind_free(struct ember_unwind *u);
  * (none when max is 0). 0 or -ENOMEM. */
 int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
                         size_t max, size_t *n);
+
+/* Every sample through libdwfl, as before the compiled rows: the tests
+ * compare the two. */
+void ember_unwind_set_dwfl_only(struct ember_unwind *u, bool on);
+/* The samples unwound so far by the compiled rows and by libdwfl. */
+void ember_unwind_counts(const struct ember_unwind *u, uint64_t *fast, uint64_t *slow);
 
 #endif

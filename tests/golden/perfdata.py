@@ -20,6 +20,8 @@ perf's build-id cache lives in $HOME/.debug: HOME is a directory of the test
 so that what perf record puts there is this test's alone.
 
 usage: perfdata.py CC SOURCE_DIR WORKDIR
+       (UNWIND_COMPARE=path of unwind_compare: each DWARF recording's
+       samples unwound both ways, which must agree)
 
 Skips (exit 77) when perf cannot record here; cases whose program is
 missing (the OCaml fixture, python3, xz) are skipped alone.
@@ -62,9 +64,26 @@ def record(work, name, argv, extra=("-g",)):
         p = subprocess.run(["perf", "record", "-q", "-o", data] + list(extra) + ["--"] + argv,
                            capture_output=True, cwd=work)
         if p.returncode == 0 and os.path.exists(data):
+            if "dwarf" in extra:
+                unwind_compare(data)
             return data
         print("perf record %s failed (%s): recording again" % (argv[0], p.stderr[-200:]))
     golden.fail("perf record %s failed: %s" % (" ".join(argv), p.stderr.decode()[-400:]))
+
+
+def unwind_compare(data):
+    """Every DWARF sample unwound by ember's compiled CFI rows equals
+    libdwfl's own unwinding of it (tests/golden/unwind_compare.c, named by
+    $UNWIND_COMPARE), frame for frame."""
+    tool = os.environ.get("UNWIND_COMPARE")
+    if not tool:
+        return
+    p = subprocess.run([tool, data], capture_output=True)
+    out = p.stdout.decode()
+    print("%s: %s" % (os.path.basename(data), out.strip().splitlines()[-1] if out else ""))
+    if p.returncode != 0:
+        golden.fail("%s: the compiled CFI rows and libdwfl unwind differently:\n%s%s" %
+                    (data, out[-3000:], p.stderr.decode()[-500:]))
 
 
 def perf_script(data, opts):

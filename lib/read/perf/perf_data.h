@@ -291,6 +291,8 @@ void pd_unwind_free(struct pd_unwind *u);
  * registers. 0 or -ENOMEM. */
 int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *s,
                      uint64_t *ips, size_t max, size_t *n);
+/* The unwinder itself (symbol/unwind.h: the tests compare its two ways). */
+struct ember_unwind *pd_unwind_engine(struct pd_unwind *u);
 
 /* ---- the caller fp walks skip (perf_data_leaf.c) -------------------------- */
 

@@ -72,6 +72,11 @@ void pd_unwind_free(struct pd_unwind *u)
     free(u);
 }
 
+struct ember_unwind *pd_unwind_engine(struct pd_unwind *u)
+{
+    return u->u;
+}
+
 int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
                      uint64_t *ips, size_t max, size_t *n)
 {

@@ -1,0 +1,71 @@
+/*
+ * cfi.h - an ELF file's call frame information compiled into rows, for
+ * unwinding recorded stacks fast (library-internal; see cfi.c).
+ *
+ * A row says, for the file addresses [start, end) of one FDE row, how
+ * the caller's registers follow from the callee's: the CFA is a register
+ * plus an offset, and each register is undefined, unchanged, at CFA +
+ * offset, CFA + offset itself, or another register. These are the rules
+ * of nearly every frame of compiled code; rows with anything else (a DWARF
+ * expression) are marked complex, and their samples are unwound by
+ * libdwfl. Rows are read through libdw (dwarf_cfi_addrframe and
+ * dwarf_frame_register), once per row, so a row says what libdwfl's
+ * unwinder would do there: the same rules, the ABI's defaults included.
+ * x86-64's registers, in DWARF's order (symbol/unwind.h).
+ */
+#ifndef EMBER_SYMBOL_CFI_H
+#define EMBER_SYMBOL_CFI_H
+
+#include "symbol/unwind.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum ember_cfi_rule {
+    EMBER_CFI_NONE,       /* no value (libdw could not say): left unset */
+    EMBER_CFI_UNDEFINED,  /* unset; for the return address: the outermost frame */
+    EMBER_CFI_SAME,       /* the callee's value */
+    EMBER_CFI_OFFSET,     /* the 8 bytes at CFA + val */
+    EMBER_CFI_VAL_OFFSET, /* CFA + val */
+    EMBER_CFI_REGISTER,   /* the callee's register val */
+};
+
+enum { EMBER_CFI_NO_CFA = 0xff };
+
+struct ember_cfi_row {
+    uint64_t start, end;              /* file addresses */
+    int64_t cfa_off;                  /* CFA = callee's register cfa_reg + cfa_off */
+    int64_t val[EMBER_UNWIND_NREGS];  /* each register's rule's operand */
+    uint8_t rule[EMBER_UNWIND_NREGS]; /* enum ember_cfi_rule */
+    uint8_t cfa_reg;                  /* EMBER_CFI_NO_CFA: the CFA is undefined */
+    bool signal_frame;                /* the FDE's CIE has the 'S' augmentation */
+    bool complex;                     /* a rule only libdwfl evaluates */
+};
+
+/* The files, by path. */
+struct ember_cfi;
+/* One ELF file: its CFI, and how its file addresses relate to a load base. */
+struct ember_cfi_file;
+
+int ember_cfi_new(struct ember_cfi **out);
+void ember_cfi_free(struct ember_cfi *c);
+
+/* The file at path, opened on first use: *out NULL when it cannot be
+ * read as ELF (libdwfl then has no module there either). 0 or -ENOMEM. */
+int ember_cfi_file(struct ember_cfi *c, const char *path, struct ember_cfi_file **out);
+
+/* The file's load bias for a mapping whose start - file offset is base:
+ * process address - bias = file address (libdwfl's, for dwfl_report_elf
+ * with that base: base less the first PT_LOAD's aligned address for a
+ * shared object, 0 for an executable). */
+uint64_t ember_cfi_bias(const struct ember_cfi_file *f, uint64_t base);
+
+/* Whether libdwfl would look in .debug_frame where .eh_frame says
+ * nothing: the file has one. */
+bool ember_cfi_has_debug_frame(const struct ember_cfi_file *f);
+
+/* The row holding file address addr: 1 with *row, 0 when .eh_frame has
+ * none, -ENOMEM. *row stays valid until the next call for this file. */
+int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cfi_row **row);
+
+#endif
