@@ -143,6 +143,11 @@ int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char 
 int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
                    struct ember_diag *d);
 int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d);
+/* Whether the next n bytes are at hand, contiguous, without reading. */
+static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
+{
+    return s->jlen == 0 && s->chunk.len - s->pos >= n;
+}
 /* 1 when no byte is left, 0 when one is, or an error. */
 int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d);
 
@@ -201,6 +206,13 @@ struct pd_queue {
     size_t n, cap, sorted; /* the first sorted are in time order */
     uint8_t *bytes;
     size_t used, bcap;
+    /* kept across rounds: the bytes' next buffer, the merge's */
+    uint8_t *spare;
+    size_t scap;
+    struct pd_queued *tmp;
+    size_t tcap;
+    size_t *runs;
+    size_t rcap;
     uint64_t seq, max_time, next_flush;
 };
 

@@ -359,8 +359,9 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
     if (!f->pipe && r->size > f->data_size - (s->offset - f->data_offset))
         return pd_corrupt(d, f->name, r, "it runs past the data section's end at offset %llu",
                           (unsigned long long)(f->data_offset + f->data_size));
-    char inside[64];
-    snprintf(inside, sizeof(inside), "the %s record", pd_record_name(r->type));
+    char inside[64] = ""; /* named only where it may be needed: a cut record */
+    if (!pd_stream_has(s, r->size))
+        snprintf(inside, sizeof(inside), "the %s record", pd_record_name(r->type));
     err = pd_stream_read(s, r->size, &r->data, inside, d);
     if (err)
         return err;

@@ -33,6 +33,9 @@ void pd_queue_release(struct pd_queue *q)
 {
     free(q->ev);
     free(q->bytes);
+    free(q->spare);
+    free(q->tmp);
+    free(q->runs);
 }
 
 int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time)
@@ -49,32 +52,26 @@ int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time)
     return 0;
 }
 
-static int by_time(const void *a, const void *b)
-{
-    const struct pd_queued *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Keeps the records from the k-th on, their bytes in a fresh buffer (they
- * are in time order, not in the order of their bytes). */
+/* Keeps the records from the k-th on, their bytes moved to the spare
+ * buffer, which becomes the queue's (they are in time order, not in the
+ * order of their bytes). Both buffers keep their size from round to
+ * round: a round's worth of fresh pages is not faulted in again. */
 static int keep_from(struct pd_queue *q, size_t k)
 {
     size_t total = 0, used = 0;
     for (size_t i = k; i < q->n; i++)
         total += q->ev[i].size;
-    uint8_t *fresh = malloc(total > 0 ? total : 1);
-    if (!fresh)
+    if (EMBER_VEC_RESERVE(q->spare, q->scap, total) < 0)
         return -ENOMEM;
     for (size_t i = k; i < q->n; i++) {
-        memcpy(fresh + used, q->bytes + q->ev[i].at, q->ev[i].size);
+        memcpy(q->spare + used, q->bytes + q->ev[i].at, q->ev[i].size);
         q->ev[i].at = used;
         used += q->ev[i].size;
     }
-    free(q->bytes);
-    q->bytes = fresh;
-    q->bcap = total > 0 ? total : 1;
+    uint8_t *b = q->bytes;
+    size_t cap = q->bcap;
+    q->bytes = q->spare, q->bcap = q->scap;
+    q->spare = b, q->scap = cap;
     q->used = used;
     memmove(q->ev, q->ev + k, (q->n - k) * sizeof(*q->ev));
     q->n -= k;
@@ -82,22 +79,48 @@ static int keep_from(struct pd_queue *q, size_t k)
     return 0;
 }
 
-/* Sorts the records: those kept from the last flush are in order, the new
- * ones are sorted and merged with them. */
+static bool before(const struct pd_queued *x, const struct pd_queued *y)
+{
+    return x->time < y->time || (x->time == y->time && x->seq < y->seq);
+}
+
+/* Merges the sorted runs ev[a, b) and ev[b, c) through tmp. */
+static void merge(struct pd_queued *ev, size_t a, size_t b, size_t c, struct pd_queued *tmp)
+{
+    size_t i = a, j = b, k = 0;
+    while (i < b && j < c)
+        tmp[k++] = before(&ev[j], &ev[i]) ? ev[j++] : ev[i++];
+    while (i < b)
+        tmp[k++] = ev[i++];
+    memcpy(ev + a, tmp, k * sizeof(*tmp)); /* ev[j, c) is in place */
+}
+
+/* Sorts the records by a natural merge sort: the records kept from the
+ * last flush are one sorted run, and the new ones come in a few more (perf
+ * record writes each CPU's buffer in turn, each in time order), so a round
+ * costs about two passes, not a comparison sort's n log n calls. */
 static int sort_queue(struct pd_queue *q)
 {
-    qsort(q->ev + q->sorted, q->n - q->sorted, sizeof(*q->ev), by_time);
-    if (q->sorted == 0 || q->sorted == q->n)
-        return 0;
-    struct pd_queued *m = malloc(q->n * sizeof(*m));
-    if (!m)
+    size_t nruns = 0;
+    if (EMBER_VEC_RESERVE(q->tmp, q->tcap, q->n) < 0)
         return -ENOMEM;
-    size_t a = 0, b = q->sorted, k = 0;
-    while (a < q->sorted || b < q->n)
-        m[k++] = b == q->n || (a < q->sorted && by_time(&q->ev[a], &q->ev[b]) <= 0) ? q->ev[a++]
-                                                                                    : q->ev[b++];
-    memcpy(q->ev, m, q->n * sizeof(*m));
-    free(m);
+    for (size_t i = 0; i < q->n; i++) {
+        if (i > 0 && (i < q->sorted || !before(&q->ev[i], &q->ev[i - 1])))
+            continue;
+        if (EMBER_VEC_RESERVE(q->runs, q->rcap, nruns + 2) < 0)
+            return -ENOMEM;
+        q->runs[nruns++] = i;
+    }
+    size_t *starts = q->runs;
+    for (starts[nruns] = q->n; nruns > 1; nruns = (nruns + 1) / 2) {
+        size_t w = 0;
+        for (size_t r = 0; r < nruns; r += 2, w++) {
+            if (r + 1 < nruns)
+                merge(q->ev, starts[r], starts[r + 1], starts[r + 2], q->tmp);
+            starts[w] = starts[r];
+        }
+        starts[w] = q->n;
+    }
     return 0;
 }
 
