@@ -36,6 +36,8 @@ struct ember_cfi_file {
     uint64_t vaddr; /* the first PT_LOAD's address, aligned down */
     struct ember_cfi_row *rows;
     size_t nrows, rcap;
+    struct ember_cfi_expr *exprs; /* the rows' CFA expressions */
+    size_t nexprs, ecap;
 };
 
 struct ember_cfi {
@@ -62,6 +64,7 @@ static void file_free(struct ember_cfi_file *f)
     if (f->fd >= 0)
         close(f->fd);
     free(f->rows);
+    free(f->exprs);
     free(f);
 }
 
@@ -185,24 +188,100 @@ static void compile_register(Dwarf_Frame *frame, int regno, struct ember_cfi_row
     }
 }
 
-/* The CFA's rule: register + offset, or undefined; an expression is
- * libdwfl's to evaluate. */
-static void compile_cfa(Dwarf_Frame *frame, struct ember_cfi_row *row)
+/* One DWARF operation into e, its effect on the stack's depth checked:
+ * false for one outside the subset (cfi.h), or a stack that would run
+ * dry. */
+static bool compile_op(const Dwarf_Op *op, struct ember_cfi_expr *e, int *depth)
+{
+    static const uint8_t unary[] = {DW_OP_neg, DW_OP_not, DW_OP_abs};
+    static const uint8_t binary[] = {DW_OP_plus, DW_OP_minus, DW_OP_mul, DW_OP_and,  DW_OP_or,
+                                     DW_OP_xor,  DW_OP_shl,   DW_OP_shr, DW_OP_shra, DW_OP_eq,
+                                     DW_OP_ne,   DW_OP_lt,    DW_OP_gt,  DW_OP_le,   DW_OP_ge};
+    struct ember_cfi_op o = {.dwarf = op->atom, .num = (int64_t)op->number};
+    int needs = 0, adds = 1;
+    uint8_t a = op->atom;
+    if (a == DW_OP_nop || a == DW_OP_stack_value) /* a CFA is a value either way */
+        return true;
+    if (e->n == EMBER_CFI_EXPR_OPS)
+        return false;
+    if (a >= DW_OP_lit0 && a <= DW_OP_lit31)
+        o.atom = EMBER_CFI_OP_CONST, o.num = a - DW_OP_lit0;
+    else if ((a >= DW_OP_const1u && a <= DW_OP_consts) || a == DW_OP_constu)
+        o.atom = EMBER_CFI_OP_CONST;
+    else if (a >= DW_OP_breg0 && a <= DW_OP_breg31)
+        o.atom = EMBER_CFI_OP_REG, o.reg = (uint8_t)(a - DW_OP_breg0);
+    else if (a >= DW_OP_reg0 && a <= DW_OP_reg31)
+        o.atom = EMBER_CFI_OP_REG, o.reg = (uint8_t)(a - DW_OP_reg0), o.num = 0;
+    else if ((a == DW_OP_bregx || a == DW_OP_regx) && op->number < EMBER_UNWIND_NREGS)
+        o.atom = EMBER_CFI_OP_REG, o.reg = (uint8_t)op->number,
+        o.num = a == DW_OP_bregx ? (int64_t)op->number2 : 0;
+    else if (a == DW_OP_deref)
+        o.atom = EMBER_CFI_OP_DEREF, needs = 1, adds = 0;
+    else if (a == DW_OP_dup || a == DW_OP_over)
+        o.atom = a == DW_OP_dup ? EMBER_CFI_OP_DUP : EMBER_CFI_OP_OVER,
+        needs = a == DW_OP_dup ? 1 : 2;
+    else if (a == DW_OP_drop)
+        o.atom = EMBER_CFI_OP_DROP, needs = 1, adds = -1;
+    else if (a == DW_OP_swap)
+        o.atom = EMBER_CFI_OP_SWAP, needs = 2, adds = 0;
+    else if (memchr(unary, a, sizeof(unary)))
+        o.atom = EMBER_CFI_OP_UNARY, needs = 1, adds = 0;
+    else if (memchr(binary, a, sizeof(binary)))
+        o.atom = EMBER_CFI_OP_BINARY, needs = 2, adds = -1;
+    else if (a == DW_OP_plus_uconst && e->n + 1 < EMBER_CFI_EXPR_OPS) /* const, plus */
+        return compile_op(&(Dwarf_Op){.atom = DW_OP_constu, .number = op->number}, e, depth) &&
+               compile_op(&(Dwarf_Op){.atom = DW_OP_plus}, e, depth);
+    else
+        return false;
+    if (o.atom == EMBER_CFI_OP_REG && o.reg >= EMBER_UNWIND_NREGS)
+        return false;
+    if (*depth < needs)
+        return false;
+    *depth += adds;
+    e->ops[e->n++] = o;
+    return true;
+}
+
+/* A CFA expression kept for the row, when the subset can say it. */
+static int compile_cfa_expr(struct ember_cfi_file *f, const Dwarf_Op *ops, size_t n,
+                            struct ember_cfi_row *row)
+{
+    struct ember_cfi_expr e = {.n = 0};
+    int depth = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!compile_op(&ops[i], &e, &depth)) {
+            row->complex = true;
+            return 0;
+        }
+    if (depth < 1 || f->nexprs >= UINT32_MAX) {
+        row->complex = true;
+        return 0;
+    }
+    if (EMBER_VEC_RESERVE(f->exprs, f->ecap, f->nexprs + 1) < 0)
+        return -ENOMEM;
+    row->cfa_reg = EMBER_CFI_CFA_EXPR;
+    row->cfa_expr = (uint32_t)f->nexprs;
+    f->exprs[f->nexprs++] = e;
+    return 0;
+}
+
+/* The CFA's rule: register + offset, an expression, or undefined. */
+static int compile_cfa(struct ember_cfi_file *f, Dwarf_Frame *frame, struct ember_cfi_row *row)
 {
     Dwarf_Op *ops;
     size_t n;
     row->cfa_reg = EMBER_CFI_NO_CFA;
     if (dwarf_frame_cfa(frame, &ops, &n) != 0 || n == 0)
-        return;
+        return 0;
     if (n == 1 && ops[0].atom == DW_OP_bregx && ops[0].number < EMBER_UNWIND_NREGS) {
         row->cfa_reg = (uint8_t)ops[0].number;
         row->cfa_off = (int64_t)ops[0].number2;
-    } else {
-        row->complex = true;
+        return 0;
     }
+    return compile_cfa_expr(f, ops, n, row);
 }
 
-static int compile_row(Dwarf_Frame *frame, struct ember_cfi_row *row)
+static int compile_row(struct ember_cfi_file *f, Dwarf_Frame *frame, struct ember_cfi_row *row)
 {
     Dwarf_Addr start, end;
     bool signal;
@@ -213,10 +292,15 @@ static int compile_row(Dwarf_Frame *frame, struct ember_cfi_row *row)
     row->start = start;
     row->end = end;
     row->signal_frame = signal;
-    compile_cfa(frame, row);
     for (int r = 0; r < EMBER_UNWIND_NREGS; r++)
         compile_register(frame, r, row);
-    return 0;
+    return compile_cfa(f, frame, row);
+}
+
+const struct ember_cfi_expr *ember_cfi_cfa_expr(const struct ember_cfi_file *f,
+                                                const struct ember_cfi_row *row)
+{
+    return &f->exprs[row->cfa_expr];
 }
 
 /* The index of the first row starting after addr. */
@@ -244,8 +328,10 @@ int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cf
     if (!f->cfi || dwarf_cfi_addrframe(f->cfi, addr, &frame) != 0)
         return 0;
     struct ember_cfi_row new_row;
-    compile_row(frame, &new_row);
+    int err = compile_row(f, frame, &new_row);
     free(frame);
+    if (err)
+        return err;
     /* The row is kept from addr: libdw's start is where the state
      * DW_CFA_restore_state brings back was made, which may be rows
      * before (its end is the next advance's, exact). rows[at] starts

@@ -30,14 +30,50 @@ enum ember_cfi_rule {
     EMBER_CFI_REGISTER,   /* the callee's register val */
 };
 
-enum { EMBER_CFI_NO_CFA = 0xff };
+/* cfa_reg's values that are not registers: the CFA undefined, or given by
+ * an expression (ember_cfi_cfa_expr). */
+enum { EMBER_CFI_NO_CFA = 0xff, EMBER_CFI_CFA_EXPR = 0xfe };
+
+/* A CFA expression, in the subset of DWARF's stack machine compiled:
+ * constants, registers (plus an offset), 8-byte loads, arithmetic and
+ * comparisons, dup/drop/swap/over; no branches. Its depth never exceeds
+ * its length, and it leaves a value (checked as it is compiled). The
+ * forms seen: PLT entries' rsp + 8 + ((rip & 15) >= 11) * 8, OCaml 5's
+ * switch to the C stack, *(rsp + 8) + 16. */
+enum ember_cfi_atom {
+    EMBER_CFI_OP_CONST, /* push num */
+    EMBER_CFI_OP_REG,   /* push register reg + num; fails when it is unset */
+    EMBER_CFI_OP_DEREF, /* the 8 bytes at the top; fails outside the stack copy */
+    EMBER_CFI_OP_DUP,
+    EMBER_CFI_OP_DROP,
+    EMBER_CFI_OP_SWAP,
+    EMBER_CFI_OP_OVER,
+    EMBER_CFI_OP_UNARY,  /* dwarf: DW_OP_neg, not, abs */
+    EMBER_CFI_OP_BINARY, /* dwarf: DW_OP_plus, minus, mul, and, or, xor, shl, shr,
+                          * shra, eq, ne, lt, gt, le, ge */
+};
+
+enum { EMBER_CFI_EXPR_OPS = 16 };
+
+struct ember_cfi_op {
+    uint8_t atom; /* enum ember_cfi_atom */
+    uint8_t reg;
+    uint8_t dwarf; /* the DW_OP_ of a unary or binary operation */
+    int64_t num;
+};
+
+struct ember_cfi_expr {
+    struct ember_cfi_op ops[EMBER_CFI_EXPR_OPS];
+    uint8_t n;
+};
 
 struct ember_cfi_row {
     uint64_t start, end;              /* file addresses */
     int64_t cfa_off;                  /* CFA = callee's register cfa_reg + cfa_off */
     int64_t val[EMBER_UNWIND_NREGS];  /* each register's rule's operand */
     uint8_t rule[EMBER_UNWIND_NREGS]; /* enum ember_cfi_rule */
-    uint8_t cfa_reg;                  /* EMBER_CFI_NO_CFA: the CFA is undefined */
+    uint32_t cfa_expr;                /* with EMBER_CFI_CFA_EXPR: its expression's number */
+    uint8_t cfa_reg;                  /* or EMBER_CFI_NO_CFA, EMBER_CFI_CFA_EXPR */
     bool signal_frame;                /* the FDE's CIE has the 'S' augmentation */
     bool complex;                     /* a rule only libdwfl evaluates */
 };
@@ -67,5 +103,9 @@ bool ember_cfi_has_debug_frame(const struct ember_cfi_file *f);
 /* The row holding file address addr: 1 with *row, 0 when .eh_frame has
  * none, -ENOMEM. *row stays valid until the next call for this file. */
 int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cfi_row **row);
+
+/* The CFA expression of a row of f whose cfa_reg is EMBER_CFI_CFA_EXPR. */
+const struct ember_cfi_expr *ember_cfi_cfa_expr(const struct ember_cfi_file *f,
+                                                const struct ember_cfi_row *row);
 
 #endif

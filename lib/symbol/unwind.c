@@ -16,8 +16,10 @@
  *     up;
  *   - a frame is an activation (its pc kept, not less one) when it is the
  *     sampled one, or it or its caller's row is a signal frame.
- * A sample meeting a row whose rules are DWARF expressions, or an address
- * only .debug_frame covers, is unwound again whole by libdwfl: the answer
+ * CFA expressions in the subset cfi.h compiles (PLT entries', OCaml's) are
+ * evaluated here. A sample meeting a row with another DWARF expression,
+ * or an address only .debug_frame covers, is unwound again whole by
+ * libdwfl: the answer
  * is libdwfl's in every case, in a few hundred nanoseconds per sample
  * where libdwfl takes about 16 us.
  *
@@ -29,6 +31,7 @@
 #include "symbol/unwind_impl.h"
 #include "symbol/dso.h"
 
+#include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,12 +117,123 @@ static bool stack_read(const struct ember_unwind_thread *th, uint64_t addr, uint
     return true;
 }
 
-/* The caller's registers by the row's rules (libdwfl's handle_cfi). */
-static enum step apply_row(const struct ember_unwind_thread *th, const struct ember_cfi_row *row,
-                           const struct frame *cur, struct frame *next)
+/* a op b, as libdwfl's expr_eval computes it on x86-64 (shift counts
+ * taken modulo 64, as the shift instructions do). */
+static uint64_t binary(uint8_t op, uint64_t a, uint64_t b)
 {
-    bool cfa_ok = row->cfa_reg != EMBER_CFI_NO_CFA && has(cur, row->cfa_reg);
-    uint64_t cfa = cfa_ok ? cur->regs[row->cfa_reg] + (uint64_t)row->cfa_off : 0;
+    int64_t sa = (int64_t)a, sb = (int64_t)b;
+    switch (op) {
+    case DW_OP_plus:
+        return a + b;
+    case DW_OP_minus:
+        return a - b;
+    case DW_OP_mul:
+        return a * b;
+    case DW_OP_and:
+        return a & b;
+    case DW_OP_or:
+        return a | b;
+    case DW_OP_xor:
+        return a ^ b;
+    case DW_OP_shl:
+        return a << (b & 63);
+    case DW_OP_shr:
+        return a >> (b & 63);
+    case DW_OP_shra:
+        return (uint64_t)(sa >> (b & 63));
+    case DW_OP_eq:
+        return sa == sb;
+    case DW_OP_ne:
+        return sa != sb;
+    case DW_OP_lt:
+        return sa < sb;
+    case DW_OP_gt:
+        return sa > sb;
+    case DW_OP_le:
+        return sa <= sb;
+    default:
+        return sa >= sb; /* DW_OP_ge: the only other one compiled */
+    }
+}
+
+static uint64_t unary(uint8_t op, uint64_t a)
+{
+    int64_t sa = (int64_t)a;
+    if (op == DW_OP_neg)
+        return -a;
+    if (op == DW_OP_not)
+        return ~a;
+    return sa < 0 ? -a : a; /* DW_OP_abs */
+}
+
+/* A CFA expression's value: false where libdwfl's evaluation fails (a
+ * register unset, memory outside the stack copy). The depth was checked
+ * when it was compiled. */
+static bool eval_cfa(const struct ember_cfi_expr *e, const struct ember_unwind_thread *th,
+                     const struct frame *cur, uint64_t *out)
+{
+    uint64_t st[EMBER_CFI_EXPR_OPS];
+    size_t n = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        const struct ember_cfi_op *o = &e->ops[i];
+        switch (o->atom) {
+        case EMBER_CFI_OP_CONST:
+            st[n++] = (uint64_t)o->num;
+            break;
+        case EMBER_CFI_OP_REG:
+            if (!has(cur, o->reg))
+                return false;
+            st[n++] = cur->regs[o->reg] + (uint64_t)o->num;
+            break;
+        case EMBER_CFI_OP_DEREF:
+            if (!stack_read(th, st[n - 1], &st[n - 1]))
+                return false;
+            break;
+        case EMBER_CFI_OP_DUP:
+            st[n] = st[n - 1], n++;
+            break;
+        case EMBER_CFI_OP_DROP:
+            n--;
+            break;
+        case EMBER_CFI_OP_SWAP: {
+            uint64_t t = st[n - 1];
+            st[n - 1] = st[n - 2], st[n - 2] = t;
+            break;
+        }
+        case EMBER_CFI_OP_OVER:
+            st[n] = st[n - 2], n++;
+            break;
+        case EMBER_CFI_OP_UNARY:
+            st[n - 1] = unary(o->dwarf, st[n - 1]);
+            break;
+        default:
+            n--, st[n - 1] = binary(o->dwarf, st[n - 1], st[n]);
+            break;
+        }
+    }
+    *out = st[n - 1];
+    return true;
+}
+
+/* The row's CFA: false when it cannot be had. */
+static bool cfa_of(const struct ember_cfi_file *f, const struct ember_cfi_row *row,
+                   const struct ember_unwind_thread *th, const struct frame *cur, uint64_t *cfa)
+{
+    if (row->cfa_reg == EMBER_CFI_CFA_EXPR)
+        return eval_cfa(ember_cfi_cfa_expr(f, row), th, cur, cfa);
+    if (row->cfa_reg == EMBER_CFI_NO_CFA || !has(cur, row->cfa_reg))
+        return false;
+    *cfa = cur->regs[row->cfa_reg] + (uint64_t)row->cfa_off;
+    return true;
+}
+
+/* The caller's registers by the row's rules (libdwfl's handle_cfi). */
+static enum step apply_row(const struct ember_unwind_thread *th, const struct ember_cfi_file *f,
+                           const struct ember_cfi_row *row, const struct frame *cur,
+                           struct frame *next)
+{
+    uint64_t cfa = 0;
+    bool cfa_ok = cfa_of(f, row, th, cur, &cfa);
     bool ra_undefined = false;
     uint64_t v;
     next->set = 0;
@@ -180,7 +294,7 @@ static enum step frame_pointer_step(const struct ember_unwind_thread *th, const 
  * .eh_frame says, STEP_SLOW's -1 where libdwfl would read .debug_frame,
  * or -ENOMEM (< -1). */
 static int row_at(struct ember_unwind *u, uint32_t process, uint64_t pc,
-                  const struct ember_cfi_row **row)
+                  struct ember_cfi_file **file, const struct ember_cfi_row **row)
 {
     struct ember_unwind_map m;
     struct ember_cfi_file *f = NULL;
@@ -188,6 +302,7 @@ static int row_at(struct ember_unwind *u, uint32_t process, uint64_t pc,
     int err = path ? ember_cfi_file(u->cfi, path, &f) : 0;
     if (err || !f)
         return err;
+    *file = f;
     int found = ember_cfi_row(f, pc - ember_cfi_bias(f, m.base), row);
     if (found == 0 && ember_cfi_has_debug_frame(f))
         return -1;
@@ -199,14 +314,15 @@ static int step(struct ember_unwind *u, const struct ember_unwind_thread *th,
                 const struct frame *cur, struct frame *next)
 {
     const struct ember_cfi_row *row;
+    struct ember_cfi_file *f;
     uint64_t pc = cur->initial || cur->signal ? cur->pc : cur->pc - 1;
     next->initial = false;
-    int found = row_at(u, th->process, pc, &row);
+    int found = row_at(u, th->process, pc, &f, &row);
     if (found == -1 || (found == 1 && row->complex))
         return STEP_SLOW;
     if (found < 0)
         return found;
-    return found ? (int)apply_row(th, row, cur, next) : (int)frame_pointer_step(th, cur, next);
+    return found ? (int)apply_row(th, f, row, cur, next) : (int)frame_pointer_step(th, cur, next);
 }
 
 /* The walk: STEP_SLOW when libdwfl must do it, else 0 or -ENOMEM. */
