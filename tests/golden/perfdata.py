@@ -80,10 +80,16 @@ def unwind_compare(data):
         return
     p = subprocess.run([tool, data], capture_output=True)
     out = p.stdout.decode()
-    print("%s: %s" % (os.path.basename(data), out.strip().splitlines()[-1] if out else ""))
+    last = out.strip().splitlines()[-1] if out else ""
+    print("%s: %s" % (os.path.basename(data), last))
     if p.returncode != 0:
         golden.fail("%s: the compiled CFI rows and libdwfl unwind differently:\n%s%s" %
                     (data, out[-3000:], p.stderr.decode()[-500:]))
+    m = re.match(r"\d+ samples: (\d+) by the rows, (\d+) by libdwfl", last)
+    UNWOUND[data] = (int(m.group(1)), int(m.group(2)))
+
+
+UNWOUND = {}  # recording -> samples unwound (by the rows, by libdwfl), when compared
 
 
 def perf_script(data, opts):
@@ -354,6 +360,17 @@ def dwarf(work):
     with open(empty, "wb") as f:
         f.write(b)
     compare_all(empty, "DWARF, empty stack copies", [[]])
+    # a signal handler's samples unwind through glibc's __restore_rt (a
+    # signal frame whose registers DWARF expressions restore: libdwfl's
+    # part of the unwinding) to main
+    sig = build("perfdata_signal.c", os.path.join(work, "signal"))
+    data = record(work, "signal", [sig, "300"], DWARF)
+    got, _, _ = golden.run(["collapse", data])
+    if b";main_loop;__restore_rt;in_handler " not in got:
+        golden.fail("the handler's stacks should unwind through __restore_rt to main: %r" %
+                    got[-600:])
+    if data in UNWOUND and UNWOUND[data][1] == 0:
+        golden.fail("no sample of the signal handler was unwound by libdwfl: %s" % UNWOUND[data])
     vdso = build("perfdata_vdso.c", os.path.join(work, "vdso"))
     data = record(work, "vdso", [vdso, "3000000"], DWARF)
     compare_all(data, "DWARF through the vDSO", [[], ["--addrs"]])
