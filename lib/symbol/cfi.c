@@ -166,24 +166,24 @@ static void compile_register(Dwarf_Frame *frame, int regno, struct ember_cfi_row
     Dwarf_Op mem[3], *ops;
     size_t n;
     uint8_t *rule = &row->rule[regno];
-    int64_t *val = &row->val[regno];
+    int32_t *val = &row->val[regno];
     *val = 0;
     if (dwarf_frame_register(frame, regno, mem, &ops, &n) != 0)
         *rule = EMBER_CFI_NONE;
     else if (n == 0)
         *rule = ops == mem ? EMBER_CFI_UNDEFINED : ops == NULL ? EMBER_CFI_SAME : EMBER_CFI_NONE;
     else if (n == 1 && ops[0].atom == DW_OP_regx && ops[0].number < EMBER_UNWIND_NREGS)
-        *rule = EMBER_CFI_REGISTER, *val = (int64_t)ops[0].number;
+        *rule = EMBER_CFI_REGISTER, *val = (int32_t)ops[0].number;
     else if (ops[0].atom != DW_OP_call_frame_cfa || n > 3)
         row->complex = true;
     else {
         size_t i = 1;
-        if (i < n && ops[i].atom == DW_OP_plus_uconst)
-            *val = (int64_t)ops[i++].number;
+        int64_t off = i < n && ops[i].atom == DW_OP_plus_uconst ? (int64_t)ops[i++].number : 0;
+        *val = (int32_t)off;
         *rule = EMBER_CFI_OFFSET;
         if (i < n && ops[i].atom == DW_OP_stack_value)
             *rule = EMBER_CFI_VAL_OFFSET, i++;
-        if (i != n)
+        if (i != n || off != *val) /* rows keep 32-bit offsets: others are libdwfl's */
             row->complex = true;
     }
 }

@@ -70,7 +70,7 @@ struct ember_cfi_expr {
 struct ember_cfi_row {
     uint64_t start, end;              /* file addresses */
     int64_t cfa_off;                  /* CFA = callee's register cfa_reg + cfa_off */
-    int64_t val[EMBER_UNWIND_NREGS];  /* each register's rule's operand */
+    int32_t val[EMBER_UNWIND_NREGS];  /* each register's rule's operand */
     uint8_t rule[EMBER_UNWIND_NREGS]; /* enum ember_cfi_rule */
     uint32_t cfa_expr;                /* with EMBER_CFI_CFA_EXPR: its expression's number */
     uint8_t cfa_reg;                  /* or EMBER_CFI_NO_CFA, EMBER_CFI_CFA_EXPR */

@@ -239,7 +239,7 @@ static enum step apply_row(const struct ember_unwind_thread *th, const struct em
     next->set = 0;
     next->signal = row->signal_frame;
     for (unsigned r = 0; r < EMBER_UNWIND_NREGS; r++) {
-        uint64_t at = cfa + (uint64_t)row->val[r];
+        uint64_t at = cfa + (uint64_t)(int64_t)row->val[r];
         switch (row->rule[r]) {
         case EMBER_CFI_UNDEFINED:
             ra_undefined |= r == EMBER_UNWIND_IP;

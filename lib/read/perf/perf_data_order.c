@@ -52,10 +52,12 @@ int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time)
     return 0;
 }
 
-/* Keeps the records from the k-th on, their bytes moved to the spare
- * buffer, which becomes the queue's (they are in time order, not in the
- * order of their bytes). Both buffers keep their size from round to
- * round: a round's worth of fresh pages is not faulted in again. */
+/* Keeps the records from the k-th on, their bytes gathered at the front
+ * of the queue's buffer through the spare one (they are in time order,
+ * not in the order of their bytes). The buffer keeps its size from round
+ * to round, so a round's pages are not faulted in again, and the spare
+ * holds only what is kept: peak memory is a round and what it keeps, as
+ * when the buffer was freed each round. */
 static int keep_from(struct pd_queue *q, size_t k)
 {
     size_t total = 0, used = 0;
@@ -68,10 +70,8 @@ static int keep_from(struct pd_queue *q, size_t k)
         q->ev[i].at = used;
         used += q->ev[i].size;
     }
-    uint8_t *b = q->bytes;
-    size_t cap = q->bcap;
-    q->bytes = q->spare, q->bcap = q->scap;
-    q->spare = b, q->scap = cap;
+    if (used)
+        memcpy(q->bytes, q->spare, used);
     q->used = used;
     memmove(q->ev, q->ev + k, (q->n - k) * sizeof(*q->ev));
     q->n -= k;
@@ -138,9 +138,13 @@ int pd_queue_flush(struct pd_queue *q, bool final, pd_deliver_fn fn, void *ctx)
         struct pd_record r = {q->bytes + e->at, e->type, e->size, e->misc, e->offset};
         err = fn(ctx, &r);
     }
+    if (!err && final) { /* the last round: its memory is the profile's now */
+        pd_queue_release(q);
+        pd_queue_init(q);
+        return 0;
+    }
     if (!err)
         err = keep_from(q, k);
-    if (!final)
-        q->next_flush = q->max_time;
+    q->next_flush = q->max_time;
     return err;
 }
