@@ -192,9 +192,10 @@ int rec_emit(struct ember_recorder *r, const void *rec, size_t len, struct ember
     return err;
 }
 
-/* The bytes of a ring from its tail, len of them: where they lie (in the
- * kernel's pages, which the recorder reads and writes out without copying
- * them, as perf does) and how many before the ring's end, where they wrap. */
+/* The unread bytes of a ring, read where the kernel wrote them (and
+ * written out from there, as perf does): the ring's data pages (size
+ * bytes), the tail's offset in them and len bytes from there, which may
+ * wrap around the end. */
 struct rec_span {
     const unsigned char *data;
     size_t size, off, len;
