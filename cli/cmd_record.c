@@ -193,7 +193,10 @@ static int record_loop(struct ember_recorder *rec, double duration, struct trace
             return 0;
         if (side && follow_gc(side, false) <= 0 && seconds_since(&t0) > GC_LOOK_SECONDS)
             side = NULL;
-        int timeout = side ? 10 : 100; /* OCaml's rings are small: read them often */
+        /* OCaml's rings are small: read them often; else the command's end
+         * and the samples' rings wake the recorder, and the timeout only
+         * bounds how late a signal that came between two polls is seen */
+        int timeout = side ? 10 : 1000;
         if (isfinite(duration)) {
             double left = duration - seconds_since(&t0);
             if (left <= 0)

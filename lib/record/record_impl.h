@@ -61,10 +61,11 @@ struct ember_recorder {
     size_t nev, evcap;
     struct rec_ring *rings; /* one per CPU, in cpus' order */
 
-    pid_t child; /* the command, -1 without one */
-    int go_fd;   /* written to let the child exec */
-    int exec_fd; /* the child's exec errno, or EOF once it exec'd */
-    int *pidfds; /* -p: one per process still running, -1 once ended */
+    pid_t child;     /* the command, -1 without one */
+    int child_pidfd; /* readable once it ends: polled beside the rings; -1 without */
+    int go_fd;       /* written to let the child exec */
+    int exec_fd;     /* the child's exec errno, or EOF once it exec'd */
+    int *pidfds;     /* -p: one per process still running, -1 once ended */
     size_t alive;
     bool cmd_ended;
     bool cmd_killed; /* it outlived SIGTERM by o.kill_after_ms: SIGKILL */
@@ -78,9 +79,8 @@ struct ember_recorder {
     uint64_t samples, switches, lost; /* counted from the records written */
     uint64_t first_time, last_time;
     struct ember_strmap dsos; /* file name -> struct rec_dso */
-    unsigned char *buf;       /* a ring's records, made contiguous */
-    size_t bufcap;
-    uint64_t t0, t1; /* CLOCK_MONOTONIC ns at start and stop */
+    unsigned char *buf;       /* a record that wraps around a ring's end, put together */
+    uint64_t t0, t1;          /* CLOCK_MONOTONIC ns at start and stop */
 };
 
 /* events.c */

@@ -83,6 +83,9 @@ static int fork_command(struct ember_recorder *r, struct ember_diag *d)
     r->child = pid;
     r->go_fd = go[1];
     r->exec_fd = report[0];
+    /* where pidfds are missing (before 5.3), its end is seen at the next
+     * poll's timeout */
+    r->child_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     return 0;
 }
 
@@ -153,7 +156,7 @@ int ember_recorder_new(struct ember_recorder **out, const struct ember_record_op
     r->o = opts;
     r->out = fd;
     r->child = -1;
-    r->go_fd = r->exec_fd = -1;
+    r->child_pidfd = r->go_fd = r->exec_fd = -1;
     err = setup(r, d);
     if (err) {
         ember_recorder_free(r);
@@ -227,13 +230,14 @@ static bool child_ended(struct ember_recorder *r)
     return r->cmd_ended;
 }
 
-/* Forgets the processes whose pidfd polled readable. */
+/* Forgets the processes of -p whose pidfd polled readable (the command's
+ * is among p: its end is seen by waitpid). */
 static void note_ended(struct ember_recorder *r, const struct pollfd *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (!(p[i].revents & (POLLIN | POLLHUP)))
             continue;
-        for (size_t k = 0; k < r->o.npids; k++) {
+        for (size_t k = 0; r->pidfds && k < r->o.npids; k++) {
             if (r->pidfds[k] == p[i].fd) {
                 close(r->pidfds[k]);
                 r->pidfds[k] = -1;
@@ -243,7 +247,10 @@ static void note_ended(struct ember_recorder *r, const struct pollfd *p, size_t 
     }
 }
 
-/* The rings still polled (*rings of them), then the pidfds; returns the count. */
+/* The rings still polled (*rings of them), then the pidfds (the
+ * command's, or those of -p); returns the count. The command's end wakes
+ * the recorder at once, so that the caller's timeout can be long: each
+ * wake-up is a context switch on CPUs the program may need. */
 static size_t poll_set(struct ember_recorder *r, struct pollfd *p, size_t *rings)
 {
     size_t n = 0;
@@ -251,6 +258,8 @@ static size_t poll_set(struct ember_recorder *r, struct pollfd *p, size_t *rings
         if (r->rings[c].base && !r->rings[c].hup)
             p[n++] = (struct pollfd){r->rings[c].fd, POLLIN, 0};
     *rings = n;
+    if (r->child_pidfd >= 0 && !r->cmd_ended)
+        p[n++] = (struct pollfd){r->child_pidfd, POLLIN, 0};
     for (size_t k = 0; r->pidfds && k < r->o.npids; k++)
         if (r->pidfds[k] >= 0)
             p[n++] = (struct pollfd){r->pidfds[k], POLLIN, 0};
@@ -270,7 +279,7 @@ int ember_recorder_poll(struct ember_recorder *r, int timeout_ms, struct ember_d
 {
     if (!r->started || r->stopped)
         return 0;
-    struct pollfd *p = calloc(r->ncpus + r->o.npids + 1, sizeof(*p));
+    struct pollfd *p = calloc(r->ncpus + r->o.npids + 2, sizeof(*p));
     if (!p)
         return -ENOMEM;
     size_t rings;
@@ -368,6 +377,8 @@ static void close_all(struct ember_recorder *r)
     for (size_t k = 0; r->pidfds && k < r->o.npids; k++)
         if (r->pidfds[k] >= 0)
             close(r->pidfds[k]);
+    if (r->child_pidfd >= 0)
+        close(r->child_pidfd);
     if (r->go_fd >= 0)
         close(r->go_fd); /* the child reads EOF and exits 127 */
     if (r->exec_fd >= 0)

@@ -5,11 +5,13 @@
  * build-id table.
  *
  * A ring is read as the kernel's ABI says: data_head loaded with acquire,
- * the bytes from data_tail to data_head copied out (they may wrap around
- * the end of the ring), then data_tail stored with release so the kernel
- * can reuse the space. Records are written whole, in the order each ring
- * gives them; the rings are not merged (perf does not either: readers sort
- * by time, helped by FINISHED_ROUND marks after each pass).
+ * the bytes from data_tail to data_head noted and written to the file from
+ * the ring itself (in two pieces where they wrap around its end: a copy of
+ * every byte would cost the CPU the recorded program may be waiting for),
+ * then data_tail stored with release so the kernel can reuse the space.
+ * Records are written whole, in the order each ring gives them; the rings
+ * are not merged (perf does not either: readers sort by time, helped by
+ * FINISHED_ROUND marks after each pass).
  */
 #include "record/record_impl.h"
 #include "base/diag.h"
@@ -153,22 +155,29 @@ static int note(struct ember_recorder *r, const unsigned char *rec, size_t size)
     }
 }
 
+/* A record's size from its header, checked against the len bytes left. */
+static int record_size(const unsigned char *rec, size_t at, size_t len, struct ember_diag *d)
+{
+    uint16_t size;
+    memcpy(&size, rec + 6, sizeof(size));
+    if (size < sizeof(struct perf_event_header) || size > len - at)
+        return ember_diag_set(d, -EIO, "", 0,
+                              "a record of %u bytes at %zu of %zu in a ring: the kernel's "
+                              "records do not fit",
+                              size, at, len);
+    return size;
+}
+
 /* Notes each record of buf (whole records, as the kernel wrote them). */
 static int note_all(struct ember_recorder *r, const unsigned char *buf, size_t len,
                     struct ember_diag *d)
 {
     for (size_t off = 0; off < len;) {
-        uint16_t size;
-        memcpy(&size, buf + off + 6, sizeof(size));
-        if (size < sizeof(struct perf_event_header) || size > len - off)
-            return ember_diag_set(d, -EIO, "", 0,
-                                  "a record of %u bytes at %zu of %zu in a ring: the kernel's "
-                                  "records do not fit",
-                                  size, off, len);
-        int err = note(r, buf + off, size);
+        int size = record_size(buf + off, off, len, d);
+        int err = size < 0 ? size : note(r, buf + off, (size_t)size);
         if (err < 0)
             return err;
-        off += size;
+        off += (size_t)size;
     }
     return 0;
 }
@@ -183,29 +192,73 @@ int rec_emit(struct ember_recorder *r, const void *rec, size_t len, struct ember
     return err;
 }
 
+/* The unread bytes of a ring, read where the kernel wrote them (and
+ * written out from there, as perf does): the ring's data pages (size
+ * bytes), the tail's offset in them and len bytes from there, which may
+ * wrap around the end. */
+struct rec_span {
+    const unsigned char *data;
+    size_t size, off, len;
+};
+
+/* Records are 8-byte aligned and the ring's size a power of two: a header
+ * never wraps, a record may. One that does is put together in r->buf, the
+ * only bytes copied. */
+static const unsigned char *record_at(struct ember_recorder *r, const struct rec_span *s, size_t at,
+                                      size_t size)
+{
+    size_t off = (s->off + at) % s->size;
+    if (off + size <= s->size)
+        return s->data + off;
+    size_t first = s->size - off;
+    memcpy(r->buf, s->data + off, first);
+    memcpy(r->buf + first, s->data, size - first);
+    return r->buf;
+}
+
+static int note_span(struct ember_recorder *r, const struct rec_span *s, struct ember_diag *d)
+{
+    for (size_t at = 0; at < s->len;) {
+        const unsigned char *h = s->data + (s->off + at) % s->size;
+        int size = record_size(h, at, s->len, d);
+        if (size < 0)
+            return size;
+        int err = note(r, record_at(r, s, at, (size_t)size), (size_t)size);
+        if (err < 0)
+            return err;
+        at += (size_t)size;
+    }
+    return 0;
+}
+
+/* A record's most bytes (its header's size is 16 bits): r->buf's size. */
+enum { REC_MAX_RECORD = 65536 };
+
 static int drain_ring(struct ember_recorder *r, struct rec_ring *g, bool *any, struct ember_diag *d)
 {
     struct perf_event_mmap_page *meta = g->base;
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = meta->data_tail;
-    size_t len = (size_t)(head - tail);
-    if (!len)
+    struct rec_span s = {(const unsigned char *)g->base + meta->data_offset,
+                         (size_t)meta->data_size, (size_t)(tail % meta->data_size),
+                         (size_t)(head - tail)};
+    if (!s.len)
         return 0;
-    if (len > r->bufcap) {
-        unsigned char *b = realloc(r->buf, len);
-        if (!b)
-            return -ENOMEM;
-        r->buf = b;
-        r->bufcap = len;
-    }
-    const unsigned char *data = (const unsigned char *)g->base + meta->data_offset;
-    size_t off = (size_t)(tail % meta->data_size);
-    size_t first = len < meta->data_size - off ? len : (size_t)meta->data_size - off;
-    memcpy(r->buf, data + off, first);
-    memcpy(r->buf + first, data, len - first);
+    if (!r->buf && !(r->buf = malloc(REC_MAX_RECORD)))
+        return -ENOMEM;
+    size_t first = s.len < s.size - s.off ? s.len : s.size - s.off;
+    int err = note_span(r, &s, d);
+    if (!err)
+        err = rec_write(r, s.data + s.off, first, d);
+    if (!err && s.len > first)
+        err = rec_write(r, s.data, s.len - first, d);
+    if (err)
+        return err;
+    r->data_size += s.len;
+    /* the kernel may reuse the bytes once they are in the file */
     __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
     *any = true;
-    return rec_emit(r, r->buf, len, d);
+    return 0;
 }
 
 int rec_finished_round(struct ember_recorder *r, struct ember_diag *d)

@@ -2,9 +2,10 @@
  * test_record.c - the sampler's library contract (ember/record.h): options
  * that cannot work are -EINVAL with a message and no file written; a
  * command that cannot run is its errno, reaped; stop ends a command with
- * SIGTERM, or SIGKILL when it ignores that; a recording of `true` is
- * a complete perf.data (magic, sections where the header says, the
- * features ember writes, the data section as long as the stats say).
+ * SIGTERM, or SIGKILL when it ignores that; its end wakes a poll at once;
+ * a recording of `true` is a complete perf.data (magic, sections where the
+ * header says, the features ember writes, the data section as long as the
+ * stats say).
  * Tests that need perf_event_open skip (cmocka's skip) where it is not
  * permitted.
  */
@@ -136,6 +137,30 @@ static void stop_ends_command(void **state)
     assert_true(took >= 0.2 && took < 5);
 }
 
+/* The command's end wakes a poll at once, however long its timeout: a
+ * caller need not wake up often to notice it (each wake-up is a context
+ * switch on CPUs the recorded program may need). */
+static void end_wakes_poll(void **state)
+{
+    (void)state;
+    char *argv[] = {"sleep", "0.2", NULL};
+    int fd = temp_file();
+    struct ember_recorder *r = recorder(argv, fd);
+    struct ember_diag d;
+    ember_diag_clear(&d);
+    double t0 = now_s();
+    assert_int_equal(ember_recorder_start(r, &d), 0);
+    int polls = 0, rc;
+    while ((rc = ember_recorder_poll(r, 10000, &d)) > 0)
+        polls++;
+    assert_int_equal(rc, 0);
+    assert_true(now_s() - t0 < 5);
+    assert_true(polls < 10); /* woken by the end, not by an empty ring */
+    assert_int_equal(ember_recorder_stop(r, &d), 0);
+    ember_recorder_free(r);
+    close(fd);
+}
+
 static void cannot_run(void **state)
 {
     (void)state;
@@ -210,9 +235,8 @@ static void whole_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_options),
-        cmocka_unit_test(cannot_run),
-        cmocka_unit_test(stop_ends_command),
+        cmocka_unit_test(bad_options),       cmocka_unit_test(cannot_run),
+        cmocka_unit_test(stop_ends_command), cmocka_unit_test(end_wakes_poll),
         cmocka_unit_test(whole_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
