@@ -61,6 +61,7 @@ HOME=$tmp # perf's build-id cache: the benchmark's own
 export HOME
 
 # count DATA [OPTIONS]: "SAMPLES FRAMES" of the recording as ember reads it
+# (split into $1 and $2 by the callers' unquoted set --)
 count() {
     data=$1
     shift
@@ -116,11 +117,13 @@ record_fp() {
 }
 
 record_dwarf() {
-    py="/usr/bin/python3 $(pwd)/bench/perfdata_loop.py"
-    perf record -q -F 20000 --call-graph dwarf -o "$tmp/pilot.data" -- $py 2000 >/dev/null 2>&1
+    py=$(pwd)/bench/perfdata_loop.py
+    perf record -q -F 20000 --call-graph dwarf -o "$tmp/pilot.data" -- /usr/bin/python3 "$py" 2000 \
+        >/dev/null 2>&1
     pilot=$(perf_samples "$tmp/pilot.data")
     n=$(awk -v p="$pilot" -v n="$DWARF_SAMPLES" 'BEGIN { printf "%d", 2000 * n / (p > 0 ? p : 1) + 1 }')
-    perf record -q -F 20000 --call-graph dwarf -o "$tmp/dwarf.data" -- $py "$n" >/dev/null 2>&1
+    perf record -q -F 20000 --call-graph dwarf -o "$tmp/dwarf.data" -- /usr/bin/python3 "$py" "$n" \
+        >/dev/null 2>&1
     rm -f "$tmp/pilot.data"
     DWARF_DATA=$tmp/dwarf.data
 }
@@ -150,6 +153,7 @@ ratio() { # TEXT PERF_LABEL EMBER_LABEL
 
 bench_fp() {
     size=$(wc -c <"$FP_DATA")
+    # shellcheck disable=SC2046
     set -- $(count "$FP_DATA")
     echo "fp: $FP_DATA, $1 samples, $2 frames, $size bytes"
     fig fp-ember-j1 "ember flamegraph -j 1" "$1" 0 "$EMBER" flamegraph -j 1 "$FP_DATA"
@@ -159,11 +163,13 @@ bench_fp() {
 
 bench_dwarf() {
     size=$(wc -c <"$DWARF_DATA")
+    # shellcheck disable=SC2046
     set -- $(count "$DWARF_DATA" --inline)
     echo "DWARF, inlines resolved: $DWARF_DATA, $1 samples, $2 frames, $size bytes"
     fig dw-inl-ember-j1 "ember flamegraph --inline -j 1" "$1" "$2" "$EMBER" flamegraph --inline -j 1 "$DWARF_DATA"
     fig dw-inl-ember-j2 "ember flamegraph --inline -j 2" "$1" "$2" "$EMBER" flamegraph --inline -j 2 "$DWARF_DATA"
     fig dw-inl-perf "perf script | ember flamegraph" "$1" "$2" sh -c "perf script -i '$DWARF_DATA' 2>/dev/null | '$EMBER' flamegraph"
+    # shellcheck disable=SC2046
     set -- $(count "$DWARF_DATA")
     echo "DWARF, no inlines: $1 samples, $2 frames"
     fig dw-ember-j1 "ember flamegraph -j 1" "$1" "$2" "$EMBER" flamegraph -j 1 "$DWARF_DATA"
