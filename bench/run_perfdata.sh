@@ -56,7 +56,8 @@ cmake --build "$B" -j"$(nproc)" >/dev/null
 EMBER=$(pwd)/$B/ember
 MEASURE=$(pwd)/$B/bench/measure
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # through the EXIT trap
 HOME=$tmp # perf's build-id cache: the benchmark's own
 export HOME
 
