@@ -19,10 +19,11 @@
 # inlined calls for the --inline figures.
 #
 # usage: bench/run_perfdata.sh
-#   BUILD_DIR=build-rel  FP_SAMPLES=4000000  DWARF_SAMPLES=60000
+#   BUILD_DIR=build-rel  FP_SAMPLES=4000000  DWARF_SAMPLES=60000 (scaled
+#   from short pilot recordings: 3.94 M and 59.9 k samples here; a quick
+#   run: FP_SAMPLES=200000 DWARF_SAMPLES=5000, which come out less close)
 #   FP_DATA=file DWARF_DATA=file: time existing recordings instead of
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
-#   Quick run: FP_SAMPLES=200000 DWARF_SAMPLES=5000.
 #
 # Measured here (2-core VM shared with other work: CPU time is the figure
 # to compare; Release build of main at 094ffc8; FP_DATA=/work/perfbench/
@@ -105,13 +106,24 @@ gen_text() {
     }' >"$tmp/text"
 }
 
+# scale X1 S1 X2 S2 TARGET MIN: the size for TARGET samples, on the line
+# through two pilot runs (size X1 gave S1 samples, X2 gave S2): a start-up
+# cost is left out of the slope, as one pilot's ratio would not
+scale() {
+    awk -v x1="$1" -v s1="$2" -v x2="$3" -v s2="$4" -v t="$5" -v min="$6" 'BEGIN {
+        per = s2 > s1 ? (x2 - x1) / (s2 - s1) : x2 / (s2 > 0 ? s2 : 1)
+        x = x2 + (t - s2) * per
+        printf "%.1f\n", x < min ? min : x
+    }'
+}
+
 record_fp() {
     fp_workload
+    # one pilot, proportional: a second, larger one costs minutes here
+    # (xz slows down many times under -F max -g on this VM)
     gen_text 2
     perf record -q -F max -g -o "$tmp/pilot.data" -- "$tmp/fp.sh" >/dev/null 2>&1
-    pilot=$(perf_samples "$tmp/pilot.data")
-    mb=$(awk -v p="$pilot" -v n="$FP_SAMPLES" 'BEGIN { m = 2 * n / (p > 0 ? p : 1); printf "%.1f", m < 0.1 ? 0.1 : m }')
-    gen_text "$mb"
+    gen_text "$(scale 0 0 2 "$(perf_samples "$tmp/pilot.data")" "$FP_SAMPLES" 0.1)"
     perf record -q -F max -g -o "$tmp/fp.data" -- "$tmp/fp.sh" >/dev/null 2>&1
     rm -f "$tmp/pilot.data" "$tmp/text"
     FP_DATA=$tmp/fp.data
@@ -119,10 +131,13 @@ record_fp() {
 
 record_dwarf() {
     py=$(pwd)/bench/perfdata_loop.py
-    perf record -q -F 20000 --call-graph dwarf -o "$tmp/pilot.data" -- /usr/bin/python3 "$py" 2000 \
-        >/dev/null 2>&1
-    pilot=$(perf_samples "$tmp/pilot.data")
-    n=$(awk -v p="$pilot" -v n="$DWARF_SAMPLES" 'BEGIN { printf "%d", 2000 * n / (p > 0 ? p : 1) + 1 }')
+    for n in 1000 4000; do
+        perf record -q -F 20000 --call-graph dwarf -o "$tmp/pilot.data" -- /usr/bin/python3 "$py" \
+            $n >/dev/null 2>&1
+        echo "$n $(perf_samples "$tmp/pilot.data")"
+    done >"$tmp/pilots"
+    # shellcheck disable=SC2046
+    n=$(scale $(cat "$tmp/pilots") "$DWARF_SAMPLES" 10 | cut -d. -f1)
     perf record -q -F 20000 --call-graph dwarf -o "$tmp/dwarf.data" -- /usr/bin/python3 "$py" "$n" \
         >/dev/null 2>&1
     rm -f "$tmp/pilot.data"
