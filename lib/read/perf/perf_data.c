@@ -171,8 +171,10 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     r->fslots = calloc(r->fmask + 1, sizeof(*r->fslots));
     uint32_t root;
     int err = r->fslots ? pd_reader_new(&r->rd, in) : -ENOMEM;
-    if (!err)
+    if (!err) {
         r->f = pd_reader_file(r->rd);
+        pd_reader_read_ahead(r->rd, o->threads > 1);
+    }
     if (!err)
         err = pd_tasks_new(&r->t);
     if (!err)

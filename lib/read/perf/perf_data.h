@@ -3,6 +3,7 @@
  * (library-internal).
  *
  * perf_data_stream.c the input as bytes at offsets, each record whole
+ * perf_data_ahead.c  the input's chunks read ahead on a thread (-j 2 and more)
  * perf_data_file.c   the file: header, attributes, records
  * perf_data_sample.c the layout of a sample
  * perf_reader.c      the records, in time order, to a table of callbacks
@@ -72,6 +73,7 @@ struct pd_stream {
     size_t jdrop;    /* bytes at join's front handed out, dropped at the next call */
     uint64_t offset; /* file offset of the next byte */
     bool eof;
+    struct pd_ahead *ahead; /* chunks read on a thread of their own, or NULL */
 };
 
 /* ---- what the file says (perf_data_file.c) ------------------------------ */
@@ -143,6 +145,20 @@ int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char 
 int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
                    struct ember_diag *d);
 int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d);
+/* From here on, the input's chunks read ahead on a thread of their own,
+ * which calls progress(ctx) after each (the input is the thread's alone
+ * until pd_stream_stop_ahead): for a regular file, where a read never
+ * blocks; elsewhere, or without a thread, nothing changes. 0 or -ENOMEM. */
+int pd_stream_read_ahead(struct pd_stream *s, void (*progress)(void *ctx), void *ctx);
+/* The reading thread joined (also done by pd_stream_release). */
+void pd_stream_stop_ahead(struct pd_stream *s);
+/* The thread's side (perf_data_ahead.c): started (*a NULL without a
+ * thread), the next chunk into c (whose buffer is given back), stopped. */
+struct pd_ahead;
+int pd_ahead_start(struct pd_ahead **a, struct ember_input *in, void (*progress)(void *ctx),
+                   void *ctx);
+int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *d);
+void pd_ahead_stop(struct pd_ahead *a);
 /* Whether the next n bytes are at hand, contiguous, without reading. */
 static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
 {

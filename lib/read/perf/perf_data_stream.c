@@ -21,8 +21,22 @@ void pd_stream_init(struct pd_stream *s, struct ember_input *in)
     s->name = ember_input_name(in);
 }
 
+int pd_stream_read_ahead(struct pd_stream *s, void (*progress)(void *ctx), void *ctx)
+{
+    if (s->ahead || s->eof || !ember_input_seekable(s->in))
+        return 0;
+    return pd_ahead_start(&s->ahead, s->in, progress, ctx);
+}
+
+void pd_stream_stop_ahead(struct pd_stream *s)
+{
+    pd_ahead_stop(s->ahead);
+    s->ahead = NULL;
+}
+
 void pd_stream_release(struct pd_stream *s)
 {
+    pd_stream_stop_ahead(s);
     ember_chunk_release(&s->chunk);
     free(s->join);
 }
@@ -37,7 +51,8 @@ static int refill(struct pd_stream *s, struct ember_diag *d)
 {
     if (s->eof)
         return 0;
-    int r = ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_NONE, d);
+    int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, d)
+                     : ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_NONE, d);
     s->pos = 0;
     if (r <= 0) {
         s->chunk.len = 0;

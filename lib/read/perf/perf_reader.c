@@ -28,6 +28,7 @@ struct pd_reader {
     struct ember_diag *d;
     uint64_t last_time; /* the latest timed record's */
     uint64_t records;
+    bool ahead; /* read the data ahead on a thread */
 };
 
 int pd_reader_new(struct pd_reader **out, struct ember_input *in)
@@ -51,6 +52,11 @@ void pd_reader_free(struct pd_reader *rd)
     pd_file_release(&rd->f);
     pd_queue_release(&rd->q);
     free(rd);
+}
+
+void pd_reader_read_ahead(struct pd_reader *rd, bool on)
+{
+    rd->ahead = on;
 }
 
 const struct pd_file *pd_reader_file(const struct pd_reader *rd)
@@ -135,7 +141,7 @@ static int on_user_record(struct pd_reader *rd, const struct pd_record *r)
 
 static int on_record(struct pd_reader *rd, const struct pd_record *r)
 {
-    if (++rd->records % PD_READER_PROGRESS_EVERY == 0 && rd->tool->progress)
+    if (++rd->records % PD_READER_PROGRESS_EVERY == 0 && rd->tool->progress && !rd->s.ahead)
         rd->tool->progress(rd->ctx);
     if (r->type >= PD_RECORD_HEADER_ATTR)
         return on_user_record(rd, r);
@@ -174,9 +180,12 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
     rd->ctx = ctx;
     rd->d = d;
     int err = pd_file_read_header(&rd->f, &rd->s, d);
+    if (!err && rd->ahead)
+        err = pd_stream_read_ahead(&rd->s, tool->progress, ctx);
     if (!err)
         err = read_data(rd);
     if (!err)
         err = pd_file_read_features(&rd->f, &rd->s, d);
+    pd_stream_stop_ahead(&rd->s); /* the input is the caller's again */
     return err;
 }
