@@ -26,27 +26,30 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM shared with other work: CPU time is the figure
-# to compare; Release build of main at 094ffc8; FP_DATA=/work/perfbench/
-# fp.data DWARF_DATA=/work/perfbench/dwarf.data):
-# fp: fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          1.819 s wall   1.319 s CPU   112.1 MB RSS      198 ns/sample
-#   ember flamegraph -j 2                          2.613 s wall   1.372 s CPU   112.4 MB RSS      206 ns/sample
-#   perf script | ember flamegraph                17.790 s wall  17.198 s CPU   450.2 MB RSS     2581 ns/sample
-# DWARF, inlines resolved: dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 1.246 s wall   1.181 s CPU    58.7 MB RSS    14964 ns/sample  880.0 ns/frame
-#   ember flamegraph --inline -j 2                 1.169 s wall   1.159 s CPU    58.7 MB RSS    14685 ns/sample  863.6 ns/frame
-#   perf script | ember flamegraph                 3.500 s wall   3.985 s CPU   661.5 MB RSS    50491 ns/sample 2969.3 ns/frame
+# to compare; Release build of main after issue 20's unwinder, ordering and
+# read-ahead; FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/perfbench/
+# dwarf.data; -j 2 reads the file on a second thread). Before them (main at
+# 094ffc8): fp 1.319 s CPU (13.0x), DWARF --inline 1.181 s (3.4x), DWARF
+# 1.090 s (2.7x).
+# fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
+#   ember flamegraph -j 1                          0.957 s wall   0.957 s CPU   108.5 MB RSS      144 ns/sample
+#   ember flamegraph -j 2                          0.796 s wall   0.910 s CPU   101.5 MB RSS      137 ns/sample
+#   perf script | ember flamegraph                11.793 s wall  16.368 s CPU   450.4 MB RSS     2456 ns/sample
+# DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
+#   ember flamegraph --inline -j 1                 0.530 s wall   0.527 s CPU    58.7 MB RSS     6677 ns/sample  392.7 ns/frame
+#   ember flamegraph --inline -j 2                 0.426 s wall   0.592 s CPU    58.8 MB RSS     7501 ns/sample  441.1 ns/frame
+#   perf script | ember flamegraph                 3.939 s wall   4.375 s CPU   661.2 MB RSS    55432 ns/sample 3259.9 ns/frame
 # DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          1.552 s wall   1.090 s CPU    30.7 MB RSS    13811 ns/sample  812.3 ns/frame
-#   ember flamegraph -j 2                          1.554 s wall   1.096 s CPU    30.4 MB RSS    13887 ns/sample  816.8 ns/frame
-#   perf script --no-inline | ember flamegraph     4.065 s wall   2.978 s CPU   660.6 MB RSS    37732 ns/sample 2219.3 ns/frame
+#   ember flamegraph -j 1                          0.412 s wall   0.411 s CPU    30.3 MB RSS     5207 ns/sample  306.3 ns/frame
+#   ember flamegraph -j 2                          0.287 s wall   0.442 s CPU    30.0 MB RSS     5600 ns/sample  329.4 ns/frame
+#   perf script --no-inline | ember flamegraph     2.611 s wall   3.072 s CPU   660.7 MB RSS    38923 ns/sample 2289.3 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              13.0x
-#   fp, ember -j 2                                               12.5x
-#   DWARF inlines (perf script), ember --inline -j 1              3.4x
-#   DWARF inlines, ember --inline -j 2                            3.4x
-#   DWARF no inlines (perf script --no-inline), ember -j 1        2.7x
-#   DWARF no inlines, ember -j 2                                  2.7x
+#   fp (perf script | ember flamegraph), ember -j 1              17.1x
+#   fp, ember -j 2                                               18.0x
+#   DWARF inlines (perf script), ember --inline -j 1              8.3x
+#   DWARF inlines, ember --inline -j 2                            7.4x
+#   DWARF no inlines (perf script --no-inline), ember -j 1        7.5x
+#   DWARF no inlines, ember -j 2                                  7.0x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
