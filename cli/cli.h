@@ -213,7 +213,7 @@ int cli_window_option(const struct option *opt, const char *arg);
         {OPT_STRING, "format", 0, &(r).format, "NAME", (r).format_help, "auto", NULL, false},      \
         {OPT_UINT, "threads",                                                                      \
          'j',      &(r).ro.threads,                                                                \
-         "N",      "threads reading large inputs (perf: N, folded: 2 if N > 1; 0: one per CPU)",   \
+         "N",      "threads reading large inputs (perf: N; folded, perf.data: 2; 0: per CPU)",     \
          "0",      NULL,                                                                           \
          false},                                                                                   \
         {OPT_STRING,                                                                               \

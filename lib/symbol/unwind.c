@@ -107,8 +107,7 @@ static void put(struct frame *f, unsigned r, uint64_t v)
     f->set |= 1u << r;
 }
 
-/* The 8 bytes at addr, if the stack copy holds them. */
-static bool stack_read(const struct ember_unwind_thread *th, uint64_t addr, uint64_t *v)
+bool ember_unwind_stack_read(const struct ember_unwind_thread *th, uint64_t addr, uint64_t *v)
 {
     uint64_t sp = th->regs[EMBER_UNWIND_SP];
     if (addr < sp || th->size < 8 || addr - sp > th->size - 8)
@@ -186,7 +185,7 @@ static bool eval_cfa(const struct ember_cfi_expr *e, const struct ember_unwind_t
             st[n++] = cur->regs[o->reg] + (uint64_t)o->num;
             break;
         case EMBER_CFI_OP_DEREF:
-            if (!stack_read(th, st[n - 1], &st[n - 1]))
+            if (!ember_unwind_stack_read(th, st[n - 1], &st[n - 1]))
                 return false;
             break;
         case EMBER_CFI_OP_DUP:
@@ -249,7 +248,7 @@ static enum step apply_row(const struct ember_unwind_thread *th, const struct em
                 put(next, r, cur->regs[r]);
             break;
         case EMBER_CFI_OFFSET:
-            if (cfa_ok && stack_read(th, at, &v))
+            if (cfa_ok && ember_unwind_stack_read(th, at, &v))
                 put(next, r, v);
             break;
         case EMBER_CFI_VAL_OFFSET:
@@ -278,9 +277,9 @@ static enum step frame_pointer_step(const struct ember_unwind_thread *th, const 
         return STEP_FAIL;
     uint64_t fp = cur->regs[6], prev_fp, ret;
     uint64_t sp = has(cur, EMBER_UNWIND_SP) ? cur->regs[EMBER_UNWIND_SP] : 0;
-    if (!stack_read(th, fp, &prev_fp))
+    if (!ember_unwind_stack_read(th, fp, &prev_fp))
         prev_fp = 0;
-    if (!stack_read(th, fp + 8, &ret) || sp >= fp + 16)
+    if (!ember_unwind_stack_read(th, fp + 8, &ret) || sp >= fp + 16)
         return STEP_FAIL;
     next->set = 0;
     put(next, 6, prev_fp);

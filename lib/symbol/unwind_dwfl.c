@@ -117,12 +117,9 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_arg)
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
     (void)dwfl;
-    const struct ember_unwind_thread *th = ((struct session *)arg)->th;
-    uint64_t sp = th->regs[EMBER_UNWIND_SP];
     uint64_t v;
-    if (addr < sp || th->size < 8 || addr - sp > th->size - 8)
+    if (!ember_unwind_stack_read(((struct session *)arg)->th, addr, &v))
         return false;
-    memcpy(&v, th->stack + (addr - sp), sizeof(v));
     *result = v;
     return true;
 }

@@ -31,6 +31,10 @@ struct ember_unwind {
  * process's. NULL: none (JIT code, the kernel...). */
 const char *ember_unwind_file_of(struct ember_unwind *u, const struct ember_unwind_map *m);
 
+/* The 8 bytes at addr, if the thread's stack copy holds them: the only
+ * memory either way reads. */
+bool ember_unwind_stack_read(const struct ember_unwind_thread *th, uint64_t addr, uint64_t *v);
+
 /* The sample unwound by libdwfl (unwind_dwfl.c): ember_unwind_frames's
  * contract. */
 int ember_unwind_dwfl_frames(struct ember_unwind *u, const struct ember_unwind_thread *th,
