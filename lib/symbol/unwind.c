@@ -19,9 +19,8 @@
  * CFA expressions in the subset cfi.h compiles (PLT entries', OCaml's) are
  * evaluated here. A sample meeting a row with another DWARF expression,
  * or an address only .debug_frame covers, is unwound again whole by
- * libdwfl: the answer
- * is libdwfl's in every case, in a few hundred nanoseconds per sample
- * where libdwfl takes about 16 us.
+ * libdwfl: the answer is libdwfl's in every case, in about 1.7 us per
+ * sample of a python3 recording (17 frames) where libdwfl takes 16 us.
  *
  * One difference is kept: libdwfl cannot start a process's session from
  * a sample whose address no ELF file holds (JIT code), and gives that
