@@ -14,8 +14,11 @@
 #include <stdbool.h>
 
 /* EMBER_CUT_NONE: chunks end anywhere, for formats with their own
- * tokenizer (JSON), so that a long line is never held whole. */
-enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE, EMBER_CUT_NONE };
+ * tokenizer (JSON), so that a long line is never held whole.
+ * EMBER_CUT_BYTES: the same for binary formats (perf.data, pprof, heap and
+ * memtrace recordings), whose lines are not counted: counting the '\n'
+ * bytes of a DWARF perf.data was 4% of reading it. */
+enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE, EMBER_CUT_NONE, EMBER_CUT_BYTES };
 
 struct ember_chunk {
     char *data;

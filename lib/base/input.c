@@ -328,7 +328,7 @@ int ember_input_peek(struct ember_input *in, const char **data, size_t *len, str
  * [0, n), or 0 if there is none. */
 static size_t find_cut(const char *p, size_t n, enum ember_cut cut)
 {
-    if (cut == EMBER_CUT_NONE)
+    if (cut == EMBER_CUT_NONE || cut == EMBER_CUT_BYTES)
         return n;
     if (cut == EMBER_CUT_SAMPLE) {
         for (size_t i = n; i >= 2; i--) {
@@ -416,7 +416,8 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
     if (c->len == 0)
         return 0;
     c->first_line = in->lines + 1;
-    in->lines += ember_count_lines(c->data, c->len);
+    if (cut != EMBER_CUT_BYTES)
+        in->lines += ember_count_lines(c->data, c->len);
     return 1;
 }
 

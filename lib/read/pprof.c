@@ -535,7 +535,7 @@ static int slurp(struct ember_input *in, const struct ember_read_opts *o, uint8_
     int err;
     *buf = NULL;
     *len = 0;
-    while ((err = ember_input_read_chunk(in, &c, EMBER_CUT_NONE, d)) > 0) {
+    while ((err = ember_input_read_chunk(in, &c, EMBER_CUT_BYTES, d)) > 0) {
         if (EMBER_VEC_RESERVE(*buf, cap, *len + c.len) < 0) {
             err = -ENOMEM;
             break;

@@ -66,7 +66,7 @@ static int fill(struct heap_src *s, struct ember_diag *d)
 {
     if (s->pos < s->c.len || s->eof)
         return 0;
-    int r = ember_input_read_chunk_upto(s->in, &s->c, EMBER_CUT_NONE, READ_PIECE, d);
+    int r = ember_input_read_chunk_upto(s->in, &s->c, EMBER_CUT_BYTES, READ_PIECE, d);
     if (r < 0)
         return r;
     s->pos = 0;

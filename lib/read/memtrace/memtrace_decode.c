@@ -59,7 +59,7 @@ static int need(struct mt_decoder *dec, size_t n)
             dec->len -= dec->pos;
             dec->pos = 0;
         }
-        int r = ember_input_read_chunk_upto(dec->in, &dec->chunk, EMBER_CUT_NONE,
+        int r = ember_input_read_chunk_upto(dec->in, &dec->chunk, EMBER_CUT_BYTES,
                                             n > (64 << 10) ? n : 64 << 10, dec->d);
         if (r <= 0)
             return r;

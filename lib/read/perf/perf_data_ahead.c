@@ -55,7 +55,7 @@ static void *ahead_main(void *arg)
         pthread_mutex_unlock(&a->mu);
         if (stop)
             break;
-        r = s->r = ember_input_read_chunk(a->in, &s->c, EMBER_CUT_NONE, &s->d);
+        r = s->r = ember_input_read_chunk(a->in, &s->c, EMBER_CUT_BYTES, &s->d);
         if (a->progress)
             a->progress(a->ctx);
         pthread_mutex_lock(&a->mu);

@@ -52,7 +52,7 @@ static int refill(struct pd_stream *s, struct ember_diag *d)
     if (s->eof)
         return 0;
     int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, d)
-                     : ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_NONE, d);
+                     : ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_BYTES, d);
     s->pos = 0;
     if (r <= 0) {
         s->chunk.len = 0;
