@@ -2,8 +2,8 @@
  * unwind_compare.c - the DWARF unwinder's two ways compared sample by
  * sample: every --call-graph dwarf sample of a perf.data is unwound by the
  * compiled CFI rows (symbol/unwind.c, what ember uses) and by libdwfl
- * alone (unwind_dwfl.c, what ember used before and perf script's libdw
- * unwinder uses), and the frames must be the same.
+ * alone (unwind_dwfl.c, what ember used before, as perf's own libdw
+ * unwinder, unwind-libdw.c, does), and the frames must be the same.
  *
  * usage: unwind_compare FILE.data
  *
