@@ -5,7 +5,9 @@
  * flush in time order, ties in push order, only those not later than the
  * newest time of the round before, and all of them at the end: checked
  * against a reference (insertion by time, then push order) for random
- * rounds of 1 to 8 runs.
+ * rounds of 1 to 8 runs. Records read from a stream stay pinned in its
+ * chunks until delivered: records of up to 9 KB over several 1 MiB chunks
+ * come out whole and intact, and every chunk is let go at the end.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,9 @@
 #include <cmocka.h>
 
 #include "read/perf/perf_data.h"
+#include "ember/base.h"
+
+#include <stdlib.h>
 #include "unit_random.h"
 
 enum { MAX = 4096 };
@@ -76,7 +81,7 @@ static void test_rounds(void **state)
         struct pd_queue q;
         struct seen s = {.n = 0};
         uint64_t id = 0, base = 1000, pushed = 0, limit = 0;
-        pd_queue_init(&q);
+        pd_queue_init(&q, NULL);
         for (int round = 0; round < 6; round++) {
             pushed += push_round(&q, &rng, base, 1 + next_random(&rng) % 8, &id);
             size_t from = s.n;
@@ -93,10 +98,97 @@ static void test_rounds(void **state)
     }
 }
 
+/* Byte i of record id's body. */
+static uint8_t body_byte(uint64_t id, size_t i)
+{
+    return (uint8_t)(id * 31 + i);
+}
+
+/* Delivered from a stream: whole, with the bytes it was written with. */
+static int deliver_intact(void *ctx, const struct pd_record *r)
+{
+    uint64_t id = pd_u64(r->data + 8);
+    for (size_t i = 16; i < r->size; i++)
+        if (r->data[i] != body_byte(id, i))
+            fail_msg("record %llu: byte %zu changed", (unsigned long long)id, i);
+    return deliver(ctx, r);
+}
+
+/* Rounds of records of 16 bytes to 9 KB, laid out as a file: header
+ * (type, misc, size), push number, then the body. Times in q_time. */
+static uint8_t *make_records(uint64_t *rng, size_t n, uint64_t *q_time, size_t *len)
+{
+    uint8_t *buf = malloc(n * 9000);
+    assert_non_null(buf);
+    size_t at = 0;
+    uint64_t t = 1000;
+    for (uint64_t id = 0; id < n; id++) {
+        uint16_t size = (uint16_t)(16 + next_random(rng) % 8984);
+        uint32_t type = PERF_RECORD_SAMPLE;
+        memset(buf + at, 0, 8);
+        memcpy(buf + at, &type, 4);
+        memcpy(buf + at + 6, &size, 2);
+        memcpy(buf + at + 8, &id, 8);
+        for (size_t i = 16; i < size; i++)
+            buf[at + i] = body_byte(id, i);
+        at += size;
+        if (id % 37 == 0) /* a new run: back in time a little */
+            t -= next_random(rng) % 20;
+        q_time[id] = t += next_random(rng) % 3;
+    }
+    *len = at;
+    return buf;
+}
+
+static void test_pinned(void **state)
+{
+    (void)state;
+    enum { N = 1200, ROUND = 150 };
+    uint64_t rng = 0x2545f4914f6cdd1dULL, times[N];
+    size_t len;
+    uint8_t *buf = make_records(&rng, N, times, &len);
+    assert_true(len > (3u << 20)); /* several chunks */
+    struct ember_input *in;
+    assert_int_equal(ember_input_open_memory(&in, buf, len, "records", NULL), 0);
+    struct pd_stream st;
+    struct pd_queue q;
+    struct seen *s = calloc(1, sizeof(*s));
+    size_t most_held = 0;
+    pd_stream_init(&st, in);
+    pd_queue_init(&q, &st);
+    for (uint64_t id = 0; id < N; id++) {
+        const uint8_t *h, *data;
+        assert_int_equal(pd_stream_peek(&st, 8, &h, "a header", NULL), 0);
+        uint16_t size = pd_u16(h + 6);
+        assert_int_equal(pd_stream_read(&st, size, &data, "a record", NULL), 0);
+        struct pd_record r = {data, PERF_RECORD_SAMPLE, size, 0, times[id]};
+        assert_int_equal(pd_queue_push(&q, &r, times[id]), 0);
+        if (id % ROUND == ROUND - 1)
+            assert_int_equal(pd_queue_flush(&q, false, deliver_intact, s), 0);
+        most_held = st.nheld > most_held ? st.nheld : most_held;
+    }
+    assert_int_equal(pd_queue_flush(&q, true, deliver_intact, s), 0);
+    assert_int_equal(s->n, N);
+    bool once[N] = {false};
+    for (size_t i = 0; i < N; i++) {
+        assert_true(s->id[i] < N && !once[s->id[i]]);
+        once[s->id[i]] = true;
+    }
+    assert_true(most_held > 0);
+    assert_int_equal(st.nheld, 0);
+    assert_int_equal(st.chunk_pins, 0);
+    pd_queue_release(&q);
+    pd_stream_release(&st);
+    ember_input_close(in);
+    free(s);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rounds),
+        cmocka_unit_test(test_pinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

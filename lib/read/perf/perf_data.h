@@ -74,6 +74,13 @@ struct pd_stream {
     uint64_t offset; /* file offset of the next byte */
     bool eof;
     struct pd_ahead *ahead; /* chunks read on a thread of their own, or NULL */
+    /* chunks that queued records point into (pd_stream_pin) */
+    uint64_t chunk_id;    /* the current chunk's number */
+    size_t chunk_pins;    /* records in it still queued */
+    struct pd_held *held; /* earlier chunks still pinned, by number */
+    size_t nheld, hcap;
+    struct ember_chunk *spare; /* buffers to read into again */
+    size_t nspare, spcap;
 };
 
 /* ---- what the file says (perf_data_file.c) ------------------------------ */
@@ -164,6 +171,14 @@ static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
 {
     return s->jlen == 0 && s->chunk.len - s->pos >= n;
 }
+/* Keeps the n bytes at p, just read, where they are until released
+ * (*chunk names them): true when they lie in one chunk, false when the
+ * stream gathered them (the caller copies them). Saves copying each queued
+ * record: a DWARF sample is 8 KiB. */
+bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk);
+void pd_stream_unpin(struct pd_stream *s, uint64_t chunk);
+/* Frees the buffers no record points into any more (at the data's end). */
+void pd_stream_drop_spare(struct pd_stream *s);
 /* 1 when no byte is left, 0 when one is, or an error. */
 int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d);
 
@@ -218,6 +233,7 @@ int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r
  * FINISHED_ROUND delivers those not later than the newest of the round
  * before, in time order (ties in file order). */
 struct pd_queue {
+    struct pd_stream *stream; /* where records are pinned, or NULL: copied */
     struct pd_queued *ev;
     size_t n, cap, sorted; /* the first sorted are in time order */
     uint8_t *bytes;
@@ -234,7 +250,7 @@ struct pd_queue {
 
 typedef int (*pd_deliver_fn)(void *ctx, const struct pd_record *r);
 
-void pd_queue_init(struct pd_queue *q);
+void pd_queue_init(struct pd_queue *q, struct pd_stream *s);
 void pd_queue_release(struct pd_queue *q);
 int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time);
 /* A round ended (final: the data did): delivers what is due. */

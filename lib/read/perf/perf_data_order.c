@@ -8,8 +8,10 @@
  * than the newest time of the round before (all of them at the end),
  * sorted by time, ties in file order. Doing the same gives every sample the
  * threads and maps perf gives it.
- * Invariants: queued records are copies (the stream reuses its buffers);
- * memory holds at most two rounds of records.
+ * Invariants: a queued record stays in the stream's chunk, pinned there
+ * until it is delivered, or is a copy in the queue's bytes when it
+ * straddled two chunks (or there is no stream); memory holds at most two
+ * rounds of records.
  */
 #include "read/perf/perf_data.h"
 #include "base/vec.h"
@@ -17,16 +19,24 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* chunk of a record copied into the queue's bytes */
+#define PD_COPIED UINT64_MAX
+
 struct pd_queued {
     uint64_t time, seq, offset;
-    size_t at; /* in the queue's bytes */
+    uint64_t chunk; /* the stream's chunk it is pinned in, or PD_COPIED */
+    union {
+        const uint8_t *data; /* in the chunk */
+        size_t at;           /* in the queue's bytes */
+    } u;
     uint32_t type, size;
     uint16_t misc;
 };
 
-void pd_queue_init(struct pd_queue *q)
+void pd_queue_init(struct pd_queue *q, struct pd_stream *s)
 {
     memset(q, 0, sizeof(*q));
+    q->stream = s;
 }
 
 void pd_queue_release(struct pd_queue *q)
@@ -40,21 +50,35 @@ void pd_queue_release(struct pd_queue *q)
 
 int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time)
 {
-    if (EMBER_VEC_RESERVE(q->ev, q->cap, q->n + 1) < 0 ||
-        EMBER_VEC_RESERVE(q->bytes, q->bcap, q->used + r->size) < 0)
+    if (EMBER_VEC_RESERVE(q->ev, q->cap, q->n + 1) < 0)
         return -ENOMEM;
-    memcpy(q->bytes + q->used, r->data, r->size);
-    q->ev[q->n++] =
-        (struct pd_queued){time, q->seq++, r->offset, q->used, r->type, r->size, r->misc};
-    q->used += r->size;
+    struct pd_queued *e = &q->ev[q->n];
+    *e = (struct pd_queued){time, q->seq, r->offset, PD_COPIED, {0}, r->type, r->size, r->misc};
+    if (q->stream && pd_stream_pin(q->stream, r->data, r->size, &e->chunk)) {
+        e->u.data = r->data;
+    } else {
+        if (EMBER_VEC_RESERVE(q->bytes, q->bcap, q->used + r->size) < 0)
+            return -ENOMEM;
+        memcpy(q->bytes + q->used, r->data, r->size);
+        e->u.at = q->used;
+        q->used += r->size;
+    }
+    q->n++;
+    q->seq++;
     if (time > q->max_time)
         q->max_time = time;
     return 0;
 }
 
-/* Keeps the records from the k-th on, their bytes gathered at the front
- * of the queue's buffer through the spare one (they are in time order,
- * not in the order of their bytes). The buffer keeps its size from round
+static const uint8_t *queued_data(const struct pd_queue *q, const struct pd_queued *e)
+{
+    return e->chunk == PD_COPIED ? q->bytes + e->u.at : e->u.data;
+}
+
+/* Keeps the records from the k-th on: those pinned in the stream's chunks
+ * stay there, the copied ones have their bytes gathered at the front of
+ * the queue's buffer through the spare one (they are in time order, not
+ * in the order of their bytes). The buffer keeps its size from round
  * to round, so a round's pages are not faulted in again, and the spare
  * holds only what is kept: peak memory is a round and what it keeps, as
  * when the buffer was freed each round. */
@@ -62,12 +86,14 @@ static int keep_from(struct pd_queue *q, size_t k)
 {
     size_t total = 0, used = 0;
     for (size_t i = k; i < q->n; i++)
-        total += q->ev[i].size;
+        total += q->ev[i].chunk == PD_COPIED ? q->ev[i].size : 0;
     if (EMBER_VEC_RESERVE(q->spare, q->scap, total) < 0)
         return -ENOMEM;
     for (size_t i = k; i < q->n; i++) {
-        memcpy(q->spare + used, q->bytes + q->ev[i].at, q->ev[i].size);
-        q->ev[i].at = used;
+        if (q->ev[i].chunk != PD_COPIED)
+            continue;
+        memcpy(q->spare + used, q->bytes + q->ev[i].u.at, q->ev[i].size);
+        q->ev[i].u.at = used;
         used += q->ev[i].size;
     }
     if (used)
@@ -135,12 +161,15 @@ int pd_queue_flush(struct pd_queue *q, bool final, pd_deliver_fn fn, void *ctx)
     size_t k = 0;
     for (; k < q->n && q->ev[k].time <= limit && !err; k++) {
         const struct pd_queued *e = &q->ev[k];
-        struct pd_record r = {q->bytes + e->at, e->type, e->size, e->misc, e->offset};
+        struct pd_record r = {queued_data(q, e), e->type, e->size, e->misc, e->offset};
         err = fn(ctx, &r);
+        if (e->chunk != PD_COPIED)
+            pd_stream_unpin(q->stream, e->chunk);
     }
     if (!err && final) { /* the last round: its memory is the profile's now */
+        struct pd_stream *s = q->stream;
         pd_queue_release(q);
-        pd_queue_init(q);
+        pd_queue_init(q, s);
         return 0;
     }
     if (!err)

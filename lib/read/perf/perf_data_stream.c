@@ -6,6 +6,9 @@
  * stream; bytes that straddle two chunks are copied into join, which is
  * handed out first; offset is always the file offset of the next byte; a
  * read past the end is a truncation error naming what was being read.
+ * A chunk with pinned records is set aside at the next refill and its
+ * buffer read into again once the last of them is unpinned; pins name a
+ * chunk by its number, which grows with each chunk read.
  */
 #include "read/perf/perf_data.h"
 #include "read/read_impl.h"
@@ -34,11 +37,86 @@ void pd_stream_stop_ahead(struct pd_stream *s)
     s->ahead = NULL;
 }
 
+/* A chunk set aside while records point into it. */
+struct pd_held {
+    struct ember_chunk c;
+    uint64_t id;
+    size_t pins;
+};
+
+void pd_stream_drop_spare(struct pd_stream *s)
+{
+    for (size_t i = 0; i < s->nspare; i++)
+        ember_chunk_release(&s->spare[i]);
+    s->nspare = 0; /* the array stays: room for every held chunk */
+}
+
 void pd_stream_release(struct pd_stream *s)
 {
     pd_stream_stop_ahead(s);
     ember_chunk_release(&s->chunk);
     free(s->join);
+    for (size_t i = 0; i < s->nheld; i++)
+        ember_chunk_release(&s->held[i].c);
+    free(s->held);
+    pd_stream_drop_spare(s);
+    free(s->spare);
+}
+
+bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk)
+{
+    const uint8_t *c = (const uint8_t *)s->chunk.data;
+    if (!c || p < c || n > s->chunk.len || p > c + s->chunk.len - n)
+        return false;
+    s->chunk_pins++;
+    *chunk = s->chunk_id;
+    return true;
+}
+
+/* The held chunk numbered id: they are in the order of their numbers. */
+static size_t held_index(const struct pd_stream *s, uint64_t id)
+{
+    size_t lo = 0, hi = s->nheld;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->held[mid].id <= id)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void pd_stream_unpin(struct pd_stream *s, uint64_t chunk)
+{
+    if (chunk == s->chunk_id) {
+        s->chunk_pins--;
+        return;
+    }
+    size_t i = held_index(s, chunk);
+    if (--s->held[i].pins)
+        return;
+    s->spare[s->nspare++] = s->held[i].c; /* room was made when it was held */
+    memmove(s->held + i, s->held + i + 1, (s->nheld - i - 1) * sizeof(*s->held));
+    s->nheld--;
+}
+
+/* Sets the current chunk aside when records point into it, its place
+ * taken by a spare buffer (or none: the read makes one). */
+static int hold_chunk(struct pd_stream *s)
+{
+    if (s->chunk_pins && (EMBER_VEC_RESERVE(s->held, s->hcap, s->nheld + 1) < 0 ||
+                          EMBER_VEC_RESERVE(s->spare, s->spcap, s->nspare + s->nheld + 1) < 0))
+        return -ENOMEM;
+    size_t pins = s->chunk_pins;
+    s->chunk_pins = 0;
+    if (!pins) {
+        s->chunk_id++;
+        return 0;
+    }
+    s->held[s->nheld++] = (struct pd_held){s->chunk, s->chunk_id++, pins};
+    s->chunk = s->nspare ? s->spare[--s->nspare] : (struct ember_chunk){0};
+    return 0;
 }
 
 static size_t avail(const struct pd_stream *s)
@@ -51,6 +129,8 @@ static int refill(struct pd_stream *s, struct ember_diag *d)
 {
     if (s->eof)
         return 0;
+    if (hold_chunk(s) < 0)
+        return -ENOMEM;
     int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, d)
                      : ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_BYTES, d);
     s->pos = 0;

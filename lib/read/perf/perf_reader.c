@@ -39,7 +39,7 @@ int pd_reader_new(struct pd_reader **out, struct ember_input *in)
     rd->in = in;
     pd_stream_init(&rd->s, in);
     pd_file_init(&rd->f, ember_input_name(in));
-    pd_queue_init(&rd->q);
+    pd_queue_init(&rd->q, &rd->s);
     *out = rd;
     return 0;
 }
@@ -170,7 +170,9 @@ static int read_data(struct pd_reader *rd)
             return err;
     if (err < 0)
         return err;
-    return pd_queue_flush(&rd->q, true, deliver, rd);
+    err = pd_queue_flush(&rd->q, true, deliver, rd);
+    pd_stream_drop_spare(&rd->s);
+    return err;
 }
 
 int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void *ctx,
