@@ -1,0 +1,46 @@
+"""The serial share of reading a perf.data with -j N, per thread and phase,
+from a profile of ember itself:
+
+  perf record -F 4000 --call-graph dwarf,16384 -o self.data -- \\
+      ember collapse -j 2 RECORDING -o /dev/null
+  ember collapse --tid self.data > self.folded
+  python3 bench/perfdata_phases.py self.folded
+
+Build ember for it with frame pointers and symbols (cmake
+-DCMAKE_C_FLAGS="-fno-omit-frame-pointer -g", Release). Weights are
+nanoseconds where perf records cpu-clock (a VM); each sample goes to the
+first phase whose text is in its stack (Release builds inline much: the
+names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
+thread is the serial part: with -j 2 and more the file is read on a thread
+of its own (perf_data_ahead.c), and everything else on the caller's.
+"""
+import collections
+import sys
+
+PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
+          ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
+          ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
+          ("placing: names, kallsyms, DWARF (after the records)",
+           ["place_nodes", "pd_place_profile", "pd_names"]),
+          ("records: ordering, parsing, tasks", ["perf_data_read", "pd_reader_run", "pd_queue"])]
+
+
+def main(path):
+    per = collections.defaultdict(collections.Counter)
+    total = 0.0
+    for line in open(path, errors="replace"):
+        stack, _, weight = line.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        body = ";".join(frames[1:]) + ";"
+        total += float(weight)
+        name = next((n for n, keys in PHASES if any(k in body for k in keys)), "other")
+        per[frames[0]][name] += float(weight)
+    print("%.3f s of CPU sampled" % (total / 1e9))
+    for thread, phases in sorted(per.items(), key=lambda t: -sum(t[1].values())):
+        print("%-28s %5.1f%%" % (thread, 100 * sum(phases.values()) / total))
+        for name, w in phases.most_common():
+            print("    %5.1f%%  %s" % (100 * w / total, name))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
