@@ -38,7 +38,16 @@ struct ember_cfi_file {
     size_t nrows, rcap;
     struct ember_cfi_expr *exprs; /* the rows' CFA expressions */
     size_t nexprs, ecap;
+    struct hot_row *hot; /* addresses found before, by hash; emptied when rows move */
 };
+
+/* An address and its row's index in rows (at NO_ROW: empty). */
+struct hot_row {
+    uint64_t addr;
+    uint32_t at;
+};
+
+enum { HOT_ROWS = 512, NO_ROW = UINT32_MAX };
 
 struct ember_cfi {
     struct ember_strmap files; /* path -> struct ember_cfi_file * */
@@ -65,6 +74,7 @@ static void file_free(struct ember_cfi_file *f)
         close(f->fd);
     free(f->rows);
     free(f->exprs);
+    free(f->hot);
     free(f);
 }
 
@@ -106,6 +116,12 @@ static void file_layout(struct ember_cfi_file *f)
     }
 }
 
+static void hot_clear(struct ember_cfi_file *f)
+{
+    for (size_t i = 0; i < HOT_ROWS; i++)
+        f->hot[i] = (struct hot_row){0, NO_ROW};
+}
+
 static int file_open(const char *path, struct ember_cfi_file **out)
 {
     struct ember_cfi_file *f = calloc(1, sizeof(*f));
@@ -123,6 +139,11 @@ static int file_open(const char *path, struct ember_cfi_file **out)
     if (f->elf) {
         f->cfi = dwarf_getcfi_elf(f->elf);
         file_layout(f);
+        if (!(f->hot = malloc(HOT_ROWS * sizeof(*f->hot)))) {
+            file_free(f);
+            return -ENOMEM;
+        }
+        hot_clear(f);
     }
     *out = f;
     return 0;
@@ -292,8 +313,13 @@ static int compile_row(struct ember_cfi_file *f, Dwarf_Frame *frame, struct embe
     row->start = start;
     row->end = end;
     row->signal_frame = signal;
-    for (int r = 0; r < EMBER_UNWIND_NREGS; r++)
+    for (int r = 0; r < EMBER_UNWIND_NREGS; r++) {
         compile_register(frame, r, row);
+        if (row->rule[r] == EMBER_CFI_SAME)
+            row->same |= 1u << r;
+        else if (row->rule[r] >= EMBER_CFI_OFFSET)
+            row->computed |= 1u << r;
+    }
     return compile_cfa(f, frame, row);
 }
 
@@ -317,11 +343,23 @@ static size_t row_after(const struct ember_cfi_file *f, uint64_t addr)
     return lo;
 }
 
+static struct hot_row *hot_slot(const struct ember_cfi_file *f, uint64_t addr)
+{
+    return &f->hot[(addr * 0x9e3779b97f4a7c15ULL) >> 55]; /* 9 bits: HOT_ROWS */
+}
+
 int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cfi_row **row)
 {
+    struct hot_row *h = hot_slot(f, addr);
+    if (h->at != NO_ROW && h->addr == addr) {
+        *row = &f->rows[h->at];
+        return 1;
+    }
     size_t at = row_after(f, addr);
     if (at > 0 && addr < f->rows[at - 1].end) {
         *row = &f->rows[at - 1];
+        if (at - 1 < NO_ROW)
+            *h = (struct hot_row){addr, (uint32_t)(at - 1)};
         return 1;
     }
     Dwarf_Frame *frame;
@@ -346,6 +384,7 @@ int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cf
     memmove(&f->rows[at + 1], &f->rows[at], (f->nrows - at) * sizeof(*f->rows));
     f->rows[at] = new_row;
     f->nrows++;
+    hot_clear(f); /* the rows after it moved */
     *row = &f->rows[at];
     return 1;
 }

@@ -72,6 +72,8 @@ struct ember_cfi_row {
     int64_t cfa_off;                  /* CFA = callee's register cfa_reg + cfa_off */
     int32_t val[EMBER_UNWIND_NREGS];  /* each register's rule's operand */
     uint8_t rule[EMBER_UNWIND_NREGS]; /* enum ember_cfi_rule */
+    uint32_t same;                    /* bit r: rule[r] is EMBER_CFI_SAME */
+    uint32_t computed;                /* bit r: OFFSET, VAL_OFFSET or REGISTER */
     uint32_t cfa_expr;                /* with EMBER_CFI_CFA_EXPR: its expression's number */
     uint8_t cfa_reg;                  /* or EMBER_CFI_NO_CFA, EMBER_CFI_CFA_EXPR */
     bool signal_frame;                /* the FDE's CIE has the 'S' augmentation */
@@ -101,7 +103,9 @@ uint64_t ember_cfi_bias(const struct ember_cfi_file *f, uint64_t base);
 bool ember_cfi_has_debug_frame(const struct ember_cfi_file *f);
 
 /* The row holding file address addr: 1 with *row, 0 when .eh_frame has
- * none, -ENOMEM. *row stays valid until the next call for this file. */
+ * none, -ENOMEM. *row stays valid until the next call for this file.
+ * Addresses asked before are found in a small cache, not searched: a
+ * recording's return addresses repeat. */
 int ember_cfi_row(struct ember_cfi_file *f, uint64_t addr, const struct ember_cfi_row **row);
 
 /* The CFA expression of a row of f whose cfa_reg is EMBER_CFI_CFA_EXPR. */

@@ -232,20 +232,18 @@ static enum step apply_row(const struct ember_unwind_thread *th, const struct em
 {
     uint64_t cfa = 0;
     bool cfa_ok = cfa_of(f, row, th, cur, &cfa);
-    bool ra_undefined = false;
+    bool ra_undefined = row->rule[EMBER_UNWIND_IP] == EMBER_CFI_UNDEFINED;
     uint64_t v;
-    next->set = 0;
+    next->set = row->same & cur->set; /* unset, undefined and none stay unset */
+    for (uint32_t m = next->set; m; m &= m - 1) {
+        unsigned r = (unsigned)__builtin_ctz(m);
+        next->regs[r] = cur->regs[r];
+    }
     next->signal = row->signal_frame;
-    for (unsigned r = 0; r < EMBER_UNWIND_NREGS; r++) {
+    for (uint32_t m = row->computed; m; m &= m - 1) {
+        unsigned r = (unsigned)__builtin_ctz(m);
         uint64_t at = cfa + (uint64_t)(int64_t)row->val[r];
         switch (row->rule[r]) {
-        case EMBER_CFI_UNDEFINED:
-            ra_undefined |= r == EMBER_UNWIND_IP;
-            break;
-        case EMBER_CFI_SAME:
-            if (has(cur, r))
-                put(next, r, cur->regs[r]);
-            break;
         case EMBER_CFI_OFFSET:
             if (cfa_ok && ember_unwind_stack_read(th, at, &v))
                 put(next, r, v);
@@ -288,34 +286,73 @@ static enum step frame_pointer_step(const struct ember_unwind_thread *th, const 
     return STEP_NEXT;
 }
 
+/* The maps one walk met, with their files (NULL: no CFI to read): a
+ * sample's frames are in a few maps, which cannot change during its walk,
+ * so each is asked of the caller and its file found once. */
+enum { WALK_MAPS = 4 };
+
+struct walk_maps {
+    struct {
+        uint64_t start, end, bias;
+        struct ember_cfi_file *file;
+    } m[WALK_MAPS];
+    unsigned n, next;
+};
+
+/* The file mapped at pc (*f NULL: none) and its bias: 0 or -ENOMEM. */
+static int file_at(struct ember_unwind *u, struct walk_maps *w, uint32_t process, uint64_t pc,
+                   struct ember_cfi_file **f, uint64_t *bias)
+{
+    for (unsigned i = 0; i < w->n; i++)
+        if (w->m[i].start <= pc && pc < w->m[i].end) {
+            *f = w->m[i].file;
+            *bias = w->m[i].bias;
+            return 0;
+        }
+    struct ember_unwind_map m;
+    *f = NULL;
+    if (!u->map(u->ctx, process, pc, &m))
+        return 0;
+    const char *path = ember_unwind_file_of(u, &m);
+    int err = path ? ember_cfi_file(u->cfi, path, f) : 0;
+    if (err)
+        return err;
+    *bias = *f ? ember_cfi_bias(*f, m.base) : 0;
+    unsigned i = w->n < WALK_MAPS ? w->n++ : w->next++ % WALK_MAPS;
+    w->m[i].start = m.start;
+    w->m[i].end = m.end;
+    w->m[i].bias = *bias;
+    w->m[i].file = *f;
+    return 0;
+}
+
 /* The row of the file mapped at pc: 1 with *row, 0 where no file's
  * .eh_frame says, STEP_SLOW's -1 where libdwfl would read .debug_frame,
  * or -ENOMEM (< -1). */
-static int row_at(struct ember_unwind *u, uint32_t process, uint64_t pc,
+static int row_at(struct ember_unwind *u, struct walk_maps *w, uint32_t process, uint64_t pc,
                   struct ember_cfi_file **file, const struct ember_cfi_row **row)
 {
-    struct ember_unwind_map m;
-    struct ember_cfi_file *f = NULL;
-    const char *path = u->map(u->ctx, process, pc, &m) ? ember_unwind_file_of(u, &m) : NULL;
-    int err = path ? ember_cfi_file(u->cfi, path, &f) : 0;
+    struct ember_cfi_file *f;
+    uint64_t bias;
+    int err = file_at(u, w, process, pc, &f, &bias);
     if (err || !f)
         return err;
     *file = f;
-    int found = ember_cfi_row(f, pc - ember_cfi_bias(f, m.base), row);
+    int found = ember_cfi_row(f, pc - bias, row);
     if (found == 0 && ember_cfi_has_debug_frame(f))
         return -1;
     return found;
 }
 
 /* cur's caller into next; < 0: -ENOMEM. */
-static int step(struct ember_unwind *u, const struct ember_unwind_thread *th,
+static int step(struct ember_unwind *u, struct walk_maps *w, const struct ember_unwind_thread *th,
                 const struct frame *cur, struct frame *next)
 {
     const struct ember_cfi_row *row;
     struct ember_cfi_file *f;
     uint64_t pc = cur->initial || cur->signal ? cur->pc : cur->pc - 1;
     next->initial = false;
-    int found = row_at(u, th->process, pc, &f, &row);
+    int found = row_at(u, w, th->process, pc, &f, &row);
     if (found == -1 || (found == 1 && row->complex))
         return STEP_SLOW;
     if (found < 0)
@@ -329,13 +366,14 @@ static int walk(struct ember_unwind *u, const struct ember_unwind_thread *th, ui
 {
     struct frame f[2];
     struct frame *cur = &f[0], *next = &f[1];
+    struct walk_maps w = {.n = 0};
     memcpy(cur->regs, th->regs, sizeof(cur->regs));
     cur->set = (1u << EMBER_UNWIND_NREGS) - 1;
     cur->pc = th->regs[EMBER_UNWIND_IP];
     cur->initial = true;
     cur->signal = false;
     for (*n = 0;;) {
-        int s = step(u, th, cur, next);
+        int s = step(u, &w, th, cur, next);
         if (s < 0 || s == STEP_SLOW)
             return s;
         bool activation = cur->initial || cur->signal || (s == STEP_NEXT && next->signal);

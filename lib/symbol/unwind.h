@@ -28,11 +28,13 @@ enum ember_unwind_file {
 
 /* What is mapped at an address: name identifies the file (a session whose
  * module there has another name is started again); base = map start -
- * file offset. */
+ * file offset; [start, end) the addresses the same answer holds for
+ * while the process's maps stay as they are (during one sample's walk). */
 struct ember_unwind_map {
     const char *name;
     enum ember_unwind_file file;
     uint64_t base;
+    uint64_t start, end;
 };
 
 /* The map holding pc in process: false when none does. */

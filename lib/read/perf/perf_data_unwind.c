@@ -48,6 +48,8 @@ static bool map_at(void *ctx, uint32_t process, uint64_t pc, struct ember_unwind
                 : dso->kind == PD_DSO_VDSO ? EMBER_UNWIND_VDSO
                                            : EMBER_UNWIND_NO_FILE;
     out->base = m->start - m->pgoff;
+    out->start = m->start;
+    out->end = m->end;
     return true;
 }
 
