@@ -126,8 +126,10 @@ def c_program(work):
     got, _ = compare(data, ["--tid"], "C program")
     roots = {line.split(b";")[0] for line in got.splitlines()}
     pids = {re.sub(rb"/\d+$", b"", r) for r in roots if r.startswith(b"prog-")}
-    if len(pids) < 2 or not any(r.startswith(b"sh-") for r in roots):
-        golden.fail("threads, the forked child and its exec'd shell should all show: %s" % roots)
+    if (len(pids) < 2 or not any(r.startswith(b"sh-") for r in roots) or
+            not any(r.startswith(b"gorp-") for r in roots)):
+        golden.fail("threads, the forked child, renamed and its exec'd shell, should all show: %s"
+                    % roots)
     # the same file through a pipe, gzip and standard input
     gz = data + ".gz"
     with open(gz, "wb") as f:

@@ -19,7 +19,7 @@
 #include "read/perf/perf_reader.h"
 #include "base/strmap.h"
 
-enum { MAX_STACK = 127, NO_NODE = UINT32_MAX };
+enum { MAX_STACK = 127, NO_NODE = UINT32_MAX, ROOT_HOT = 16 };
 
 /* The raw frames that mark off-CPU time, leaves under the stack where a
  * thread stopped: addresses no call chain holds (perf's context markers
@@ -115,6 +115,10 @@ struct reader {
     struct root *roots;
     size_t nroots, rcap;
     struct ember_strmap root_ids;
+    /* roots found lately, by thread: a hit costs no hash of the key */
+    struct {
+        uint32_t attr, pid, tid, id1; /* id1: the root's index + 1, 0 empty */
+    } root_hot[ROOT_HOT];
 
     struct pd_seen *seen; /* per event */
     size_t seencap;

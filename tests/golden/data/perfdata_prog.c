@@ -3,6 +3,9 @@
  * a forked child spinning in named functions at several depths (a leaf
  * shared by three callers, a recursion), the child exec'ing a shell when
  * asked ("exec"), so that threads, processes and exec'd binaries all show.
+ * Before it execs, the child names itself "gorp" (prctl): a command of the
+ * same length for the same thread, which a reader keying a thread's
+ * samples by length alone would miss.
  *
  * usage: perfdata_prog [exec] [SCALE]
  */
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,9 +72,13 @@ int main(int argc, char **argv)
     pid_t child = fork();
     if (child == 0) {
         worker(NULL);
-        if (exec_child)
+        if (exec_child) {
+            prctl(PR_SET_NAME, "gorp");
+            for (int i = 0; i < 20; i++)
+                sixty();
             execlp("sh", "sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
                    (char *)NULL);
+        }
         _exit(0);
     }
     worker(NULL);
