@@ -23,9 +23,12 @@ enum { BUILD_ID_MAX = 20 };
 
 void ember_dso_build_id_hex(char *out, const uint8_t *bits, size_t len)
 {
-    out[0] = '\0';
-    for (size_t i = 0; i < len; i++)
-        snprintf(out + 2 * i, 3, "%02x", bits[i]);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = hex[bits[i] >> 4];
+        out[2 * i + 1] = hex[bits[i] & 15];
+    }
+    out[2 * len] = '\0';
 }
 
 bool ember_dso_cache_path(const uint8_t *bits, size_t len, const char *name, char *out, size_t cap)

@@ -55,6 +55,10 @@ struct pd_names {
     size_t bcap;
     uint32_t *out; /* the frames of the current answer */
     size_t nout, ocap;
+    /* the last map's module: raw frames are named map after map */
+    struct pd_frame_src last_map;
+    uint32_t last_module;
+    bool have_last;
 };
 
 int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd_file *f,
@@ -332,11 +336,31 @@ static int dwarf_frames(struct pd_names *n, const struct pd_frame_src *src, uint
     return 0;
 }
 
+static int new_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module);
+
 int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module)
 {
     *module = EMBER_NO_MODULE;
     if (src->dso == PD_NO_DSO)
         return 0;
+    const struct pd_frame_src *l = &n->last_map;
+    if (n->have_last && l->dso == src->dso && l->start == src->start && l->end == src->end &&
+        l->pgoff == src->pgoff) {
+        *module = n->last_module;
+        return 0;
+    }
+    int err = new_module(n, src, module);
+    if (!err) {
+        n->last_map = *src;
+        n->last_module = *module;
+        n->have_last = true;
+    }
+    return err;
+}
+
+/* The profile's module for src's map, as perf names the file. */
+static int new_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module)
+{
     const struct pd_dso *dso = pd_tasks_dso(n->t, src->dso);
     bool kernel = dso->kind == PD_DSO_KERNEL || dso->kind == PD_DSO_MODULE;
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, kernel);
