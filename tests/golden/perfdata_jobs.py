@@ -27,14 +27,18 @@ THREADS = ["2", "4"]
 
 def same_as_one_thread(data, what, options=OPTIONS):
     """Every option's collapse, speedscope's and pprof's bytes, at -j 2 and
-    -j 4 equal -j 1's."""
+    -j 4 equal -j 1's, and so do the warnings (the kernel's symbols are
+    read on a thread of their own: what is said of them is said in
+    order)."""
     for opts in options:
-        want, _, _ = golden.run(["collapse", "-j", "1"] + opts + [data])
+        want, want_err, _ = golden.run(["collapse", "-j", "1"] + opts + [data])
         if not want:
             golden.fail("%s %s: no stacks at -j 1" % (what, " ".join(opts)))
         for j in THREADS:
-            got, _, _ = golden.run(["collapse", "-j", j] + opts + [data])
+            got, err, _ = golden.run(["collapse", "-j", j] + opts + [data])
             golden.first_difference(got, want, "%s -j %s %s" % (what, j, " ".join(opts)))
+            golden.first_difference(err.encode(), want_err.encode(),
+                                    "%s -j %s %s, its warnings" % (what, j, " ".join(opts)))
     for to in ("speedscope", "pprof"):
         want, _, _ = golden.run(["convert", "-j", "1", "--to", to, data])
         for j in THREADS:

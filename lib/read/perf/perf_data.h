@@ -427,6 +427,9 @@ struct pd_names;
 int pd_names_new(struct pd_names **n, struct ember_profile *p, const struct pd_file *f,
                  const struct pd_tasks *t, const struct ember_read_opts *o);
 void pd_names_free(struct pd_names *n);
+/* The kernel's symbols read on a thread of their own from now on (the
+ * recording has kernel frames, and threads to spare): 0 or -ENOMEM. */
+int pd_names_read_kernel_ahead(struct pd_names *n);
 /* The profile's module for the map of a frame (PD_NO_DSO: none, then
  * EMBER_NO_MODULE): its path, build-id and range; what it knows. */
 int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module);

@@ -15,7 +15,11 @@
  * With --inline, frames come from the symbolizer's DWARF (function, file,
  * line and the calls inlined at the address), as for perf script text.
  * Invariants: each dso's symbols are loaded once; each mapping is one
- * profile module; results are memoized by the caller.
+ * profile module; results are memoized by the caller. With -j 2 and more
+ * the kernel's symbols are read on a thread of their own while the first
+ * frames are named (reading /proc/kallsyms is some 30 ms of the kernel's
+ * time), joined where the first kernel frame is named, or at the end:
+ * what is said of them is said there, as with one thread.
  */
 #include "read/perf/perf_data.h"
 #include "read/perf/perf_names.h"
@@ -28,6 +32,7 @@
 #include "base/vec.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -48,6 +53,7 @@ struct pd_names {
     struct dso_syms *dsos;
     size_t ndsos;
     struct ember_kallsyms kernel;
+    struct kernel_ahead *ahead; /* kernel being read on a thread, or NULL */
     int vdso_fd;
     char vdso_path[64];
     struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
@@ -84,10 +90,13 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
     return 0;
 }
 
+static int join_kernel(struct pd_names *n);
+
 void pd_names_free(struct pd_names *n)
 {
     if (!n)
         return;
+    join_kernel(n);
     for (size_t i = 0; i < n->ndsos; i++)
         ember_symtab_free(n->dsos[i].syms);
     free(n->dsos);
@@ -159,22 +168,82 @@ static int dso_state(struct pd_names *n, uint32_t id, struct dso_syms **out)
     return (*out)->state == 0 ? load(n, id, *out) : 0;
 }
 
-static int kernel_table(struct pd_names *n)
+/* Where the recorded kernel's symbols are; cached holds perf's copy's
+ * path (4096 bytes). */
+static void kernel_source(const struct pd_names *n, struct ember_kallsyms_source *src, char *cached)
 {
-    if (n->kernel.loaded)
-        return 0;
     const struct pd_build_id *b = pd_file_build_id(n->f, "[kernel.kallsyms]", true);
-    char cached[4096];
-    struct ember_kallsyms_source src = {
+    *src = (struct ember_kallsyms_source){
         .kallsyms = "/proc/kallsyms",
         .notes = "/sys/kernel/notes",
         .build_id = b ? b->bits : NULL,
         .build_id_len = b ? b->size : 0,
     };
-    if (ember_dso_cache_path(src.build_id, src.build_id_len, "kallsyms", cached, sizeof(cached)))
-        src.cached = cached;
-    src.have_text = pd_tasks_kernel_text(n->t, &src.text);
-    int err = ember_kallsyms_load(&n->kernel, &src);
+    if (ember_dso_cache_path(src->build_id, src->build_id_len, "kallsyms", cached, 4096))
+        src->cached = cached;
+    src->have_text = pd_tasks_kernel_text(n->t, &src->text);
+}
+
+struct kernel_ahead {
+    pthread_t thread;
+    struct ember_kallsyms k;
+    struct ember_kallsyms_source src;
+    char cached[4096];
+    int err;
+};
+
+static void *kernel_main(void *arg)
+{
+    struct kernel_ahead *a = arg;
+    a->err = ember_kallsyms_load(&a->k, &a->src);
+    return NULL;
+}
+
+int pd_names_read_kernel_ahead(struct pd_names *n)
+{
+    if (n->ahead || n->kernel.loaded)
+        return 0;
+    struct kernel_ahead *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    kernel_source(n, &a->src, a->cached);
+    ember_kallsyms_init(&a->k);
+    if (pthread_create(&a->thread, NULL, kernel_main, a) != 0) {
+        free(a); /* no thread: read where the first kernel frame is named */
+        return 0;
+    }
+    n->ahead = a;
+    return 0;
+}
+
+/* The table read ahead, now n's: 0, or its error. */
+static int join_kernel(struct pd_names *n)
+{
+    struct kernel_ahead *a = n->ahead;
+    if (!a)
+        return 0;
+    pthread_join(a->thread, NULL);
+    ember_kallsyms_release(&n->kernel);
+    n->kernel = a->k; /* the table's memory moves with it */
+    int err = a->err;
+    free(a);
+    n->ahead = NULL;
+    return err;
+}
+
+static int kernel_table(struct pd_names *n)
+{
+    if (n->kernel.loaded && !n->ahead)
+        return 0;
+    int err;
+    if (n->ahead) {
+        err = join_kernel(n);
+    } else {
+        char cached[4096];
+        struct ember_kallsyms_source src;
+        kernel_source(n, &src, cached);
+        err = ember_kallsyms_load(&n->kernel, &src);
+    }
     if (!err && !n->kernel.usable)
         ember_read_warn(n->o, n->f->name, "[kernel.kallsyms]: %s; kernel frames are [unknown]",
                         n->kernel.why);

@@ -280,6 +280,20 @@ static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_
     return err;
 }
 
+/* Whether some raw frame is the kernel's (its symbols are then read). */
+static bool has_kernel_frames(const struct reader *r)
+{
+    for (size_t i = 0; i < r->nframes; i++) {
+        uint32_t ref = r->frames[i].mapref;
+        if (!ref || r->maprefs[ref].dso == PD_NO_DSO)
+            continue;
+        enum pd_dso_kind k = pd_tasks_dso(r->t, r->maprefs[ref].dso)->kind;
+        if (k == PD_DSO_KERNEL || k == PD_DSO_MODULE)
+            return true;
+    }
+    return false;
+}
+
 int pd_place_profile(struct reader *r)
 {
     size_t na = r->f->nattrs ? r->f->nattrs : 1;
@@ -293,6 +307,8 @@ int pd_place_profile(struct reader *r)
                             r->st, keep, &v);
     if (!err)
         err = pd_names_new(&nm, r->p, r->f, r->t, r->o);
+    if (!err && r->o->threads > 1 && has_kernel_frames(r))
+        err = pd_names_read_kernel_ahead(nm);
     if (!err)
         err = place_nodes(r, nm, keep, v.offcpu, pnode);
     if (!err)
