@@ -31,6 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t ember_perf_line(const struct perf_parser *ps)
+{
+    return ps->line + (ps->lines_before ? ps->lines_before(ps->lines_ctx, ps->origin) : 0);
+}
+
 void ember_perf_warn_line(struct perf_parser *ps, const char *s, size_t n, const char *what)
 {
     ps->st->skipped++;
@@ -39,7 +44,7 @@ void ember_perf_warn_line(struct perf_parser *ps, const char *s, size_t n, const
     struct ember_diag d;
     char q[200];
     ember_quote(q, sizeof(q), s, n, 120);
-    ember_diag_set(&d, 0, ps->file, ps->line, "%s: \"%s\"", what, q);
+    ember_diag_set(&d, 0, ps->file, ember_perf_line(ps), "%s: \"%s\"", what, q);
     ps->o->warn(ps->o->warn_ctx, &d);
 }
 
@@ -128,7 +133,7 @@ int ember_perf_parse_chunk(struct perf_parser *ps, const struct ember_chunk *c)
         /* perf script ends every line: a last line without one was cut
          * (chunks end at line ends, so only the input's end has none) */
         if (!nl && p[0] != '#' && (n > 1 || (n == 1 && p[0] != '\r')))
-            return ember_diag_set(ps->d, -EINVAL, ps->file, ps->line,
+            return ember_diag_set(ps->d, -EINVAL, ps->file, ember_perf_line(ps),
                                   "truncated input: the last line has no line end (the input "
                                   "ends inside %s)",
                                   ps->in_sample ? "a sample's stack" : "an event line");
@@ -222,9 +227,9 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
     struct ember_perf_opts po = ember_perf_opts_of(o);
     if (o->threads > 1 && !po.srcline && !ember_profile_has_sequence(p)) {
         if (po.event_filter)
-            return ember_perf_read_threaded(p, in, o, st, d, po.event_filter);
+            return ember_perf_read_threaded(p, in, o, st, d, po.event_filter, PERF_SCRIPT_RANGE);
         if (ember_perf_first_event(in, filter, sizeof(filter), d))
-            return ember_perf_read_threaded(p, in, o, st, d, filter);
+            return ember_perf_read_threaded(p, in, o, st, d, filter, PERF_SCRIPT_RANGE);
     }
     struct perf_parser ps;
     struct ember_chunk c = {0};
