@@ -29,8 +29,8 @@ struct ember_chunk {
 /* Does the line that the '\n' at p[q] ends hold nothing ("" or "\r")? A
  * `perf script` sample ends there, whatever came before: EMBER_CUT_SAMPLE
  * cuts just after such a line, and the perf reader's threads start their
- * byte ranges after one, by this one rule. p[0] starts a line (at q < 2
- * the bytes before the line are p's start). */
+ * byte ranges after one (or at an event line), by this one rule. p[0]
+ * starts a line (at q < 2 the bytes before the line are p's start). */
 static inline bool ember_blank_line_end(const char *p, size_t q)
 {
     if (q == 0 || p[q - 1] == '\n')

@@ -9,8 +9,9 @@ byte ranges of 1 MiB, below.)
 
 A file of perf script text is read by threads in byte ranges of 1 MiB, each
 taking the samples that start in it (perf_script_ranges.c); a pipe in chunks.
-edges.txt puts what a range may start or end in across 4 MB: CRLF samples,
+edges.txt puts what a range may start or end in across 5 MB: CRLF samples,
 comment lines, runs of blank lines, a sample of 1.5 MB (longer than a range),
+1.3 MB of one-line samples with no blank line (ranges start at event lines),
 unrecognized lines in several ranges (warnings, each with its line number),
 two other events (the first one met is named); edges-cut.txt ends inside a
 line (an error at its line). At -j 2, 4 and 8, from the file and from a
@@ -40,10 +41,10 @@ def sample(rng, comm, event, depth, eol):
 
 
 def edges_text(rng):
-    """edges.txt's bytes (about 4 MB), as described above."""
+    """edges.txt's bytes (about 5 MB), as described above."""
     out = ["# ========\n# captured on: a test\n#\n\n\n"]
-    size, other, long_done = 0, False, False
-    while size < 4 << 20:
+    size, other, long_done, flat = 0, False, False, False
+    while size < 5 << 20:
         k = len(out)
         if size > 1200000 and not other:
             # the first other event, deep in the second range
@@ -53,6 +54,13 @@ def edges_text(rng):
             text = sample(rng, "long", "cycles", 40000, "\n") + sample(rng, "other", "branches", 3,
                                                                         "\n")
             long_done = True
+        elif size > 3000000 and not flat:
+            # 1.3 MB of samples without stacks (perf record without -g): no
+            # blank line, each line a sample
+            text = "".join("flat %d [000] 2.%06d: %d cycles:  %x g%d (/bin/flat)\n" %
+                           (i % 9, i, 1 + i % 5, 0x500000 + i % 77, rng.randrange(90))
+                           for i in range(24000))
+            flat = True
         elif k % 997 == 0:
             text = "unrecognized line %d\n\n" % k
         else:

@@ -9,7 +9,9 @@
  *
  * The text has what a range may begin or end in: blank lines ("" and
  * "\r", several in a row, the very first line), comment lines (at the top
- * and inside a sample), CRLF lines, one-line samples, samples of other
+ * and inside a sample), CRLF lines, one-line samples, samples with no
+ * blank line between them (and a line at column 0 that is no event line
+ * inside one), samples of other
  * events (a different one later: the first must win), unrecognized lines
  * in and out of samples, and a sample longer than most ranges; a second
  * text ends in a line cut short.
@@ -164,6 +166,15 @@ static const char *const part[] = {
     "\tffff0001 main+0x1 (/bin/prog)\n\n\n\n",
     "prog 100/100 [000] 1.000004: 7 cycles:  ffff0005 leaf+0x1 (/bin/prog)\n\n",
     "this is not a perf line\n\n",
+    /* samples without a blank line between them: one-line samples (perf
+     * record without -g), stacks ended by the next event line, a line at
+     * column 0 that is no event line (a frame of the sample it is in) */
+    "a 1 [000] 1.1: 1 cycles:  ffff0011 one (/bin/a)\n"
+    "a 1 [000] 1.2: 2 cycles:  ffff0012 two (/bin/a)\n"
+    "b 2 [001] 1.3: 3 cycles: \n\tffff0013 three (/bin/b)\n"
+    "b 2 [001] 1.4: 4 cycles:\r\n\tffff0014 four (/bin/b)\r\n"
+    "c 3 [000] 1.5: 5 cycles: \n\tffff0015 five (/bin/c)\nnot an event line\n"
+    "\tffff0016 six (/bin/c)\n\n",
     "prog 300/300 [002] 1.000005: 3 cycles: \n"
     "# a comment in a sample\n"
     "\tffff0006 inner (/bin/prog)\n"

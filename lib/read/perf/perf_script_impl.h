@@ -200,6 +200,10 @@ int ember_perf_defer_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
 
 /* ---- the driver (perf_script.c) --------------------------------------- */
 
+/* Does the line s (without its '\n') start a sample, whatever came before
+ * it: an event line at column 0, where one thread reading it all ends the
+ * sample before it (so a thread may start there with a fresh parser)? */
+bool ember_perf_starts_sample(const char *s, size_t n);
 /* The current line's number in the input, for a message. */
 uint64_t ember_perf_line(const struct perf_parser *ps);
 /* Counts a skipped line, and tells of it when o->warn is set. */

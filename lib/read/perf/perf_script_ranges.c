@@ -8,13 +8,17 @@
  * A range [r, e) owns the samples that start in it: its text is
  * [start(r), start(e)), where start(x) is the first offset at or after x
  * that follows a blank line (ember_blank_line_end, the rule by which
- * EMBER_CUT_SAMPLE cuts a pipe's chunks), or the input's size if none
- * does. Neighbouring ranges use the same start(), so their texts tile the
- * input exactly; a range holding no sample start has an empty text (the
- * range before reads on through it), and a sample longer than a range is
- * read whole by the range where it starts. After a blank line a parser is
- * where a fresh one is (the sample ended), so each range's samples are
- * those that one thread reading it all would add.
+ * EMBER_CUT_SAMPLE cuts a pipe's chunks) or begins an event line at
+ * column 0 (ember_perf_starts_sample: samples without stacks have no blank
+ * line between them), or the input's size if none does. start() looks at
+ * the bytes alone, never at where it began looking, so neighbouring ranges
+ * agree on it and their texts tile the input exactly; a range holding no
+ * sample start has an empty text (the range before reads on through it),
+ * and a sample longer than a range is read whole by the range where it
+ * starts. There a parser is where a fresh one is (after a blank line the
+ * sample ended; an event line ends it as it starts another, and the range
+ * before ends it at its end), so each range's samples are those that one
+ * thread reading it all would add.
  *
  * Invariants: lines are counted from the range's text's start (its first
  * line is 1); the lines before it are counted only when a message needs
@@ -56,36 +60,67 @@ static int read_window(struct perf_ranges *rr, uint64_t at, size_t n, size_t *go
     return ember_input_pread(rr->in, rr->win, n, at, got, d);
 }
 
-/* start(x): the first offset at or after x just after a blank line (0 for
- * 0), or the input's size. A window begins 3 bytes before x (or at the
- * input's start), so that the '\n' ending the line before x and the two
- * bytes before that '\n' are in it; windows overlap by 2 bytes. */
+/* Looks through the window win[0, got) for a sample start after the '\n'
+ * at *q or after: true with *q that start. Else *q is where to go on from:
+ * the window's end, or a '\n' whose next line is not whole in the window
+ * (*cut: more of it is needed), a line of EMBER_MAX_LINE or more (*skip
+ * set: it starts nothing; reading it all stops there with an error). The
+ * window's bytes before the first '\n' looked at are the two before it. */
+static bool scan_window(const char *win, size_t got, size_t *q, bool *cut, bool *skip)
+{
+    const char *p;
+    *cut = false;
+    while (*q < got && (p = memchr(win + *q, '\n', got - *q))) {
+        *q = (size_t)(p - win);
+        if (ember_blank_line_end(win, *q))
+            return ++*q, true;
+        const char *e = *skip ? NULL : memchr(p + 1, '\n', got - *q - 1);
+        if (!e && !*skip) {
+            *skip = got - *q - 1 >= EMBER_MAX_LINE;
+            *cut = !*skip;
+            return false;
+        }
+        if (e && (size_t)(e - p - 1) < EMBER_MAX_LINE &&
+            ember_perf_starts_sample(p + 1, (size_t)(e - p - 1)))
+            return ++*q, true;
+        *skip = false;
+        ++*q;
+    }
+    *q = got;
+    return false;
+}
+
+/* start(x): the first offset at or after x where a sample starts whatever
+ * came before: just after a blank line, or at an event line at column 0
+ * (ember_perf_starts_sample; a `perf script` of samples without stacks
+ * has no blank lines); 0 for 0, the input's size if there is none (a last
+ * line without its '\n' starts none: its message tells what it cut). A
+ * window begins 2 bytes before the '\n' that may end the line before a
+ * start, so that ember_blank_line_end sees that line; it grows to hold a
+ * line whole, up to EMBER_MAX_LINE. */
 static int sample_start(struct perf_ranges *rr, uint64_t x, uint64_t *out, struct ember_diag *d)
 {
     *out = x == 0 ? 0 : rr->size;
     if (x == 0 || x >= rr->size)
         return 0;
-    uint64_t ws = x >= 3 ? x - 3 : 0;
-    size_t want = WINDOW, got;
+    uint64_t nl = x - 1; /* the '\n' before a start is here or after */
+    size_t want = WINDOW;
+    bool skip = false, cut;
     for (;;) {
+        uint64_t ws = nl >= 2 ? nl - 2 : 0;
+        size_t got, q = (size_t)(nl - ws);
         int err = read_window(rr, ws, want, &got, d);
         if (err)
             return err;
-        size_t q = (size_t)(x - 1 - ws); /* the first '\n' that may end the line */
-        const char *nl;
-        while (q < got && (nl = memchr(rr->win + q, '\n', got - q))) {
-            q = (size_t)(nl - rr->win);
-            if (ember_blank_line_end(rr->win, q)) { /* q >= 2 unless ws is 0 */
-                *out = ws + q + 1;
-                return 0;
-            }
-            q++;
+        if (scan_window(rr->win, got, &q, &cut, &skip)) {
+            *out = ws + q;
+            return 0;
         }
         if (got < want)
-            return 0; /* no sample starts after x */
-        ws += got - 2;
-        x = ws + 3; /* the '\n' before ws + 2 were all looked at */
-        want = want < BLOCK ? want * 2 : BLOCK;
+            return 0; /* the input's end */
+        nl = ws + q;
+        if (cut && want < EMBER_MAX_LINE + 4)
+            want = want * 2 < EMBER_MAX_LINE + 4 ? want * 2 : EMBER_MAX_LINE + 4;
     }
 }
 

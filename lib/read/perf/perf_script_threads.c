@@ -1,13 +1,24 @@
 /*
  * perf_script_threads.c - reading `perf script` text with several threads:
  * each worker parses whole samples into a profile of its own, and the
- * profiles are merged in the input's order of workers.
+ * profiles are merged as one thread would have built its own
+ * (perf_script_merge.c).
  *
  * A file (or memory) is cut into byte ranges of `range` bytes, handed out in
  * order; each worker reads its ranges itself (perf_script_ranges.c), so
  * that the lock is held only to take the next range's number. A pipe or a
  * gzip stream is read in chunks of whole samples under the lock
  * (EMBER_CUT_SAMPLE), the chunks handed out in order.
+ *
+ * The serial part, measured (thread CPU time per phase, summed, against
+ * the CPU time of the whole read at -j 1) on 650 MB of `perf script` of a
+ * frame-pointer recording (4.9 M samples, 2,577 distinct stacks): holding
+ * the lock 0.0013-0.0023 s (when each worker read, searched and counted
+ * its chunk under it: 0.10-0.14 s), the merge 0.0007-0.0011 s, starting
+ * the threads up to 0.0008 s (-j 16), of 1.25-1.40 s: 0.2-0.3% (it was
+ * 8-10%). The merge grows with distinct stacks times threads: on 300 MB of
+ * gen_perf --uniform (92 k distinct stacks, about all of them in every
+ * worker's profile) it is 0.27-0.33 s of a 0.58 s read, as it was.
  *
  * Invariants: every worker applies the same event filter (the one given, or
  * the input's first event); of several errors, the one earliest in the
