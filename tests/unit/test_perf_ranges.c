@@ -14,7 +14,9 @@
  * inside one), samples of other
  * events (a different one later: the first must win), unrecognized lines
  * in and out of samples, and a sample longer than most ranges; a second
- * text ends in a line cut short.
+ * text ends in a line cut short. Then 300 random texts of such lines
+ * (some cut short), on random ranges and thread counts; the reader's
+ * filter is the input's first event, as perf_read gives it.
  */
 #include "unit_profile.h"
 
@@ -115,8 +117,11 @@ static void read_text(const char *text, size_t len, unsigned threads, uint64_t r
                                 .progress_ctx = &r->seen};
     struct ember_profile *p = ember_profile_new();
     ember_diag_clear(&r->d);
-    if (range)
-        r->err = ember_perf_read_threaded(p, in, &o, &r->st, &r->d, "cycles", range);
+    char filter[128];
+    if (range && !ember_perf_first_event(in, filter, sizeof(filter), &r->d))
+        range = 0; /* as the reader: one thread (no event in the first bytes) */
+    if (range)     /* the input's first event, as the reader gives it */
+        r->err = ember_perf_read_threaded(p, in, &o, &r->st, &r->d, filter, range);
     else
         r->err = ember_format_find("perf")->read(p, in, &o, &r->st, &r->d);
     struct ember_sink sink = {grow_write, &r->folded};
@@ -253,12 +258,60 @@ static void test_cut(void **state)
     test_ranges_read_as_one(true, false);
 }
 
+/* Lines of every kind a text may hold, drawn at random. */
+static const char *const line[] = {
+    "p 1 [000] 1.0: 1 cycles: \n",
+    "p 2/3 [001] 2.0: 7 cycles:\r\n",
+    "q 4 [000] 3.0: 2 instructions: \n",
+    "r 5 [000] 4.0: 3 cycles:  ffff0001 flat (/bin/r)\n",
+    "\tffff0002 f (/bin/p)\n",
+    "\tffff0003 g+0x1 (/bin/p)\r\n",
+    "\tffff0004 [unknown] ([unknown])\n",
+    "\n",
+    "\r\n",
+    "# a comment\n",
+    "junk at column 0\n",
+    "\tnot a frame\n",
+    "\n\n",
+};
+
+/* Random texts of those lines, some cut short, on random ranges and
+ * thread counts: read as one thread reads them. */
+static void test_random_texts(void **state)
+{
+    (void)state;
+    uint64_t rng = 0x5eed;
+    char text[4096];
+    for (int round = 0; round < 300; round++) {
+        size_t len = 0, n = 1 + next_random(&rng) % 60;
+        for (size_t i = 0; i < n; i++)
+            len += (size_t)snprintf(text + len, sizeof(text) - len, "%s",
+                                    line[next_random(&rng) % (sizeof(line) / sizeof(line[0]))]);
+        if (next_random(&rng) % 4 == 0 && len > 3)
+            len -= next_random(&rng) % 3 + 1; /* cut inside its last line */
+        struct result one, many;
+        bool addresses = next_random(&rng) & 1;
+        read_text(text, len, 0, 0, addresses, &one);
+        read_text(text, len, 1 + next_random(&rng) % 4, 1 + next_random(&rng) % 40, addresses,
+                  &many);
+        if (!one.err && !one.st.samples) {
+            free_result(&one); /* no samples: the check is the reader's caller's */
+            free_result(&many);
+            continue;
+        }
+        check_same(&one, &many, len);
+        free_result(&one);
+        free_result(&many);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole),
         cmocka_unit_test(test_addresses),
         cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_random_texts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
