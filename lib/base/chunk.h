@@ -26,6 +26,18 @@ struct ember_chunk {
     uint64_t first_line; /* 1-based number of the chunk's first line */
 };
 
+/* Does the line that the '\n' at p[q] ends hold nothing ("" or "\r")? A
+ * `perf script` sample ends there, whatever came before: EMBER_CUT_SAMPLE
+ * cuts just after such a line, and the perf reader's threads start their
+ * byte ranges after one (or at an event line), by this one rule. p[0]
+ * starts a line (at q < 2 the bytes before the line are p's start). */
+static inline bool ember_blank_line_end(const char *p, size_t q)
+{
+    if (q == 0 || p[q - 1] == '\n')
+        return true;
+    return p[q - 1] == '\r' && (q == 1 || p[q - 2] == '\n');
+}
+
 /* Longest line (or sample, for EMBER_CUT_SAMPLE) accepted. */
 #define EMBER_MAX_LINE ((size_t)256 << 20)
 
@@ -51,6 +63,11 @@ int ember_input_peek_at_least(struct ember_input *in, size_t want, const char **
 bool ember_input_seekable(const struct ember_input *in);
 int ember_input_pread(struct ember_input *in, void *buf, size_t n, uint64_t off, size_t *got,
                       struct ember_diag *d);
+
+/* Readers by ember_input_pread tell how far they have read, for progress
+ * (ember_input_consumed): the count becomes at least n, the bytes before
+ * the content's offset n. */
+void ember_input_mark_consumed(struct ember_input *in, uint64_t n);
 
 /* Lines read so far: the number of '\n' in the chunks returned. */
 uint64_t ember_input_lines(const struct ember_input *in);

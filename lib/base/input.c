@@ -324,26 +324,23 @@ int ember_input_peek(struct ember_input *in, const char **data, size_t *len, str
     return ember_input_peek_at_least(in, PEEK_SIZE, data, len, d);
 }
 
-/* Where the chunk may end: just after the last line (or sample) boundary in
- * [0, n), or 0 if there is none. */
-static size_t find_cut(const char *p, size_t n, enum ember_cut cut)
+/* Where the chunk p[0, n) may end: just after the last line (or sample)
+ * boundary, or 0 if there is none. p[0] starts a line; the boundaries
+ * before `from` were looked at already (none was one). */
+static size_t find_cut(const char *p, size_t n, size_t from, enum ember_cut cut)
 {
     if (cut == EMBER_CUT_NONE || cut == EMBER_CUT_BYTES)
         return n;
-    if (cut == EMBER_CUT_SAMPLE) {
-        for (size_t i = n; i >= 2; i--) {
-            const char *nl = memrchr(p, '\n', i);
-            if (!nl)
-                return 0;
-            size_t at = (size_t)(nl - p);
-            if (at > 0 && p[at - 1] == '\n')
-                return at + 1;
-            i = at + 1;
-        }
-        return 0;
+    while (n > from) {
+        const char *nl = memrchr(p + from, '\n', n - from);
+        if (!nl)
+            return 0;
+        size_t at = (size_t)(nl - p);
+        if (cut == EMBER_CUT_LINE || ember_blank_line_end(p, at))
+            return at + 1;
+        n = at;
     }
-    const char *nl = memrchr(p, '\n', n);
-    return nl ? (size_t)(nl - p) + 1 : 0;
+    return 0;
 }
 
 /* Counting newlines is on the serial path of threaded reading, so it goes
@@ -382,7 +379,7 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
         memcpy(c->data, in->carry, in->carry_len);
     c->len = in->carry_len;
     in->carry_len = 0;
-    size_t scanned = 0; /* bytes before this offset hold no usable boundary */
+    size_t scanned = 0; /* no boundary ends before this offset */
     for (;;) {
         if (c->len == c->cap) {
             if (c->cap >= EMBER_MAX_LINE && cut == EMBER_CUT_LINE)
@@ -399,9 +396,8 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
         if (r == 0)
             break;
         c->len += (size_t)r;
-        size_t at = find_cut(c->data + scanned, c->len - scanned, cut);
+        size_t at = find_cut(c->data, c->len, scanned, cut);
         if (at) {
-            at += scanned;
             size_t tail = c->len - at;
             if (EMBER_VEC_RESERVE(in->carry, in->carry_cap, tail) < 0)
                 return -ENOMEM;
@@ -411,7 +407,7 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
             c->len = at;
             break;
         }
-        scanned = c->len > 1 ? c->len - 1 : 0;
+        scanned = c->len;
     }
     if (c->len == 0)
         return 0;
@@ -419,6 +415,12 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
     if (cut != EMBER_CUT_BYTES)
         in->lines += ember_count_lines(c->data, c->len);
     return 1;
+}
+
+void ember_input_mark_consumed(struct ember_input *in, uint64_t n)
+{
+    if (n > in->consumed)
+        in->consumed = n;
 }
 
 uint64_t ember_input_lines(const struct ember_input *in)

@@ -31,6 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t ember_perf_line(const struct perf_parser *ps)
+{
+    return ps->line + (ps->lines_before ? ps->lines_before(ps->lines_ctx, ps->origin) : 0);
+}
+
 void ember_perf_warn_line(struct perf_parser *ps, const char *s, size_t n, const char *what)
 {
     ps->st->skipped++;
@@ -39,7 +44,7 @@ void ember_perf_warn_line(struct perf_parser *ps, const char *s, size_t n, const
     struct ember_diag d;
     char q[200];
     ember_quote(q, sizeof(q), s, n, 120);
-    ember_diag_set(&d, 0, ps->file, ps->line, "%s: \"%s\"", what, q);
+    ember_diag_set(&d, 0, ps->file, ember_perf_line(ps), "%s: \"%s\"", what, q);
     ps->o->warn(ps->o->warn_ctx, &d);
 }
 
@@ -82,6 +87,32 @@ static int on_line(struct perf_parser *ps, const char *s, size_t n)
     return on_other_line(ps, s, n, i, j, address);
 }
 
+/* Is s, from its indentation `lead` on, an event line? *frame: where a
+ * combined line's frame starts (NULL: none). */
+static bool event_line(const char *s, size_t n, size_t lead, struct event_head *ev,
+                       const char **frame)
+{
+    *frame = NULL;
+    if (lead >= n || !ember_perf_event_head(s + lead, n - lead, ev))
+        return false;
+    const char *e;
+    size_t el;
+    int64_t per;
+    bool named = ember_perf_event_name(s, n, &e, &el, &per);
+    *frame = named ? NULL : ember_perf_combined_split(ev);
+    return named || *frame || (lead == 0 && ember_perf_bare_event_rest(ev->rest, ev->rest_len));
+}
+
+bool ember_perf_starts_sample(const char *s, size_t n)
+{
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    struct event_head ev;
+    const char *frame;
+    /* on_line's way to an event line at column 0 */
+    return n > 0 && s[0] != '#' && !is_ws((unsigned char)s[0]) && event_line(s, n, 0, &ev, &frame);
+}
+
 /* Event lines, and the rarer lines that are neither an event nor a frame
  * in a sample: out of the hot loop, which then stays small. */
 static __attribute__((noinline)) int on_other_line(struct perf_parser *ps, const char *s, size_t n,
@@ -90,21 +121,14 @@ static __attribute__((noinline)) int on_other_line(struct perf_parser *ps, const
     while (j < n && is_word((unsigned char)s[j]))
         j++;
     struct event_head ev;
-    size_t lead = address ? n : i;
-    if (lead < n && ember_perf_event_head(s + lead, n - lead, &ev)) {
-        const char *e;
-        size_t el;
-        int64_t per;
-        bool named = ember_perf_event_name(s, n, &e, &el, &per);
-        const char *frame = named ? NULL : ember_perf_combined_split(&ev);
-        if (named || frame || (lead == 0 && ember_perf_bare_event_rest(ev.rest, ev.rest_len))) {
-            /* a combined line's event and period are before its frame:
-             * one rule for every sample, weighed by its period */
-            int err = ember_perf_start_sample(ps, &ev, s, frame ? (size_t)(frame - s) : n);
-            if (!err && ps->keep && frame)
-                err = on_frame(ps, frame, (size_t)(s + n - frame));
-            return err;
-        }
+    const char *frame;
+    if (event_line(s, n, address ? n : i, &ev, &frame)) {
+        /* a combined line's event and period are before its frame:
+         * one rule for every sample, weighed by its period */
+        int err = ember_perf_start_sample(ps, &ev, s, frame ? (size_t)(frame - s) : n);
+        if (!err && ps->keep && frame)
+            err = on_frame(ps, frame, (size_t)(s + n - frame));
+        return err;
     }
     if (!ps->in_sample) {
         /* frames outside a sample: after a filtered or missing event line */
@@ -128,7 +152,7 @@ int ember_perf_parse_chunk(struct perf_parser *ps, const struct ember_chunk *c)
         /* perf script ends every line: a last line without one was cut
          * (chunks end at line ends, so only the input's end has none) */
         if (!nl && p[0] != '#' && (n > 1 || (n == 1 && p[0] != '\r')))
-            return ember_diag_set(ps->d, -EINVAL, ps->file, ps->line,
+            return ember_diag_set(ps->d, -EINVAL, ps->file, ember_perf_line(ps),
                                   "truncated input: the last line has no line end (the input "
                                   "ends inside %s)",
                                   ps->in_sample ? "a sample's stack" : "an event line");
@@ -222,9 +246,9 @@ static int perf_read(struct ember_profile *p, struct ember_input *in,
     struct ember_perf_opts po = ember_perf_opts_of(o);
     if (o->threads > 1 && !po.srcline && !ember_profile_has_sequence(p)) {
         if (po.event_filter)
-            return ember_perf_read_threaded(p, in, o, st, d, po.event_filter);
+            return ember_perf_read_threaded(p, in, o, st, d, po.event_filter, PERF_SCRIPT_RANGE);
         if (ember_perf_first_event(in, filter, sizeof(filter), d))
-            return ember_perf_read_threaded(p, in, o, st, d, filter);
+            return ember_perf_read_threaded(p, in, o, st, d, filter, PERF_SCRIPT_RANGE);
     }
     struct perf_parser ps;
     struct ember_chunk c = {0};

@@ -81,8 +81,15 @@ struct perf_parser {
     struct ember_profile *p;
     struct ember_read_stats *st;
     const char *file;
+    /* The current line's number, counted from `origin` (the byte offset of
+     * the line numbered 1 when lines_before is set, else 0): a thread
+     * reading a range of a file counts its lines only, and the lines
+     * before the range only when a message needs them. */
     uint64_t line;
-    uint64_t other_line; /* where st->other_event was first seen */
+    uint64_t origin;
+    uint64_t (*lines_before)(void *ctx, uint64_t origin);
+    void *lines_ctx;
+    uint64_t other_origin, other_line; /* where st->other_event was first seen */
 
     /* the event filter: fixed up front, or the first event seen */
     char filter[128];
@@ -193,6 +200,12 @@ int ember_perf_defer_srcline(struct perf_parser *ps, const uint32_t *fr, size_t 
 
 /* ---- the driver (perf_script.c) --------------------------------------- */
 
+/* Does the line s (without its '\n') start a sample, whatever came before
+ * it: an event line at column 0, where one thread reading it all ends the
+ * sample before it (so a thread may start there with a fresh parser)? */
+bool ember_perf_starts_sample(const char *s, size_t n);
+/* The current line's number in the input, for a message. */
+uint64_t ember_perf_line(const struct perf_parser *ps);
 /* Counts a skipped line, and tells of it when o->warn is set. */
 void ember_perf_warn_line(struct perf_parser *ps, const char *s, size_t n, const char *what);
 int ember_perf_parser_init(struct perf_parser *ps, struct ember_profile *p,
@@ -205,13 +218,62 @@ int ember_perf_parse_chunk(struct perf_parser *ps, const struct ember_chunk *c);
 /* Names the values once the event is known. */
 void ember_perf_set_unit(struct ember_profile *p, const char *event, bool weighed);
 
+/* ---- a thread's byte ranges (perf_script_ranges.c) -------------------- */
+
+struct perf_ranges {
+    struct ember_input *in; /* seekable (ember_input_seekable) */
+    uint64_t size;
+    struct ember_chunk c; /* the lines being parsed */
+    char *win;            /* scratch: where samples start, lines counted */
+    size_t wcap;
+    uint64_t known_off, known_lines; /* known_lines '\n' before known_off */
+};
+
+void ember_perf_ranges_init(struct perf_ranges *rr, struct ember_input *in);
+void ember_perf_ranges_release(struct perf_ranges *rr);
+/* Parses the samples that start in the input's bytes [r, e) (reading on
+ * past e to the end of the last one), then ends the parser's input; *read:
+ * the bytes parsed. */
+int ember_perf_parse_range(struct perf_ranges *rr, struct perf_parser *ps, uint64_t r, uint64_t e,
+                           uint64_t *read);
+
+/* ---- the threads' profiles into one (perf_script_merge.c) ------------- */
+
+/* A profile's counts after a piece of input (a range or a chunk) was
+ * parsed into it. */
+struct perf_mark {
+    uint64_t at; /* the piece's number: the input's order */
+    uint32_t modules, frames, nodes;
+    unsigned worker;
+};
+
+struct perf_marks {
+    struct perf_mark *v;
+    size_t n, cap;
+};
+
+/* Marks the end of piece `at`, parsed into p. */
+int ember_perf_mark(struct perf_marks *m, uint64_t at, const struct ember_profile *p);
+/* Adds the n profiles src, each with its marks, to dst in the order one
+ * thread reading the input would have made their modules, frames and
+ * nodes. */
+int ember_perf_merge_marked(struct ember_profile *dst, struct ember_profile *const *src,
+                            struct perf_marks *marks, unsigned n);
+
 /* ---- threads (perf_script_threads.c) ---------------------------------- */
 
 /* The first event named in the input's first bytes, into out. */
 bool ember_perf_first_event(struct ember_input *in, char *out, size_t cap, struct ember_diag *d);
-/* Reads with o->threads parsers, each keeping the one event filter. */
+/* Reads with o->threads parsers, each keeping the one event filter; a
+ * seekable input in byte ranges of `range` bytes (PERF_SCRIPT_RANGE, or
+ * less in tests: every byte may start a range). */
 int ember_perf_read_threaded(struct ember_profile *p, struct ember_input *in,
                              const struct ember_read_opts *o, struct ember_read_stats *st,
-                             struct ember_diag *d, const char *filter);
+                             struct ember_diag *d, const char *filter, uint64_t range);
+
+/* 1 MiB: 16 threads share a 100 MB input evenly, and what each range costs
+ * besides its text (finding where its samples start: reads of 4 KiB) stays
+ * well under 1%. */
+#define PERF_SCRIPT_RANGE ((uint64_t)1 << 20)
 
 #endif

@@ -44,7 +44,7 @@ int ember_perf_end_sample(struct perf_parser *ps)
         if (!err)
             ps->st->samples++;
         else if (err == -ERANGE)
-            err = ember_diag_set(ps->d, err, ps->file, ps->line,
+            err = ember_diag_set(ps->d, err, ps->file, ember_perf_line(ps),
                                  "sample weights overflow a 64-bit count");
     }
     ps->in_sample = false;
@@ -95,6 +95,7 @@ int ember_perf_start_sample(struct perf_parser *ps, const struct event_head *ev,
         } else if (!ember_perf_same_event(name, nlen, ps->filter, ps->filter_len)) {
             if (!ps->st->other_event[0]) {
                 ember_perf_copy_name(ps->st->other_event, sizeof(ps->st->other_event), name, nlen);
+                ps->other_origin = ps->origin;
                 ps->other_line = ps->line;
             }
             ps->st->filtered++;
