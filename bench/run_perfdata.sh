@@ -25,31 +25,34 @@
 #   FP_DATA=file DWARF_DATA=file: time existing recordings instead of
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
-# Measured here (2-core VM shared with other work: CPU time is the figure
-# to compare; Release build of main after issue 20's unwinder, ordering and
-# read-ahead; FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/perfbench/
-# dwarf.data; -j 2 reads the file on a second thread). Before them (main at
-# 094ffc8): fp 1.319 s CPU (13.0x), DWARF --inline 1.181 s (3.4x), DWARF
-# 1.090 s (2.7x).
+# Measured here (2-core VM, quiet; CPU time is the figure to compare;
+# Release build of main after issue 20's second session: records pinned in
+# their chunks, walks that ask for each map once, the kernel's symbols read
+# on a thread at -j 2; FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/
+# perfbench/dwarf.data). Before the first session (main at 094ffc8): fp
+# 1.319 s CPU (13.0x), DWARF --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x);
+# after it: 0.957 s (17.1x), 0.527 s (8.3x), 0.411 s (7.5x). A second run
+# of the DWARF part gave --inline 0.346 s at -j 1 (10.8x) and 0.357 s at
+# -j 2 (10.5x), no inlines 0.246 s (11.9x).
 # fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          0.957 s wall   0.957 s CPU   108.5 MB RSS      144 ns/sample
-#   ember flamegraph -j 2                          0.796 s wall   0.910 s CPU   101.5 MB RSS      137 ns/sample
-#   perf script | ember flamegraph                11.793 s wall  16.368 s CPU   450.4 MB RSS     2456 ns/sample
+#   ember flamegraph -j 1                          0.768 s wall   0.768 s CPU   101.5 MB RSS      115 ns/sample
+#   ember flamegraph -j 2                          0.678 s wall   0.740 s CPU   107.3 MB RSS      111 ns/sample
+#   perf script | ember flamegraph                11.605 s wall  15.946 s CPU   450.5 MB RSS     2393 ns/sample
 # DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 0.530 s wall   0.527 s CPU    58.7 MB RSS     6677 ns/sample  392.7 ns/frame
-#   ember flamegraph --inline -j 2                 0.426 s wall   0.592 s CPU    58.8 MB RSS     7501 ns/sample  441.1 ns/frame
-#   perf script | ember flamegraph                 3.939 s wall   4.375 s CPU   661.2 MB RSS    55432 ns/sample 3259.9 ns/frame
+#   ember flamegraph --inline -j 1                 0.399 s wall   0.394 s CPU    58.9 MB RSS     4992 ns/sample  293.6 ns/frame
+#   ember flamegraph --inline -j 2                 0.277 s wall   0.353 s CPU    59.0 MB RSS     4473 ns/sample  263.0 ns/frame
+#   perf script | ember flamegraph                 3.396 s wall   3.770 s CPU   661.1 MB RSS    47767 ns/sample 2809.1 ns/frame
 # DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          0.412 s wall   0.411 s CPU    30.3 MB RSS     5207 ns/sample  306.3 ns/frame
-#   ember flamegraph -j 2                          0.287 s wall   0.442 s CPU    30.0 MB RSS     5600 ns/sample  329.4 ns/frame
-#   perf script --no-inline | ember flamegraph     2.611 s wall   3.072 s CPU   660.7 MB RSS    38923 ns/sample 2289.3 ns/frame
+#   ember flamegraph -j 1                          0.257 s wall   0.257 s CPU    30.7 MB RSS     3256 ns/sample  191.5 ns/frame
+#   ember flamegraph -j 2                          0.190 s wall   0.264 s CPU    30.0 MB RSS     3345 ns/sample  196.7 ns/frame
+#   perf script --no-inline | ember flamegraph     2.546 s wall   2.927 s CPU   660.6 MB RSS    37086 ns/sample 2181.3 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              17.1x
-#   fp, ember -j 2                                               18.0x
-#   DWARF inlines (perf script), ember --inline -j 1              8.3x
-#   DWARF inlines, ember --inline -j 2                            7.4x
-#   DWARF no inlines (perf script --no-inline), ember -j 1        7.5x
-#   DWARF no inlines, ember -j 2                                  7.0x
+#   fp (perf script | ember flamegraph), ember -j 1              20.8x
+#   fp, ember -j 2                                               21.5x
+#   DWARF inlines (perf script), ember --inline -j 1              9.6x
+#   DWARF inlines, ember --inline -j 2                           10.7x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       11.4x
+#   DWARF no inlines, ember -j 2                                 11.1x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
