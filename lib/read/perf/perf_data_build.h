@@ -115,10 +115,8 @@ struct reader {
     struct root *roots;
     size_t nroots, rcap;
     struct ember_strmap root_ids;
-    /* roots found lately, by thread: a hit costs no hash of the key */
-    struct {
-        uint32_t attr, pid, tid, id1; /* id1: the root's index + 1, 0 empty */
-    } root_hot[ROOT_HOT];
+    /* roots found lately, by a hash of their thread: index + 1, 0 empty */
+    uint32_t root_hot[ROOT_HOT];
 
     struct pd_seen *seen; /* per event */
     size_t seencap;

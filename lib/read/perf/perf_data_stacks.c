@@ -126,28 +126,25 @@ int pd_raw_child(struct reader *r, uint32_t parent, uint32_t key, uint32_t *node
     return pd_raw_new_node(r, parent, key, node);
 }
 
+/* The cache slot of a thread's root. */
+static uint32_t *root_slot(struct reader *r, uint32_t attr, uint32_t pid, uint32_t tid)
+{
+    return &r->root_hot[(pid * 0x9e3779b1u ^ tid ^ attr << 3) % ROOT_HOT];
+}
+
 /* The root found lately for the thread, when its command is the same. */
 static bool root_hot(struct reader *r, uint32_t attr, uint32_t pid, uint32_t tid, const char *comm,
                      size_t len, uint32_t *id)
 {
-    size_t i = (pid * 0x9e3779b1u ^ tid ^ attr << 3) % ROOT_HOT;
-    if (r->root_hot[i].id1 == 0 || r->root_hot[i].attr != attr || r->root_hot[i].pid != pid ||
-        r->root_hot[i].tid != tid)
+    uint32_t id1 = *root_slot(r, attr, pid, tid);
+    if (id1 == 0)
         return false;
-    const struct root *rt = &r->roots[r->root_hot[i].id1 - 1];
-    if (rt->comm_len != len || (len && memcmp(rt->comm, comm, len) != 0))
+    const struct root *rt = &r->roots[id1 - 1];
+    if (rt->attr != attr || rt->pid != pid || rt->tid != tid || rt->comm_len != len ||
+        (len && memcmp(rt->comm, comm, len) != 0))
         return false;
-    *id = r->root_hot[i].id1 - 1;
+    *id = id1 - 1;
     return true;
-}
-
-static void root_remember(struct reader *r, uint32_t attr, uint32_t pid, uint32_t tid, uint32_t id)
-{
-    size_t i = (pid * 0x9e3779b1u ^ tid ^ attr << 3) % ROOT_HOT;
-    r->root_hot[i].attr = attr;
-    r->root_hot[i].pid = pid;
-    r->root_hot[i].tid = tid;
-    r->root_hot[i].id1 = id + 1;
 }
 
 /* The root of (event, thread, command): a key of the event, the thread
@@ -182,7 +179,7 @@ static int root_of(struct reader *r, uint32_t attr, uint32_t pid, uint32_t tid, 
             return -ENOMEM;
     }
     *id = (uint32_t)(v - 1);
-    root_remember(r, attr, pid, tid, *id);
+    *root_slot(r, attr, pid, tid) = *id + 1;
     return 0;
 }
 
