@@ -389,17 +389,27 @@ static int walk(struct ember_unwind *u, const struct ember_unwind_thread *th, ui
     }
 }
 
-int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
-                        size_t max, size_t *n)
+int ember_unwind_frames_fast(struct ember_unwind *u, const struct ember_unwind_thread *th,
+                             uint64_t *ips, size_t max, size_t *n)
 {
     *n = 0;
     if (max == 0)
         return 0;
     int err = u->dwfl_only ? STEP_SLOW : walk(u, th, ips, max, n);
-    if (err != STEP_SLOW) {
-        u->nfast += err == 0;
-        return err;
+    if (err == STEP_SLOW) {
+        *n = 0;
+        return 1;
     }
+    u->nfast += err == 0;
+    return err;
+}
+
+int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
+                        size_t max, size_t *n)
+{
+    int err = ember_unwind_frames_fast(u, th, ips, max, n);
+    if (err != 1)
+        return err;
     u->nslow++;
     return ember_unwind_dwfl_frames(u, th, ips, max, n);
 }

@@ -60,6 +60,13 @@ void ember_unwind_free(struct ember_unwind *u);
 int ember_unwind_frames(struct ember_unwind *u, const struct ember_unwind_thread *th, uint64_t *ips,
                         size_t max, size_t *n);
 
+/* The thread's frames by the compiled rows alone: ember_unwind_frames's
+ * contract, or 1 (and *n 0) where libdwfl must walk it. Unwinders on
+ * several threads, each its own, read the rows; one of them walks with
+ * libdwfl, whose sessions cost memory and open files per process. */
+int ember_unwind_frames_fast(struct ember_unwind *u, const struct ember_unwind_thread *th,
+                             uint64_t *ips, size_t max, size_t *n);
+
 /* Every sample through libdwfl, as before the compiled rows: the tests
  * compare the two. */
 void ember_unwind_set_dwfl_only(struct ember_unwind *u, bool on);

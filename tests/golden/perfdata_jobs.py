@@ -1,9 +1,11 @@
 """Golden test: a perf.data read with several threads (-j N: the file's
 chunks read ahead on a thread of their own, perf_data_ahead.c) gives the
 output of one thread (-j 1), byte for byte, on recordings made here: DWARF
-call graphs of the C program (threads, a fork that execs a shell), of
-several processes at once (the C program, python3 and xz -T2), of python3
-alone and of xz -T2; fp call graphs (-g) of the same programs. Each is
+call graphs (unwound on every thread, perf_data_jobs.c) of the C program
+(threads, a fork that execs a shell), of several processes at once (the C
+program, python3 and xz -T2), of python3 alone, of xz -T2, and of a signal
+handler (whose samples libdwfl unwinds); fp call graphs (-g) of the same
+programs. Each is
 compared as folded stacks (the profile), and as speedscope JSON and pprof,
 whose frames, locations and functions are numbered in the order samples
 first show them, so that records delivered out of order show even where
@@ -77,6 +79,14 @@ def dwarf(work):
     for name, argv in progs.items():
         data = perfdata.record(work, name, argv, perfdata.DWARF)
         same_as_one_thread(data, "DWARF " + name, OPTIONS if name == "c" else [[]])
+    # a signal handler's samples, which libdwfl unwinds (through glibc's
+    # __restore_rt) while the compiled rows walk the others on every thread
+    sig = perfdata.build("perfdata_signal.c", os.path.join(work, "signal"))
+    data = perfdata.record(work, "signal", [sig, "300"], perfdata.DWARF)
+    same_as_one_thread(data, "DWARF, a signal handler", [[]])
+    got, _, _ = golden.run(["collapse", "-j", "4", data])
+    if b";main_loop;__restore_rt;in_handler " not in got:
+        golden.fail("-j 4: the handler's stacks should unwind through __restore_rt: %r" % got[-600:])
 
 
 @case

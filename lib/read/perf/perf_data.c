@@ -48,8 +48,9 @@ static int on_switch(void *ctx, const struct pd_record *rec, const struct pd_sam
 {
     struct reader *r = ctx;
     struct pd_offcpu_interval iv;
-    if (!id->has_tid)
-        return 0;
+    int err = pd_jobs_drain(r->jobs);
+    if (err || !id->has_tid)
+        return err;
     int got = pd_offcpu_switch(r->oc, id->tid, id->time, rec->misc, &iv);
     return got > 0 ? add_interval(r, &iv) : got;
 }
@@ -95,13 +96,12 @@ static int on_attr(void *ctx, const struct pd_record *rec, size_t attr)
 static int on_sample(void *ctx, const struct pd_record *rec, int attr, const struct pd_sample *s)
 {
     struct reader *r = ctx;
-    (void)rec;
     if (attr < 0) {
         r->unknown_ids++;
         r->st->skipped++;
         return 0;
     }
-    return pd_raw_sample(r, attr, s);
+    return r->jobs ? pd_jobs_sample(r->jobs, rec, attr, s) : pd_raw_sample(r, attr, s);
 }
 
 /* The records that change threads and maps. */
@@ -109,12 +109,16 @@ static int on_task(void *ctx, const struct pd_record *rec, const struct pd_sampl
 {
     struct reader *r = ctx;
     (void)id;
-    return pd_tasks_record(r->t, r->f, rec, r->d);
+    int err = pd_jobs_drain(r->jobs); /* the samples before it see the maps before it */
+    return err ? err : pd_tasks_record(r->t, r->f, rec, r->d);
 }
 
 static int on_exit_record(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
     struct reader *r = ctx;
+    int err = pd_jobs_drain(r->jobs);
+    if (err)
+        return err;
     if (rec->size >= 8 + 16) /* pid, ppid, tid */
         pd_offcpu_exit(r->oc, pd_u32(rec->data + 16));
     return on_task(ctx, rec, id);
@@ -179,6 +183,8 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
         err = pd_tasks_new(&r->t);
     if (!err)
         err = pd_unwind_new(&r->uw, r->t);
+    if (!err && o->threads > 1)
+        err = pd_jobs_new(&r->jobs, r, o->threads);
     if (!err)
         err = pd_leaf_new(&r->leaf);
     if (!err)
@@ -198,6 +204,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
 static void reader_release(struct reader *r)
 {
     pd_reader_free(r->rd);
+    pd_jobs_free(r->jobs);
     pd_unwind_free(r->uw);
     pd_leaf_free(r->leaf);
     pd_offcpu_free(r->oc);
@@ -248,6 +255,8 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
     int err = reader_init(&r, p, in, o, st, d);
     if (!err)
         err = pd_reader_run(r.rd, &profile_tool, &r, d);
+    if (!err)
+        err = pd_jobs_drain(r.jobs);
     if (!err && r.dwarf)
         err = pd_file_check_arch(r.f, d);
     if (!err)

@@ -124,6 +124,7 @@ struct pd_record {
     uint32_t type, size;
     uint16_t misc;
     uint64_t offset; /* in the file */
+    uint64_t chunk1; /* the stream's chunk it is pinned in + 1; 0: none (pd_reader_hold) */
 };
 
 /* A sample, decoded (pointers into its record). Its period is perf's
@@ -177,6 +178,8 @@ static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
  * record: a DWARF sample is 8 KiB. */
 bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk);
 void pd_stream_unpin(struct pd_stream *s, uint64_t chunk);
+/* One more pin on a chunk pinned now. */
+void pd_stream_repin(struct pd_stream *s, uint64_t chunk);
 /* Frees the buffers no record points into any more (at the data's end). */
 void pd_stream_drop_spare(struct pd_stream *s);
 /* 1 when no byte is left, 0 when one is, or an error. */
@@ -335,6 +338,12 @@ void pd_unwind_free(struct pd_unwind *u);
  * registers. 0 or -ENOMEM. */
 int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *s,
                      uint64_t *ips, size_t max, size_t *n);
+/* The same by the compiled CFI rows alone (ember_unwind_frames_fast):
+ * 1 (and *n 0) where libdwfl must unwind it, through pd_unwind_sample.
+ * Unwinders on several threads share the tasks, which must not change
+ * while they run. */
+int pd_unwind_sample_fast(struct pd_unwind *u, uint32_t process, const struct pd_sample *s,
+                          uint64_t *ips, size_t max, size_t *n);
 /* The unwinder itself (symbol/unwind.h: the tests compare its two ways). */
 struct ember_unwind *pd_unwind_engine(struct pd_unwind *u);
 

@@ -90,6 +90,7 @@ struct reader {
     const struct pd_file *f; /* the reader's */
     struct pd_tasks *t;
     struct pd_unwind *uw; /* DWARF call graphs */
+    struct pd_jobs *jobs; /* DWARF samples unwound on several threads (-j 2+) */
     struct pd_leaf *leaf; /* fp call graphs' skipped callers */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
     bool dwarf;           /* samples whose user frames only unwinding gives */
@@ -147,6 +148,43 @@ int pd_raw_add_weight(struct reader *r, uint32_t node, uint64_t period);
 int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time);
 /* A sample of the file's event attrs[ai]: its stack, weighed. */
 int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s);
+
+/* pd_raw_sample in two steps, for samples unwound on several threads
+ * (perf_data_jobs.c): first its thread, in the order of the samples,
+ * before any is unwound (1; 0: the caller's filter drops it); then its
+ * stack, given the user frames unwound from it, ips[0, n), in the same
+ * order. */
+struct pd_sample_thread {
+    uint32_t process;
+    const char *comm;
+    size_t comm_len;
+};
+int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
+                         struct pd_sample_thread *th);
+int pd_raw_sample_stack(struct reader *r, int ai, const struct pd_sample *s,
+                        const struct pd_sample_thread *th, const uint64_t *ips, size_t n);
+
+/* perf's DWARF call graphs unwind a sample with user registers and a copy
+ * of its stack. One whose stack the kernel could not copy (0 bytes: a
+ * fault in a fresh fork) has no user frame at all in perf script, not
+ * even its address (libunwind cannot start): the same here. */
+static inline bool pd_sample_unwinds(const struct pd_sample *s)
+{
+    return s->regs && s->stack && s->stack_size;
+}
+
+/* ---- DWARF samples unwound on several threads (perf_data_jobs.c) ------- */
+
+struct pd_jobs;
+/* threads: the caller's and threads - 1 workers. 0 or -ENOMEM. */
+int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads);
+void pd_jobs_free(struct pd_jobs *j);
+/* A sample, as pd_raw_sample takes it: at once, or kept in the batch, its
+ * record held by the reader until it is built. */
+int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
+                   const struct pd_sample *s);
+/* The batch's samples unwound and built, in order (j NULL: none). */
+int pd_jobs_drain(struct pd_jobs *j);
 
 /* Is raw node i an off-CPU mark (a leaf under the stack of a switch)? */
 static inline bool pd_raw_is_mark(const struct reader *r, size_t node)

@@ -353,6 +353,7 @@ int pd_file_next_record(struct pd_file *f, struct pd_stream *s, struct pd_record
     r->misc = pd_u16(h + 4);
     r->size = pd_u16(h + 6);
     r->offset = s->offset;
+    r->chunk1 = 0; /* delivered at once: not held */
     r->data = NULL;
     if (r->size < 8)
         return pd_corrupt(d, f->name, r, "its size is less than its 8-byte header");

@@ -161,7 +161,9 @@ int pd_queue_flush(struct pd_queue *q, bool final, pd_deliver_fn fn, void *ctx)
     size_t k = 0;
     for (; k < q->n && q->ev[k].time <= limit && !err; k++) {
         const struct pd_queued *e = &q->ev[k];
-        struct pd_record r = {queued_data(q, e), e->type, e->size, e->misc, e->offset};
+        struct pd_record r = {queued_data(q, e), e->type,
+                              e->size,           e->misc,
+                              e->offset,         e->chunk == PD_COPIED ? 0 : e->chunk + 1};
         err = fn(ctx, &r);
         if (e->chunk != PD_COPIED)
             pd_stream_unpin(q->stream, e->chunk);

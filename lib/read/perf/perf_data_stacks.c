@@ -229,22 +229,17 @@ static int chain_entries(struct reader *r, const struct pd_sample *s)
 }
 
 /* perf's DWARF call graphs: after the kernel's chain, the user stack
- * unwound from the sample's registers and stack copy. A sample whose
- * stack the kernel could not copy (0 bytes: a fault in a fresh fork) has
- * no user frame at all in perf script, not even its address (libunwind
- * cannot start): the same here. */
-static int unwound_entries(struct reader *r, uint32_t process, const struct pd_sample *s)
+ * unwound from the sample's registers and stack copy (ips[0, n)). */
+static int unwound_entries(struct reader *r, const struct pd_sample *s, const uint64_t *ips,
+                           size_t n)
 {
     bool user = false;
     for (size_t i = 0; i < r->nchain && !user; i++)
         user = r->chain[i].cpumode == PERF_RECORD_MISC_USER;
     r->dwarf |= s->regs && !user; /* its user frames are the unwinder's alone */
-    if (!s->regs || !s->stack || s->stack_size == 0)
-        return 0;
-    size_t n;
-    int err = pd_unwind_sample(r->uw, process, s, r->unwound, MAX_STACK, &n);
+    int err = 0;
     for (size_t i = 0; i < n && !err; i++)
-        err = push_entry(r, r->unwound[i], PERF_RECORD_MISC_USER);
+        err = push_entry(r, ips[i], PERF_RECORD_MISC_USER);
     return err;
 }
 
@@ -353,7 +348,8 @@ int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time
     return 0;
 }
 
-int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s)
+int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
+                         struct pd_sample_thread *th)
 {
     if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s->pid, s->tid, s->time))
         return 0;
@@ -361,16 +357,19 @@ int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s)
     if (!seen->first)
         seen->first = ++r->nseen;
     seen->samples++;
-    uint32_t process, root, node;
-    const char *comm;
-    size_t comm_len;
+    int err = pd_tasks_thread(r->t, s->pid, s->tid, &th->process, &th->comm, &th->comm_len);
+    return err ? err : 1;
+}
+
+int pd_raw_sample_stack(struct reader *r, int ai, const struct pd_sample *s,
+                        const struct pd_sample_thread *th, const uint64_t *ips, size_t n)
+{
+    uint32_t root, node;
     int err;
-    if ((err = pd_tasks_thread(r->t, s->pid, s->tid, &process, &comm, &comm_len)) < 0 ||
-        (err = root_of(r, (uint32_t)ai, s->pid, s->tid, comm, comm_len, &root)) < 0)
-        return err;
-    if ((err = chain_entries(r, s)) < 0 || (err = leaf_caller(r, process, s)) < 0 ||
-        (err = unwound_entries(r, process, s)) < 0 ||
-        (err = stack_node(r, &r->roots[root], process, &node)) < 0)
+    if ((err = root_of(r, (uint32_t)ai, s->pid, s->tid, th->comm, th->comm_len, &root)) < 0 ||
+        (err = chain_entries(r, s)) < 0 || (err = leaf_caller(r, th->process, s)) < 0 ||
+        (err = unwound_entries(r, s, ips, n)) < 0 ||
+        (err = stack_node(r, &r->roots[root], th->process, &node)) < 0)
         return err;
     if (pd_offcpu_is_switches(&r->f->attrs[ai]) &&
         (err = pd_offcpu_stack(r->oc, s->pid, s->tid, node)) < 0)
@@ -378,8 +377,21 @@ int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s)
     uint64_t period = 1;
     if (s->has_period && s->period > 0) {
         period = s->period;
-        seen->weighed = true;
+        r->seen[ai].weighed = true;
     }
     err = pd_raw_add_weight(r, node, period);
     return err ? err : pd_raw_note_time(r, s->pid, s->tid, s->time);
+}
+
+int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s)
+{
+    struct pd_sample_thread th;
+    size_t n = 0;
+    int got = pd_raw_sample_thread(r, ai, s, &th);
+    if (got <= 0)
+        return got;
+    int err = pd_sample_unwinds(s)
+                  ? pd_unwind_sample(r->uw, th.process, s, r->unwound, MAX_STACK, &n)
+                  : 0;
+    return err ? err : pd_raw_sample_stack(r, ai, s, &th, r->unwound, n);
 }

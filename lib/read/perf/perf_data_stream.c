@@ -87,6 +87,14 @@ static size_t held_index(const struct pd_stream *s, uint64_t id)
     return lo;
 }
 
+void pd_stream_repin(struct pd_stream *s, uint64_t chunk)
+{
+    if (chunk == s->chunk_id)
+        s->chunk_pins++;
+    else
+        s->held[held_index(s, chunk)].pins++;
+}
+
 void pd_stream_unpin(struct pd_stream *s, uint64_t chunk)
 {
     if (chunk == s->chunk_id) {

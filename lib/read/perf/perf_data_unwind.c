@@ -79,21 +79,46 @@ struct ember_unwind *pd_unwind_engine(struct pd_unwind *u)
     return u->u;
 }
 
-int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
-                     uint64_t *ips, size_t max, size_t *n)
+/* The sample's thread for the unwinder: false without its user IP and SP. */
+static bool thread_of(const struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
+                      struct ember_unwind_thread *th)
 {
-    struct ember_unwind_thread th = {
+    *th = (struct ember_unwind_thread){
         .process = process,
         .pid = pd_tasks_pid(u->t, process),
         .tid = sample->tid,
         .stack = sample->stack,
         .size = sample->stack_size,
     };
-    *n = 0;
-    if (max == 0 || !sample_reg(sample, PERF_REG_IP, &th.regs[EMBER_UNWIND_IP]) ||
-        !sample_reg(sample, PERF_REG_SP, &th.regs[EMBER_UNWIND_SP]))
-        return 0;
+    if (!sample_reg(sample, PERF_REG_IP, &th->regs[EMBER_UNWIND_IP]) ||
+        !sample_reg(sample, PERF_REG_SP, &th->regs[EMBER_UNWIND_SP]))
+        return false;
     for (unsigned i = 0; i < EMBER_UNWIND_NREGS; i++)
-        sample_reg(sample, perf_reg_of_dwarf[i], &th.regs[i]);
-    return ember_unwind_frames(u->u, &th, ips, max, n);
+        sample_reg(sample, perf_reg_of_dwarf[i], &th->regs[i]);
+    return true;
+}
+
+typedef int (*frames_fn)(struct ember_unwind *u, const struct ember_unwind_thread *th,
+                         uint64_t *ips, size_t max, size_t *n);
+
+static int unwind_by(frames_fn fn, struct pd_unwind *u, uint32_t process,
+                     const struct pd_sample *sample, uint64_t *ips, size_t max, size_t *n)
+{
+    struct ember_unwind_thread th;
+    *n = 0;
+    if (max == 0 || !thread_of(u, process, sample, &th))
+        return 0;
+    return fn(u->u, &th, ips, max, n);
+}
+
+int pd_unwind_sample(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
+                     uint64_t *ips, size_t max, size_t *n)
+{
+    return unwind_by(ember_unwind_frames, u, process, sample, ips, max, n);
+}
+
+int pd_unwind_sample_fast(struct pd_unwind *u, uint32_t process, const struct pd_sample *sample,
+                          uint64_t *ips, size_t max, size_t *n)
+{
+    return unwind_by(ember_unwind_frames_fast, u, process, sample, ips, max, n);
 }

@@ -64,6 +64,20 @@ const struct pd_file *pd_reader_file(const struct pd_reader *rd)
     return &rd->f;
 }
 
+bool pd_reader_hold(struct pd_reader *rd, const struct pd_record *r, uint64_t *hold)
+{
+    if (!r->chunk1)
+        return false;
+    pd_stream_repin(&rd->s, r->chunk1 - 1);
+    *hold = r->chunk1 - 1;
+    return true;
+}
+
+void pd_reader_let_go(struct pd_reader *rd, uint64_t hold)
+{
+    pd_stream_unpin(&rd->s, hold);
+}
+
 uint64_t pd_reader_last_time(const struct pd_reader *rd)
 {
     return rd->last_time;

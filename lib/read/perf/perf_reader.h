@@ -11,7 +11,8 @@
  * perf's own records (types from 64) describe the file and are delivered
  * as read, after the reader has taken what they say.
  * Invariants: a record is delivered whole (its header's size bytes) and
- * only while the callback runs (the bytes are the reader's); a callback
+ * only while the callback runs (the bytes are the reader's), unless the
+ * callback holds it (pd_reader_hold); a callback
  * left NULL ignores its records; a negative return stops the reading with
  * that error, which the reader returns as is (its ember_diag the
  * callback's to set).
@@ -80,6 +81,12 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
 /* What the file says of itself: its events, build-ids, names (complete
  * once run has returned 0; the events from the header callback on). */
 const struct pd_file *pd_reader_file(const struct pd_reader *rd);
+/* Keeps the record being delivered where it is, after its callback has
+ * returned, until pd_reader_let_go(*hold): true; false where it cannot be
+ * kept (its bytes were gathered or copied). A sample decoded from it
+ * stays valid as long. */
+bool pd_reader_hold(struct pd_reader *rd, const struct pd_record *r, uint64_t *hold);
+void pd_reader_let_go(struct pd_reader *rd, uint64_t hold);
 /* The latest time of a timed record read so far (0: none). */
 uint64_t pd_reader_last_time(const struct pd_reader *rd);
 
