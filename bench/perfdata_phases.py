@@ -14,7 +14,8 @@ names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j 2 and more the file is read on a thread
 of its own (perf_data_ahead.c), /proc/kallsyms on another
 (perf_data_names.c), DWARF samples are unwound on the caller's thread and
-j - 1 workers (perf_data_jobs.c), and everything else is the caller's.
+j - 1 workers (perf_data_jobs.c), with --inline the files' DWARF is read on
+as many (symbol/prepare.c), and everything else is the caller's.
 """
 import collections
 import sys
@@ -23,6 +24,7 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
           ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("DWARF samples unwound (every thread's share)", ["walk_batch", "worker_main"]),
+          ("--inline: files' DWARF read (every thread's share)", ["prepare_main"]),
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
           ("placing: names, kallsyms, DWARF (after the records)",
            ["place_nodes", "pd_place_profile", "pd_names"]),

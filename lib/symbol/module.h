@@ -86,6 +86,12 @@ int ember_symbol_module_each_symbol(struct ember_symbol_module *m, ember_symbol_
  * -ENOENT for an unusable file, -ENOMEM. */
 int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **x);
 
+/* The modules' inline indexes (ember_symbol_module_inlines) built on up
+ * to threads threads, the caller's among them (prepare.c): distinct
+ * modules, none in use elsewhere meanwhile. What fails is left to the
+ * first resolve, which meets it again. */
+void ember_symbol_modules_prepare(struct ember_symbol_module *const *m, size_t n, unsigned threads);
+
 /* libdwfl's view, for DWARF: the module and the bias to add to a file
  * address to get its libdwfl address. NULL for an unusable file. */
 Dwfl_Module *ember_symbol_module_dwfl(const struct ember_symbol_module *m, uint64_t *bias);

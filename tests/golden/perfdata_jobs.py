@@ -118,6 +118,27 @@ def bad_dwarf(work):
 
 
 @case
+def files_said(work):
+    """--inline at -j 4 opens every file naming will read before naming,
+    to read their DWARF on every thread: a program rebuilt since the
+    recording and one deleted are said as -j 1 says them, in its order."""
+    home = os.environ["HOME"]
+    os.environ["HOME"] = os.path.join(work, "home")  # no cached copy (perf record -N)
+    try:
+        progs = {name: [perfdata.build("perfdata_prog.c", os.path.join(work, name)), "1"]
+                 for name in ("first", "second")}
+        data = perfdata.record(work, "two", together(progs), perfdata.DWARF + ["-N"])
+        perfdata.build("perfdata_prog.c", progs["first"][0], "-O1")
+        os.unlink(progs["second"][0])
+        _, err, _ = golden.run(["collapse", "-j", "1", "--inline", data])
+        if err.count("build-id mismatch") != 1 or progs["second"][0] not in err:
+            golden.fail("-j 1 should say the rebuilt and the deleted program: %r" % err)
+        same_as_one_thread(data, "DWARF, a rebuilt and a deleted program", [[], ["--inline"]])
+    finally:
+        os.environ["HOME"] = home
+
+
+@case
 def fp(work):
     progs = programs(work)
     data = perfdata.record(work, "together", together(progs))

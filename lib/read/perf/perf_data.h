@@ -439,6 +439,13 @@ void pd_names_free(struct pd_names *n);
 /* The kernel's symbols read on a thread of their own from now on (the
  * recording has kernel frames, and threads to spare): 0 or -ENOMEM. */
 int pd_names_read_kernel_ahead(struct pd_names *n);
+/* What naming src's frame would open, opened (its file, or the kernel's
+ * symbols), saying what naming would say: called on every frame in the
+ * order they are named, before pd_names_prepare. */
+int pd_names_open(struct pd_names *n, const struct pd_frame_src *src);
+/* The DWARF of the files opened so far read on up to threads threads,
+ * for --inline's chains: 0 or -ENOMEM. */
+int pd_names_prepare(struct pd_names *n, unsigned threads);
 /* The profile's module for the map of a frame (PD_NO_DSO: none, then
  * EMBER_NO_MODULE): its path, build-id and range; what it knows. */
 int pd_names_module(struct pd_names *n, const struct pd_frame_src *src, uint32_t *module);

@@ -19,7 +19,10 @@
  * the kernel's symbols are read on a thread of their own while the first
  * frames are named (reading /proc/kallsyms is some 30 ms of the kernel's
  * time), joined where the first kernel frame is named, or at the end:
- * what is said of them is said there, as with one thread.
+ * what is said of them is said there, as with one thread. With --inline
+ * as well, the files are opened first, in the order naming would open
+ * them (so what is said of them is said in that order), and their DWARF
+ * read on every thread (symbol/prepare.c) before any frame is named.
  */
 #include "read/perf/perf_data.h"
 #include "read/perf/perf_names.h"
@@ -248,6 +251,44 @@ static int kernel_table(struct pd_names *n)
         ember_read_warn(n->o, n->f->name, "[kernel.kallsyms]: %s; kernel frames are [unknown]",
                         n->kernel.why);
     return err;
+}
+
+/* ---- opening ahead (-j 2 and more, --inline) ------------------------------ */
+
+int pd_names_open(struct pd_names *n, const struct pd_frame_src *src)
+{
+    struct dso_syms *d;
+    if (src->dso == PD_NO_DSO)
+        return 0;
+    switch (pd_tasks_dso(n->t, src->dso)->kind) {
+    case PD_DSO_KERNEL:
+    case PD_DSO_MODULE:
+        return kernel_table(n);
+    case PD_DSO_BPF:
+    case PD_DSO_MEMORY:
+        return 0;
+    default:
+        return dso_state(n, src->dso, &d);
+    }
+}
+
+int pd_names_prepare(struct pd_names *n, unsigned threads)
+{
+    struct ember_symbol_module **m = malloc((n->ndsos ? n->ndsos : 1) * sizeof(*m));
+    size_t k = 0;
+    if (!m)
+        return -ENOMEM;
+    for (size_t i = 0; i < n->ndsos; i++) {
+        const struct pd_dso *dso = pd_tasks_dso(n->t, (uint32_t)i);
+        bool again = false;
+        for (size_t j = 0; j < k && !again; j++)
+            again = m[j] == n->dsos[i].mod;
+        if (n->dsos[i].state == 1 && n->dsos[i].mod && !again && dso->kind == PD_DSO_FILE)
+            m[k++] = n->dsos[i].mod;
+    }
+    ember_symbol_modules_prepare(m, k, threads);
+    free(m);
+    return 0;
 }
 
 /* ---- the symbol perf prints ---------------------------------------------- */

@@ -89,6 +89,17 @@ static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
     return 0;
 }
 
+/* What naming needs of a raw frame: its address and map. */
+static struct pd_frame_src frame_src(const struct reader *r, uint32_t frame)
+{
+    const struct raw_frame *rf = &r->frames[frame];
+    if (!rf->mapref)
+        return (struct pd_frame_src){.dso = PD_NO_DSO, .ip = rf->ip, .pc = rf->ip};
+    const struct pd_map *mp = &r->maprefs[rf->mapref];
+    return (struct pd_frame_src){mp->dso,   mp->start, mp->end,
+                                 mp->pgoff, rf->ip,    rf->ip - mp->start + mp->pgoff};
+}
+
 static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t frame, bool java,
                  const uint32_t **out, size_t *n)
 {
@@ -107,13 +118,7 @@ static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t
             return err;
     }
     if (m->at[j][frame] < 0) {
-        const struct raw_frame *rf = &r->frames[frame];
-        struct pd_frame_src src = {.dso = PD_NO_DSO, .ip = rf->ip, .pc = rf->ip};
-        if (rf->mapref) {
-            const struct pd_map *mp = &r->maprefs[rf->mapref];
-            src = (struct pd_frame_src){mp->dso,   mp->start, mp->end,
-                                        mp->pgoff, rf->ip,    rf->ip - mp->start + mp->pgoff};
-        }
+        struct pd_frame_src src = frame_src(r, frame);
         const uint32_t *f;
         size_t k;
         int err = pd_names_resolve(nm, &src, java, &f, &k);
@@ -202,6 +207,35 @@ static uint32_t *node_attrs(const struct reader *r)
     return attr;
 }
 
+/* Each file naming will open, opened in the order naming opens them, then
+ * their DWARF read on every thread: naming names the frames of each
+ * weighed node in turn, root first, those of its ancestors before (done[]:
+ * the nodes whose frames have been). */
+static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rframe,
+                      const uint32_t *attr)
+{
+    bool *done = calloc(r->nnodes, sizeof(*done));
+    struct id_vec up = {0};
+    int err = done ? 0 : -ENOMEM;
+    for (size_t i = 1; i < r->nnodes && !err; i++) {
+        if (!r->samples[i] || !counted(r, i, attr) || done[i])
+            continue;
+        size_t j = i;
+        for (up.n = 0; !err && !done[j] && r->parent[j] != 0; j = r->parent[j])
+            err = push_id(&up, (uint32_t)j);
+        bool kept = done[j] || rframe[r->key[j]] != NO_NODE; /* else never named */
+        while (up.n && !err) {
+            uint32_t k = up.v[--up.n];
+            struct pd_frame_src src = frame_src(r, r->key[k]);
+            done[k] = true;
+            err = kept ? pd_names_open(nm, &src) : 0;
+        }
+    }
+    free(done);
+    free(up.v);
+    return err ? err : pd_names_prepare(nm, r->o->threads);
+}
+
 /* Every weighed raw node's profile node (NO_NODE: an event not kept, or
  * a weight not counted), added as a stack through the model's public API. */
 static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, bool offcpu,
@@ -215,6 +249,8 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     uint32_t *rframe = malloc((r->nroots ? r->nroots : 1) * sizeof(*rframe));
     bool *rjvm = calloc(r->nroots ? r->nroots : 1, sizeof(*rjvm));
     int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    if (!err && r->o->threads > 1 && r->po.inline_frames)
+        err = open_ahead(r, nm, rframe, attr);
     for (size_t i = 1; i < r->nnodes && !err; i++) {
         pnode[i] = NO_NODE;
         if (!r->samples[i] || !counted(r, i, attr))
