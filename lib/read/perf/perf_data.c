@@ -177,7 +177,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     int err = r->fslots ? pd_reader_new(&r->rd, in) : -ENOMEM;
     if (!err) {
         r->f = pd_reader_file(r->rd);
-        pd_reader_read_ahead(r->rd, o->threads > 1);
+        pd_reader_read_ahead(r->rd, o->threads);
     }
     if (!err)
         err = pd_tasks_new(&r->t);

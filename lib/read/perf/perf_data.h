@@ -3,7 +3,7 @@
  * (library-internal).
  *
  * perf_data_stream.c the input as bytes at offsets, each record whole
- * perf_data_ahead.c  the input's chunks read ahead on a thread (-j 2 and more)
+ * perf_data_ahead.c  the input's chunks read ahead on threads (-j 2 and more)
  * perf_data_file.c   the file: header, attributes, records
  * perf_data_sample.c the layout of a sample
  * perf_reader.c      the records, in time order, to a table of callbacks
@@ -153,20 +153,25 @@ int pd_stream_peek(struct pd_stream *s, size_t n, const uint8_t **p, const char 
 int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char *inside,
                    struct ember_diag *d);
 int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct ember_diag *d);
-/* From here on, the input's chunks read ahead on a thread of their own,
- * which calls progress(ctx) after each (the input is the thread's alone
- * until pd_stream_stop_ahead): for a regular file, where a read never
- * blocks; elsewhere, or without a thread, nothing changes. 0 or -ENOMEM. */
-int pd_stream_read_ahead(struct pd_stream *s, void (*progress)(void *ctx), void *ctx);
-/* The reading thread joined (also done by pd_stream_release). */
+/* From here on, the input's chunks read ahead on up to readers threads of
+ * their own (4 at most), the stream's thread calling progress(ctx) after
+ * taking each: for a regular file or memory, read at any offset; with no
+ * reader, elsewhere, or without a thread, nothing changes. 0 or -ENOMEM. */
+int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)(void *ctx),
+                         void *ctx);
+/* The reading threads joined (also done by pd_stream_release): no thread
+ * touches the input any more, the stream reads on as before. */
 void pd_stream_stop_ahead(struct pd_stream *s);
-/* The thread's side (perf_data_ahead.c): started (*a NULL without a
- * thread), the next chunk into c (whose buffer is given back), stopped. */
+/* The threads' side (perf_data_ahead.c): started at the input's offset
+ * base (*a NULL without a thread), the next chunk into c (whose buffer is
+ * given back: 1, 0 at the input's end, or its error), the threads joined
+ * (chunks read on the caller's thread from then on), freed. */
 struct pd_ahead;
-int pd_ahead_start(struct pd_ahead **a, struct ember_input *in, void (*progress)(void *ctx),
-                   void *ctx);
+int pd_ahead_start(struct pd_ahead **a, struct ember_input *in, uint64_t base, unsigned readers,
+                   void (*progress)(void *ctx), void *ctx);
 int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *d);
 void pd_ahead_stop(struct pd_ahead *a);
+void pd_ahead_free(struct pd_ahead *a);
 /* Whether the next n bytes are at hand, contiguous, without reading. */
 static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
 {

@@ -1,33 +1,46 @@
 /*
- * perf_data_ahead.c - the perf.data reader's input read ahead on a thread
- * of its own (-j 2 and more): read() copying the file out of the page
- * cache is about a third of reading a recording, and the records can be
- * ordered, unwound and counted on the caller's thread while the next
- * chunks are read.
+ * perf_data_ahead.c - the perf.data reader's input read ahead on threads
+ * of their own (-j 2 and more): read() copying the file out of the page
+ * cache is about a third of reading a DWARF recording, and one thread
+ * doing it all would be the serial part that caps every core added; the
+ * copy scales with cores, so up to AHEAD_READERS threads share it while
+ * the records are ordered, unwound and counted on the stream's thread.
  *
- * A ring of AHEAD_SLOTS chunks: the reading thread fills the free ones in
- * input order, the stream takes them in the same order (refill), giving
- * back its last chunk's buffer for the reader to fill again. Only a
- * regular file is read ahead: a pipe's read could block the thread past
- * the reader's end (it is joined then).
- * Invariants: the input is touched by the reading thread alone while it
- * runs (the progress callback is called there, once per chunk); a chunk's
- * result and error reach the stream in order, and nothing is read after
- * an error or the end; the thread is joined before the stream is
- * released, on every path.
+ * The rest of the input, from the stream's position (base), is cut into
+ * chunks of AHEAD_CHUNK bytes: chunk k is read by ember_input_pread at
+ * base + k * AHEAD_CHUNK by whichever thread takes it, into slot k % nslots
+ * of a ring; the stream takes them strictly in order (pd_ahead_next),
+ * giving back its last chunk's buffer for a thread to fill again. Only an
+ * input that can be read at any offset is read so (a regular file or
+ * memory, not gzip: ember_input_seekable), and its sequential position is
+ * never moved: from base on, the stream's bytes all come from here.
+ * Invariants: the chunks taken are the input's bytes from base, in order,
+ * as one read() after another would give them; the first chunk short of
+ * AHEAD_CHUNK (the input's end) or failing is the last one read and taken
+ * (end), its error reaching the stream in its place; threads only pread
+ * the input, the stream's thread alone marks it consumed and calls the
+ * progress callback (once per chunk, in order); the threads are joined by
+ * pd_ahead_stop, after which the stream's thread reads the next chunks
+ * itself, so the stream goes on seeing the same bytes.
  */
 #include "read/perf/perf_data.h"
 #include "read/read_impl.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
-enum { AHEAD_SLOTS = 4 };
+enum {
+    AHEAD_CHUNK = 1 << 20,
+    AHEAD_READERS = 4, /* at most: the page cache's copy is not worth more */
+    AHEAD_SLOTS = AHEAD_READERS + 2,
+};
 
 struct ahead_slot {
     struct ember_chunk c;
-    int r; /* ember_input_read_chunk's */
+    int r; /* 1: bytes read, 0: none (the input's end), < 0: error (d) */
+    bool full;
     struct ember_diag d;
 };
 
@@ -35,94 +48,154 @@ struct pd_ahead {
     struct ember_input *in;
     void (*progress)(void *ctx);
     void *ctx;
-    pthread_t thread;
+    uint64_t base; /* the input offset of chunk 0 */
+    pthread_t thread[AHEAD_READERS];
+    size_t nthreads, nslots;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t room;   /* a slot given back, or stop: for the threads */
+    pthread_cond_t filled; /* a slot filled: for the stream */
     struct ahead_slot slot[AHEAD_SLOTS];
-    size_t head, full; /* slots [head, head + full) are filled, in order */
+    uint64_t head; /* the chunk the stream takes next */
+    uint64_t next; /* the chunk a thread reads next */
+    uint64_t end;  /* no chunk from this one on is read or taken */
     bool stop;
 };
+
+/* Reads chunk k into its slot: whether it is the last one (short, empty
+ * or failed). */
+static bool read_slot(struct pd_ahead *a, struct ahead_slot *s, uint64_t k)
+{
+    size_t got = 0;
+    s->c.len = 0;
+    s->r = EMBER_VEC_RESERVE(s->c.data, s->c.cap, AHEAD_CHUNK);
+    if (s->r == 0)
+        s->r = ember_input_pread(a->in, s->c.data, AHEAD_CHUNK, a->base + k * AHEAD_CHUNK, &got,
+                                 &s->d);
+    if (s->r == 0) {
+        s->c.len = got;
+        s->r = got > 0;
+    }
+    return s->r <= 0 || got < AHEAD_CHUNK;
+}
+
+/* Chunk k read (a->mu held, or no thread left): the stream told, the end set at the first
+ * last one (a chunk with bytes is taken before it). */
+static void filled(struct pd_ahead *a, struct ahead_slot *s, uint64_t k, bool last)
+{
+    s->full = true;
+    uint64_t end = k + (s->r != 0);
+    if (last && end < a->end)
+        a->end = end;
+    pthread_cond_signal(&a->filled);
+}
 
 static void *ahead_main(void *arg)
 {
     struct pd_ahead *a = arg;
-    for (int r = 1; r > 0;) {
-        pthread_mutex_lock(&a->mu);
-        while (a->full == AHEAD_SLOTS && !a->stop)
-            pthread_cond_wait(&a->cv, &a->mu);
-        bool stop = a->stop;
-        struct ahead_slot *s = &a->slot[(a->head + a->full) % AHEAD_SLOTS];
-        pthread_mutex_unlock(&a->mu);
-        if (stop)
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (!a->stop && a->next < a->end && a->next >= a->head + a->nslots)
+            pthread_cond_wait(&a->room, &a->mu);
+        if (a->stop || a->next >= a->end)
             break;
-        r = s->r = ember_input_read_chunk(a->in, &s->c, EMBER_CUT_BYTES, &s->d);
-        if (a->progress)
-            a->progress(a->ctx);
-        pthread_mutex_lock(&a->mu);
-        a->full++;
-        pthread_cond_broadcast(&a->cv);
+        uint64_t k = a->next++;
+        struct ahead_slot *s = &a->slot[k % a->nslots];
         pthread_mutex_unlock(&a->mu);
+        bool last = read_slot(a, s, k);
+        pthread_mutex_lock(&a->mu);
+        filled(a, s, k, last);
     }
+    pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
-int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, void (*progress)(void *ctx),
-                   void *ctx)
+int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, uint64_t base, unsigned readers,
+                   void (*progress)(void *ctx), void *ctx)
 {
+    *out = NULL;
     struct pd_ahead *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
-    a->in = in;
-    a->progress = progress;
-    a->ctx = ctx;
+    *a = (struct pd_ahead){.in = in, .progress = progress, .ctx = ctx, .base = base};
+    a->end = UINT64_MAX;
+    size_t want = readers < AHEAD_READERS ? readers : AHEAD_READERS;
+    a->nslots = want + 2; /* one being taken, one being read, each thread's */
     pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
-    if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
-        pthread_cond_destroy(&a->cv);
-        pthread_mutex_destroy(&a->mu);
-        free(a);
-        *out = NULL;
+    pthread_cond_init(&a->room, NULL);
+    pthread_cond_init(&a->filled, NULL);
+    while (a->nthreads < want && pthread_create(&a->thread[a->nthreads], NULL, ahead_main, a) == 0)
+        a->nthreads++;
+    if (a->nthreads == 0) {
+        pd_ahead_free(a);
         return 0; /* no thread: the caller reads as with one */
     }
     *out = a;
     return 0;
 }
 
+/* The slot of chunk head once it is read (by the stream's thread itself
+ * after the threads are stopped), or NULL at the end. */
+static struct ahead_slot *wait_head(struct pd_ahead *a)
+{
+    struct ahead_slot *s = &a->slot[a->head % a->nslots];
+    pthread_mutex_lock(&a->mu);
+    while (a->head < a->end && !s->full && a->nthreads)
+        pthread_cond_wait(&a->filled, &a->mu);
+    bool at_end = a->head >= a->end, full = s->full;
+    pthread_mutex_unlock(&a->mu);
+    if (at_end || full)
+        return at_end ? NULL : s;
+    /* stopped, and no thread took this chunk: none is left to */
+    a->next = a->head + 1;
+    filled(a, s, a->head, read_slot(a, s, a->head));
+    return a->head < a->end ? s : NULL;
+}
+
 int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *d)
 {
-    pthread_mutex_lock(&a->mu);
-    while (a->full == 0)
-        pthread_cond_wait(&a->cv, &a->mu);
-    struct ahead_slot *s = &a->slot[a->head];
-    pthread_mutex_unlock(&a->mu);
-    struct ember_chunk mine = *c; /* its buffer is filled again by the reader */
+    struct ahead_slot *s = wait_head(a);
+    if (!s)
+        return 0;
+    if (s->r < 0) { /* the reading has ended: this slot stays, the next again */
+        *d = s->d;
+        return s->r;
+    }
+    struct ember_chunk mine = *c; /* its buffer is filled again by a thread */
     *c = s->c;
     s->c = mine;
-    int r = s->r;
-    if (r < 0)
-        *d = s->d;
-    if (r <= 0) /* the reader has stopped: this slot stays, so that it is the next again */
-        return r;
     pthread_mutex_lock(&a->mu);
-    a->head = (a->head + 1) % AHEAD_SLOTS;
-    a->full--;
-    pthread_cond_broadcast(&a->cv);
+    s->full = false;
+    a->head++;
+    pthread_cond_signal(&a->room);
     pthread_mutex_unlock(&a->mu);
-    return r;
+    ember_input_mark_consumed(a->in, a->base + (a->head - 1) * AHEAD_CHUNK + c->len);
+    if (a->progress)
+        a->progress(a->ctx);
+    return 1;
 }
 
 void pd_ahead_stop(struct pd_ahead *a)
 {
-    if (!a)
+    if (!a || !a->nthreads)
         return;
     pthread_mutex_lock(&a->mu);
     a->stop = true;
-    pthread_cond_broadcast(&a->cv);
+    pthread_cond_broadcast(&a->room);
     pthread_mutex_unlock(&a->mu);
-    pthread_join(a->thread, NULL);
+    for (size_t i = 0; i < a->nthreads; i++)
+        pthread_join(a->thread[i], NULL);
+    a->nthreads = 0;
+}
+
+void pd_ahead_free(struct pd_ahead *a)
+{
+    if (!a)
+        return;
+    pd_ahead_stop(a);
     for (size_t i = 0; i < AHEAD_SLOTS; i++)
         ember_chunk_release(&a->slot[i].c);
-    pthread_cond_destroy(&a->cv);
+    pthread_cond_destroy(&a->filled);
+    pthread_cond_destroy(&a->room);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

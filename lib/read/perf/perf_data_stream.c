@@ -24,17 +24,23 @@ void pd_stream_init(struct pd_stream *s, struct ember_input *in)
     s->name = ember_input_name(in);
 }
 
-int pd_stream_read_ahead(struct pd_stream *s, void (*progress)(void *ctx), void *ctx)
+static size_t avail(const struct pd_stream *s);
+
+int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)(void *ctx),
+                         void *ctx)
 {
-    if (s->ahead || s->eof || !ember_input_seekable(s->in))
+    /* the input's next byte: after the stream's (the input holds none back
+     * when its count says so, as after each chunk of EMBER_CUT_BYTES) */
+    uint64_t at = s->offset + (s->jlen - s->jdrop) + avail(s);
+    if (s->ahead || s->eof || !readers || !ember_input_seekable(s->in) ||
+        ember_input_consumed(s->in) != at)
         return 0;
-    return pd_ahead_start(&s->ahead, s->in, progress, ctx);
+    return pd_ahead_start(&s->ahead, s->in, at, readers, progress, ctx);
 }
 
 void pd_stream_stop_ahead(struct pd_stream *s)
 {
     pd_ahead_stop(s->ahead);
-    s->ahead = NULL;
 }
 
 /* A chunk set aside while records point into it. */
@@ -53,7 +59,7 @@ void pd_stream_drop_spare(struct pd_stream *s)
 
 void pd_stream_release(struct pd_stream *s)
 {
-    pd_stream_stop_ahead(s);
+    pd_ahead_free(s->ahead);
     ember_chunk_release(&s->chunk);
     free(s->join);
     for (size_t i = 0; i < s->nheld; i++)

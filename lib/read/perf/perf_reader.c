@@ -28,7 +28,7 @@ struct pd_reader {
     struct ember_diag *d;
     uint64_t last_time; /* the latest timed record's */
     uint64_t records;
-    bool ahead; /* read the data ahead on a thread */
+    unsigned ahead; /* threads reading the data ahead, 0: none */
 };
 
 int pd_reader_new(struct pd_reader **out, struct ember_input *in)
@@ -54,9 +54,9 @@ void pd_reader_free(struct pd_reader *rd)
     free(rd);
 }
 
-void pd_reader_read_ahead(struct pd_reader *rd, bool on)
+void pd_reader_read_ahead(struct pd_reader *rd, unsigned threads)
 {
-    rd->ahead = on;
+    rd->ahead = threads > 1 ? threads : 0; /* one thread reads as it goes */
 }
 
 const struct pd_file *pd_reader_file(const struct pd_reader *rd)
@@ -197,7 +197,7 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
     rd->d = d;
     int err = pd_file_read_header(&rd->f, &rd->s, d);
     if (!err && rd->ahead)
-        err = pd_stream_read_ahead(&rd->s, tool->progress, ctx);
+        err = pd_stream_read_ahead(&rd->s, rd->ahead, tool->progress, ctx);
     if (!err)
         err = read_data(rd);
     if (!err)

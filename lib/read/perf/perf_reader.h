@@ -62,7 +62,8 @@ struct pd_reader_tool {
     /* perf's own records but HEADER_ATTR (FINISHED_ROUND, ...) */
     int (*user)(void *ctx, const struct pd_record *r);
     /* Every PD_READER_PROGRESS_EVERY records read; with the input read
-     * ahead, after each chunk, on the reading thread. */
+     * ahead, after each chunk, in order, on the thread that runs the
+     * reader. */
     void (*progress)(void *ctx);
 };
 
@@ -71,9 +72,10 @@ struct pd_reader;
 /* A reader of the perf.data in: 0 or -ENOMEM. */
 int pd_reader_new(struct pd_reader **out, struct ember_input *in);
 void pd_reader_free(struct pd_reader *rd);
-/* The data read ahead on a thread of its own (pd_stream_read_ahead), from
- * the first record to the run's end. */
-void pd_reader_read_ahead(struct pd_reader *rd, bool on);
+/* With threads (-j) above 1, the data read ahead on threads of their own
+ * (pd_stream_read_ahead: up to 4), from the first record to the run's
+ * end. */
+void pd_reader_read_ahead(struct pd_reader *rd, unsigned threads);
 /* Reads the whole file, its records to tool's callbacks (ctx theirs):
  * 0, a callback's error, or the file's (set in d). */
 int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void *ctx,
