@@ -78,8 +78,8 @@ static bool read_slot(struct pd_ahead *a, struct ahead_slot *s, uint64_t k)
     return s->r <= 0 || got < AHEAD_CHUNK;
 }
 
-/* Chunk k read (a->mu held, or no thread left): the stream told, the end set at the first
- * last one (a chunk with bytes is taken before it). */
+/* Chunk k read (a->mu held, or no thread left): the stream told; the
+ * first last chunk ends the reading (one with bytes is taken first). */
 static void filled(struct pd_ahead *a, struct ahead_slot *s, uint64_t k, bool last)
 {
     s->full = true;
@@ -113,13 +113,13 @@ int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, uint64_t base,
                    void (*progress)(void *ctx), void *ctx)
 {
     *out = NULL;
-    struct pd_ahead *a = calloc(1, sizeof(*a));
+    struct pd_ahead *a = malloc(sizeof(*a));
     if (!a)
         return -ENOMEM;
     *a = (struct pd_ahead){.in = in, .progress = progress, .ctx = ctx, .base = base};
     a->end = UINT64_MAX;
     size_t want = readers < AHEAD_READERS ? readers : AHEAD_READERS;
-    a->nslots = want + 2; /* one being taken, one being read, each thread's */
+    a->nslots = want + 2; /* each thread's being read, the stream's next, one spare */
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->room, NULL);
     pthread_cond_init(&a->filled, NULL);

@@ -29,8 +29,9 @@ static size_t avail(const struct pd_stream *s);
 int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)(void *ctx),
                          void *ctx)
 {
-    /* the input's next byte: after the stream's (the input holds none back
-     * when its count says so, as after each chunk of EMBER_CUT_BYTES) */
+    /* the input's next byte is the one after the stream's last chunk,
+     * where the input holds none back (its count of bytes read says so;
+     * none is after a chunk of EMBER_CUT_BYTES): the threads go on there */
     uint64_t at = s->offset + (s->jlen - s->jdrop) + avail(s);
     if (s->ahead || s->eof || !readers || !ember_input_seekable(s->in) ||
         ember_input_consumed(s->in) != at)
