@@ -185,6 +185,15 @@ void pd_ahead_stop(struct pd_ahead *a)
     for (size_t i = 0; i < a->nthreads; i++)
         pthread_join(a->thread[i], NULL);
     a->nthreads = 0;
+    /* the buffers no chunk still to be taken is in are let go now: the
+     * reader stops at the data's end, before what comes after it grows */
+    for (size_t i = 0; i < a->nslots; i++) {
+        uint64_t k = a->head + (i + a->nslots - a->head % a->nslots) % a->nslots;
+        if (k >= a->next || k >= a->end) {
+            ember_chunk_release(&a->slot[i].c);
+            a->slot[i].full = false;
+        }
+    }
 }
 
 void pd_ahead_free(struct pd_ahead *a)

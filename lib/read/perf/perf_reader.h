@@ -72,9 +72,9 @@ struct pd_reader;
 /* A reader of the perf.data in: 0 or -ENOMEM. */
 int pd_reader_new(struct pd_reader **out, struct ember_input *in);
 void pd_reader_free(struct pd_reader *rd);
-/* With threads (-j) above 1, the data read ahead on threads of their own
- * (pd_stream_read_ahead: up to 4), from the first record to the run's
- * end. */
+/* With threads (-j) above 1, the data read ahead on threads - 1 threads
+ * of their own (pd_stream_read_ahead: up to 4), from the first record to
+ * the run's end. */
 void pd_reader_read_ahead(struct pd_reader *rd, unsigned threads);
 /* Reads the whole file, its records to tool's callbacks (ctx theirs):
  * 0, a callback's error, or the file's (set in d). */
