@@ -11,8 +11,8 @@ Build ember for it with frame pointers and symbols (cmake
 nanoseconds where perf records cpu-clock (a VM); each sample goes to the
 first phase whose text is in its stack (Release builds inline much: the
 names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
-thread is the serial part: with -j 2 and more the file is read on a thread
-of its own (perf_data_ahead.c), /proc/kallsyms on another
+thread is the serial part: with -j N (2 and more) the file is read on
+N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
 (perf_data_names.c), DWARF samples are unwound on the caller's thread and
 j - 1 workers (perf_data_jobs.c), with --inline the files' DWARF is read on
 as many (symbol/prepare.c), and everything else is the caller's.
