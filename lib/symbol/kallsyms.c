@@ -12,16 +12,20 @@
  * build-id in /sys/kernel/notes), and when kallsyms shows addresses (it
  * shows zeros under kernel.kptr_restrict to those who may not see them).
  * Invariants: kernel and module symbols are sorted by start, each module's
- * symbols together; names live in one buffer.
+ * symbols together; names live in one buffer: the file's text as read,
+ * each name NUL-terminated where it lies (no copy, no allocation a line:
+ * parsing had cost as much CPU as the kernel's writing of the file).
  */
 #include "symbol/kallsyms.h"
 #include "base/vec.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ksym {
     uint64_t start, end;
@@ -49,69 +53,115 @@ void ember_kallsyms_release(struct ember_kallsyms *k)
     free(k->names);
 }
 
-static int keep_name(struct ember_kallsyms *k, const char *s, size_t n, uint32_t *at)
-{
-    if (k->nlen + n + 1 > UINT32_MAX)
-        return -ERANGE;
-    if (EMBER_VEC_RESERVE(k->names, k->ncap, k->nlen + n + 1) < 0)
-        return -ENOMEM;
-    memcpy(k->names + k->nlen, s, n);
-    k->names[k->nlen + n] = '\0';
-    *at = (uint32_t)k->nlen;
-    k->nlen += n + 1;
-    return 0;
-}
-
 static bool kept_type(char type)
 {
     type = (char)toupper((unsigned char)type);
     return type == 'T' || type == 'W' || type == 'D' || type == 'B';
 }
 
-/* One line: "ffffffff81000000 T _text" or "... t name\t[module]". */
-static int parse_line(struct ember_kallsyms *k, char *line, uint32_t order, uint32_t *last_module,
-                      const char **last_mod_name)
+static int hex_digit(char c)
 {
-    char *end;
-    uint64_t addr = strtoull(line, &end, 16);
-    if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The address a line starts with (the kernel prints 16 hex digits):
+ * the first byte after it, or NULL. */
+static const char *address(const char *p, const char *end, uint64_t *addr)
+{
+    const char *start = p;
+    int d;
+    for (*addr = 0; p < end && p - start < 16 && (d = hex_digit(*p)) >= 0; p++)
+        *addr = *addr << 4 | (uint64_t)d;
+    return p > start && (p == end || hex_digit(*p) < 0) ? p : NULL;
+}
+
+/* The module of the symbol at name, "[mod]" after a tab to the line's
+ * end, NUL-terminated in place: consecutive symbols of one module share
+ * its first offset. */
+static uint32_t module_of(struct ember_kallsyms *k, char *mod, char *eol, uint32_t *last_module)
+{
+    *eol = '\0';
+    size_t ml = (size_t)(eol - mod);
+    const char *last = *last_module == UINT32_MAX ? NULL : k->names + *last_module;
+    if (!last || strlen(last) != ml || memcmp(last, mod, ml) != 0)
+        *last_module = (uint32_t)(mod - k->names);
+    return *last_module;
+}
+
+/* One line, line[0, eol): "ffffffff81000000 T _text" or "... t name\t[module]".
+ * Its name (and module) are NUL-terminated where they lie. */
+static int parse_line(struct ember_kallsyms *k, char *line, char *eol, uint32_t order,
+                      uint32_t *last_module)
+{
+    uint64_t addr;
+    const char *end = address(line, eol, &addr);
+    if (!end || eol - end < 3 || end[0] != ' ' || end[2] != ' ')
         return 0;
     char type = end[1];
-    char *name = end + 3;
-    size_t n = strcspn(name, "\t\n");
+    char *name = line + (end - line) + 3;
+    char *tab = memchr(name, '\t', (size_t)(eol - name));
+    size_t n = (size_t)((tab ? tab : eol) - name);
     if (!kept_type(type) || n == 0 || name[0] == '$')
         return 0;
-    if (strcmp(name, "_text") == 0 || (n == 5 && memcmp(name, "_text", 5) == 0))
+    if (n == 5 && memcmp(name, "_text", 5) == 0)
         k->text_now = addr, k->have_text = true;
-    uint32_t module = UINT32_MAX;
-    if (name[n] == '\t') {
-        char *mod = name + n + 1;
-        size_t ml = strcspn(mod, "\n");
-        if (*last_mod_name && strlen(*last_mod_name) == ml &&
-            memcmp(*last_mod_name, mod, ml) == 0) {
-            module = *last_module;
-        } else {
-            int err = keep_name(k, mod, ml, &module);
-            if (err)
-                return err;
-            *last_module = module;
-            *last_mod_name = k->names + module;
-        }
-    }
+    uint32_t module = tab ? module_of(k, tab + 1, eol, last_module) : UINT32_MAX;
+    name[n] = '\0';
     if (EMBER_VEC_RESERVE(k->syms, k->cap, k->n + 1) < 0)
         return -ENOMEM;
-    struct ksym *s = &k->syms[k->n];
-    int err = keep_name(k, name, n, &s->name);
-    if (err)
-        return err;
-    /* keep_name may have moved names: last_mod_name points into it */
-    if (module != UINT32_MAX)
-        *last_mod_name = k->names + module;
-    s->start = s->end = addr;
-    s->module = module;
-    s->order = order;
-    k->n++;
+    k->syms[k->n++] = (struct ksym){addr, addr, (uint32_t)(name - k->names), module, order};
     return 0;
+}
+
+/* The whole file in k->names (NUL-terminated), read in large pieces: a
+ * /proc file says no size, and the kernel writes kallsyms a page at a
+ * time however much is asked. -errno. */
+static int read_all(struct ember_kallsyms *k, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int err = 0;
+    for (;;) {
+        if (k->ncap - k->nlen < (1 << 16) + 1 &&
+            EMBER_VEC_RESERVE(k->names, k->ncap, k->nlen + (1 << 20)) < 0) {
+            err = -ENOMEM;
+            break;
+        }
+        ssize_t got = read(fd, k->names + k->nlen, k->ncap - k->nlen - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            err = got < 0 ? -errno : 0;
+            break;
+        }
+        k->nlen += (size_t)got;
+    }
+    close(fd);
+    if (!err && k->nlen >= UINT32_MAX)
+        err = -EFBIG; /* names are 32-bit offsets */
+    if (!err)
+        k->names[k->nlen] = '\0';
+    return err;
+}
+
+/* Every line of the text read. */
+static int parse_all(struct ember_kallsyms *k)
+{
+    char *p = k->names, *end = k->names + k->nlen;
+    uint32_t order = 0, last_module = UINT32_MAX;
+    int err = 0;
+    while (p < end && !err) {
+        char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        err = parse_line(k, p, eol, order++, &last_module);
+        p = eol + 1;
+    }
+    return err;
 }
 
 /* A 32-bit word of the notes, in the running kernel's (this host's) order. */
@@ -132,7 +182,11 @@ static uint64_t page_up(uint64_t x)
  * the kernel's symbols first, each module's after, in their order. */
 static int fix_ends(struct ember_kallsyms *k)
 {
-    qsort(k->syms, k->n, sizeof(*k->syms), by_address);
+    bool sorted_already = true; /* the kernel lists its symbols by address */
+    for (size_t i = 1; i < k->n && sorted_already; i++)
+        sorted_already = k->syms[i - 1].start <= k->syms[i].start;
+    if (!sorted_already) /* lines keep their order at one address: order ties */
+        qsort(k->syms, k->n, sizeof(*k->syms), by_address);
     for (size_t i = 0; i + 1 < k->n; i++) {
         struct ksym *prev = &k->syms[i], *curr = &k->syms[i + 1];
         if ((prev->module == UINT32_MAX) != (curr->module == UINT32_MAX))
@@ -204,21 +258,14 @@ int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_so
         if (n != src->build_id_len || memcmp(now, src->build_id, n) != 0)
             path = src->cached; /* perf record's copy, of the recorded kernel */
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    int err = read_all(k, path);
+    if (err == -ENOMEM)
+        return err;
+    if (err) {
         snprintf(k->why, sizeof(k->why), "cannot read %s", path);
         return 0;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    uint32_t order = 0, last_module = UINT32_MAX;
-    const char *last_mod_name = NULL;
-    int err = 0;
-    while (!err && getline(&line, &cap, f) > 0)
-        err = parse_line(k, line, order++, &last_module, &last_mod_name);
-    free(line);
-    fclose(f);
-    if (err)
+    if ((err = parse_all(k)) < 0)
         return err;
     if (!k->have_text || k->text_now == 0) {
         snprintf(k->why, sizeof(k->why),

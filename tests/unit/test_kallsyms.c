@@ -78,6 +78,30 @@ static void test_kernel_and_modules(void **state)
     ember_kallsyms_release(&k);
 }
 
+/* Lines out of address order (a copy edited by hand, modules loaded
+ * between reads): sorted, ties in the order listed; the last line
+ * without its newline; names kept where the text was read. */
+static void test_unsorted(void **state)
+{
+    (void)state;
+    struct ember_kallsyms k;
+    load(&k,
+         "ffffffff81000300 T third\n"
+         "ffffffffc0000040 t mod_next\t[xfs]\n"
+         "ffffffff81000100 t alias_first\n"
+         "ffffffff81000000 T _text\n"
+         "ffffffff81000100 T kept_last\n"
+         "ffffffffc0000000 t mod_fn\t[xfs]",
+         false, 0);
+    assert_true(k.usable);
+    expect(&k, NULL, 0xffffffff81000010, "_text", 0x10);
+    expect(&k, NULL, 0xffffffff81000180, "kept_last", 0x80);
+    expect(&k, NULL, 0xffffffff81000310, "third", 0x10);
+    expect(&k, "[xfs]", 0xffffffffc0000010, "mod_fn", 0x10);
+    expect(&k, "[xfs]", 0xffffffffc0000044, "mod_next", 4);
+    ember_kallsyms_release(&k);
+}
+
 /* The recorded kernel's _text was 0x1000 lower than the running one's. */
 static void test_relocated(void **state)
 {
@@ -118,6 +142,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_and_modules),
+        cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_relocated),
         cmocka_unit_test(test_hidden),
         cmocka_unit_test(test_other_kernel),
