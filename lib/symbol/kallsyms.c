@@ -12,8 +12,9 @@
  * build-id in /sys/kernel/notes), and when kallsyms shows addresses (it
  * shows zeros under kernel.kptr_restrict to those who may not see them).
  * Invariants: kernel and module symbols are sorted by start, each module's
- * symbols together; names live in one buffer: the file's text as read,
- * each name NUL-terminated where it lies (no copy, no allocation a line:
+ * symbols together; names live in one buffer, into which the file is
+ * read a piece at a time and parsed in place, each name moved down over
+ * the lines already read (no copy of a line, no allocation per line:
  * parsing had cost as much CPU as the kernel's writing of the file).
  */
 #include "symbol/kallsyms.h"
@@ -78,22 +79,32 @@ static const char *address(const char *p, const char *end, uint64_t *addr)
     return p > start && (p == end || hex_digit(*p) < 0) ? p : NULL;
 }
 
-/* The module of the symbol at name, "[mod]" after a tab to the line's
- * end, NUL-terminated in place: consecutive symbols of one module share
- * its first offset. */
-static uint32_t module_of(struct ember_kallsyms *k, char *mod, char *eol, uint32_t *last_module)
+/* s[0, n) kept at the names' end, NUL-terminated: its offset. The text
+ * is parsed in place: what is kept moves down over lines already read,
+ * never past the one being parsed (a line holds more than its name and
+ * module and their NULs). */
+static uint32_t keep(struct ember_kallsyms *k, const char *s, size_t n)
 {
-    *eol = '\0';
-    size_t ml = (size_t)(eol - mod);
+    uint32_t at = (uint32_t)k->nlen;
+    memmove(k->names + at, s, n);
+    k->names[at + n] = '\0';
+    k->nlen += n + 1;
+    return at;
+}
+
+/* The module "[mod]" of mod[0, n): consecutive symbols of one module
+ * share one copy. */
+static uint32_t module_of(struct ember_kallsyms *k, const char *mod, size_t n,
+                          uint32_t *last_module)
+{
     const char *last = *last_module == UINT32_MAX ? NULL : k->names + *last_module;
-    if (!last || strlen(last) != ml || memcmp(last, mod, ml) != 0)
-        *last_module = (uint32_t)(mod - k->names);
+    if (!last || strlen(last) != n || memcmp(last, mod, n) != 0)
+        *last_module = keep(k, mod, n);
     return *last_module;
 }
 
-/* One line, line[0, eol): "ffffffff81000000 T _text" or "... t name\t[module]".
- * Its name (and module) are NUL-terminated where they lie. */
-static int parse_line(struct ember_kallsyms *k, char *line, char *eol, uint32_t order,
+/* One line, line[0, eol): "ffffffff81000000 T _text" or "... t name\t[module]". */
+static int parse_line(struct ember_kallsyms *k, const char *line, const char *eol, uint32_t order,
                       uint32_t *last_module)
 {
     uint64_t addr;
@@ -101,66 +112,87 @@ static int parse_line(struct ember_kallsyms *k, char *line, char *eol, uint32_t 
     if (!end || eol - end < 3 || end[0] != ' ' || end[2] != ' ')
         return 0;
     char type = end[1];
-    char *name = line + (end - line) + 3;
-    char *tab = memchr(name, '\t', (size_t)(eol - name));
+    const char *name = end + 3, *tab = memchr(name, '\t', (size_t)(eol - name));
     size_t n = (size_t)((tab ? tab : eol) - name);
     if (!kept_type(type) || n == 0 || name[0] == '$')
         return 0;
     if (n == 5 && memcmp(name, "_text", 5) == 0)
         k->text_now = addr, k->have_text = true;
-    uint32_t module = tab ? module_of(k, tab + 1, eol, last_module) : UINT32_MAX;
-    name[n] = '\0';
     if (EMBER_VEC_RESERVE(k->syms, k->cap, k->n + 1) < 0)
         return -ENOMEM;
-    k->syms[k->n++] = (struct ksym){addr, addr, (uint32_t)(name - k->names), module, order};
+    uint32_t at = keep(k, name, n);
+    uint32_t module =
+        tab ? module_of(k, tab + 1, (size_t)(eol - tab - 1), last_module) : UINT32_MAX;
+    k->syms[k->n++] = (struct ksym){addr, addr, at, module, order};
     return 0;
 }
 
-/* The whole file in k->names (NUL-terminated), read in large pieces: a
- * /proc file says no size, and the kernel writes kallsyms a page at a
- * time however much is asked. -errno. */
-static int read_all(struct ember_kallsyms *k, const char *path)
+/* The lines read so far: the names kept are names[0, nlen), the text not
+ * parsed yet [at, end). */
+struct text {
+    size_t at, end;
+    uint32_t order, last_module;
+};
+
+/* Parses the whole lines of the text (with eof, the last one too). */
+static int parse_lines(struct ember_kallsyms *k, struct text *t, bool eof)
+{
+    while (t->at < t->end) {
+        const char *line = k->names + t->at;
+        const char *eol = memchr(line, '\n', t->end - t->at);
+        if (!eol && !eof)
+            break;
+        if (!eol)
+            eol = k->names + t->end;
+        int err = parse_line(k, line, eol, t->order++, &t->last_module);
+        if (err)
+            return err;
+        t->at = (size_t)(eol - k->names) + 1;
+    }
+    if (t->at > t->end)
+        t->at = t->end;
+    return 0;
+}
+
+/* The file read in pieces of 1 MiB and parsed as it comes (a /proc file
+ * says no size, and the kernel writes kallsyms a page at a time however
+ * much is asked): memory holds the names and one piece. -errno. */
+static int read_text(struct ember_kallsyms *k, int fd)
+{
+    struct text t = {.last_module = UINT32_MAX};
+    for (bool eof = false; !eof;) {
+        if (t.end > t.at) /* the rest of a line: names may still be NULL */
+            memmove(k->names + k->nlen, k->names + t.at, t.end - t.at);
+        t.end = k->nlen + (t.end - t.at);
+        t.at = k->nlen;
+        if (EMBER_VEC_RESERVE(k->names, k->ncap, t.end + (1 << 20) + 1) < 0)
+            return -ENOMEM;
+        ssize_t got = read(fd, k->names + t.end, k->ncap - t.end - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -errno;
+        eof = got == 0;
+        t.end += (size_t)got;
+        if (t.end >= UINT32_MAX)
+            return -EFBIG; /* names are 32-bit offsets */
+        int err = parse_lines(k, &t, eof);
+        if (err)
+            return err;
+    }
+    char *fit = realloc(k->names, k->nlen + 1); /* the last piece read goes */
+    if (fit)
+        k->names = fit, k->ncap = k->nlen + 1;
+    return 0;
+}
+
+static int read_file(struct ember_kallsyms *k, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int err = 0;
-    for (;;) {
-        if (k->ncap - k->nlen < (1 << 16) + 1 &&
-            EMBER_VEC_RESERVE(k->names, k->ncap, k->nlen + (1 << 20)) < 0) {
-            err = -ENOMEM;
-            break;
-        }
-        ssize_t got = read(fd, k->names + k->nlen, k->ncap - k->nlen - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            err = got < 0 ? -errno : 0;
-            break;
-        }
-        k->nlen += (size_t)got;
-    }
+    int err = read_text(k, fd);
     close(fd);
-    if (!err && k->nlen >= UINT32_MAX)
-        err = -EFBIG; /* names are 32-bit offsets */
-    if (!err)
-        k->names[k->nlen] = '\0';
-    return err;
-}
-
-/* Every line of the text read. */
-static int parse_all(struct ember_kallsyms *k)
-{
-    char *p = k->names, *end = k->names + k->nlen;
-    uint32_t order = 0, last_module = UINT32_MAX;
-    int err = 0;
-    while (p < end && !err) {
-        char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol)
-            eol = end;
-        err = parse_line(k, p, eol, order++, &last_module);
-        p = eol + 1;
-    }
     return err;
 }
 
@@ -258,15 +290,13 @@ int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_so
         if (n != src->build_id_len || memcmp(now, src->build_id, n) != 0)
             path = src->cached; /* perf record's copy, of the recorded kernel */
     }
-    int err = read_all(k, path);
+    int err = read_file(k, path);
     if (err == -ENOMEM)
         return err;
     if (err) {
         snprintf(k->why, sizeof(k->why), "cannot read %s", path);
         return 0;
     }
-    if ((err = parse_all(k)) < 0)
-        return err;
     if (!k->have_text || k->text_now == 0) {
         snprintf(k->why, sizeof(k->why),
                  "%s shows no addresses (kernel.kptr_restrict hides them; root sees them)", path);

@@ -4,7 +4,8 @@
  * and each sample's walk needs only its own registers and stack copy, the
  * maps of its process and the files' CFI rows.
  *
- * Samples are kept in a batch, in their order, their records held where
+ * Samples are kept in a batch (128: at 256, -j 2 was 0.21 s wall against
+ * 0.18 s on the 666 MB DWARF recording), in their order, their records held where
  * the reader read them (perf_reader.h), until it is full, or a record
  * that may change threads or maps or weigh a stack comes, or the data
  * ends. The batch is then done in
@@ -26,7 +27,7 @@
 
 /* Samples in a batch: enough walks (about 1 us each) to pay for waking the
  * workers, few enough to keep the batch's frames in the caches. */
-enum { JOBS_BATCH = 256 };
+enum { JOBS_BATCH = 128 };
 
 struct job {
     int ai;
