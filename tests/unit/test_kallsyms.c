@@ -141,10 +141,8 @@ static void test_other_kernel(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_and_modules),
-        cmocka_unit_test(test_unsorted),
-        cmocka_unit_test(test_relocated),
-        cmocka_unit_test(test_hidden),
+        cmocka_unit_test(test_kernel_and_modules), cmocka_unit_test(test_unsorted),
+        cmocka_unit_test(test_relocated),          cmocka_unit_test(test_hidden),
         cmocka_unit_test(test_other_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
