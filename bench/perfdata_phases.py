@@ -20,11 +20,16 @@ as many (symbol/prepare.c), and everything else is the caller's.
 import collections
 import sys
 
+# a module's DWARF read ahead (LTO may inline prepare_main into its caller),
+# not by the first address resolved in it
+PREPARED = "ember_symbol_module_inlines;"
+
 PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
           ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("DWARF samples unwound (every thread's share)", ["walk_batch", "worker_main"]),
-          ("--inline: files' DWARF read (every thread's share)", ["prepare_main"]),
+          ("--inline: files' DWARF read (every thread's share)",
+           ["prepare_main", "ember_symbol_modules_prepare", PREPARED]),
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
           ("placing: names, kallsyms, DWARF (after the records)",
            ["place_nodes", "pd_place_profile", "pd_names"]),
@@ -39,13 +44,35 @@ def main(path):
         frames = stack.split(";")
         body = ";".join(frames[1:]) + ";"
         total += float(weight)
-        name = next((n for n, keys in PHASES if any(k in body for k in keys)), "other")
+        name = next((n for n, keys in PHASES if any(k in body for k in keys) and
+                     not (PREPARED in keys and "ember_symbolizer_resolve" in body)), "other")
         per[frames[0]][name] += float(weight)
     print("%.3f s of CPU sampled" % (total / 1e9))
     for thread, phases in sorted(per.items(), key=lambda t: -sum(t[1].values())):
         print("%-28s %5.1f%%" % (thread, 100 * sum(phases.values()) / total))
         for name, w in phases.most_common():
             print("    %5.1f%%  %s" % (100 * w / total, name))
+    print_serial(per, total)
+
+
+def print_serial(per, total):
+    """The serial part: the caller's thread (its tid the process's), less
+    its share of the work every thread does and its waiting; and the
+    largest piece another thread does alone (the file read on one thread,
+    kallsyms, one file's DWARF)."""
+    shared = ("DWARF samples unwound", "--inline: files' DWARF", "waiting")
+    for thread, phases in per.items():
+        comm, _, ids = thread.rpartition("-")
+        pid, _, tid = ids.partition("/")
+        if pid != tid:
+            continue
+        own = sum(w for n, w in phases.items() if not n.startswith(shared))
+        print("serial part (the caller's own work): %.1f%%" % (100 * own / total))
+    alone = max(((sum(w for n, w in ph.items() if not n.startswith("waiting")), t)
+                 for t, ph in per.items() if t.rpartition("/")[2] != t.rpartition("-")[2].partition("/")[0]),
+                default=(0, ""))
+    if alone[1]:
+        print("largest other thread: %.1f%% (%s)" % (100 * alone[0] / total, alone[1]))
 
 
 if __name__ == "__main__":
