@@ -26,33 +26,35 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM, quiet; CPU time is the figure to compare;
-# Release build of main after issue 20's second session: records pinned in
-# their chunks, walks that ask for each map once, the kernel's symbols read
-# on a thread at -j 2; FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/
-# perfbench/dwarf.data). Before the first session (main at 094ffc8): fp
-# 1.319 s CPU (13.0x), DWARF --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x);
-# after it: 0.957 s (17.1x), 0.527 s (8.3x), 0.411 s (7.5x). A second run
-# of the DWARF part gave --inline 0.346 s at -j 1 (10.8x) and 0.357 s at
-# -j 2 (10.5x), no inlines 0.246 s (11.9x).
+# Release build of main after issue 20's third session: DWARF samples
+# unwound on every thread, --inline's files' DWARF read on every thread,
+# the file read ahead on N - 1 threads, kallsyms parsed in place;
+# FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/perfbench/dwarf.data).
+# Before the first session (main at 094ffc8): fp 1.319 s CPU (13.0x), DWARF
+# --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the second: 0.768 s
+# (20.8x), 0.346-0.394 s (9.6-10.8x), 0.246-0.257 s (11.4-11.9x). A run
+# just before this one gave fp 0.821 s at -j 1 (19.8x) and 0.771 s at -j 2
+# (21.0x; the 0.946 s below is an outlier: 0.73-0.80 s in six runs after),
+# --inline 0.331 s (11.5x), no inlines 0.247 s (11.7x).
 # fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          0.768 s wall   0.768 s CPU   101.5 MB RSS      115 ns/sample
-#   ember flamegraph -j 2                          0.678 s wall   0.740 s CPU   107.3 MB RSS      111 ns/sample
-#   perf script | ember flamegraph                11.605 s wall  15.946 s CPU   450.5 MB RSS     2393 ns/sample
+#   ember flamegraph -j 1                          0.764 s wall   0.762 s CPU   107.6 MB RSS      114 ns/sample
+#   ember flamegraph -j 2                          0.755 s wall   0.946 s CPU   115.9 MB RSS      142 ns/sample
+#   perf script | ember flamegraph                11.866 s wall  16.210 s CPU   450.5 MB RSS     2432 ns/sample
 # DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 0.399 s wall   0.394 s CPU    58.9 MB RSS     4992 ns/sample  293.6 ns/frame
-#   ember flamegraph --inline -j 2                 0.277 s wall   0.353 s CPU    59.0 MB RSS     4473 ns/sample  263.0 ns/frame
-#   perf script | ember flamegraph                 3.396 s wall   3.770 s CPU   661.1 MB RSS    47767 ns/sample 2809.1 ns/frame
+#   ember flamegraph --inline -j 1                 0.349 s wall   0.349 s CPU    58.6 MB RSS     4422 ns/sample  260.0 ns/frame
+#   ember flamegraph --inline -j 2                 0.262 s wall   0.363 s CPU    60.7 MB RSS     4599 ns/sample  270.5 ns/frame
+#   perf script | ember flamegraph                 3.396 s wall   3.741 s CPU   661.4 MB RSS    47399 ns/sample 2787.5 ns/frame
 # DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          0.257 s wall   0.257 s CPU    30.7 MB RSS     3256 ns/sample  191.5 ns/frame
-#   ember flamegraph -j 2                          0.190 s wall   0.264 s CPU    30.0 MB RSS     3345 ns/sample  196.7 ns/frame
-#   perf script --no-inline | ember flamegraph     2.546 s wall   2.927 s CPU   660.6 MB RSS    37086 ns/sample 2181.3 ns/frame
+#   ember flamegraph -j 1                          0.241 s wall   0.240 s CPU    30.7 MB RSS     3041 ns/sample  178.9 ns/frame
+#   ember flamegraph -j 2                          0.176 s wall   0.260 s CPU    32.9 MB RSS     3294 ns/sample  193.8 ns/frame
+#   perf script --no-inline | ember flamegraph     2.545 s wall   2.921 s CPU   660.7 MB RSS    37010 ns/sample 2176.8 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              20.8x
-#   fp, ember -j 2                                               21.5x
-#   DWARF inlines (perf script), ember --inline -j 1              9.6x
-#   DWARF inlines, ember --inline -j 2                           10.7x
-#   DWARF no inlines (perf script --no-inline), ember -j 1       11.4x
-#   DWARF no inlines, ember -j 2                                 11.1x
+#   fp (perf script | ember flamegraph), ember -j 1              21.3x
+#   fp, ember -j 2                                               17.1x
+#   DWARF inlines (perf script), ember --inline -j 1             10.7x
+#   DWARF inlines, ember --inline -j 2                           10.3x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       12.2x
+#   DWARF no inlines, ember -j 2                                 11.2x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}

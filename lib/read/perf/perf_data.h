@@ -15,7 +15,8 @@
  * perf_data_unwind.c DWARF call graphs: the reader's glue to symbol/unwind.h
  * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: the reader's records -> the profile,
- *                    with perf_data_stacks.c and perf_data_place.c (perf_data_build.h)
+ *                    with perf_data_stacks.c and perf_data_place.c (perf_data_build.h),
+ *                    and perf_data_jobs.c, DWARF samples unwound on threads (-j 2+)
  *
  * The file is read as a stream (ember_input: a file, standard input, gzip),
  * once, front to back; memory grows with distinct stacks, never with samples.
