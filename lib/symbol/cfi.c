@@ -60,6 +60,9 @@ int ember_cfi_new(struct ember_cfi **out)
         free(c);
         return -ENOMEM;
     }
+    /* libelf's one global, set on the thread that makes the table: tables
+     * of several threads' unwinders open files at once (perf_data_jobs.c) */
+    elf_version(EV_CURRENT);
     *out = c;
     return 0;
 }
@@ -129,7 +132,6 @@ static int file_open(const char *path, struct ember_cfi_file **out)
         return -ENOMEM;
     f->fd = ember_dso_open_regular(path);
     if (f->fd >= 0) {
-        elf_version(EV_CURRENT);
         f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
         if (f->elf && elf_kind(f->elf) != ELF_K_ELF) {
             elf_end(f->elf);

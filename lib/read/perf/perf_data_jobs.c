@@ -130,6 +130,7 @@ int pd_jobs_drain(struct pd_jobs *j)
     if (!j || j->n == 0)
         return 0;
     bool walks = false;
+    size_t held = j->n;
     for (size_t i = 0; i < j->n; i++) {
         struct job *b = &j->jobs[i];
         b->got = pd_raw_sample_thread(j->r, b->ai, &b->s, &b->th);
@@ -144,7 +145,7 @@ int pd_jobs_drain(struct pd_jobs *j)
     if (walks)
         walk_all(j);
     int err = build_all(j);
-    for (size_t i = 0; i < j->n; i++)
+    for (size_t i = 0; i < held; i++)
         pd_reader_let_go(j->r->rd, j->jobs[i].hold);
     j->n = 0;
     return err;
