@@ -55,24 +55,27 @@ def main(path):
     print_serial(per, total)
 
 
+def is_caller(thread):
+    """Whether "comm-PID/TID" is the process's first thread, the caller's."""
+    pid, _, tid = thread.rpartition("-")[2].partition("/")
+    return pid == tid
+
+
 def print_serial(per, total):
-    """The serial part: the caller's thread (its tid the process's), less
-    its share of the work every thread does and its waiting; and the
-    largest piece another thread does alone (the file read on one thread,
-    kallsyms, one file's DWARF)."""
+    """The serial part: the caller's thread, less its share of the work
+    every thread does and its waiting; and the largest piece another
+    thread does alone (the file read on one thread, kallsyms, one file's
+    DWARF)."""
     shared = ("DWARF samples unwound", "--inline: files' DWARF", "waiting")
     for thread, phases in per.items():
-        comm, _, ids = thread.rpartition("-")
-        pid, _, tid = ids.partition("/")
-        if pid != tid:
-            continue
-        own = sum(w for n, w in phases.items() if not n.startswith(shared))
-        print("serial part (the caller's own work): %.1f%%" % (100 * own / total))
-    alone = max(((sum(w for n, w in ph.items() if not n.startswith("waiting")), t)
-                 for t, ph in per.items() if t.rpartition("/")[2] != t.rpartition("-")[2].partition("/")[0]),
-                default=(0, ""))
-    if alone[1]:
-        print("largest other thread: %.1f%% (%s)" % (100 * alone[0] / total, alone[1]))
+        if is_caller(thread):
+            own = sum(w for n, w in phases.items() if not n.startswith(shared))
+            print("serial part (the caller's own work): %.1f%%" % (100 * own / total))
+    others = [(sum(w for n, w in ph.items() if n != "waiting (condition variables)"), t)
+              for t, ph in per.items() if not is_caller(t)]
+    if others:
+        work, thread = max(others)
+        print("largest other thread: %.1f%% (%s)" % (100 * work / total, thread))
 
 
 if __name__ == "__main__":
