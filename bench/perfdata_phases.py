@@ -13,8 +13,9 @@ first phase whose text is in its stack (Release builds inline much: the
 names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j N (2 and more) the file is read on
 N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
-(perf_data_names.c), DWARF samples are unwound on the caller's thread and
-j - 1 workers (perf_data_jobs.c), with --inline the files' DWARF is read on
+(perf_data_names.c), DWARF samples are unwound and their stacks built on
+the caller's thread and j - 1 workers (perf_data_jobs.c), then merged in
+order on the caller's, with --inline the files' DWARF is read on
 as many (symbol/prepare.c), and everything else is the caller's.
 """
 import collections
@@ -27,9 +28,12 @@ PREPARED = "ember_symbol_module_inlines;"
 PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
           ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
-          ("DWARF samples unwound (every thread's share)", ["walk_batch", "worker_main"]),
+          ("samples unwound, stacks built (every thread's share)",
+           ["take_piece", "worker_main"]),
           ("--inline: files' DWARF read (every thread's share)",
            ["prepare_main", "ember_symbol_modules_prepare", PREPARED]),
+          ("samples: stacks merged in order, weighed",
+           ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh"]),
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
           ("placing: names, kallsyms, DWARF (after the records)",
            ["place_nodes", "pd_place_profile", "pd_names"]),
@@ -66,7 +70,7 @@ def print_serial(per, total):
     every thread does and its waiting; and the largest piece another
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
-    shared = ("DWARF samples unwound", "--inline: files' DWARF", "waiting")
+    shared = ("samples unwound, stacks built", "--inline: files' DWARF", "waiting")
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))

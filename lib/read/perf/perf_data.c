@@ -36,9 +36,9 @@ static int add_interval(struct reader *r, const struct pd_offcpu_interval *iv)
     uint32_t node;
     int err = 0;
     if (*mark == UINT32_MAX)
-        err = pd_raw_frame(r, 0, iv->preempted ? MARK_PREEMPTED_IP : MARK_BLOCKED_IP, mark);
+        err = pd_raw_frame(&r->raw, 0, iv->preempted ? MARK_PREEMPTED_IP : MARK_BLOCKED_IP, mark);
     if (!err)
-        err = pd_raw_child(r, iv->node, *mark, &node);
+        err = pd_raw_child(&r->raw, iv->node, *mark, &node);
     if (!err)
         err = pd_raw_add_weight(r, node, iv->ns);
     return err ? err : pd_raw_note_time(r, iv->pid, iv->tid, iv->start);
@@ -169,12 +169,8 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     r->d = d;
     r->in = in;
     r->keep_seq = ember_profile_has_sequence(p);
-    for (size_t i = 0; i < ENTRY_MEMO; i++)
-        r->memo[i].frame = UINT32_MAX;
-    r->fmask = 1023;
-    r->fslots = calloc(r->fmask + 1, sizeof(*r->fslots));
-    uint32_t root;
-    int err = r->fslots ? pd_reader_new(&r->rd, in) : -ENOMEM;
+    r->mark[0] = r->mark[1] = UINT32_MAX;
+    int err = pd_reader_new(&r->rd, in);
     if (!err) {
         r->f = pd_reader_file(r->rd);
         pd_reader_read_ahead(r->rd, o->threads);
@@ -182,22 +178,13 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     if (!err)
         err = pd_tasks_new(&r->t);
     if (!err)
+        err = pd_raw_init(&r->raw, r->t, NULL);
+    if (!err)
         err = pd_unwind_new(&r->uw, r->t);
     if (!err && o->threads > 1)
         err = pd_jobs_new(&r->jobs, r, o->threads);
     if (!err)
-        err = pd_leaf_new(&r->leaf);
-    if (!err)
         err = pd_offcpu_new(&r->oc);
-    r->mark[0] = r->mark[1] = UINT32_MAX;
-    if (!err)
-        err = ember_u64map_init(&r->children);
-    if (!err)
-        err = ember_strmap_init(&r->mapref_ids);
-    if (!err)
-        err = ember_strmap_init(&r->root_ids);
-    if (!err)
-        err = pd_raw_new_node(r, UINT32_MAX, UINT32_MAX, &root); /* node 0: the root */
     return err;
 }
 
@@ -206,28 +193,12 @@ static void reader_release(struct reader *r)
     pd_reader_free(r->rd);
     pd_jobs_free(r->jobs);
     pd_unwind_free(r->uw);
-    pd_leaf_free(r->leaf);
     pd_offcpu_free(r->oc);
+    pd_raw_release(&r->raw);
     pd_tasks_free(r->t);
-    free(r->parent);
-    free(r->key);
-    free(r->samples);
-    free(r->period);
-    ember_u64map_release(&r->children);
-    free(r->frames);
-    free(r->fslots);
-    free(r->maprefs);
-    ember_strmap_release(&r->mapref_ids);
-    for (size_t i = 0; i < r->nroots; i++) {
-        free(r->roots[i].last);
-        free(r->roots[i].path);
-    }
-    free(r->roots);
-    ember_strmap_release(&r->root_ids);
     free(r->seen);
     free(r->seq);
     free(r->times);
-    free(r->chain);
 }
 
 static void warn_lost(struct reader *r)
@@ -257,7 +228,7 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
         err = pd_reader_run(r.rd, &profile_tool, &r, d);
     if (!err)
         err = pd_jobs_drain(r.jobs);
-    if (!err && r.dwarf)
+    if (!err && r.raw.dwarf)
         err = pd_file_check_arch(r.f, d);
     if (!err)
         err = close_intervals(&r);

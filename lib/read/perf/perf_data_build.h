@@ -46,18 +46,24 @@ struct entry {
     uint64_t cpumode;
 };
 
-/* A sample's root (event, thread, name), and the last stack added under
- * it: a sample shares most of its frames, from the root, with the one
- * before it in its thread, and only the others cost a lookup. */
-struct root {
-    uint32_t attr, pid, tid;
-    const char *comm; /* in the reader's arena */
-    size_t comm_len;
-    uint32_t node;       /* its raw node */
-    uint64_t generation; /* of its maps, when last was added */
+/* The last stack added under a root: a sample shares most of its frames,
+ * from the root, with the one before it in its thread, and only the
+ * others cost a lookup. */
+struct pd_prefix {
+    uint32_t root;       /* whose (in a worker's cache of them) */
+    uint64_t generation; /* of its maps, when last was added; UINT64_MAX: none */
     struct entry *last;  /* leaf first */
     uint32_t *path;      /* path[i]: the node of last[n - 1 - i] */
     size_t nlast, pcap, lcap;
+};
+
+/* A sample's root (event, thread, name). */
+struct root {
+    uint32_t attr, pid, tid;
+    const char *comm; /* in the trie's arena */
+    size_t comm_len;
+    uint32_t node;          /* its raw node */
+    struct pd_prefix stack; /* the reader's trie's */
 };
 
 struct seq_entry {
@@ -79,26 +85,25 @@ struct entry_memo {
 
 enum { ENTRY_MEMO = 4096 };
 
-struct reader {
-    struct ember_profile *p;
-    const struct ember_read_opts *o;
-    struct ember_perf_opts po; /* the options, read once */
-    struct ember_read_stats *st;
-    struct ember_diag *d;
-    struct ember_input *in;
-    struct pd_reader *rd;    /* the file's records, to the callbacks of perf_data.c */
-    const struct pd_file *f; /* the reader's */
-    struct pd_tasks *t;
-    struct pd_unwind *uw; /* DWARF call graphs */
-    struct pd_jobs *jobs; /* DWARF samples unwound on several threads (-j 2+) */
-    struct pd_leaf *leaf; /* fp call graphs' skipped callers */
-    struct pd_offcpu *oc; /* context switches: off-CPU intervals */
-    bool dwarf;           /* samples whose user frames only unwinding gives */
-    uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
-    uint64_t unwound[MAX_STACK];
+/* An id (of a node, frame, map or root) in a worker's overlay, not (yet)
+ * in the reader's trie. */
+#define PD_OVER 0x80000000u
 
-    /* raw stacks: node 0 is the root; level 1 keys are roots, deeper ones
-     * raw frames */
+/* Raw stacks (perf_data_raw.c): the trie, its frames and maps, and the
+ * caches that make a sample cost little. The reader has one. At -j 2 and
+ * more each thread building stacks has an overlay (base set): it finds
+ * what the reader's trie has there, read only while the threads build,
+ * and makes what it lacks in its own, numbered from PD_OVER; the overlays
+ * are merged into the reader's trie in the samples' order (pd_raw_merge)
+ * and emptied after each batch. */
+struct pd_raw {
+    const struct pd_raw *base; /* an overlay's: the reader's trie */
+    struct pd_tasks *t;        /* read only while stacks are built */
+    struct pd_leaf *leaf;      /* fp call graphs' skipped callers */
+    bool dwarf;                /* samples whose user frames only unwinding gives */
+
+    /* node 0 is the root (the reader's); level 1 keys are roots, deeper
+     * ones raw frames */
     uint32_t *parent, *key;
     uint64_t *samples, *period;
     size_t nnodes, ncap;
@@ -116,8 +121,32 @@ struct reader {
     struct root *roots;
     size_t nroots, rcap;
     struct ember_strmap root_ids;
-    /* roots found lately, by a hash of their thread: index + 1, 0 empty */
+    /* roots found lately, by a hash of their thread: id + 1, 0 empty */
     uint32_t root_hot[ROOT_HOT];
+    /* an overlay's last stacks, by a hash of their root */
+    struct pd_prefix prefix_hot[ROOT_HOT];
+
+    struct entry_memo memo[ENTRY_MEMO];
+    struct entry *chain; /* the current sample's frames, leaf first */
+    size_t nchain, ccap;
+};
+
+struct reader {
+    struct ember_profile *p;
+    const struct ember_read_opts *o;
+    struct ember_perf_opts po; /* the options, read once */
+    struct ember_read_stats *st;
+    struct ember_diag *d;
+    struct ember_input *in;
+    struct pd_reader *rd;    /* the file's records, to the callbacks of perf_data.c */
+    const struct pd_file *f; /* the reader's */
+    struct pd_tasks *t;
+    struct pd_unwind *uw; /* DWARF call graphs */
+    struct pd_jobs *jobs; /* samples built on several threads (-j 2+) */
+    struct pd_offcpu *oc; /* context switches: off-CPU intervals */
+    uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
+    uint64_t unwound[MAX_STACK];
+    struct pd_raw raw;
 
     struct pd_seen *seen; /* per event */
     size_t seencap;
@@ -128,19 +157,63 @@ struct reader {
     size_t nseq, seqcap;
     struct sample_time *times; /* one per weight added to seq, for o->sample_time */
     size_t ntimes, tcap;
-
-    struct entry_memo memo[ENTRY_MEMO];
-    struct entry *chain; /* the current sample's frames, leaf first */
-    size_t nchain, ccap;
 };
 
-/* ---- raw frames and stacks (perf_data_stacks.c) -------------------------- */
+/* ---- raw stacks (perf_data_raw.c) ------------------------------------- */
 
+/* An empty trie reading the maps of t: the reader's (base NULL: node 0,
+ * the root, only), or an overlay on base. 0 or -ENOMEM. */
+int pd_raw_init(struct pd_raw *raw, struct pd_tasks *t, const struct pd_raw *base);
+void pd_raw_release(struct pd_raw *raw);
+/* An overlay emptied, once merged. 0 or -ENOMEM. */
+int pd_raw_reset(struct pd_raw *raw);
 /* The raw frame (mapref, ip), numbered on first sight (mapref 0: no map). */
-int pd_raw_frame(struct reader *r, uint32_t mapref, uint64_t ip, uint32_t *id);
-int pd_raw_new_node(struct reader *r, uint32_t parent, uint32_t key, uint32_t *node);
+int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id);
 /* The child of parent under key, made when new. */
-int pd_raw_child(struct reader *r, uint32_t parent, uint32_t key, uint32_t *node);
+int pd_raw_child(struct pd_raw *raw, uint32_t parent, uint32_t key, uint32_t *node);
+/* The root of (event, thread, command), made with its node when new. */
+int pd_raw_root(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid, const char *comm,
+                size_t len, uint32_t *id);
+const struct root *pd_raw_root_at(const struct pd_raw *raw, uint32_t id);
+/* The trie's number of a map: maps are numbered by all they say. */
+int pd_raw_mapref(struct pd_raw *raw, struct pd_map *m, uint32_t *ref);
+
+/* How many maps, frames and nodes a trie holds. */
+struct pd_raw_count {
+    size_t maps, frames, nodes;
+};
+static inline struct pd_raw_count pd_raw_count(const struct pd_raw *raw)
+{
+    return (struct pd_raw_count){raw->nmaprefs, raw->nframes, raw->nnodes};
+}
+
+/* How much of an overlay is in the reader's trie, and where: its maps',
+ * frames' and nodes' numbers there. */
+struct pd_raw_merge {
+    uint32_t *maps, *frames, *nodes;
+    size_t nmaps, nframes, nnodes; /* merged so far */
+    size_t mcap, fcap, ncap;
+};
+/* What the overlay src made since the last merge, up to upto (what it
+ * held after a piece of the samples), added to dst in src's order: one
+ * dst has now was met in an earlier piece, one it has not is met first in
+ * this one, where one thread would make it. */
+int pd_raw_merge(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
+                 struct pd_raw_count upto);
+/* A node of the overlay merged (or of dst itself), as dst numbers it. */
+static inline uint32_t pd_raw_merged(const struct pd_raw_merge *m, uint32_t node)
+{
+    return node & PD_OVER ? m->nodes[node & ~PD_OVER] : node;
+}
+/* m emptied with its overlay. */
+static inline void pd_raw_merge_reset(struct pd_raw_merge *m)
+{
+    m->nmaps = m->nframes = m->nnodes = 0;
+}
+void pd_raw_merge_release(struct pd_raw_merge *m);
+
+/* ---- samples as raw stacks (perf_data_stacks.c) -------------------------- */
+
 /* One weight (a sample, or an interval) of node. */
 int pd_raw_add_weight(struct reader *r, uint32_t node, uint64_t period);
 /* The time of the weight just added, when the caller wants the times of
@@ -149,11 +222,12 @@ int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time
 /* A sample of the file's event attrs[ai]: its stack, weighed. */
 int pd_raw_sample(struct reader *r, int ai, const struct pd_sample *s);
 
-/* pd_raw_sample in two steps, for samples unwound on several threads
- * (perf_data_jobs.c): first its thread, in the order of the samples,
- * before any is unwound (1; 0: the caller's filter drops it); then its
- * stack, given the user frames unwound from it, ips[0, n), in the same
- * order. */
+/* pd_raw_sample in three steps, for samples built on several threads
+ * (perf_data_jobs.c): first its thread, in the order of the samples
+ * (1; 0: the caller's filter drops it); then its stack's node in a trie
+ * or an overlay, given the user frames unwound from it, ips[0, n), on any
+ * thread, each trie's samples in their order; then its weight, in the
+ * reader's trie, in the samples' order. */
 struct pd_sample_thread {
     uint32_t process;
     const char *comm;
@@ -161,8 +235,14 @@ struct pd_sample_thread {
 };
 int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
                          struct pd_sample_thread *th);
-int pd_raw_sample_stack(struct reader *r, int ai, const struct pd_sample *s,
-                        const struct pd_sample_thread *th, const uint64_t *ips, size_t n);
+int pd_raw_stack(struct pd_raw *raw, int ai, const struct pd_sample *s,
+                 const struct pd_sample_thread *th, const uint64_t *ips, size_t n, uint32_t *node);
+int pd_raw_weigh(struct reader *r, int ai, const struct pd_sample *s, uint32_t node);
+
+static inline uint64_t pd_sample_weight(const struct pd_sample *s)
+{
+    return s->has_period && s->period > 0 ? s->period : 1;
+}
 
 /* perf's DWARF call graphs unwind a sample with user registers and a copy
  * of its stack. One whose stack the kernel could not copy (0 bytes: a
@@ -173,14 +253,14 @@ static inline bool pd_sample_unwinds(const struct pd_sample *s)
     return s->regs && s->stack && s->stack_size;
 }
 
-/* ---- DWARF samples unwound on several threads (perf_data_jobs.c) ------- */
+/* ---- samples built on several threads (perf_data_jobs.c) ---------------- */
 
 struct pd_jobs;
 /* threads: the caller's and threads - 1 workers. 0 or -ENOMEM. */
 int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads);
 void pd_jobs_free(struct pd_jobs *j);
-/* A sample, as pd_raw_sample takes it: at once, or kept in the batch, its
- * record held by the reader until it is built. */
+/* A sample, as pd_raw_sample takes it: kept in the batch, its record held
+ * by the reader until it is built (or at once, where it cannot be held). */
 int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
                    const struct pd_sample *s);
 /* The batch's samples unwound and built, in order (j NULL: none). */
@@ -189,7 +269,8 @@ int pd_jobs_drain(struct pd_jobs *j);
 /* Is raw node i an off-CPU mark (a leaf under the stack of a switch)? */
 static inline bool pd_raw_is_mark(const struct reader *r, size_t node)
 {
-    return r->parent[node] != 0 && (r->key[node] == r->mark[0] || r->key[node] == r->mark[1]);
+    const struct pd_raw *raw = &r->raw;
+    return raw->parent[node] != 0 && (raw->key[node] == r->mark[0] || raw->key[node] == r->mark[1]);
 }
 
 /* ---- the profile (perf_data_place.c) ------------------------------------ */

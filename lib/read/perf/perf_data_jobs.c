@@ -1,21 +1,33 @@
 /*
- * perf_data_jobs.c - DWARF samples unwound on several threads (-j 2 and
- * more): unwinding is most of what a DWARF sample costs past reading it,
- * and each sample's walk needs only its own registers and stack copy, the
- * maps of its process and the files' CFI rows.
+ * perf_data_jobs.c - DWARF samples unwound and built on several threads
+ * (-j 2 and more): past reading and ordering its record, a DWARF sample's
+ * cost is its stack (unwinding it, then finding its frames and nodes), and
+ * that needs only the sample, the maps of its process, the files' CFI
+ * rows and a trie to build in.
  *
  * Samples are kept in a batch, in their order, their records held where
- * the reader read them (perf_reader.h), until it is full, or a record
- * that may change threads or maps or weigh a stack comes, or the data
- * ends. The batch is then done in three steps: each sample's thread, in
- * order, on the caller's thread; the walks by compiled CFI rows on every
- * thread, each with an unwinder of its own, taking samples by an atomic
- * counter; then, in order again, the walks only libdwfl can do (on the
- * caller's unwinder, whose sessions see the samples one thread would show
- * them) and each sample's stack.
- * Invariants: the tasks do not change while the walks run; the raw
- * stacks are built in the samples' order, so the profile is the one one
- * thread builds; the workers are joined on every path.
+ * the reader read them (perf_reader.h), from a sample to unwind until the
+ * batch is full, or a record that may change threads or maps or weigh a
+ * stack comes, or the data ends. The batch is then done in three steps:
+ *  1. each sample's thread, in order, on the caller's thread;
+ *  2. pieces of consecutive samples, taken in turn by the caller's thread
+ *     and N - 1 workers, each with an unwinder and an overlay of its own
+ *     on the reader's trie (pd_raw): a DWARF sample is walked by compiled
+ *     CFI rows, then each sample's stack is built in the overlay of the
+ *     thread that took it;
+ *  3. on the caller's thread, piece by piece in order: the walks only
+ *     libdwfl can do (on the caller's unwinder, whose sessions see the
+ *     samples one thread would show them) and the stacks after them; what
+ *     the piece's overlay made, merged into the reader's trie; the
+ *     piece's weights. Then the overlays are emptied.
+ * A thread that meets a walk only libdwfl can do builds nothing more in
+ * that batch (it still walks), so an overlay holds its pieces in order
+ * and the caller finishes them in it.
+ * Invariants: the tasks and the reader's trie do not change while the
+ * threads run; each overlay gets its pieces in increasing order; the
+ * pieces are merged in order, so the reader's trie numbers its maps,
+ * frames and nodes as one thread does, and the profile is one thread's,
+ * byte for byte; the workers are joined on every path.
  */
 #include "read/perf/perf_data_build.h"
 
@@ -24,25 +36,46 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-/* Samples in a batch: enough walks (about 1 us each) to pay for waking the
- * workers, few enough to keep the batch's records in the caches (at 256,
- * -j 2 took 0.21 s wall against 0.18 s on the 666 MB DWARF recording). */
-enum { JOBS_BATCH = 128 };
+/* A batch ends at JOBS_WALKS samples to unwind (or JOBS_BATCH samples in
+ * all): enough walks (about 1 us each) to pay for waking the workers,
+ * few enough to keep the records in the caches (at 256, -j 2 took 0.21 s
+ * wall against 0.18 s on the 666 MB DWARF recording). A sample without
+ * one, when no batch waits, is built at once: an fp sample's stack costs
+ * about 50 ns, less than batching it, its merge and its weighing do
+ * (fp batched at -j 2: 0.79 s wall against 0.67-0.76 s). */
+enum { JOBS_BATCH = 4096, JOBS_WALKS = 128, PIECES_PER_THREAD = 4 };
 
-struct job {
-    int ai;
-    int got;       /* pd_raw_sample_thread's */
-    int walk;      /* pd_unwind_sample_fast's: 1, libdwfl's to walk */
-    uint64_t hold; /* the reader's, of its record */
-    struct pd_sample s;
-    struct pd_sample_thread th;
+struct walk {
+    int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
     size_t n;
     uint64_t ips[MAX_STACK];
 };
 
-struct worker {
+struct job {
+    int ai;
+    int got;       /* pd_raw_sample_thread's */
+    int walk;      /* its walk in the batch, -1 none */
+    uint32_t node; /* its stack's, in its piece's trie */
+    uint64_t hold; /* the reader's, of its record */
+    struct pd_sample s;
+    struct pd_sample_thread th;
+};
+
+struct piece {
+    size_t from, to;
+    unsigned builder;      /* the thread whose trie it is built in */
+    size_t built;          /* [from, built) are */
+    int err;               /* its builder's, at built */
+    struct pd_raw_count n; /* the builder's trie after it, once built */
+};
+
+/* A thread's: the caller's is b[0] (its unwinder the reader's). */
+struct builder {
     struct pd_jobs *j;
     struct pd_unwind *uw;
+    struct pd_raw raw;
+    struct pd_raw_merge m;
+    bool stopped; /* this batch: builds nothing more */
     pthread_t thread;
 };
 
@@ -50,30 +83,59 @@ struct pd_jobs {
     struct reader *r;
     struct job *jobs;
     size_t n;
-    struct worker *w;
-    unsigned nw;
+    struct walk *walks;
+    size_t nwalks;
+    struct piece *pieces;
+    size_t npieces;
+    struct builder *b; /* nb: the caller's and the workers' */
+    unsigned nb;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     uint64_t round; /* batches started */
-    unsigned busy;  /* workers still walking this round's */
+    unsigned busy;  /* workers still on this round's */
     bool stop;
-    atomic_size_t next; /* the next sample to walk */
+    atomic_size_t next; /* the next piece to take */
 };
 
-/* Walks the batch's samples, as the counter hands them out. */
-static void walk_batch(struct pd_jobs *j, struct pd_unwind *uw)
+/* The stack of a sample, in b's overlay. */
+static int build(struct pd_jobs *j, struct builder *b, struct job *jb)
 {
-    for (size_t i; (i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->n;) {
-        struct job *b = &j->jobs[i];
-        if (b->got > 0 && pd_sample_unwinds(&b->s))
-            b->walk = pd_unwind_sample_fast(uw, b->th.process, &b->s, b->ips, MAX_STACK, &b->n);
+    const struct walk *w = jb->walk >= 0 ? &j->walks[jb->walk] : NULL;
+    return pd_raw_stack(&b->raw, jb->ai, &jb->s, &jb->th, w ? w->ips : NULL, w ? w->n : 0,
+                        &jb->node);
+}
+
+static void take_piece(struct pd_jobs *j, struct builder *b, struct piece *pc)
+{
+    pc->builder = (unsigned)(b - j->b);
+    pc->built = pc->from;
+    for (size_t i = pc->from; i < pc->to; i++) {
+        struct job *jb = &j->jobs[i];
+        struct walk *w = jb->walk >= 0 && jb->got > 0 ? &j->walks[jb->walk] : NULL;
+        if (w)
+            w->res = pd_unwind_sample_fast(b->uw, jb->th.process, &jb->s, w->ips, MAX_STACK, &w->n);
+        if (b->stopped)
+            continue;
+        if (jb->got < 0 || (jb->got > 0 && ((w && w->res) || (pc->err = build(j, b, jb)) < 0))) {
+            b->stopped = true; /* the caller's, from here */
+            continue;
+        }
+        pc->built = i + 1;
     }
+    pc->n = pd_raw_count(&b->raw);
+}
+
+static void take_pieces(struct pd_jobs *j, struct builder *b)
+{
+    b->stopped = false;
+    for (size_t k; (k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->npieces;)
+        take_piece(j, b, &j->pieces[k]);
 }
 
 static void *worker_main(void *arg)
 {
-    struct worker *w = arg;
-    struct pd_jobs *j = w->j;
+    struct builder *b = arg;
+    struct pd_jobs *j = b->j;
     uint64_t seen = 0;
     pthread_mutex_lock(&j->mu);
     for (;;) {
@@ -83,7 +145,7 @@ static void *worker_main(void *arg)
             break;
         seen = j->round;
         pthread_mutex_unlock(&j->mu);
-        walk_batch(j, w->uw);
+        take_pieces(j, b);
         pthread_mutex_lock(&j->mu);
         if (--j->busy == 0)
             pthread_cond_signal(&j->done);
@@ -92,78 +154,119 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* The walks, on the workers and the caller's thread. */
-static void walk_all(struct pd_jobs *j)
+/* The batch cut into pieces, taken by every thread (the caller's alone
+ * when no worker could be started). */
+static void run_pieces(struct pd_jobs *j, bool alone)
 {
+    size_t want = alone ? 1 : (size_t)j->nb * PIECES_PER_THREAD;
+    size_t size = (j->n + want - 1) / want;
+    j->npieces = 0;
+    for (size_t from = 0; from < j->n; from += size)
+        j->pieces[j->npieces++] =
+            (struct piece){.from = from, .to = from + size < j->n ? from + size : j->n};
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    if (alone) {
+        take_pieces(j, &j->b[0]);
+        return;
+    }
     pthread_mutex_lock(&j->mu);
     j->round++;
-    j->busy = j->nw;
+    j->busy = j->nb - 1;
     pthread_cond_broadcast(&j->go);
     pthread_mutex_unlock(&j->mu);
-    walk_batch(j, j->r->uw);
+    take_pieces(j, &j->b[0]);
     pthread_mutex_lock(&j->mu);
     while (j->busy)
         pthread_cond_wait(&j->done, &j->mu);
     pthread_mutex_unlock(&j->mu);
 }
 
-/* Each sample's stack, in order: the walks the rows could not do first. */
-static int build_all(struct pd_jobs *j)
+/* The rest of a piece its builder stopped in, on the caller's thread: the
+ * walks libdwfl does, in order, then the stacks. */
+static int finish_piece(struct pd_jobs *j, struct piece *pc)
 {
-    struct reader *r = j->r;
-    for (size_t i = 0; i < j->n; i++) {
-        struct job *b = &j->jobs[i];
-        int err = b->got > 0 ? b->walk : b->got;
-        if (err == 1)
-            err = pd_unwind_sample(r->uw, b->th.process, &b->s, b->ips, MAX_STACK, &b->n);
-        if (!err && b->got > 0)
-            err = pd_raw_sample_stack(r, b->ai, &b->s, &b->th, b->ips, b->n);
-        if (err)
+    struct builder *b = &j->b[pc->builder];
+    if (pc->built == pc->to)
+        return 0;
+    if (pc->err)
+        return pc->err;
+    for (size_t i = pc->built; i < pc->to; i++) {
+        struct job *jb = &j->jobs[i];
+        struct walk *w = jb->walk >= 0 ? &j->walks[jb->walk] : NULL;
+        int err = jb->got;
+        if (err > 0 && w && w->res == 1)
+            w->res = pd_unwind_sample(j->r->uw, jb->th.process, &jb->s, w->ips, MAX_STACK, &w->n);
+        if (err > 0 && w)
+            err = w->res;
+        if (err == 0 && jb->got > 0)
+            err = build(j, b, jb);
+        if (err < 0)
             return err;
     }
+    pc->n = pd_raw_count(&b->raw);
     return 0;
+}
+
+/* Each piece, in order: finished, merged, its samples weighed; then the
+ * overlays emptied. */
+static int merge_pieces(struct pd_jobs *j)
+{
+    struct reader *r = j->r;
+    int err = 0;
+    for (size_t k = 0; k < j->npieces && !err; k++) {
+        struct piece *pc = &j->pieces[k];
+        struct builder *b = &j->b[pc->builder];
+        err = finish_piece(j, pc);
+        if (!err)
+            err = pd_raw_merge(&r->raw, &b->raw, &b->m, pc->n);
+        for (size_t i = pc->from; i < pc->to && !err; i++) {
+            struct job *jb = &j->jobs[i];
+            if (jb->got > 0)
+                err = pd_raw_weigh(r, jb->ai, &jb->s, pd_raw_merged(&b->m, jb->node));
+        }
+    }
+    for (unsigned i = 0; i < j->nb; i++) {
+        int e = pd_raw_reset(&j->b[i].raw);
+        pd_raw_merge_reset(&j->b[i].m);
+        err = err ? err : e;
+    }
+    return err;
 }
 
 int pd_jobs_drain(struct pd_jobs *j)
 {
     if (!j || j->n == 0)
         return 0;
-    bool walks = false;
     size_t held = j->n;
     for (size_t i = 0; i < j->n; i++) {
-        struct job *b = &j->jobs[i];
-        b->got = pd_raw_sample_thread(j->r, b->ai, &b->s, &b->th);
-        if (b->got < 0) {
+        struct job *jb = &j->jobs[i];
+        jb->got = pd_raw_sample_thread(j->r, jb->ai, &jb->s, &jb->th);
+        if (jb->got < 0)
             j->n = i + 1; /* the samples before it are built, then its error returned */
-            break;
-        }
-        b->walk = 0;
-        b->n = 0;
-        walks |= b->got > 0 && pd_sample_unwinds(&b->s);
     }
-    if (walks)
-        walk_all(j);
-    int err = build_all(j);
+    run_pieces(j, j->nb == 1);
+    int err = merge_pieces(j);
     for (size_t i = 0; i < held; i++)
         pd_reader_let_go(j->r->rd, j->jobs[i].hold);
-    j->n = 0;
+    j->n = j->nwalks = 0;
     return err;
 }
 
 int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
                    const struct pd_sample *s)
 {
+    struct job *jb = &j->jobs[j->n];
     if (j->n == 0 && !pd_sample_unwinds(s))
-        return pd_raw_sample(j->r, ai, s);                     /* nothing waits, nothing to walk */
-    if (!pd_reader_hold(j->r->rd, rec, &j->jobs[j->n].hold)) { /* rare: it straddled chunks */
+        return pd_raw_sample(j->r, ai, s);           /* nothing waits, nothing to walk */
+    if (!pd_reader_hold(j->r->rd, rec, &jb->hold)) { /* rare: it straddled chunks */
         int err = pd_jobs_drain(j);
         return err ? err : pd_raw_sample(j->r, ai, s);
     }
-    j->jobs[j->n].ai = ai;
-    j->jobs[j->n].s = *s;
+    jb->ai = ai;
+    jb->s = *s;
+    jb->walk = pd_sample_unwinds(s) ? (int)j->nwalks++ : -1;
     j->n++;
-    return j->n == JOBS_BATCH ? pd_jobs_drain(j) : 0;
+    return j->n == JOBS_BATCH || j->nwalks == JOBS_WALKS ? pd_jobs_drain(j) : 0;
 }
 
 static void stop_workers(struct pd_jobs *j)
@@ -172,8 +275,17 @@ static void stop_workers(struct pd_jobs *j)
     j->stop = true;
     pthread_cond_broadcast(&j->go);
     pthread_mutex_unlock(&j->mu);
-    for (unsigned i = 0; i < j->nw; i++)
-        pthread_join(j->w[i].thread, NULL);
+    for (unsigned i = 1; i < j->nb; i++)
+        pthread_join(j->b[i].thread, NULL);
+}
+
+/* b[0]'s unwinder is the reader's. */
+static void release_builder(struct pd_jobs *j, struct builder *b)
+{
+    if (b != &j->b[0])
+        pd_unwind_free(b->uw);
+    pd_raw_release(&b->raw);
+    pd_raw_merge_release(&b->m);
 }
 
 void pd_jobs_free(struct pd_jobs *j)
@@ -181,36 +293,42 @@ void pd_jobs_free(struct pd_jobs *j)
     if (!j)
         return;
     stop_workers(j);
-    for (unsigned i = 0; i < j->nw; i++)
-        pd_unwind_free(j->w[i].uw);
+    for (unsigned i = 0; i < j->nb; i++)
+        release_builder(j, &j->b[i]);
     pthread_cond_destroy(&j->go);
     pthread_cond_destroy(&j->done);
     pthread_mutex_destroy(&j->mu);
-    free(j->w);
+    free(j->b);
     free(j->jobs);
+    free(j->walks);
+    free(j->pieces);
     free(j);
 }
 
-/* Starts the workers, each with its own unwinder; fewer when a thread
- * cannot be made (the caller's thread walks what they do not). */
-static int start_workers(struct pd_jobs *j, unsigned want)
+/* The caller's builder, then the workers, each with an unwinder and a
+ * trie of its own; fewer when a thread cannot be made (the others take
+ * the pieces it would). */
+static int start_builders(struct pd_jobs *j, unsigned threads)
 {
-    j->w = calloc(want, sizeof(*j->w));
-    if (!j->w)
+    j->b = calloc(threads, sizeof(*j->b));
+    if (!j->b)
         return -ENOMEM;
-    for (unsigned i = 0; i < want; i++) {
-        struct worker *w = &j->w[j->nw];
-        w->j = j;
-        int err = pd_unwind_new(&w->uw, j->r->t);
-        if (err)
-            return err;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-            pd_unwind_free(w->uw);
+    j->b[0] = (struct builder){.j = j, .uw = j->r->uw};
+    j->nb = 1;
+    int err = pd_raw_init(&j->b[0].raw, j->r->t, &j->r->raw);
+    while (!err && j->nb < threads) {
+        struct builder *b = &j->b[j->nb];
+        b->j = j;
+        err = pd_unwind_new(&b->uw, j->r->t);
+        if (!err)
+            err = pd_raw_init(&b->raw, j->r->t, &j->r->raw);
+        if (err || pthread_create(&b->thread, NULL, worker_main, b) != 0) {
+            release_builder(j, b);
             break;
         }
-        j->nw++;
+        j->nb++;
     }
-    return 0;
+    return err;
 }
 
 int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
@@ -223,7 +341,9 @@ int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
     pthread_cond_init(&j->go, NULL);
     pthread_cond_init(&j->done, NULL);
     j->jobs = malloc(JOBS_BATCH * sizeof(*j->jobs));
-    int err = j->jobs ? start_workers(j, threads - 1) : -ENOMEM;
+    j->walks = malloc(JOBS_WALKS * sizeof(*j->walks));
+    j->pieces = malloc(((size_t)threads * PIECES_PER_THREAD + 1) * sizeof(*j->pieces));
+    int err = j->jobs && j->walks && j->pieces ? start_builders(j, threads) : -ENOMEM;
     if (err) {
         pd_jobs_free(j);
         return err;

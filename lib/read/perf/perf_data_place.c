@@ -92,10 +92,10 @@ static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
 /* What naming needs of a raw frame: its address and map. */
 static struct pd_frame_src frame_src(const struct reader *r, uint32_t frame)
 {
-    const struct raw_frame *rf = &r->frames[frame];
+    const struct raw_frame *rf = &r->raw.frames[frame];
     if (!rf->mapref)
         return (struct pd_frame_src){.dso = PD_NO_DSO, .ip = rf->ip, .pc = rf->ip};
-    const struct pd_map *mp = &r->maprefs[rf->mapref];
+    const struct pd_map *mp = &r->raw.maprefs[rf->mapref];
     return (struct pd_frame_src){mp->dso,   mp->start, mp->end,
                                  mp->pgoff, rf->ip,    rf->ip - mp->start + mp->pgoff};
 }
@@ -105,11 +105,11 @@ static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t
 {
     int j = java;
     if (!m->at[j]) {
-        m->at[j] = malloc((r->nframes ? r->nframes : 1) * sizeof(int64_t));
-        m->count[j] = malloc((r->nframes ? r->nframes : 1) * sizeof(uint32_t));
+        m->at[j] = malloc((r->raw.nframes ? r->raw.nframes : 1) * sizeof(int64_t));
+        m->count[j] = malloc((r->raw.nframes ? r->raw.nframes : 1) * sizeof(uint32_t));
         if (!m->at[j] || !m->count[j])
             return -ENOMEM;
-        for (size_t i = 0; i < r->nframes; i++)
+        for (size_t i = 0; i < r->raw.nframes; i++)
             m->at[j][i] = -1;
     }
     if (m->at[j][frame] < 0 && (frame == r->mark[0] || frame == r->mark[1])) {
@@ -149,9 +149,10 @@ static void memo_release(struct memo *m)
 /* The roots' frames, interned once each (NO_NODE: an event not kept). */
 static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool *jvm)
 {
-    for (size_t i = 0; i < r->nroots; i++) {
+    for (size_t i = 0; i < r->raw.nroots; i++) {
         frame[i] = NO_NODE;
-        int err = keep[r->roots[i].attr] ? root_frame(r, &r->roots[i], &frame[i], &jvm[i]) : 0;
+        int err =
+            keep[r->raw.roots[i].attr] ? root_frame(r, &r->raw.roots[i], &frame[i], &jvm[i]) : 0;
         if (err)
             return err;
     }
@@ -166,10 +167,10 @@ static int stack_of(struct reader *r, struct pd_names *nm, struct memo *m, size_
                     struct id_vec *out)
 {
     raw->n = out->n = 0;
-    for (; r->parent[i] != 0; i = r->parent[i])
-        if (push_id(raw, r->key[i]) < 0)
+    for (; r->raw.parent[i] != 0; i = r->raw.parent[i])
+        if (push_id(raw, r->raw.key[i]) < 0)
             return -ENOMEM;
-    uint32_t root = r->key[i];
+    uint32_t root = r->raw.key[i];
     if (rframe[root] == NO_NODE)
         return 0;
     if (push_id(out, rframe[root]) < 0)
@@ -201,9 +202,9 @@ static bool counted(const struct reader *r, size_t i, const uint32_t *attr)
 /* Each raw node's event (nodes come after their parents). */
 static uint32_t *node_attrs(const struct reader *r)
 {
-    uint32_t *attr = malloc(r->nnodes * sizeof(*attr));
-    for (size_t i = 1; attr && i < r->nnodes; i++)
-        attr[i] = r->parent[i] == 0 ? r->roots[r->key[i]].attr : attr[r->parent[i]];
+    uint32_t *attr = malloc(r->raw.nnodes * sizeof(*attr));
+    for (size_t i = 1; attr && i < r->raw.nnodes; i++)
+        attr[i] = r->raw.parent[i] == 0 ? r->raw.roots[r->raw.key[i]].attr : attr[r->raw.parent[i]];
     return attr;
 }
 
@@ -214,19 +215,19 @@ static uint32_t *node_attrs(const struct reader *r)
 static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rframe,
                       const uint32_t *attr)
 {
-    bool *done = calloc(r->nnodes, sizeof(*done));
+    bool *done = calloc(r->raw.nnodes, sizeof(*done));
     struct id_vec up = {0};
     int err = done ? 0 : -ENOMEM;
-    for (size_t i = 1; i < r->nnodes && !err; i++) {
-        if (!r->samples[i] || !counted(r, i, attr) || done[i])
+    for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
+        if (!r->raw.samples[i] || !counted(r, i, attr) || done[i])
             continue;
         size_t j = i;
-        for (up.n = 0; !err && !done[j] && r->parent[j] != 0; j = r->parent[j])
+        for (up.n = 0; !err && !done[j] && r->raw.parent[j] != 0; j = r->raw.parent[j])
             err = push_id(&up, (uint32_t)j);
-        bool kept = done[j] || rframe[r->key[j]] != NO_NODE; /* else never named */
+        bool kept = done[j] || rframe[r->raw.key[j]] != NO_NODE; /* else never named */
         while (up.n && !err) {
             uint32_t k = up.v[--up.n];
-            struct pd_frame_src src = frame_src(r, r->key[k]);
+            struct pd_frame_src src = frame_src(r, r->raw.key[k]);
             done[k] = true;
             err = kept ? pd_names_open(nm, &src) : 0;
         }
@@ -246,14 +247,14 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
         return -ENOMEM;
     struct memo m = {0};
     struct id_vec raw = {0}, out = {0};
-    uint32_t *rframe = malloc((r->nroots ? r->nroots : 1) * sizeof(*rframe));
-    bool *rjvm = calloc(r->nroots ? r->nroots : 1, sizeof(*rjvm));
+    uint32_t *rframe = malloc((r->raw.nroots ? r->raw.nroots : 1) * sizeof(*rframe));
+    bool *rjvm = calloc(r->raw.nroots ? r->raw.nroots : 1, sizeof(*rjvm));
     int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
     if (!err && r->o->threads > 1 && r->po.inline_frames)
         err = open_ahead(r, nm, rframe, attr);
-    for (size_t i = 1; i < r->nnodes && !err; i++) {
+    for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
         pnode[i] = NO_NODE;
-        if (!r->samples[i] || !counted(r, i, attr))
+        if (!r->raw.samples[i] || !counted(r, i, attr))
             continue;
         err = stack_of(r, nm, &m, i, rframe, rjvm, &raw, &out);
         if (!err && out.n)
@@ -310,20 +311,20 @@ static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_
         }
         return err;
     }
-    for (size_t i = 1; i < r->nnodes && !err; i++)
-        if (r->samples[i] && pnode[i] != NO_NODE)
-            err = add_weight_to(r, i, pnode[i], r->samples[i], r->period[i], v);
+    for (size_t i = 1; i < r->raw.nnodes && !err; i++)
+        if (r->raw.samples[i] && pnode[i] != NO_NODE)
+            err = add_weight_to(r, i, pnode[i], r->raw.samples[i], r->raw.period[i], v);
     return err;
 }
 
 /* Whether some raw frame is the kernel's (its symbols are then read). */
 static bool has_kernel_frames(const struct reader *r)
 {
-    for (size_t i = 0; i < r->nframes; i++) {
-        uint32_t ref = r->frames[i].mapref;
-        if (!ref || r->maprefs[ref].dso == PD_NO_DSO)
+    for (size_t i = 0; i < r->raw.nframes; i++) {
+        uint32_t ref = r->raw.frames[i].mapref;
+        if (!ref || r->raw.maprefs[ref].dso == PD_NO_DSO)
             continue;
-        enum pd_dso_kind k = pd_tasks_dso(r->t, r->maprefs[ref].dso)->kind;
+        enum pd_dso_kind k = pd_tasks_dso(r->t, r->raw.maprefs[ref].dso)->kind;
         if (k == PD_DSO_KERNEL || k == PD_DSO_MODULE)
             return true;
     }
@@ -334,7 +335,7 @@ int pd_place_profile(struct reader *r)
 {
     size_t na = r->f->nattrs ? r->f->nattrs : 1;
     bool *keep = calloc(na, sizeof(*keep));
-    uint32_t *pnode = malloc(r->nnodes * sizeof(*pnode));
+    uint32_t *pnode = malloc(r->raw.nnodes * sizeof(*pnode));
     struct pd_names *nm = NULL;
     int err = keep && pnode ? 0 : -ENOMEM;
     struct pd_values v;

@@ -1,0 +1,418 @@
+/*
+ * perf_data_raw.c - the trie of raw stacks: raw frames (a map and an
+ * address) and the maps they are in, numbered on first sight, and nodes
+ * keyed by (parent, frame), or by root (event, thread, command) under node
+ * 0; a worker's overlay on the reader's trie, and its merge into it,
+ * which keeps the numbers one thread reading every sample would give.
+ *
+ * Invariants: a raw node's parent was made before it; an overlay only
+ * reads its base, and numbers what it makes from PD_OVER (so nodes, frames
+ * and maps stay under 2^31); the tasks' pd_map.ref is the reader's trie's
+ * number, written by that trie alone; a merge copies what its overlay
+ * made since the last one, maps, frames, then nodes, each in the
+ * overlay's order.
+ */
+#include "read/perf/perf_data_build.h"
+#include "base/hash.h"
+#include "base/table.h"
+#include "base/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int new_node(struct pd_raw *raw, uint32_t parent, uint32_t key, uint32_t *node);
+
+/* The tables, which an overlay empties after each merge. */
+static int init_tables(struct pd_raw *raw)
+{
+    raw->fmask = 1023;
+    raw->fslots = calloc(raw->fmask + 1, sizeof(*raw->fslots));
+    int err = raw->fslots ? ember_u64map_init(&raw->children) : -ENOMEM;
+    if (!err)
+        err = ember_strmap_init(&raw->mapref_ids);
+    if (!err)
+        err = ember_strmap_init(&raw->root_ids);
+    return err;
+}
+
+static void free_root_stacks(struct pd_raw *raw)
+{
+    for (size_t i = 0; i < raw->nroots; i++) {
+        free(raw->roots[i].stack.last);
+        free(raw->roots[i].stack.path);
+    }
+}
+
+static void forget_prefixes(struct pd_raw *raw)
+{
+    memset(raw->root_hot, 0, sizeof(raw->root_hot));
+    for (size_t i = 0; i < ROOT_HOT; i++)
+        raw->prefix_hot[i].generation = UINT64_MAX;
+}
+
+int pd_raw_init(struct pd_raw *raw, struct pd_tasks *t, const struct pd_raw *base)
+{
+    memset(raw, 0, sizeof(*raw));
+    raw->t = t;
+    raw->base = base;
+    for (size_t i = 0; i < ENTRY_MEMO; i++)
+        raw->memo[i].frame = UINT32_MAX;
+    forget_prefixes(raw);
+    uint32_t root;
+    int err = pd_leaf_new(&raw->leaf);
+    if (!err)
+        err = init_tables(raw);
+    if (!err && !base)
+        err = new_node(raw, UINT32_MAX, UINT32_MAX, &root); /* node 0: the root */
+    return err;
+}
+
+/* A string map emptied (rare in an overlay: a map or root new in a batch). */
+static int strmap_empty(struct ember_strmap *m)
+{
+    if (m->count == 0)
+        return 0;
+    ember_strmap_release(m);
+    return ember_strmap_init(m);
+}
+
+int pd_raw_reset(struct pd_raw *raw)
+{
+    if (raw->children.count)
+        memset(raw->children.slots, 0,
+               ((size_t)raw->children.mask + 1) * sizeof(struct ember_u64slot));
+    raw->children.count = 0;
+    if (raw->fcount)
+        memset(raw->fslots, 0, ((size_t)raw->fmask + 1) * sizeof(*raw->fslots));
+    raw->fcount = 0;
+    free_root_stacks(raw);
+    raw->nnodes = raw->nframes = raw->nmaprefs = raw->nroots = 0;
+    forget_prefixes(raw);
+    int err = strmap_empty(&raw->mapref_ids);
+    return err ? err : strmap_empty(&raw->root_ids);
+}
+
+void pd_raw_release(struct pd_raw *raw)
+{
+    ember_u64map_release(&raw->children);
+    free(raw->fslots);
+    ember_strmap_release(&raw->mapref_ids);
+    free_root_stacks(raw);
+    ember_strmap_release(&raw->root_ids);
+    pd_leaf_free(raw->leaf);
+    free(raw->parent);
+    free(raw->key);
+    free(raw->samples);
+    free(raw->period);
+    free(raw->frames);
+    free(raw->maprefs);
+    free(raw->roots);
+    for (size_t i = 0; i < ROOT_HOT; i++) {
+        free(raw->prefix_hot[i].last);
+        free(raw->prefix_hot[i].path);
+    }
+    free(raw->chain);
+}
+
+/* An overlay's own id for its index i. */
+static uint32_t own_id(const struct pd_raw *raw, size_t i)
+{
+    return (uint32_t)i | (raw->base ? PD_OVER : 0);
+}
+
+/* ---- frames and maps ----------------------------------------------------- */
+
+static uint64_t frame_slot_hash(const void *slot)
+{
+    const struct frame_slot *s = slot;
+    return ember_hash_u64(s->ip * 31 + s->mapref);
+}
+
+static bool frame_slot_used(const void *slot)
+{
+    return ((const struct frame_slot *)slot)->id1 != 0;
+}
+
+static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip)
+{
+    struct frame_slot probe = {ip, mapref, 0};
+    for (uint32_t i = (uint32_t)frame_slot_hash(&probe) & raw->fmask;; i = (i + 1) & raw->fmask) {
+        struct frame_slot *s = &raw->fslots[i];
+        if (!s->id1 || (s->ip == ip && s->mapref == mapref))
+            return s;
+    }
+}
+
+int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
+{
+    if (raw->base && !(mapref & PD_OVER)) {
+        const struct frame_slot *b = frame_find(raw->base, mapref, ip);
+        if (b->id1) {
+            *id = b->id1 - 1;
+            return 0;
+        }
+    }
+    struct frame_slot *s = frame_find(raw, mapref, ip);
+    if (s->id1) {
+        *id = own_id(raw, s->id1 - 1);
+        return 0;
+    }
+    if (raw->nframes >= PD_OVER - 1)
+        return -ERANGE;
+    if ((raw->fcount + 1) * 2 > raw->fmask + 1) {
+        if (ember_table_grow((void **)&raw->fslots, &raw->fmask, sizeof(*raw->fslots),
+                             frame_slot_hash, frame_slot_used) < 0)
+            return -ENOMEM;
+        s = frame_find(raw, mapref, ip);
+    }
+    if (EMBER_VEC_RESERVE(raw->frames, raw->fcap, raw->nframes + 1) < 0)
+        return -ENOMEM;
+    raw->frames[raw->nframes] = (struct raw_frame){ip, mapref};
+    *s = (struct frame_slot){ip, mapref, (uint32_t)raw->nframes + 1};
+    raw->fcount++;
+    *id = own_id(raw, raw->nframes++);
+    return 0;
+}
+
+static int map_key(const struct pd_map *m, uint64_t key[4])
+{
+    key[0] = m->start;
+    key[1] = m->end;
+    key[2] = m->pgoff;
+    key[3] = m->dso;
+    return 4 * sizeof(uint64_t);
+}
+
+/* The number of the map (start, end, pgoff, dso) in raw's own table, made
+ * when new. */
+static int mapref_find(struct pd_raw *raw, const struct pd_map *m, uint32_t *ref)
+{
+    uint64_t key[4];
+    int len = map_key(m, key);
+    uintptr_t v = (uintptr_t)ember_strmap_get(&raw->mapref_ids, (const char *)key, len);
+    if (!v) {
+        if (raw->nmaprefs >= PD_OVER - 2)
+            return -ERANGE;
+        if (EMBER_VEC_RESERVE(raw->maprefs, raw->mcap, raw->nmaprefs + 2) < 0)
+            return -ENOMEM;
+        v = ++raw->nmaprefs;
+        raw->maprefs[v] = *m;
+        raw->maprefs[v].ref = 0;
+        if (ember_strmap_put(&raw->mapref_ids, (const char *)key, len, (void *)v) < 0)
+            return -ENOMEM;
+    }
+    *ref = own_id(raw, v);
+    return 0;
+}
+
+/* The reader's trie keeps its number in the tasks' map; an overlay finds
+ * the reader's number there or in its table, else makes its own. */
+int pd_raw_mapref(struct pd_raw *raw, struct pd_map *m, uint32_t *ref)
+{
+    if (m->ref) {
+        *ref = m->ref;
+        return 0;
+    }
+    if (!raw->base) {
+        int err = mapref_find(raw, m, ref);
+        m->ref = err ? 0 : *ref;
+        return err;
+    }
+    uint64_t key[4];
+    int len = map_key(m, key);
+    uintptr_t v = (uintptr_t)ember_strmap_get(&raw->base->mapref_ids, (const char *)key, len);
+    if (v) {
+        *ref = (uint32_t)v;
+        return 0;
+    }
+    return mapref_find(raw, m, ref);
+}
+
+/* ---- nodes and roots ----------------------------------------------------- */
+
+/* Grows the node arrays together (one capacity for all). */
+static int grow_nodes(struct pd_raw *raw)
+{
+    size_t cap = raw->ncap ? raw->ncap * 2 : 1024;
+    uint32_t *parent = realloc(raw->parent, cap * sizeof(*parent));
+    if (parent)
+        raw->parent = parent;
+    uint32_t *key = parent ? realloc(raw->key, cap * sizeof(*key)) : NULL;
+    if (key)
+        raw->key = key;
+    uint64_t *samples = key ? realloc(raw->samples, cap * sizeof(*samples)) : NULL;
+    if (samples)
+        raw->samples = samples;
+    uint64_t *period = samples ? realloc(raw->period, cap * sizeof(*period)) : NULL;
+    if (!period)
+        return -ENOMEM;
+    raw->period = period;
+    raw->ncap = cap;
+    return 0;
+}
+
+static int new_node(struct pd_raw *raw, uint32_t parent, uint32_t key, uint32_t *node)
+{
+    if (raw->nnodes >= PD_OVER - 1)
+        return -ERANGE;
+    if (raw->nnodes == raw->ncap && grow_nodes(raw) < 0)
+        return -ENOMEM;
+    size_t i = raw->nnodes++;
+    raw->parent[i] = parent;
+    raw->key[i] = key;
+    raw->samples[i] = raw->period[i] = 0;
+    *node = own_id(raw, i);
+    return ember_u64map_put(&raw->children, (uint64_t)parent << 32 | key, *node);
+}
+
+int pd_raw_child(struct pd_raw *raw, uint32_t parent, uint32_t key, uint32_t *node)
+{
+    uint64_t k = (uint64_t)parent << 32 | key;
+    if (raw->base && !((parent | key) & PD_OVER) && ember_u64map_get(&raw->base->children, k, node))
+        return 0;
+    if (ember_u64map_get(&raw->children, k, node))
+        return 0;
+    return new_node(raw, parent, key, node);
+}
+
+const struct root *pd_raw_root_at(const struct pd_raw *raw, uint32_t id)
+{
+    return raw->base && !(id & PD_OVER) ? &raw->base->roots[id] : &raw->roots[id & ~PD_OVER];
+}
+
+/* The cache slot of a thread's root. */
+static uint32_t *root_slot(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid)
+{
+    return &raw->root_hot[(pid * 0x9e3779b1u ^ tid ^ attr << 3) % ROOT_HOT];
+}
+
+/* The root found lately for the thread, when its command is the same. */
+static bool root_hot(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid,
+                     const char *comm, size_t len, uint32_t *id)
+{
+    uint32_t id1 = *root_slot(raw, attr, pid, tid);
+    if (id1 == 0)
+        return false;
+    const struct root *rt = pd_raw_root_at(raw, id1 - 1);
+    if (rt->attr != attr || rt->pid != pid || rt->tid != tid || rt->comm_len != len ||
+        (len && memcmp(rt->comm, comm, len) != 0))
+        return false;
+    *id = id1 - 1;
+    return true;
+}
+
+static int new_root(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid, const char *comm,
+                    size_t len, uintptr_t *v)
+{
+    if (EMBER_VEC_RESERVE(raw->roots, raw->rcap, raw->nroots + 1) < 0)
+        return -ENOMEM;
+    char *copy = ember_arena_strndup(&raw->root_ids.arena, comm, len);
+    if (!copy)
+        return -ENOMEM;
+    struct root *rt = &raw->roots[raw->nroots];
+    *rt = (struct root){.attr = attr, .pid = pid, .tid = tid, .comm = copy, .comm_len = len};
+    rt->stack.generation = UINT64_MAX;
+    int err = new_node(raw, 0, own_id(raw, raw->nroots), &rt->node);
+    if (err)
+        return err;
+    *v = own_id(raw, ++raw->nroots);
+    return 0;
+}
+
+/* The key of a root: the event, the thread and the command's first 256
+ * bytes. */
+int pd_raw_root(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid, const char *comm,
+                size_t len, uint32_t *id)
+{
+    char key[12 + 256];
+    if (len > 256)
+        len = 256;
+    if (root_hot(raw, attr, pid, tid, comm, len, id))
+        return 0;
+    memcpy(key, &attr, 4);
+    memcpy(key + 4, &pid, 4);
+    memcpy(key + 8, &tid, 4);
+    memcpy(key + 12, comm, len);
+    uintptr_t v = raw->base ? (uintptr_t)ember_strmap_get(&raw->base->root_ids, key, 12 + len) : 0;
+    if (!v && !(v = (uintptr_t)ember_strmap_get(&raw->root_ids, key, 12 + len))) {
+        int err = new_root(raw, attr, pid, tid, comm, len, &v);
+        if (!err && ember_strmap_put(&raw->root_ids, key, 12 + len, (void *)v) < 0)
+            err = -ENOMEM;
+        if (err)
+            return err;
+    }
+    *id = (uint32_t)(v - 1);
+    *root_slot(raw, attr, pid, tid) = *id + 1;
+    return 0;
+}
+
+/* ---- merging an overlay -------------------------------------------------- */
+
+static uint32_t over(const uint32_t *map, uint32_t id)
+{
+    return id & PD_OVER ? map[id & ~PD_OVER] : id;
+}
+
+static int merge_maps(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
+                      size_t upto)
+{
+    if (EMBER_VEC_RESERVE(m->maps, m->mcap, upto + 1) < 0)
+        return -ENOMEM;
+    m->maps[0] = 0; /* no map */
+    for (; m->nmaps < upto; m->nmaps++) {
+        int err = mapref_find(dst, &src->maprefs[m->nmaps + 1], &m->maps[m->nmaps + 1]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static int merge_frames(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
+                        size_t upto)
+{
+    if (EMBER_VEC_RESERVE(m->frames, m->fcap, upto) < 0)
+        return -ENOMEM;
+    for (; m->nframes < upto; m->nframes++) {
+        const struct raw_frame *f = &src->frames[m->nframes];
+        int err = pd_raw_frame(dst, over(m->maps, f->mapref), f->ip, &m->frames[m->nframes]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* A node under node 0 is a root's: dst's, by what the root is (an overlay
+ * makes a root of its own only where its base has none). */
+static int merge_node(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
+                      size_t i)
+{
+    uint32_t parent = src->parent[i], key = src->key[i], id;
+    if (parent != 0)
+        return pd_raw_child(dst, over(m->nodes, parent), over(m->frames, key), &m->nodes[i]);
+    const struct root *rt = pd_raw_root_at(src, key);
+    int err = pd_raw_root(dst, rt->attr, rt->pid, rt->tid, rt->comm, rt->comm_len, &id);
+    if (!err)
+        m->nodes[i] = dst->roots[id].node;
+    return err;
+}
+
+int pd_raw_merge(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
+                 struct pd_raw_count upto)
+{
+    int err = merge_maps(dst, src, m, upto.maps);
+    if (!err)
+        err = merge_frames(dst, src, m, upto.frames);
+    if (!err && EMBER_VEC_RESERVE(m->nodes, m->ncap, upto.nodes) < 0)
+        err = -ENOMEM;
+    for (; !err && m->nnodes < upto.nodes; m->nnodes++)
+        err = merge_node(dst, src, m, m->nnodes);
+    dst->dwarf |= src->dwarf;
+    return err;
+}
+
+void pd_raw_merge_release(struct pd_raw_merge *m)
+{
+    free(m->maps);
+    free(m->frames);
+    free(m->nodes);
+}
