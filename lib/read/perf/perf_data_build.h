@@ -4,9 +4,12 @@
  *
  * perf_data.c        the format: the reader's callbacks, off-CPU time
  * perf_data_stacks.c samples -> raw stacks (a trie of (map, address) frames)
+ * perf_data_raw.c    the trie, and the workers' overlays on it
+ * perf_data_jobs.c   DWARF samples unwound and built on several threads
  * perf_data_place.c  raw stacks -> the profile: named, placed, weighed
  *
- * Invariants: a raw node's parent has a smaller index; node 0 is the
+ * Invariants: in the reader's trie a raw node's parent has a smaller
+ * index (an overlay's may be the trie's); node 0 is the
  * root, level 1 nodes are sample roots (event, thread, name), deeper ones
  * raw frames; a raw frame is (map, address), a map (dso, start, end,
  * pgoff); the off-CPU marks are raw frames without a map at addresses no
