@@ -26,35 +26,36 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM, quiet; CPU time is the figure to compare;
-# Release build of main after issue 20's third session: DWARF samples
-# unwound on every thread, --inline's files' DWARF read on every thread,
-# the file read ahead on N - 1 threads, kallsyms parsed in place;
+# Release build of main after issue 20's fourth session: DWARF samples
+# unwound and their stacks built on every thread, --inline's files' DWARF
+# read on every thread, the file read ahead on N - 1 threads;
 # FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/perfbench/dwarf.data).
 # Before the first session (main at 094ffc8): fp 1.319 s CPU (13.0x), DWARF
-# --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the second: 0.768 s
-# (20.8x), 0.346-0.394 s (9.6-10.8x), 0.246-0.257 s (11.4-11.9x). A run
-# just before this one gave fp 0.821 s at -j 1 (19.8x) and 0.771 s at -j 2
-# (21.0x; the 0.946 s below is an outlier: 0.73-0.80 s in six runs after),
-# --inline 0.331 s (11.5x), no inlines 0.247 s (11.7x).
+# --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the third: 0.762 s
+# (21.3x), 0.349 s (10.7x), 0.240 s (12.2x), on a quieter day: the build
+# of the third session's end timed beside this one's, run for run, gives
+# the same figures as this one (DWARF -j 2: 0.18-0.28 s and 0.19-0.23 s).
+# A run just before this one gave fp 0.769 s at -j 1 (20.6x) and 0.778 s
+# at -j 2, --inline 0.348 s (10.7x), no inlines 0.253 s (11.6x).
 # fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          0.764 s wall   0.762 s CPU   107.6 MB RSS      114 ns/sample
-#   ember flamegraph -j 2                          0.755 s wall   0.946 s CPU   115.9 MB RSS      142 ns/sample
-#   perf script | ember flamegraph                11.866 s wall  16.210 s CPU   450.5 MB RSS     2432 ns/sample
+#   ember flamegraph -j 1                          0.803 s wall   0.799 s CPU   106.2 MB RSS      120 ns/sample
+#   ember flamegraph -j 2                          0.697 s wall   0.780 s CPU   115.9 MB RSS      117 ns/sample
+#   perf script | ember flamegraph                11.213 s wall  15.409 s CPU   450.2 MB RSS     2312 ns/sample
 # DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 0.349 s wall   0.349 s CPU    58.6 MB RSS     4422 ns/sample  260.0 ns/frame
-#   ember flamegraph --inline -j 2                 0.262 s wall   0.363 s CPU    60.7 MB RSS     4599 ns/sample  270.5 ns/frame
-#   perf script | ember flamegraph                 3.396 s wall   3.741 s CPU   661.4 MB RSS    47399 ns/sample 2787.5 ns/frame
+#   ember flamegraph --inline -j 1                 0.348 s wall   0.347 s CPU    58.6 MB RSS     4397 ns/sample  258.6 ns/frame
+#   ember flamegraph --inline -j 2                 0.290 s wall   0.375 s CPU    61.2 MB RSS     4751 ns/sample  279.4 ns/frame
+#   perf script | ember flamegraph                 3.404 s wall   3.773 s CPU   661.4 MB RSS    47805 ns/sample 2811.3 ns/frame
 # DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          0.241 s wall   0.240 s CPU    30.7 MB RSS     3041 ns/sample  178.9 ns/frame
-#   ember flamegraph -j 2                          0.176 s wall   0.260 s CPU    32.9 MB RSS     3294 ns/sample  193.8 ns/frame
-#   perf script --no-inline | ember flamegraph     2.545 s wall   2.921 s CPU   660.7 MB RSS    37010 ns/sample 2176.8 ns/frame
+#   ember flamegraph -j 1                          0.259 s wall   0.259 s CPU    30.7 MB RSS     3282 ns/sample  193.0 ns/frame
+#   ember flamegraph -j 2                          0.199 s wall   0.295 s CPU    33.1 MB RSS     3738 ns/sample  219.8 ns/frame
+#   perf script --no-inline | ember flamegraph     2.537 s wall   2.909 s CPU   660.5 MB RSS    36858 ns/sample 2167.8 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              21.3x
-#   fp, ember -j 2                                               17.1x
-#   DWARF inlines (perf script), ember --inline -j 1             10.7x
-#   DWARF inlines, ember --inline -j 2                           10.3x
-#   DWARF no inlines (perf script --no-inline), ember -j 1       12.2x
-#   DWARF no inlines, ember -j 2                                 11.2x
+#   fp (perf script | ember flamegraph), ember -j 1              19.3x
+#   fp, ember -j 2                                               19.8x
+#   DWARF inlines (perf script), ember --inline -j 1             10.9x
+#   DWARF inlines, ember --inline -j 2                           10.1x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       11.2x
+#   DWARF no inlines, ember -j 2                                  9.9x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
