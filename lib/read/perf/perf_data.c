@@ -190,7 +190,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
 
 static void reader_release(struct reader *r)
 {
-    pd_jobs_free(r->jobs); /* its workers may read held records */
+    pd_jobs_free(r->jobs); /* first: its batch holds the reader's records */
     pd_reader_free(r->rd);
     pd_unwind_free(r->uw);
     pd_offcpu_free(r->oc);
