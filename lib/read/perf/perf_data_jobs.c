@@ -55,7 +55,7 @@ struct job {
     int ai;
     int got;       /* pd_raw_sample_thread's */
     int walk;      /* its walk in the batch, -1 none */
-    uint32_t node; /* its stack's, in its piece's trie */
+    uint32_t node; /* its stack's, in its piece's overlay */
     uint64_t hold; /* the reader's, of its record */
     struct pd_sample s;
     struct pd_sample_thread th;
@@ -63,10 +63,10 @@ struct job {
 
 struct piece {
     size_t from, to;
-    unsigned builder;      /* the thread whose trie it is built in */
+    unsigned builder;      /* the thread whose overlay it is built in */
     size_t built;          /* [from, built) are */
     int err;               /* its builder's, at built */
-    struct pd_raw_count n; /* the builder's trie after it, once built */
+    struct pd_raw_count n; /* the builder's overlay after it, once built */
 };
 
 /* A thread's: the caller's is b[0] (its unwinder the reader's). */
@@ -305,8 +305,8 @@ void pd_jobs_free(struct pd_jobs *j)
     free(j);
 }
 
-/* The caller's builder, then the workers, each with an unwinder and a
- * trie of its own; fewer when a thread cannot be made (the others take
+/* The caller's builder, then the workers, each with an unwinder and an
+ * overlay of its own; fewer when a thread cannot be made (the others take
  * the pieces it would). */
 static int start_builders(struct pd_jobs *j, unsigned threads)
 {
