@@ -1,8 +1,10 @@
 /*
  * threads.c - three threads on the CPU at once, for the timeline tests: the
  * main thread and two threads it names "alpha" and "beta" each spin for the
- * same wall time (default 200 ms), started together, so that their samples
- * interleave in time whatever the number of CPUs.
+ * same CPU time (default 200 ms), started together, so that their samples
+ * interleave in time whatever the number of CPUs, and each has its samples
+ * however loaded the machine is (a spin for a wall time once left the main
+ * thread of a loaded CI run without a sample).
  *
  * usage: threads [MILLISECONDS]
  */
@@ -15,10 +17,11 @@
 static volatile unsigned long sink;
 static long ms = 200;
 
+/* The calling thread's CPU time. */
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
