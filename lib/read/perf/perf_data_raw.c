@@ -174,22 +174,22 @@ int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
     return 0;
 }
 
-static int map_key(const struct pd_map *m, uint64_t key[4])
+/* A map's key in a table of maps: all it says. */
+struct map_key {
+    uint64_t v[4];
+};
+
+static struct map_key map_key(const struct pd_map *m)
 {
-    key[0] = m->start;
-    key[1] = m->end;
-    key[2] = m->pgoff;
-    key[3] = m->dso;
-    return 4 * sizeof(uint64_t);
+    return (struct map_key){{m->start, m->end, m->pgoff, m->dso}};
 }
 
 /* The number of the map (start, end, pgoff, dso) in raw's own table, made
  * when new. */
 static int mapref_find(struct pd_raw *raw, const struct pd_map *m, uint32_t *ref)
 {
-    uint64_t key[4];
-    int len = map_key(m, key);
-    uintptr_t v = (uintptr_t)ember_strmap_get(&raw->mapref_ids, (const char *)key, len);
+    struct map_key k = map_key(m);
+    uintptr_t v = (uintptr_t)ember_strmap_get(&raw->mapref_ids, (const char *)k.v, sizeof(k.v));
     if (!v) {
         if (raw->nmaprefs >= PD_OVER - 2)
             return -ERANGE;
@@ -198,7 +198,7 @@ static int mapref_find(struct pd_raw *raw, const struct pd_map *m, uint32_t *ref
         v = ++raw->nmaprefs;
         raw->maprefs[v] = *m;
         raw->maprefs[v].ref = 0;
-        if (ember_strmap_put(&raw->mapref_ids, (const char *)key, len, (void *)v) < 0)
+        if (ember_strmap_put(&raw->mapref_ids, (const char *)k.v, sizeof(k.v), (void *)v) < 0)
             return -ENOMEM;
     }
     *ref = own_id(raw, v);
@@ -218,9 +218,9 @@ int pd_raw_mapref(struct pd_raw *raw, struct pd_map *m, uint32_t *ref)
         m->ref = err ? 0 : *ref;
         return err;
     }
-    uint64_t key[4];
-    int len = map_key(m, key);
-    uintptr_t v = (uintptr_t)ember_strmap_get(&raw->base->mapref_ids, (const char *)key, len);
+    struct map_key k = map_key(m);
+    uintptr_t v =
+        (uintptr_t)ember_strmap_get(&raw->base->mapref_ids, (const char *)k.v, sizeof(k.v));
     if (v) {
         *ref = (uint32_t)v;
         return 0;
