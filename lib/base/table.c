@@ -10,18 +10,25 @@
 
 enum { HUGE_PAGE = 2 << 20 };
 
-void *ember_table_calloc(size_t n, size_t size)
+void *ember_table_alloc(size_t n, size_t size)
 {
     size_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes))
         return NULL;
     if (bytes < HUGE_PAGE)
-        return calloc(n ? n : 1, size); /* small: the cache holds it anyway */
+        return malloc(bytes ? bytes : 1); /* small: the cache holds it anyway */
     void *p = NULL;
     if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
         return NULL;
     madvise(p, bytes, MADV_HUGEPAGE); /* only a hint */
-    memset(p, 0, bytes);
+    return p;
+}
+
+void *ember_table_calloc(size_t n, size_t size)
+{
+    void *p = ember_table_alloc(n, size);
+    if (p)
+        memset(p, 0, n * size);
     return p;
 }
 

@@ -14,6 +14,8 @@
  * anywhere in a table, so a large one asks for huge pages: with 4 KiB pages nearly every lookup
  * would also miss the TLB, which costs most under virtualization. */
 void *ember_table_calloc(size_t n, size_t size);
+/* The same, not zeroed: for threads that each zero their share. */
+void *ember_table_alloc(size_t n, size_t size);
 
 /* Doubles *slots (mask + 1 slots of slot_size bytes), placing every used
  * slot at hash(slot) & new mask. Returns 0 or -ENOMEM (the table is then

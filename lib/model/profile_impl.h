@@ -240,6 +240,22 @@ int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t par
 int ember_profile_child_path(struct ember_profile *p, uint32_t parent, const uint32_t *frames,
                              size_t n, int step, uint32_t *nodes, uint32_t *leaf);
 
+/* For threads that fill the tables themselves (profile_merge.c): room for
+ * `nodes` nodes in the child table, a new one, not zeroed, if it had to
+ * grow (*fresh: every node is then to be placed again once it is), and
+ * in the nodes and weights, whose new entries below `need` are not zeroed
+ * (profile_tree.c). */
+int ember_profile_children_presize(struct ember_profile *p, size_t nodes, bool *fresh);
+int ember_profile_node_reserve_unzeroed(struct ember_profile *p, size_t need);
+/* Puts node n (its frame, parent and path hash already stored) in the
+ * child table if its home bucket and the first with room both lie in
+ * [lo, hi): true if placed. The buckets it passed there are marked, so a
+ * node left out is then placed by ember_profile_child_place. Threads
+ * placing in ranges of their own need no lock (profile_merge.c). */
+bool ember_profile_child_place_within(struct ember_profile *p, uint32_t n, uint32_t lo,
+                                      uint32_t hi);
+void ember_profile_child_place(struct ember_profile *p, uint32_t n);
+
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
 static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
 {

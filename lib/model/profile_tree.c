@@ -78,6 +78,61 @@ static int child_grow(struct ember_profile *p)
     return 0;
 }
 
+int ember_profile_children_presize(struct ember_profile *p, size_t nodes, bool *fresh)
+{
+    uint64_t nb = (uint64_t)p->child_mask + 1;
+    while ((uint64_t)nodes * 4 > nb * EMBER_CHILD_BUCKET * 3)
+        nb *= 2;
+    *fresh = nb != (uint64_t)p->child_mask + 1;
+    if (!*fresh)
+        return 0;
+    struct ember_child_bucket *b = nb <= UINT32_MAX ? ember_table_alloc(nb, sizeof(*b)) : NULL;
+    if (!b)
+        return -ENOMEM;
+    free(p->child_buckets);
+    p->child_buckets = b;
+    p->child_mask = (uint32_t)(nb - 1);
+    return 0;
+}
+
+int ember_profile_node_reserve_unzeroed(struct ember_profile *p, size_t need)
+{
+    size_t cap = p->ncap;
+    if (need <= cap)
+        return 0;
+    if (EMBER_VEC_RESERVE(p->nodes, cap, need) < 0)
+        return -ENOMEM;
+    for (unsigned v = 0; v < p->nvalues; v++) {
+        int64_t *w = realloc(p->self[v], cap * sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        memset(w + need, 0, (cap - need) * sizeof(*w));
+        p->self[v] = w;
+    }
+    p->ncap = cap;
+    return 0;
+}
+
+bool ember_profile_child_place_within(struct ember_profile *p, uint32_t n, uint32_t lo, uint32_t hi)
+{
+    struct ember_child_bucket *b = p->child_buckets;
+    for (uint32_t i = p->child_hash[n] & p->child_mask; i >= lo && i < hi; i++) {
+        for (unsigned j = 0; j < EMBER_CHILD_BUCKET; j++)
+            if (b[i].slot[j].node == 0) {
+                b[i].slot[j] = (struct ember_child_slot){p->nodes[n].parent, p->nodes[n].frame, n};
+                return true;
+            }
+        b[i].over = 1;
+    }
+    return false;
+}
+
+void ember_profile_child_place(struct ember_profile *p, uint32_t n)
+{
+    child_place(p->child_buckets, p->child_mask, p->child_hash[n], p->nodes[n].parent,
+                p->nodes[n].frame, n);
+}
+
 int ember_profile_child_insert(struct ember_profile *p, uint32_t h, uint32_t parent, uint32_t frame,
                                uint32_t *node)
 {

@@ -237,29 +237,6 @@ void ember_perf_ranges_release(struct perf_ranges *rr);
 int ember_perf_parse_range(struct perf_ranges *rr, struct perf_parser *ps, uint64_t r, uint64_t e,
                            uint64_t *read);
 
-/* ---- the threads' profiles into one (perf_script_merge.c) ------------- */
-
-/* A profile's counts after a piece of input (a range or a chunk) was
- * parsed into it. */
-struct perf_mark {
-    uint64_t at; /* the piece's number: the input's order */
-    uint32_t modules, frames, nodes;
-    unsigned worker;
-};
-
-struct perf_marks {
-    struct perf_mark *v;
-    size_t n, cap;
-};
-
-/* Marks the end of piece `at`, parsed into p. */
-int ember_perf_mark(struct perf_marks *m, uint64_t at, const struct ember_profile *p);
-/* Adds the n profiles src, each with its marks, to dst in the order one
- * thread reading the input would have made their modules, frames and
- * nodes. */
-int ember_perf_merge_marked(struct ember_profile *dst, struct ember_profile *const *src,
-                            struct perf_marks *marks, unsigned n);
-
 /* ---- threads (perf_script_threads.c) ---------------------------------- */
 
 /* The first event named in the input's first bytes, into out. */

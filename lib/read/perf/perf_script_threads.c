@@ -2,7 +2,7 @@
  * perf_script_threads.c - reading `perf script` text with several threads:
  * each worker parses whole samples into a profile of its own, and the
  * profiles are merged as one thread would have built its own
- * (perf_script_merge.c).
+ * (model/profile_merge.c), on as many threads.
  *
  * A file (or memory) is cut into byte ranges of `range` bytes, handed out in
  * order; each worker reads its ranges itself (perf_script_ranges.c), so
@@ -16,9 +16,12 @@
  * the lock 0.0013-0.0023 s (when each worker read, searched and counted
  * its chunk under it: 0.10-0.14 s), the merge 0.0007-0.0011 s, starting
  * the threads up to 0.0008 s (-j 16), of 1.25-1.40 s: 0.2-0.3% (it was
- * 8-10%). The merge grows with distinct stacks times threads: on 300 MB of
- * gen_perf --uniform (92 k distinct stacks, about all of them in every
- * worker's profile) it is 0.27-0.33 s of a 0.58 s read, as it was.
+ * 8-10%). The merge's nodes grow with distinct stacks times threads, and
+ * are merged on the workers' count of threads: on 300 MB of gen_perf
+ * --uniform 300 100000 (963 k distinct nodes, nearly all of them in every
+ * worker's profile) its serial part (frames, numbering, the nodes left
+ * for the caller to place) is 4-13 ms, where merging the nodes one after
+ * the other took 0.27-0.33 s.
  *
  * Invariants: every worker applies the same event filter (the one given, or
  * the input's first event); of several errors, the one earliest in the
@@ -26,6 +29,7 @@
  * worker's pieces come in increasing order.
  */
 #include "read/perf/perf_script_impl.h"
+#include "model/profile_merge.h"
 #include "base/diag.h"
 
 #include <errno.h>
@@ -57,7 +61,7 @@ struct worker {
     struct ember_read_stats st;
     /* where st.other_event was seen: the input's first wins */
     uint64_t other_origin, other_line;
-    struct perf_marks marks; /* its profile after each piece */
+    struct ember_piece_marks marks; /* its profile after each piece */
     bool weighed;
     pthread_t tid;
 };
@@ -134,7 +138,7 @@ static void *worker_main(void *arg)
         }
         err = parse_piece(pl, &ps, &rr, &c, at, &parsed);
         if (!err)
-            err = ember_perf_mark(&w->marks, at, w->p);
+            err = ember_profile_mark_piece(&w->marks, at, w->p);
     }
     w->weighed = ps.weighed;
     w->other_origin = ps.other_origin;
@@ -183,7 +187,7 @@ static int gather(struct ember_profile *p, struct worker *w, unsigned n,
                   struct ember_read_stats *st, bool *weighed)
 {
     struct ember_profile **src = calloc(n + 1, sizeof(*src));
-    struct perf_marks *marks = calloc(n + 1, sizeof(*marks));
+    struct ember_piece_marks *marks = calloc(n + 1, sizeof(*marks));
     int err = src && marks ? 0 : -ENOMEM;
     uint64_t other_origin = 0, other_line = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -205,7 +209,7 @@ static int gather(struct ember_profile *p, struct worker *w, unsigned n,
         }
     }
     if (!err)
-        err = ember_perf_merge_marked(p, src, marks, n);
+        err = ember_profile_merge_pieces(p, src, marks, n, n);
     for (unsigned i = 0; i < n; i++) {
         ember_profile_free(w[i].p);
         free(w[i].marks.v);
