@@ -129,6 +129,15 @@ static int copy_piece(struct ember_profile *dst, struct merge_source *s,
     return err || !nodes ? err : copy_nodes(dst, s, m->nodes);
 }
 
+/* What only finds a source's nodes, which the threads' merge does not
+ * read: memory the merge's own table needs more. */
+static void drop_lookup(struct ember_profile *p)
+{
+    free(p->child_buckets);
+    p->child_buckets = NULL;
+    p->child_mask = 0;
+}
+
 static int by_piece(const void *a, const void *b)
 {
     const struct ember_piece_mark *x = a, *y = b;
@@ -194,11 +203,15 @@ int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *
         err = copy_piece(dst, &s[all[k].source], &all[k], !par);
     if (!err && par)
         err = rank_pieces(s, n, all, total);
+    for (unsigned i = 0; i < n && !err && par; i++)
+        drop_lookup(src[i]);
     if (!err && par && (err = ember_merge_nodes(dst, s, n, total, threads)) == 1) {
         err = 0;
         for (size_t k = 0; k < total && !err; k++)
             err = copy_nodes(dst, &s[all[k].source], all[k].nodes);
     }
+    for (unsigned i = 0; i < n && !err; i++)
+        dst->weighed |= src[i]->weighed; /* as one reader's adds, of zero too */
     for (unsigned i = 0; s && i < n; i++)
         source_release(&s[i]);
     free(all);

@@ -115,6 +115,23 @@ static void hash_source(struct merge *m, struct merge_source *s)
     }
 }
 
+/* The slot of s's node k + AHEAD fetched while k's is used: each step
+ * below reads the table at random, and overlapping the misses makes it
+ * several times faster. */
+enum { AHEAD = 8 };
+
+static void fetch_home(const struct merge *m, const struct merge_source *s, uint32_t k)
+{
+    if (k + AHEAD < s->p->nnodes)
+        __builtin_prefetch(&m->t[s->hash[k + AHEAD] & m->mask], 1);
+}
+
+static void fetch_slot(const struct merge *m, const struct merge_source *s, uint32_t k)
+{
+    if (k + AHEAD < s->p->nnodes)
+        __builtin_prefetch(&m->t[s->slot[k + AHEAD] & ~OWNED], 1);
+}
+
 /* Step 1: s's nodes find their slots and leave their claim. */
 static int claim_source(struct merge *m, struct merge_source *s)
 {
@@ -123,6 +140,7 @@ static int claim_source(struct merge *m, struct merge_source *s)
     FOR_EACH_NODE(s, j, k)
     {
         uint64_t r = s->rank[j];
+        fetch_home(m, s, k);
         uint32_t frame = s->frames[p->nodes[k].frame];
         if ((s->slot[k] = claim(m, s->hash[k], s->slot[p->nodes[k].parent], frame)) == NO_SLOT)
             return 1; /* the table is full: the serial path */
@@ -136,6 +154,7 @@ static void count_source(struct merge *m, struct merge_source *s)
 {
     FOR_EACH_NODE(s, j, k)
     {
+        fetch_slot(m, s, k);
         if (m->t[s->slot[k]].first == ~((uint64_t)s->rank[j] << 32 | k)) {
             s->slot[k] |= OWNED;
             m->count[s->rank[j]]++;
@@ -165,13 +184,15 @@ static int plan(struct merge *m)
     return 0;
 }
 
-/* Step 3: the new nodes numbered in their slots. */
+/* Step 3: the new nodes numbered, in their slots for the other sources
+ * and in s's map. */
 static void number_source(struct merge *m, struct merge_source *s)
 {
     FOR_EACH_NODE(s, j, k)
     {
+        fetch_slot(m, s, k);
         if (s->slot[k] & OWNED)
-            m->t[s->slot[k] & ~OWNED].first = m->count[s->rank[j]]++;
+            m->t[s->slot[k] & ~OWNED].first = s->nodes[k] = m->count[s->rank[j]]++;
     }
 }
 
@@ -182,10 +203,13 @@ static void fill_source(struct merge *m, struct merge_source *s)
     const struct ember_profile *p = s->p;
     FOR_EACH_NODE(s, j, k)
     {
-        uint32_t g = (uint32_t)m->t[s->slot[k] & ~OWNED].first;
-        s->nodes[k] = g;
-        if (!(s->slot[k] & OWNED))
+        if (k + AHEAD < p->nnodes && !(s->slot[k + AHEAD] & OWNED))
+            __builtin_prefetch(&m->t[s->slot[k + AHEAD]]);
+        if (!(s->slot[k] & OWNED)) {
+            s->nodes[k] = (uint32_t)m->t[s->slot[k]].first;
             continue;
+        }
+        uint32_t g = s->nodes[k];
         dst->nodes[g].frame = s->frames[p->nodes[k].frame];
         dst->nodes[g].parent = s->nodes[p->nodes[k].parent];
         dst->child_hash[g] = s->hash[k];

@@ -52,26 +52,12 @@
  * between the reader's pass and the caller's. */
 enum { SCAN_SLOTS = 4, SCAN_CHUNK = 256 << 10 };
 
-/* A parsed line: COUNTED has a count, SKIPPED not, CUT is an input's last
- * line without a count or a line end, BLANK is empty, HUGE has a count
- * that does not fit (an error). */
-enum line_kind { LINE_BLANK, LINE_COUNTED, LINE_SKIPPED, LINE_CUT, LINE_HUGE };
-
-struct parsed {
-    enum line_kind kind;
-    uint64_t line;
-    const char *s; /* the line, for messages */
-    size_t n;
-    struct ember_folded_line l;
-    size_t split_at; /* where l's split results start in its batch's */
-};
-
 /* A chunk of input src and its lines; end: the input's last (err: why it
  * ended). */
 struct batch {
     size_t src;
     struct ember_chunk c;
-    struct parsed *lines;
+    struct ember_folded_parsed *lines;
     size_t n, cap;
     bool end;
     int err;
@@ -100,33 +86,6 @@ struct scan {
     uint64_t skipped, skipped_line;
     char skipped_text[200];
 };
-
-/* A line, without its '\n'; unterminated: it had none (the input's last). */
-static void parse_line(const char *s, size_t n, bool unterminated, struct parsed *p)
-{
-    if (n > 0 && s[n - 1] == '\r')
-        n--;
-    size_t slen, slen2;
-    p->s = s;
-    p->n = n;
-    p->l = (struct ember_folded_line){.stack = s};
-    int counted = ember_folded_split_count(s, n, &slen, &p->l.count);
-    if (counted <= 0) {
-        p->kind = counted < 0    ? LINE_HUGE
-                  : n == 0       ? LINE_BLANK
-                  : unterminated ? LINE_CUT
-                                 : LINE_SKIPPED;
-        return;
-    }
-    counted = ember_folded_split_count(s, slen, &slen2, &p->l.before);
-    p->kind = counted < 0 ? LINE_HUGE : LINE_COUNTED;
-    p->l.diff = counted > 0;
-    p->l.len = p->l.diff ? slen2 : slen;
-    /* Perl's split drops trailing empty fields */
-    while (p->l.len > 0 && s[p->l.len - 1] == ';')
-        p->l.len--;
-    ember_stack_text_key(s, p->l.len, p->l.hash);
-}
 
 /* The reader's step: the next chunk of source i into b. */
 static void read_batch(struct scan *r, size_t i, struct batch *b)
@@ -158,8 +117,8 @@ static int parse_batch(struct scan *r, struct batch *b, struct ember_diag *d)
                                   "out of memory");
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        struct parsed *p = &b->lines[b->n++];
-        parse_line(s, n, !nl, p);
+        struct ember_folded_parsed *p = &b->lines[b->n++];
+        ember_folded_parse_line(s, n, !nl, p);
         p->line = line;
         s += n + 1;
     }
@@ -169,7 +128,8 @@ static int parse_batch(struct scan *r, struct batch *b, struct ember_diag *d)
 
 /* A line without a count is skipped, as flamegraph.pl skips it, wherever
  * it is; the input's end says how many there were and which came first. */
-static void skip_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
+static void skip_line(struct scan *r, const struct ember_folded_source *src,
+                      const struct ember_folded_parsed *p)
 {
     src->st->skipped++;
     if (r->skipped++ == 0) {
@@ -194,7 +154,8 @@ static void warn_skipped(struct scan *r, const struct ember_folded_source *src)
 }
 
 /* The last line of the input, without its newline nor a count. */
-static int cut_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
+static int cut_line(struct scan *r, const struct ember_folded_source *src,
+                    const struct ember_folded_parsed *p)
 {
     char q[200], inside[240];
     ember_quote(q, sizeof(q), p->s, p->n, 120);
@@ -204,7 +165,8 @@ static int cut_line(struct scan *r, const struct ember_folded_source *src, const
 }
 
 /* A count beyond the model's 63 bits: an error, not a line to skip. */
-static int huge_line(struct scan *r, const struct ember_folded_source *src, const struct parsed *p)
+static int huge_line(struct scan *r, const struct ember_folded_source *src,
+                     const struct ember_folded_parsed *p)
 {
     char q[200];
     ember_quote(q, sizeof(q), p->s, p->n, 120);
@@ -212,15 +174,16 @@ static int huge_line(struct scan *r, const struct ember_folded_source *src, cons
                           "a count does not fit 64 bits (at most 9223372036854775807): \"%s\"", q);
 }
 
-static int deliver(struct scan *r, const struct ember_folded_source *src, struct parsed *p)
+static int deliver(struct scan *r, const struct ember_folded_source *src,
+                   struct ember_folded_parsed *p)
 {
-    if (p->kind == LINE_CUT)
+    if (p->kind == EMBER_LINE_CUT)
         return cut_line(r, src, p);
-    if (p->kind == LINE_HUGE)
+    if (p->kind == EMBER_LINE_HUGE)
         return huge_line(r, src, p);
-    if (p->kind == LINE_SKIPPED)
+    if (p->kind == EMBER_LINE_SKIPPED)
         skip_line(r, src, p);
-    if (p->kind != LINE_COUNTED)
+    if (p->kind != EMBER_LINE_COUNTED)
         return 0;
     int err = r->fn->line(src->ctx, &p->l);
     if (err == -ERANGE)
@@ -242,7 +205,7 @@ static void split_batch(struct scan *r, struct batch *b)
         struct ember_folded_line *l = &b->lines[i].l;
         size_t room = EMBER_FOLDED_SPLIT_ROOM(l->len);
         l->names = 0;
-        if (b->lines[i].kind != LINE_COUNTED ||
+        if (b->lines[i].kind != EMBER_LINE_COUNTED ||
             EMBER_VEC_RESERVE(b->ends, b->ecap, b->nsplit + room) < 0 ||
             EMBER_VEC_RESERVE(b->hashes, b->hcap, b->nsplit + room) < 0)
             continue; /* the caller's thread will */
@@ -265,10 +228,10 @@ static int deliver_batch(struct scan *r, struct batch *b)
     int err = b->parsed ? 0 : parse_batch(r, b, r->d);
     if (err)
         return err;
-    if (b->n && b->lines[0].kind == LINE_COUNTED && r->fn->hint)
+    if (b->n && b->lines[0].kind == EMBER_LINE_COUNTED && r->fn->hint)
         r->fn->hint(src->ctx, &b->lines[0].l);
     for (size_t i = 0; i < b->n && !err; i++) {
-        if (i + 1 < b->n && b->lines[i + 1].kind == LINE_COUNTED && r->fn->hint)
+        if (i + 1 < b->n && b->lines[i + 1].kind == EMBER_LINE_COUNTED && r->fn->hint)
             r->fn->hint(src->ctx, &b->lines[i + 1].l);
         err = deliver(r, src, &b->lines[i]);
     }

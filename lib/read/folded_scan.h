@@ -57,6 +57,31 @@ int ember_folded_scan_all(const struct ember_folded_source *src, size_t n,
                           const struct ember_read_opts *o, const struct ember_folded_calls *fn,
                           struct ember_diag *d);
 
+/* A line parsed: COUNTED has a count, SKIPPED not, CUT is an input's last
+ * line without a count or a line end, BLANK is empty, HUGE has a count
+ * that does not fit (an error). */
+enum ember_folded_kind {
+    EMBER_LINE_BLANK,
+    EMBER_LINE_COUNTED,
+    EMBER_LINE_SKIPPED,
+    EMBER_LINE_CUT,
+    EMBER_LINE_HUGE
+};
+
+struct ember_folded_parsed {
+    enum ember_folded_kind kind;
+    uint64_t line;
+    const char *s; /* the line, for messages */
+    size_t n;
+    struct ember_folded_line l;
+    size_t split_at; /* where l's split results start in its batch's */
+};
+
+/* The line [s, s + n), without its '\n'; unterminated: it had none (the
+ * input's last). Sets all but p->line and p->split_at (folded.c). */
+void ember_folded_parse_line(const char *s, size_t n, bool unterminated,
+                             struct ember_folded_parsed *p);
+
 extern const struct ember_format ember_format_folded;
 
 /* ember_format_read's rule once fmt has read file: no sample, or samples

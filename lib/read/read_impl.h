@@ -18,6 +18,15 @@ bool ember_parse_decimal(const char *s, size_t n, struct ember_decimal *v);
  * (*stack_len is set, *v is not). */
 int ember_folded_split_count(const char *s, size_t n, size_t *stack_len, struct ember_decimal *v);
 
+/* Folded input on o->threads threads in byte ranges of `range` bytes
+ * (FOLDED_RANGE, less in tests), when it is a file (or memory) and p is as
+ * ember_profile_new made it (folded_threads.c): 1 where one thread must
+ * read it instead (p then untouched). */
+int ember_folded_read_ranges(struct ember_profile *p, struct ember_input *in,
+                             const struct ember_read_opts *o, struct ember_read_stats *st,
+                             struct ember_diag *d, uint64_t range);
+#define FOLDED_RANGE ((uint64_t)1 << 20)
+
 /* What the folded probe counts in the first bytes of an input: whole
  * lines (not blank nor '#' comments) that are "stack COUNT" and those
  * that are not, the

@@ -3,13 +3,16 @@
  * time: perf, perf.data, folded, dtrace, or auto for detection), on one
  * thread or two, followed by what the commands do with a profile: folded
  * output and a flame graph; folded input is also diffed (its halves, as
- * `diff --folded` merges them). Any crash, leak, undefined behaviour or
- * hang is a bug.
+ * `diff --folded` merges them), and read by threads in byte ranges of
+ * a few bytes, which must give the folded output and the counts one
+ * thread gives whenever they do not leave the input to it. Any crash,
+ * leak, undefined behaviour or hang is a bug.
  */
 #include "fuzz_common.h"
 #include "ember/write.h"
 #include "ember/read.h"
 #include "ember/transform.h"
+#include "read/read_impl.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,10 +69,65 @@ static void stack_diff(const uint8_t *data, size_t size)
     ember_stack_diff_free(sd);
 }
 
+/* A growing copy of what a writer writes. */
+struct text {
+    char *s;
+    size_t n;
+};
+
+static int keep(void *ctx, const char *buf, size_t len)
+{
+    struct text *t = ctx;
+    char *s = realloc(t->s, t->n + len + 1);
+    if (!s)
+        return -1;
+    memcpy(s + t->n, buf, len);
+    t->s = s;
+    t->n += len;
+    return 0;
+}
+
+/* Folded input read by one thread, or by threads in ranges: its folded
+ * output and counts, and the reader's result (1: left to one thread). */
+static int read_folded(const uint8_t *data, size_t size, uint64_t range, struct text *out,
+                       struct ember_read_stats *st)
+{
+    struct ember_input *in;
+    struct ember_diag d;
+    struct ember_profile *p = ember_profile_new();
+    struct ember_read_opts o = {.warn = fuzz_ignore_warning, .threads = range ? 3 : 1};
+    int err = p && ember_input_open_memory(&in, data, size, "fuzz", &d) == 0 ? 0 : -1;
+    if (!err) {
+        err = range ? ember_folded_read_ranges(p, in, &o, st, &d, range)
+                    : ember_format_folded.read(p, in, &o, st, &d);
+        ember_input_close(in);
+    }
+    struct ember_sink sink = {keep, out};
+    if (!err)
+        ember_write_folded(p, &sink);
+    ember_profile_free(p);
+    return err;
+}
+
+static void ranges_alike(const uint8_t *data, size_t size)
+{
+    struct text one = {0}, many = {0};
+    struct ember_read_stats st1 = {0}, st2 = {0};
+    int r = read_folded(data, size, 1 + (size ? data[0] % 61 : 0), &many, &st2);
+    if (r == 0 && (read_folded(data, size, 0, &one, &st1) != 0 || one.n != many.n ||
+                   (one.n && memcmp(one.s, many.s, one.n) != 0) || st1.samples != st2.samples ||
+                   st1.skipped != st2.skipped))
+        abort(); /* the threads read otherwise than one thread */
+    free(one.s);
+    free(many.s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (strcmp(FORMAT, "folded") == 0)
+    if (strcmp(FORMAT, "folded") == 0) {
         stack_diff(data, size);
+        ranges_alike(data, size);
+    }
     struct ember_input *in;
     struct ember_diag d;
     if (ember_input_open_memory(&in, data, size, "fuzz", &d))

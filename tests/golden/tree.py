@@ -108,19 +108,26 @@ def svg_frames(svg):
 @case
 def threads_read_alike(d):
     """Folded inputs of many chunks read on a thread of their own (-j 2),
-    with their stacks split ahead while the tree is behind, give the bytes
-    one thread gives: a flame graph, folded stacks, a report, a diff."""
+    with their stacks split ahead while the tree is behind, or in byte
+    ranges by several threads (-j 4, -j 7), give the bytes one thread
+    gives: a flame graph, folded stacks, a report, a diff, pprof and
+    speedscope (which number frames), warnings (a line without a count)."""
     rng = random.Random(13)
     before, after = random_stacks(rng, 150000), random_stacks(rng, 150000)
     b, a = os.path.join(d, "before.folded"), os.path.join(d, "after.folded")
     write_folded(b, before)
     write_folded(a, after)
+    with open(a, "ab") as f:
+        f.write(b"a line without a count\n")
     for cmd in (["flamegraph", b], ["collapse", b], ["report", "--top", "50", a],
-                ["diff", b, a], ["diff", "--folded", b, a]):
+                ["diff", b, a], ["diff", "--folded", b, a], ["collapse", a],
+                ["convert", "--to", "pprof", a, "-o", "-"],
+                ["convert", "--to", "speedscope", b, "-o", "-"]):
         one = golden.run(cmd[:1] + ["-j", "1"] + cmd[1:])
-        two = golden.run(cmd[:1] + ["-j", "2"] + cmd[1:])
-        if one != two or not one[0]:
-            golden.fail("%s: -j 2 and -j 1 differ" % " ".join(cmd))
+        for j in ("2", "4", "7"):
+            other = golden.run(cmd[:1] + ["-j", j] + cmd[1:])
+            if one != other or not one[0]:
+                golden.fail("%s: -j %s and -j 1 differ" % (" ".join(cmd), j))
 
 
 @case
