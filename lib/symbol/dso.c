@@ -43,6 +43,19 @@ bool ember_dso_cache_path(const uint8_t *bits, size_t len, const char *name, cha
     return n > 0 && (size_t)n < cap && access(out, R_OK) == 0;
 }
 
+int ember_dso_elf_first(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
+                        struct ember_symbol_module **mod)
+{
+    char cached[4096];
+    const char *path = ember_dso_cache_path(e->build_id, e->build_id_len, e->vdso ? "vdso" : "elf",
+                                            cached, sizeof(cached))
+                           ? cached
+                           : e->path;
+    struct ember_diag why;
+    return ember_symbolizer_module(sym, path, strlen(path), e->build_id, e->build_id_len, mod,
+                                   &why);
+}
+
 int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
                           struct ember_arena *names, struct ember_symbol_module **mod,
                           struct ember_symtab **syms, struct ember_diag *why)

@@ -46,6 +46,12 @@ struct ember_dso_elf {
 int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
                           struct ember_arena *names, struct ember_symbol_module **mod,
                           struct ember_symtab **syms, struct ember_diag *why);
+/* The module ember_dso_elf_symbols looks at first (the cached copy, else
+ * the file), opened in sym, for its symbols to be read ahead
+ * (ember_symbol_modules_read_symbols): 0, or the symbolizer's error, which
+ * ember_dso_elf_symbols meets again and says. */
+int ember_dso_elf_first(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
+                        struct ember_symbol_module **mod);
 
 /* The symbol perf names process address ip with, in a mapping of the
  * object at map_start with file offset map_pgoff: syms are mod's file

@@ -91,6 +91,10 @@ int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inli
  * modules, none in use elsewhere meanwhile. What fails is left to the
  * first resolve, which meets it again. */
 void ember_symbol_modules_prepare(struct ember_symbol_module *const *m, size_t n, unsigned threads);
+/* The same for the modules' symbol tables, as libdwfl reads them (from
+ * the debug file when the file has none), kept for the first lookup. */
+void ember_symbol_modules_read_symbols(struct ember_symbol_module *const *m, size_t n,
+                                       unsigned threads);
 
 /* libdwfl's view, for DWARF: the module and the bias to add to a file
  * address to get its libdwfl address. NULL for an unusable file. */

@@ -445,6 +445,10 @@ void pd_names_free(struct pd_names *n);
 /* The kernel's symbols read on a thread of their own from now on (the
  * recording has kernel frames, and threads to spare): 0 or -ENOMEM. */
 int pd_names_read_kernel_ahead(struct pd_names *n);
+/* The symbol tables of the k dsos (ids) naming will open read ahead on up
+ * to threads threads, saying nothing (naming says what it says as it
+ * opens them): 0 or -ENOMEM. */
+int pd_names_read_ahead(struct pd_names *n, const uint32_t *dsos, size_t k, unsigned threads);
 /* What naming src's frame would open, opened (its file, or the kernel's
  * symbols), saying what naming would say: called on every frame in the
  * order they are named, before pd_names_prepare. */

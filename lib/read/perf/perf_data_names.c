@@ -19,10 +19,12 @@
  * the kernel's symbols are read on a thread of their own while the first
  * frames are named (reading /proc/kallsyms is some 30 ms of the kernel's
  * time), joined where the first kernel frame is named, or at the end:
- * what is said of them is said there, as with one thread. With --inline
- * as well, the files are opened first, in the order naming would open
- * them (so what is said of them is said in that order), and their DWARF
- * read on every thread (symbol/prepare.c) before any frame is named.
+ * what is said of them is said there, as with one thread. The files'
+ * symbol tables are read ahead on every thread (symbol/prepare.c), which
+ * says nothing: naming then finds them read. With --inline as well, the
+ * files are opened first, in the order naming would open them (so what
+ * is said of them is said in that order), and their DWARF read on every
+ * thread before any frame is named.
  */
 #include "read/perf/perf_data.h"
 #include "read/perf/perf_names.h"
@@ -270,6 +272,35 @@ int pd_names_open(struct pd_names *n, const struct pd_frame_src *src)
     default:
         return dso_state(n, src->dso, &d);
     }
+}
+
+int pd_names_read_ahead(struct pd_names *n, const uint32_t *dsos, size_t k, unsigned threads)
+{
+    struct ember_symbol_module **m = malloc((k ? k : 1) * sizeof(*m));
+    size_t got = 0;
+    if (!m)
+        return -ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        const struct pd_dso *dso = pd_tasks_dso(n->t, dsos[i]);
+        if (dso->kind != PD_DSO_FILE || (dsos[i] < n->ndsos && n->dsos[dsos[i]].state))
+            continue; /* not an ELF file, or loaded */
+        const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
+        struct ember_dso_elf e = {dso->name, b ? b->bits : NULL, b ? b->size : 0, false};
+        struct ember_symbol_module *mod;
+        int err = ember_dso_elf_first(n->sym, &e, &mod);
+        if (err == -ENOMEM) {
+            free(m);
+            return err;
+        }
+        bool again = false;
+        for (size_t j = 0; j < got && !again; j++)
+            again = m[j] == mod;
+        if (!err && !again)
+            m[got++] = mod;
+    }
+    ember_symbol_modules_read_symbols(m, got, threads);
+    free(m);
+    return 0;
 }
 
 int pd_names_prepare(struct pd_names *n, unsigned threads)

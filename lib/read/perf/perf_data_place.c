@@ -208,16 +208,16 @@ static uint32_t *node_attrs(const struct reader *r)
     return attr;
 }
 
-/* Each file naming will open, opened in the order naming opens them, then
- * their DWARF read on every thread: naming names the frames of each
- * weighed node in turn, root first, those of its ancestors before (done[]:
- * the nodes whose frames have been). */
-static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rframe,
-                      const uint32_t *attr)
+/* The dsos naming will open (of the frames of each weighed node in turn,
+ * root first, those of its ancestors before; done[]: the nodes whose
+ * frames have been), each once, in the order it opens them, into want. */
+static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *attr,
+                      struct id_vec *want)
 {
     bool *done = calloc(r->raw.nnodes, sizeof(*done));
+    bool *seen = calloc(pd_tasks_dso_count(r->t) + 1, sizeof(*seen));
     struct id_vec up = {0};
-    int err = done ? 0 : -ENOMEM;
+    int err = done && seen ? 0 : -ENOMEM;
     for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
         if (!r->raw.samples[i] || !counted(r, i, attr) || done[i])
             continue;
@@ -226,15 +226,36 @@ static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rfr
             err = push_id(&up, (uint32_t)j);
         bool kept = done[j] || rframe[r->raw.key[j]] != NO_NODE; /* else never named */
         while (up.n && !err) {
-            uint32_t k = up.v[--up.n];
-            struct pd_frame_src src = frame_src(r, r->raw.key[k]);
+            uint32_t k = up.v[--up.n], dso = frame_src(r, r->raw.key[k]).dso;
             done[k] = true;
-            err = kept ? pd_names_open(nm, &src) : 0;
+            if (kept && dso != PD_NO_DSO && !seen[dso]) {
+                seen[dso] = true;
+                err = push_id(want, dso);
+            }
         }
     }
     free(done);
+    free(seen);
     free(up.v);
-    return err ? err : pd_names_prepare(nm, r->o->threads);
+    return err;
+}
+
+/* With threads to spare: the files' symbols read on every thread; with
+ * --inline, each file naming will open opened in the order naming opens
+ * them, then their DWARF read on every thread. */
+static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rframe,
+                      const uint32_t *attr)
+{
+    struct id_vec want = {0};
+    int err = dsos_named(r, rframe, attr, &want);
+    if (!err)
+        err = pd_names_read_ahead(nm, want.v, want.n, r->o->threads);
+    for (size_t i = 0; i < want.n && !err && r->po.inline_frames; i++)
+        err = pd_names_open(nm, &(struct pd_frame_src){.dso = want.v[i]});
+    if (!err && r->po.inline_frames)
+        err = pd_names_prepare(nm, r->o->threads);
+    free(want.v);
+    return err;
 }
 
 /* Every weighed raw node's profile node (NO_NODE: an event not kept, or
@@ -250,7 +271,7 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     uint32_t *rframe = malloc((r->raw.nroots ? r->raw.nroots : 1) * sizeof(*rframe));
     bool *rjvm = calloc(r->raw.nroots ? r->raw.nroots : 1, sizeof(*rjvm));
     int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
-    if (!err && r->o->threads > 1 && r->po.inline_frames)
+    if (!err && r->o->threads > 1)
         err = open_ahead(r, nm, rframe, attr);
     for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
         pnode[i] = NO_NODE;
