@@ -4,7 +4,12 @@ from a profile of ember itself:
   perf record -F 4000 --call-graph dwarf,16384 -o self.data -- \\
       ember collapse -j 2 RECORDING -o /dev/null
   ember collapse --tid self.data > self.folded
-  python3 bench/perfdata_phases.py self.folded
+  python3 bench/perfdata_phases.py self.folded [one.folded]
+
+With one.folded, a profile of the same read with -j 1, the serial part is
+also given as a share of one thread's work (Amdahl's serial fraction):
+with more threads the whole costs more CPU (waking, merging, overlays),
+which the share of the -j N profile hides.
 
 Build ember for it with frame pointers and symbols (cmake
 -DCMAKE_C_FLAGS="-fno-omit-frame-pointer -g", Release). Weights are
@@ -15,8 +20,9 @@ thread is the serial part: with -j N (2 and more) the file is read on
 N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
 (perf_data_names.c), DWARF samples are unwound and their stacks built on
 the caller's thread and j - 1 workers (perf_data_jobs.c), then merged in
-order on the caller's, with --inline the files' DWARF is read on
-as many (symbol/prepare.c), and everything else is the caller's.
+order on the caller's, the files' symbol tables (and with --inline their
+DWARF) are read on as many before naming (symbol/prepare.c), and
+everything else is the caller's.
 """
 import collections
 import sys
@@ -30,8 +36,9 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("samples unwound, stacks built (every thread's share)",
            ["take_piece", "worker_main"]),
-          ("--inline: files' DWARF read (every thread's share)",
-           ["prepare_main", "ember_symbol_modules_prepare", PREPARED]),
+          ("files' symbols, --inline's DWARF, read ahead (every thread's share)",
+           ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
+            "prepare.lto_priv", PREPARED]),
           ("samples: stacks merged in order, weighed",
            ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh"]),
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
@@ -40,7 +47,12 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
           ("records: ordering, parsing, tasks", ["perf_data_read", "pd_reader_run", "pd_queue"])]
 
 
-def main(path):
+def sampled(path):
+    """The CPU time a profile sampled, in ns."""
+    return sum(float(line.rpartition(" ")[2]) for line in open(path, errors="replace"))
+
+
+def main(path, one=None):
     per = collections.defaultdict(collections.Counter)
     total = 0.0
     for line in open(path, errors="replace"):
@@ -56,7 +68,7 @@ def main(path):
         print("%-28s %5.1f%%" % (thread, 100 * sum(phases.values()) / total))
         for name, w in phases.most_common():
             print("    %5.1f%%  %s" % (100 * w / total, name))
-    print_serial(per, total)
+    print_serial(per, total, sampled(one) if one else None)
 
 
 def is_caller(thread):
@@ -65,16 +77,19 @@ def is_caller(thread):
     return pid == tid
 
 
-def print_serial(per, total):
+def print_serial(per, total, one):
     """The serial part: the caller's thread, less its share of the work
     every thread does and its waiting; and the largest piece another
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
-    shared = ("samples unwound, stacks built", "--inline: files' DWARF", "waiting")
+    shared = ("samples unwound, stacks built", "files' symbols", "waiting")
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))
             print("serial part (the caller's own work): %.1f%%" % (100 * own / total))
+            if one:
+                print("  %.1f ms, %.1f%% of the -j 1 read's %.3f s" % (own / 1e6, 100 * own / one,
+                                                                     one / 1e9))
     others = [(sum(w for n, w in ph.items() if n != "waiting (condition variables)"), t)
               for t, ph in per.items() if not is_caller(t)]
     if others:
@@ -83,4 +98,4 @@ def print_serial(per, total):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
