@@ -101,7 +101,7 @@ static double sketch_count(const uint8_t *reg)
 }
 
 /* Step 0: s's path hashes, in dst's frames, and its sketch of them. */
-static void hash_source(struct merge *m, struct merge_source *s)
+static int hash_source(struct merge *m, struct merge_source *s)
 {
     const struct ember_profile *p = s->p;
     s->hash[0] = m->dst->child_hash[0];
@@ -113,6 +113,7 @@ static void hash_source(struct merge *m, struct merge_source *s)
         for (unsigned v = 0; v < p->nvalues; v++)
             s->negative |= p->self[v][k] < 0;
     }
+    return 0;
 }
 
 /* The slot of s's node k + AHEAD fetched while k's is used: each step
@@ -150,7 +151,7 @@ static int claim_source(struct merge *m, struct merge_source *s)
 }
 
 /* Step 2: the nodes that kept their slots, counted per piece. */
-static void count_source(struct merge *m, struct merge_source *s)
+static int count_source(struct merge *m, struct merge_source *s)
 {
     FOR_EACH_NODE(s, j, k)
     {
@@ -160,6 +161,7 @@ static void count_source(struct merge *m, struct merge_source *s)
             m->count[s->rank[j]]++;
         }
     }
+    return 0;
 }
 
 /* Step 3, the caller's: each piece's first number, room for them all. */
@@ -186,7 +188,7 @@ static int plan(struct merge *m)
 
 /* Step 3: the new nodes numbered, in their slots for the other sources
  * and in s's map. */
-static void number_source(struct merge *m, struct merge_source *s)
+static int number_source(struct merge *m, struct merge_source *s)
 {
     FOR_EACH_NODE(s, j, k)
     {
@@ -194,10 +196,11 @@ static void number_source(struct merge *m, struct merge_source *s)
         if (s->slot[k] & OWNED)
             m->t[s->slot[k] & ~OWNED].first = s->nodes[k] = m->count[s->rank[j]]++;
     }
+    return 0;
 }
 
 /* Step 4: every node's number; the new ones written with their weights. */
-static void fill_source(struct merge *m, struct merge_source *s)
+static int fill_source(struct merge *m, struct merge_source *s)
 {
     struct ember_profile *dst = m->dst;
     const struct ember_profile *p = s->p;
@@ -218,6 +221,7 @@ static void fill_source(struct merge *m, struct merge_source *s)
         for (unsigned v = 0; v < p->nvalues; v++)
             dst->self[s->values[v]][g] = p->self[v][k];
     }
+    return 0;
 }
 
 static bool add_shared(int64_t *to, int64_t w)
@@ -340,48 +344,49 @@ static int size_table(struct merge *m)
     return m->t ? 0 : -ENOMEM;
 }
 
-/* Thread t's part of the steps; the sources t, t + threads, ... are its.
- * A failure or the serial path, known after a barrier, ends every thread
- * there. */
+/* Thread t's sources, t, t + threads, ..., through a step (its failure
+ * kept), then the others awaited. */
+static void each_source(struct merge *m, unsigned t,
+                        int (*step)(struct merge *m, struct merge_source *s))
+{
+    for (unsigned i = t; i < m->n && !failed(m); i += m->threads)
+        fail(m, step(m, &m->s[i]));
+    pthread_barrier_wait(&m->bar);
+}
+
+/* A step of the caller's thread alone, the others waiting. */
+static void by_caller(struct merge *m, unsigned t, int (*step)(struct merge *m))
+{
+    if (t == 0)
+        fail(m, step(m));
+    pthread_barrier_wait(&m->bar);
+}
+
+/* Thread t's part of the steps. A failure or the serial path, known after
+ * a barrier, ends every thread there. */
 static void run(struct merge *m, unsigned t)
 {
-    for (unsigned i = t; i < m->n; i += m->threads)
-        hash_source(m, &m->s[i]);
-    pthread_barrier_wait(&m->bar);
-    if (t == 0)
-        fail(m, size_table(m));
-    pthread_barrier_wait(&m->bar);
+    each_source(m, t, hash_source);
+    by_caller(m, t, size_table);
     if (failed(m))
         return;
     zero_share(m->t, (uint64_t)m->mask + 1, sizeof(*m->t), t, m->threads);
     pthread_barrier_wait(&m->bar);
-    if (t == 0 && m->before > 1)
-        fail(m, seed(m));
-    pthread_barrier_wait(&m->bar);
-    for (unsigned i = t; i < m->n && !failed(m); i += m->threads)
-        fail(m, claim_source(m, &m->s[i]));
-    pthread_barrier_wait(&m->bar);
+    if (m->before > 1)
+        by_caller(m, t, seed);
+    each_source(m, t, claim_source);
     if (failed(m))
         return;
-    for (unsigned i = t; i < m->n; i += m->threads)
-        count_source(m, &m->s[i]);
-    pthread_barrier_wait(&m->bar);
-    if (t == 0)
-        fail(m, plan(m));
-    pthread_barrier_wait(&m->bar);
+    each_source(m, t, count_source);
+    by_caller(m, t, plan);
     if (failed(m))
         return;
     if (m->fresh)
         zero_share(m->dst->child_buckets, (uint64_t)m->dst->child_mask + 1,
                    sizeof(*m->dst->child_buckets), t, m->threads);
-    for (unsigned i = t; i < m->n; i += m->threads)
-        number_source(m, &m->s[i]);
-    pthread_barrier_wait(&m->bar);
-    for (unsigned i = t; i < m->n; i += m->threads)
-        fill_source(m, &m->s[i]);
-    pthread_barrier_wait(&m->bar);
-    for (unsigned i = t; i < m->n; i += m->threads)
-        fail(m, weigh_source(m, &m->s[i]));
+    each_source(m, t, number_source);
+    each_source(m, t, fill_source);
+    each_source(m, t, weigh_source);
     fail(m, place_range(m, t));
 }
 

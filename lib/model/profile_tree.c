@@ -19,7 +19,8 @@ enum {
     PATH_AHEAD = 8, /* slots fetched ahead of the lookup that needs them */
 };
 
-int ember_profile_node_reserve(struct ember_profile *p, size_t need)
+/* Room for need nodes, their new weights zero from index `from` on. */
+static int node_room(struct ember_profile *p, size_t need, size_t from)
 {
     if (need <= p->ncap)
         return 0;
@@ -30,11 +31,21 @@ int ember_profile_node_reserve(struct ember_profile *p, size_t need)
         int64_t *w = realloc(p->self[v], cap * sizeof(*w));
         if (!w)
             return -ENOMEM;
-        memset(w + p->ncap, 0, (cap - p->ncap) * sizeof(*w));
+        memset(w + from, 0, (cap - from) * sizeof(*w));
         p->self[v] = w;
     }
     p->ncap = cap;
     return 0;
+}
+
+int ember_profile_node_reserve(struct ember_profile *p, size_t need)
+{
+    return node_room(p, need, p->ncap);
+}
+
+int ember_profile_node_reserve_unzeroed(struct ember_profile *p, size_t need)
+{
+    return node_room(p, need, need);
 }
 
 /* Puts node n, whose path hash is h, in the first free slot from its home
@@ -92,24 +103,6 @@ int ember_profile_children_presize(struct ember_profile *p, size_t nodes, bool *
     free(p->child_buckets);
     p->child_buckets = b;
     p->child_mask = (uint32_t)(nb - 1);
-    return 0;
-}
-
-int ember_profile_node_reserve_unzeroed(struct ember_profile *p, size_t need)
-{
-    size_t cap = p->ncap;
-    if (need <= cap)
-        return 0;
-    if (EMBER_VEC_RESERVE(p->nodes, cap, need) < 0)
-        return -ENOMEM;
-    for (unsigned v = 0; v < p->nvalues; v++) {
-        int64_t *w = realloc(p->self[v], cap * sizeof(*w));
-        if (!w)
-            return -ENOMEM;
-        memset(w + need, 0, (cap - need) * sizeof(*w));
-        p->self[v] = w;
-    }
-    p->ncap = cap;
     return 0;
 }
 
