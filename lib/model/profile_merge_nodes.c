@@ -121,15 +121,21 @@ static int hash_source(struct merge *m, struct merge_source *s)
  * several times faster. */
 enum { AHEAD = 8 };
 
+/* The end of s's nodes its marks cover: those with a hash and a slot. */
+static uint32_t marked(const struct merge_source *s)
+{
+    return s->nmarks ? s->marks[s->nmarks - 1].nodes : 0;
+}
+
 static void fetch_home(const struct merge *m, const struct merge_source *s, uint32_t k)
 {
-    if (k + AHEAD < s->p->nnodes)
+    if (k + AHEAD < marked(s))
         __builtin_prefetch(&m->t[s->hash[k + AHEAD] & m->mask], 1);
 }
 
 static void fetch_slot(const struct merge *m, const struct merge_source *s, uint32_t k)
 {
-    if (k + AHEAD < s->p->nnodes)
+    if (k + AHEAD < marked(s))
         __builtin_prefetch(&m->t[s->slot[k + AHEAD] & ~OWNED], 1);
 }
 
@@ -206,7 +212,7 @@ static int fill_source(struct merge *m, struct merge_source *s)
     const struct ember_profile *p = s->p;
     FOR_EACH_NODE(s, j, k)
     {
-        if (k + AHEAD < p->nnodes && !(s->slot[k + AHEAD] & OWNED))
+        if (k + AHEAD < marked(s) && !(s->slot[k + AHEAD] & OWNED))
             __builtin_prefetch(&m->t[s->slot[k + AHEAD]]);
         if (!(s->slot[k] & OWNED)) {
             s->nodes[k] = (uint32_t)m->t[s->slot[k]].first;
@@ -325,7 +331,7 @@ static int size_table(struct merge *m)
     uint64_t sum = m->before, most = 0;
     for (unsigned i = 0; i < m->n; i++) {
         const struct merge_source *s = &m->s[i];
-        uint64_t nodes = s->nmarks ? s->marks[s->nmarks - 1].nodes : 0;
+        uint64_t nodes = marked(s);
         if (s->negative)
             return 1;
         for (unsigned k = 0; k < SKETCH; k++)
@@ -337,7 +343,7 @@ static int size_table(struct merge *m)
     need = need < most + m->before ? most + m->before : need > sum ? sum : need;
     while (slots < need + need / 2)
         slots *= 2;
-    if (slots > OWNED)
+    if (slots >= OWNED) /* a slot's number + 1 fits 31 bits, under TAKEN */
         return -ERANGE;
     m->mask = (uint32_t)(slots - 1);
     m->t = ember_table_alloc(slots, sizeof(*m->t));
