@@ -165,7 +165,8 @@ static const struct ember_folded_calls tree_calls = {tree_hint, tree_line, NULL,
  * is faster there (1.13-1.41 s against 1.26-2.07 s wall for 245 MB of
  * gen_perf --deep 300000 on the 2-core VM, and 0.97 s against 1.51 s of
  * CPU), while the ranges' serial part is about 1% against 90%: from four
- * threads on they are ahead. */
+ * threads on they should be ahead (an estimate: this machine has two
+ * cores, and no larger one was at hand). */
 enum { RANGES_FROM = 4 };
 
 static int folded_read(struct ember_profile *p, struct ember_input *in,
