@@ -138,19 +138,25 @@ static void skip_line(struct scan *r, const struct ember_folded_source *src,
     }
 }
 
+void ember_folded_warn_skipped(const struct ember_read_opts *o, const struct ember_input *in,
+                               uint64_t n, uint64_t line, const char *text)
+{
+    if (!n || !o->warn)
+        return;
+    struct ember_diag d;
+    ember_diag_set(&d, 0, ember_input_name(in), line,
+                   "ignored %llu line%s with invalid format (expected \"frame;frame COUNT\"), as "
+                   "flamegraph.pl does%s \"%s\"",
+                   (unsigned long long)n, n == 1 ? "" : "s",
+                   n == 1 ? ":" : "; the first is this one:", text);
+    o->warn(o->warn_ctx, &d);
+}
+
 static void warn_skipped(struct scan *r, const struct ember_folded_source *src)
 {
     uint64_t n = r->skipped;
     r->skipped = 0;
-    if (!n || !r->o->warn)
-        return;
-    struct ember_diag d;
-    ember_diag_set(&d, 0, ember_input_name(src->in), r->skipped_line,
-                   "ignored %llu line%s with invalid format (expected \"frame;frame COUNT\"), as "
-                   "flamegraph.pl does%s \"%s\"",
-                   (unsigned long long)n, n == 1 ? "" : "s",
-                   n == 1 ? ":" : "; the first is this one:", r->skipped_text);
-    r->o->warn(r->o->warn_ctx, &d);
+    ember_folded_warn_skipped(r->o, src->in, n, r->skipped_line, r->skipped_text);
 }
 
 /* The last line of the input, without its newline nor a count. */

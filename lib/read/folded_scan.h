@@ -82,6 +82,12 @@ struct ember_folded_parsed {
 void ember_folded_parse_line(const char *s, size_t n, bool unterminated,
                              struct ember_folded_parsed *p);
 
+/* The one warning of an input's n lines without a count (none when n is
+ * 0), at the first, line, whose quoted text is text: the scanner's and
+ * the ranges' (folded_threads.c). */
+void ember_folded_warn_skipped(const struct ember_read_opts *o, const struct ember_input *in,
+                               uint64_t n, uint64_t line, const char *text);
+
 extern const struct ember_format ember_format_folded;
 
 /* ember_format_read's rule once fmt has read file: no sample, or samples

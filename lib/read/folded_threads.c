@@ -223,15 +223,7 @@ static void warn_skipped(const struct pool *pl, struct ember_read_stats *st)
         before += ri->lines;
     }
     st->skipped += n;
-    if (!n || !pl->o->warn)
-        return;
-    struct ember_diag d;
-    ember_diag_set(&d, 0, ember_input_name(pl->in), line,
-                   "ignored %llu line%s with invalid format (expected \"frame;frame COUNT\"), as "
-                   "flamegraph.pl does%s \"%s\"",
-                   (unsigned long long)n, n == 1 ? "" : "s",
-                   n == 1 ? ":" : "; the first is this one:", text);
-    pl->o->warn(pl->o->warn_ctx, &d);
+    ember_folded_warn_skipped(pl->o, pl->in, n, line, text);
 }
 
 static int worker_init(struct worker *w, struct pool *pl)
