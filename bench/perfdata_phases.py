@@ -19,8 +19,9 @@ names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j N (2 and more) the file is read on
 N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
 (perf_data_names.c), DWARF samples are unwound and their stacks built on
-the caller's thread and j - 1 workers (perf_data_jobs.c), then merged in
-order on the caller's, the files' symbol tables (and with --inline their
+the caller's thread and j - 1 workers (perf_data_jobs.c), fp samples'
+records decoded, built and weighed there (perf_data_records.c), then
+merged in order on the caller's (and fp's weights added up at the end), the files' symbol tables (and with --inline their
 DWARF) are read on as many before naming (symbol/prepare.c), and
 everything else is the caller's.
 """
@@ -40,7 +41,8 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
            ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
             "prepare.lto_priv", PREPARED]),
           ("samples: stacks merged in order, weighed",
-           ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh"]),
+           ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh", "pd_records_finish",
+            "pd_jobs_finish"]),
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
           ("placing: names, kallsyms, DWARF (after the records)",
            ["place_nodes", "pd_place_profile", "pd_names"]),

@@ -5,7 +5,9 @@
  * output and a flame graph; folded input is also diffed (its halves, as
  * `diff --folded` merges them), and read by threads in byte ranges of
  * a few bytes, which must give the folded output and the counts one
- * thread gives whenever they do not leave the input to it. Any crash,
+ * thread gives whenever they do not leave the input to it; a perf.data
+ * is also read by one thread and by three, which must give the same
+ * profile, counts and error. Any crash,
  * leak, undefined behaviour or hang is a bug.
  */
 #include "fuzz_common.h"
@@ -122,12 +124,51 @@ static void ranges_alike(const uint8_t *data, size_t size)
     free(many.s);
 }
 
+/* A perf.data read on threads threads: its folded and speedscope output,
+ * counts and message. */
+static int read_perf_data(const uint8_t *data, size_t size, unsigned threads, struct text *out,
+                          struct ember_read_stats *st, struct ember_diag *d)
+{
+    struct ember_input *in;
+    struct ember_profile *p = ember_profile_new();
+    struct ember_read_opts o = {.warn = fuzz_ignore_warning, .threads = threads};
+    int err = p && ember_input_open_memory(&in, data, size, "fuzz", d) == 0 ? 0 : -1;
+    if (!err) {
+        err = ember_format_read(ember_format_find("perf.data"), p, in, &o, st, d);
+        ember_input_close(in);
+    }
+    struct ember_sink sink = {keep, out};
+    if (!err) /* speedscope numbers frames as the profile does, folded sorts them */
+        err = ember_write_folded(p, &sink) || ember_write_speedscope(p, NULL, &sink, d);
+    ember_profile_free(p);
+    return err;
+}
+
+/* The same perf.data read by one thread and by three: the same profile
+ * and counts, or the same error, as the threads' batches promise. */
+static void threads_alike(const uint8_t *data, size_t size)
+{
+    struct text one = {0}, many = {0};
+    struct ember_read_stats st1 = {0}, st3 = {0};
+    struct ember_diag d1 = {{0}, 0, {0}}, d3 = {{0}, 0, {0}};
+    int r1 = read_perf_data(data, size, 1, &one, &st1, &d1);
+    int r3 = read_perf_data(data, size, 3, &many, &st3, &d3);
+    if (r1 != r3 || one.n != many.n || (one.n && memcmp(one.s, many.s, one.n) != 0) ||
+        (r1 == 0 && (st1.samples != st3.samples || st1.skipped != st3.skipped)) ||
+        (r1 && strcmp(d1.msg, d3.msg) != 0)) /* counts on an error: how far each got */
+        abort(); /* the threads read otherwise than one thread */
+    free(one.s);
+    free(many.s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (strcmp(FORMAT, "folded") == 0) {
         stack_diff(data, size);
         ranges_alike(data, size);
     }
+    if (strcmp(FORMAT, "perf.data") == 0)
+        threads_alike(data, size);
     struct ember_input *in;
     struct ember_diag d;
     if (ember_input_open_memory(&in, data, size, "fuzz", &d))

@@ -79,6 +79,7 @@ static int on_header(void *ctx, const struct pd_file *f)
         return -ENOMEM;
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
+    r->records_jobs = pd_jobs_records_fit(r);
     return 0;
 }
 
@@ -102,6 +103,14 @@ static int on_sample(void *ctx, const struct pd_record *rec, int attr, const str
         return 0;
     }
     return r->jobs ? pd_jobs_sample(r->jobs, rec, attr, s) : pd_raw_sample(r, attr, s);
+}
+
+/* fp samples are decoded where they are built (pd_jobs_record), at -j 2
+ * and more: on this thread they cost more than their stacks. */
+static int on_sample_record(void *ctx, const struct pd_record *rec)
+{
+    struct reader *r = ctx;
+    return r->records_jobs ? pd_jobs_record(r->jobs, rec) : 0;
 }
 
 /* The records that change threads and maps. */
@@ -144,6 +153,7 @@ static const struct pd_reader_tool profile_tool = {
     .header = on_header,
     .attr = on_attr,
     .sample = on_sample,
+    .sample_record = on_sample_record,
     .mmap = on_task,
     .comm = on_task,
     .fork = on_task,
@@ -227,7 +237,7 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
     if (!err)
         err = pd_reader_run(r.rd, &profile_tool, &r, d);
     if (!err)
-        err = pd_jobs_drain(r.jobs);
+        err = pd_jobs_finish(r.jobs);
     if (!err && r.raw.dwarf)
         err = pd_file_check_arch(r.f, d);
     if (!err)

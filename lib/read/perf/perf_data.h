@@ -308,6 +308,8 @@ struct pd_map {
 };
 
 struct pd_tasks;
+/* The process of a thread whose pid is not known yet. */
+#define PD_NO_PROCESS UINT32_MAX
 
 int pd_tasks_new(struct pd_tasks **t);
 void pd_tasks_free(struct pd_tasks *t);
@@ -318,6 +320,13 @@ int pd_tasks_record(struct pd_tasks *t, const struct pd_file *f, const struct pd
  * and current name; the sample counts for its process. */
 int pd_tasks_thread(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *process,
                     const char **comm, size_t *comm_len);
+/* pd_tasks_thread without a change: 1 where the thread is known and
+ * nothing the sample says is new of it (the tasks read only, so several
+ * threads may ask at once), else 0; the sample is not counted. */
+int pd_tasks_thread_known(const struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *process,
+                          const char **comm, size_t *comm_len);
+/* n samples of process counted, as pd_tasks_thread counts each. */
+void pd_tasks_count_samples(struct pd_tasks *t, uint32_t process, uint64_t n);
 /* The map holding addr for a cpumode (PERF_RECORD_MISC_KERNEL or _USER),
  * or NULL. *generation changes whenever the process's maps do. */
 struct pd_map *pd_tasks_find_map(struct pd_tasks *t, uint32_t process, uint8_t cpumode,

@@ -129,6 +129,8 @@ struct pd_raw {
     /* an overlay's last stacks, by a hash of their root */
     struct pd_prefix prefix_hot[ROOT_HOT];
 
+    uint32_t *slots; /* an overlay's: its tables' slots, found to empty them */
+    size_t scap;
     struct entry_memo memo[ENTRY_MEMO];
     struct entry *chain; /* the current sample's frames, leaf first */
     size_t nchain, ccap;
@@ -146,6 +148,7 @@ struct reader {
     struct pd_tasks *t;
     struct pd_unwind *uw; /* DWARF call graphs */
     struct pd_jobs *jobs; /* samples built on several threads (-j 2+) */
+    bool records_jobs;    /* ...and fp samples decoded there (pd_jobs_record) */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
     uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
@@ -238,6 +241,10 @@ struct pd_sample_thread {
 };
 int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
                          struct pd_sample_thread *th);
+/* pd_raw_sample_thread's parts: does the caller's filter keep the sample
+ * (read only: any thread); the sample of event ai counted, in order. */
+bool pd_raw_keeps(const struct reader *r, const struct pd_sample *s);
+void pd_raw_seen(struct reader *r, int ai, bool weighed);
 int pd_raw_stack(struct pd_raw *raw, int ai, const struct pd_sample *s,
                  const struct pd_sample_thread *th, const uint64_t *ips, size_t n, uint32_t *node);
 int pd_raw_weigh(struct reader *r, int ai, const struct pd_sample *s, uint32_t node);
@@ -266,8 +273,17 @@ void pd_jobs_free(struct pd_jobs *j);
  * by the reader until it is built (or at once, where it cannot be held). */
 int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
                    const struct pd_sample *s);
+/* An fp sample's record, undecoded (the reader's sample_record): kept in
+ * the batch, held, and decoded, built and weighed there. 1 (taken) or an
+ * error. Only where no event has user registers (no sample unwinds) and
+ * no sample's place in the sequence counts (pd_jobs_records_fit). */
+int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec);
+bool pd_jobs_records_fit(const struct reader *r);
 /* The batch's samples unwound and built, in order (j NULL: none). */
 int pd_jobs_drain(struct pd_jobs *j);
+/* The last batch drained, and what the threads weighed of records added
+ * to the reader's (j NULL: none). */
+int pd_jobs_finish(struct pd_jobs *j);
 
 /* Is raw node i an off-CPU mark (a leaf under the stack of a switch)? */
 static inline bool pd_raw_is_mark(const struct reader *r, size_t node)

@@ -29,12 +29,9 @@
  * frames and nodes as one thread does, and the profile is one thread's,
  * byte for byte; the workers are joined on every path.
  */
-#include "read/perf/perf_data_build.h"
+#include "read/perf/perf_data_jobs_impl.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 /* A batch ends at JOBS_WALKS samples to unwind (or JOBS_BATCH samples in
@@ -44,58 +41,7 @@
  * one, when no batch waits, is built at once: an fp sample's stack costs
  * about 50 ns, less than batching it, its merge and its weighing do
  * (fp batched at -j 2: 0.79 s wall against 0.67-0.76 s). */
-enum { JOBS_BATCH = 4096, JOBS_WALKS = 128, PIECES_PER_THREAD = 4 };
-
-struct walk {
-    int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
-    size_t n;
-    uint64_t ips[MAX_STACK];
-};
-
-struct job {
-    int ai;
-    int got;       /* pd_raw_sample_thread's */
-    int walk;      /* its walk in the batch, -1 none */
-    uint32_t node; /* its stack's, in its piece's overlay */
-    uint64_t hold; /* the reader's, of its record */
-    struct pd_sample s;
-    struct pd_sample_thread th;
-};
-
-struct piece {
-    size_t from, to;
-    unsigned builder;      /* the thread whose overlay it is built in */
-    size_t built;          /* [from, built) are */
-    int err;               /* its builder's, at built */
-    struct pd_raw_count n; /* the builder's overlay after it, once built */
-};
-
-/* A thread's: the caller's is b[0] (its unwinder the reader's). */
-struct builder {
-    struct pd_jobs *j;
-    struct pd_unwind *uw;
-    struct pd_raw raw;
-    struct pd_raw_merge m;
-    bool stopped; /* this batch: builds nothing more */
-    sem_t go;     /* a worker's: posted for each batch, and at the end */
-    pthread_t thread;
-};
-
-struct pd_jobs {
-    struct reader *r;
-    struct job *jobs;
-    size_t n;
-    struct walk *walks;
-    size_t nwalks;
-    struct piece *pieces;
-    size_t npieces;
-    struct builder *b; /* nb: the caller's and the workers' */
-    unsigned nb;
-    sem_t done;         /* posted by the last worker done with a batch */
-    atomic_uint busy;   /* workers still on this batch */
-    atomic_bool stop;   /* the workers end */
-    atomic_size_t next; /* the next piece to take */
-};
+enum { JOBS_BATCH = 4096, JOBS_WALKS = 128 };
 
 /* The stack of a sample, in b's overlay. */
 static int build(struct pd_jobs *j, struct builder *b, struct job *jb)
@@ -129,7 +75,10 @@ static void take_pieces(struct pd_jobs *j, struct builder *b)
 {
     b->stopped = false;
     for (size_t k; (k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->npieces;)
-        take_piece(j, b, &j->pieces[k]);
+        if (j->nrecs)
+            pd_records_take(j, b, &j->pieces[k]);
+        else
+            take_piece(j, b, &j->pieces[k]);
 }
 
 /* Workers wake in a tree, worker i (from 1) waking 2i and 2i + 1, so that
@@ -166,11 +115,12 @@ static void *worker_main(void *arg)
 static void run_pieces(struct pd_jobs *j, bool alone)
 {
     size_t want = alone ? 1 : (size_t)j->nb * PIECES_PER_THREAD;
-    size_t size = (j->n + want - 1) / want;
+    size_t n = j->nrecs ? j->nrecs : j->n;
+    size_t size = (n + want - 1) / want;
     j->npieces = 0;
-    for (size_t from = 0; from < j->n; from += size)
+    for (size_t from = 0; from < n; from += size)
         j->pieces[j->npieces++] =
-            (struct piece){.from = from, .to = from + size < j->n ? from + size : j->n};
+            (struct piece){.from = from, .to = from + size < n ? from + size : n};
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     if (alone) {
         take_pieces(j, &j->b[0]);
@@ -209,6 +159,17 @@ static int finish_piece(struct pd_jobs *j, struct piece *pc)
     return 0;
 }
 
+static int weigh_jobs(struct pd_jobs *j, const struct piece *pc, const struct pd_raw_merge *m)
+{
+    int err = 0;
+    for (size_t i = pc->from; i < pc->to && !err; i++) {
+        struct job *jb = &j->jobs[i];
+        if (jb->got > 0)
+            err = pd_raw_weigh(j->r, jb->ai, &jb->s, pd_raw_merged(m, jb->node));
+    }
+    return err;
+}
+
 /* Each piece, in order: finished, merged, its samples weighed; then the
  * overlays emptied. */
 static int merge_pieces(struct pd_jobs *j)
@@ -218,16 +179,17 @@ static int merge_pieces(struct pd_jobs *j)
     for (size_t k = 0; k < j->npieces && !err; k++) {
         struct piece *pc = &j->pieces[k];
         struct builder *b = &j->b[pc->builder];
-        err = finish_piece(j, pc);
+        err = j->nrecs ? pd_records_finish(j, pc) : finish_piece(j, pc);
         if (!err)
             err = pd_raw_merge(&r->raw, &b->raw, &b->m, pc->n);
-        for (size_t i = pc->from; i < pc->to && !err; i++) {
-            struct job *jb = &j->jobs[i];
-            if (jb->got > 0)
-                err = pd_raw_weigh(r, jb->ai, &jb->s, pd_raw_merged(&b->m, jb->node));
-        }
+        if (!err && j->nrecs)
+            pd_records_weigh(j, pc);
+        else if (!err)
+            err = weigh_jobs(j, pc, &b->m);
     }
     for (unsigned i = 0; i < j->nb; i++) {
+        if (!err && j->nrecs)
+            err = pd_records_overlay_weights(j, &j->b[i]);
         int e = pd_raw_reset(&j->b[i].raw);
         pd_raw_merge_reset(&j->b[i].m);
         err = err ? err : e;
@@ -235,8 +197,16 @@ static int merge_pieces(struct pd_jobs *j)
     return err;
 }
 
+int pd_jobs_run(struct pd_jobs *j)
+{
+    run_pieces(j, j->nb == 1);
+    return merge_pieces(j);
+}
+
 int pd_jobs_drain(struct pd_jobs *j)
 {
+    if (j && j->nrecs)
+        return pd_records_drain(j);
     if (!j || j->n == 0)
         return 0;
     size_t held = j->n;
@@ -246,8 +216,7 @@ int pd_jobs_drain(struct pd_jobs *j)
         if (jb->got < 0)
             j->n = i + 1; /* the samples before it are built, then its error returned */
     }
-    run_pieces(j, j->nb == 1);
-    int err = merge_pieces(j);
+    int err = pd_jobs_run(j);
     for (size_t i = 0; i < held; i++)
         pd_reader_let_go(j->r->rd, j->jobs[i].hold);
     j->n = j->nwalks = 0;
@@ -286,6 +255,7 @@ static void release_builder(struct pd_jobs *j, struct builder *b)
         pd_unwind_free(b->uw);
     pd_raw_release(&b->raw);
     pd_raw_merge_release(&b->m);
+    pd_records_tally_release(&b->tally);
 }
 
 void pd_jobs_free(struct pd_jobs *j)
@@ -299,6 +269,9 @@ void pd_jobs_free(struct pd_jobs *j)
         sem_destroy(&j->b[i].go);
     sem_destroy(&j->done);
     free(j->b);
+    for (size_t i = 0; i < j->nrecs; i++) /* an error left them */
+        free(j->recs[i].copy);
+    free(j->recs);
     free(j->jobs);
     free(j->walks);
     free(j->pieces);
@@ -345,8 +318,9 @@ int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
     sem_init(&j->done, 0, 0);
     j->jobs = malloc(JOBS_BATCH * sizeof(*j->jobs));
     j->walks = malloc(JOBS_WALKS * sizeof(*j->walks));
+    j->recs = malloc(JOBS_RECORDS * sizeof(*j->recs));
     j->pieces = malloc(((size_t)threads * PIECES_PER_THREAD + 1) * sizeof(*j->pieces));
-    int err = j->jobs && j->walks && j->pieces ? start_builders(j, threads) : -ENOMEM;
+    int err = j->jobs && j->walks && j->recs && j->pieces ? start_builders(j, threads) : -ENOMEM;
     if (err) {
         pd_jobs_free(j);
         return err;

@@ -76,15 +76,52 @@ static int strmap_empty(struct ember_strmap *m)
     return ember_strmap_init(m);
 }
 
+static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip);
+
+/* Whether emptying a table of n entries in size slots is cheaper entry by
+ * entry: a table keeps the size of its busiest batch (the first ones make
+ * most nodes), and zeroing all of it after every batch of fp records cost
+ * more than the merge. */
+static bool few(size_t n, size_t size)
+{
+    return n * 16 < size;
+}
+
+/* The tables emptied: entry by entry, their slots found while every
+ * entry is still there (a table that grew holds them in its old slots'
+ * order, not their making's, so a probe may pass later ones), or all at
+ * once (also where there is no memory to list the slots in). */
+static void empty_tables(struct pd_raw *raw)
+{
+    struct ember_u64map *c = &raw->children;
+    size_t n = raw->nnodes > raw->nframes ? raw->nnodes : raw->nframes;
+    bool room = EMBER_VEC_RESERVE(raw->slots, raw->scap, n) == 0;
+    if (!room || !few(c->count, (size_t)c->mask + 1)) {
+        memset(c->slots, 0, ((size_t)c->mask + 1) * sizeof(*c->slots));
+    } else {
+        for (size_t i = 0; i < raw->nnodes; i++)
+            raw->slots[i] =
+                (uint32_t)(ember_u64map_slot(c, (uint64_t)raw->parent[i] << 32 | raw->key[i]) -
+                           c->slots);
+        for (size_t i = 0; i < raw->nnodes; i++)
+            c->slots[raw->slots[i]] = (struct ember_u64slot){0};
+    }
+    c->count = 0;
+    if (!room || !few(raw->fcount, (size_t)raw->fmask + 1)) {
+        memset(raw->fslots, 0, ((size_t)raw->fmask + 1) * sizeof(*raw->fslots));
+    } else {
+        for (size_t i = 0; i < raw->nframes; i++)
+            raw->slots[i] =
+                (uint32_t)(frame_find(raw, raw->frames[i].mapref, raw->frames[i].ip) - raw->fslots);
+        for (size_t i = 0; i < raw->nframes; i++)
+            raw->fslots[raw->slots[i]] = (struct frame_slot){0};
+    }
+    raw->fcount = 0;
+}
+
 int pd_raw_reset(struct pd_raw *raw)
 {
-    if (raw->children.count)
-        memset(raw->children.slots, 0,
-               ((size_t)raw->children.mask + 1) * sizeof(struct ember_u64slot));
-    raw->children.count = 0;
-    if (raw->fcount)
-        memset(raw->fslots, 0, ((size_t)raw->fmask + 1) * sizeof(*raw->fslots));
-    raw->fcount = 0;
+    empty_tables(raw);
     free_root_stacks(raw);
     raw->nnodes = raw->nframes = raw->nmaprefs = raw->nroots = 0;
     forget_prefixes(raw);
@@ -95,6 +132,7 @@ int pd_raw_reset(struct pd_raw *raw)
 void pd_raw_release(struct pd_raw *raw)
 {
     ember_u64map_release(&raw->children);
+    free(raw->slots);
     free(raw->fslots);
     ember_strmap_release(&raw->mapref_ids);
     free_root_stacks(raw);

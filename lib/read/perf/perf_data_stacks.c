@@ -201,16 +201,26 @@ int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time
     return 0;
 }
 
-int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
-                         struct pd_sample_thread *th)
+bool pd_raw_keeps(const struct reader *r, const struct pd_sample *s)
 {
-    if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s->pid, s->tid, s->time))
-        return 0;
+    return !r->o->keep_sample || r->o->keep_sample(r->o->keep_sample_ctx, s->pid, s->tid, s->time);
+}
+
+void pd_raw_seen(struct reader *r, int ai, bool weighed)
+{
     struct pd_seen *seen = &r->seen[ai];
     if (!seen->first)
         seen->first = ++r->nseen;
     seen->samples++;
-    seen->weighed |= s->has_period && s->period > 0;
+    seen->weighed |= weighed;
+}
+
+int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
+                         struct pd_sample_thread *th)
+{
+    if (!pd_raw_keeps(r, s))
+        return 0;
+    pd_raw_seen(r, ai, s->has_period && s->period > 0);
     int err = pd_tasks_thread(r->t, s->pid, s->tid, &th->process, &th->comm, &th->comm_len);
     return err ? err : 1;
 }

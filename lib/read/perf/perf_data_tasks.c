@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-enum { NO_PROCESS = UINT32_MAX };
+enum { NO_PROCESS = PD_NO_PROCESS };
 
 struct thread {
     uint32_t tid, process; /* process: NO_PROCESS until the pid is known */
@@ -266,9 +266,26 @@ int pd_tasks_thread(struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *pr
     *process = th->process;
     *comm = th->comm;
     *comm_len = th->comm_len;
-    if (th->process != NO_PROCESS)
-        t->pr[th->process].samples++;
+    pd_tasks_count_samples(t, th->process, 1);
     return 0;
+}
+
+int pd_tasks_thread_known(const struct pd_tasks *t, uint32_t pid, uint32_t tid, uint32_t *process,
+                          const char **comm, size_t *comm_len)
+{
+    const struct thread *th = find(t, tid);
+    if (!th || ((int32_t)pid >= 0 && th->pid < 0)) /* new, or its pid to learn: findnew's */
+        return 0;
+    *process = th->process;
+    *comm = th->comm;
+    *comm_len = th->comm_len;
+    return 1;
+}
+
+void pd_tasks_count_samples(struct pd_tasks *t, uint32_t process, uint64_t n)
+{
+    if (process != NO_PROCESS)
+        t->pr[process].samples += n;
 }
 
 bool pd_tasks_main_exe(const struct pd_tasks *t, struct pd_map *exe)

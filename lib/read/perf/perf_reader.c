@@ -105,8 +105,9 @@ static int call(pd_record_cb cb, struct pd_reader *rd, const struct pd_record *r
 __attribute__((noinline)) static int on_sample(struct pd_reader *rd, const struct pd_record *r)
 {
     const struct pd_reader_tool *t = rd->tool;
-    if (!t->sample)
-        return 0;
+    int taken = t->sample_record ? t->sample_record(rd->ctx, r) : 0;
+    if (taken || !t->sample)
+        return taken < 0 ? taken : 0;
     int ai = pd_file_attr_of(&rd->f, r);
     if (ai < 0)
         return t->sample(rd->ctx, r, -1, NULL);

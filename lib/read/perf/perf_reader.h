@@ -51,6 +51,12 @@ struct pd_reader_tool {
     /* A sample, decoded, of the file's event attrs[attr]; attr -1 (and s
      * NULL): its id is none of the file's events. */
     int (*sample)(void *ctx, const struct pd_record *r, int attr, const struct pd_sample *s);
+    /* A sample before it is decoded, first offered here: 1, the client took
+     * it (it decodes it itself, pd_file_attr_of and pd_file_parse_sample,
+     * maybe on another thread, and holds it as long: pd_reader_hold); 0,
+     * it goes to sample, decoded. So samples can leave the reading thread
+     * as they are. */
+    int (*sample_record)(void *ctx, const struct pd_record *r);
     pd_record_cb mmap; /* MMAP and MMAP2 */
     pd_record_cb comm;
     pd_record_cb fork;

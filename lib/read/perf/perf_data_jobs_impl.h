@@ -1,0 +1,127 @@
+/*
+ * perf_data_jobs_impl.h - the state of the perf.data reader's threads,
+ * shared by the files that drive them (library-internal):
+ *
+ * perf_data_jobs.c     the threads, the batches cut into pieces, merged in
+ *                      order; DWARF samples (decoded here, unwound there)
+ * perf_data_records.c  fp samples' records, decoded, built and weighed
+ *                      there
+ *
+ * Invariants: a batch is either jobs (n) or records (nrecs), never both;
+ * the tasks and the reader's trie do not change while the threads run;
+ * each overlay gets its pieces in increasing order, and the pieces are
+ * merged in order.
+ */
+#ifndef EMBER_READ_PERF_DATA_JOBS_IMPL_H
+#define EMBER_READ_PERF_DATA_JOBS_IMPL_H
+
+#include "read/perf/perf_data_build.h"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+
+/* Records (perf_data_records.c) batch by the thousand: a barrier costs
+ * tens of microseconds, an fp sample about 100 ns. */
+enum { PIECES_PER_THREAD = 4, PIECE_FIRSTS = 8, JOBS_RECORDS = 16384 };
+
+struct walk {
+    int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
+    size_t n;
+    uint64_t ips[MAX_STACK];
+};
+
+struct job {
+    int ai;
+    int got;       /* pd_raw_sample_thread's */
+    int walk;      /* its walk in the batch, -1 none */
+    uint32_t node; /* its stack's, in its piece's overlay */
+    uint64_t hold; /* the reader's, of its record */
+    struct pd_sample s;
+    struct pd_sample_thread th;
+};
+
+/* An fp sample's record as the reader handed it: written by the reading
+ * thread only (what the threads make of it is theirs, in the piece and
+ * their tallies, so that no line goes back and forth). */
+struct record_job {
+    struct pd_record rec;
+    uint64_t hold; /* the reader's, of rec, unless copied */
+    uint8_t *copy; /* rec's bytes, where the reader could not hold them */
+};
+
+struct piece {
+    size_t from, to;
+    unsigned builder;      /* the thread whose overlay it is built in */
+    size_t built;          /* [from, built) are */
+    int err;               /* its builder's, at built */
+    struct pd_raw_count n; /* the builder's overlay after it, once built */
+    /* records: the events in the order they first come in the piece, and
+     * the samples of none of the file's events */
+    int first[PIECE_FIRSTS];
+    unsigned nfirst;
+    uint64_t unknown;
+};
+
+/* What a thread weighed of fp records, added to the reader's at the end
+ * (sums do not depend on the order): the samples and periods of the
+ * reader's nodes (its overlay's own are in the overlay), the samples of
+ * each process and each event. */
+struct tally {
+    uint64_t *samples, *period;
+    size_t n, cap;
+    uint64_t *process;
+    size_t nprocess;
+    uint64_t *event;
+    bool *weighed;
+    size_t nevents;
+};
+
+/* A thread's: the caller's is b[0] (its unwinder the reader's). */
+struct builder {
+    struct pd_jobs *j;
+    struct pd_unwind *uw;
+    struct pd_raw raw;
+    struct pd_raw_merge m;
+    struct tally tally;
+    bool stopped; /* this batch: builds nothing more */
+    sem_t go;     /* a worker's: posted for each batch, and at the end */
+    pthread_t thread;
+};
+
+struct pd_jobs {
+    struct reader *r;
+    struct job *jobs;
+    size_t n;
+    struct record_job *recs; /* the batch, when it is fp records (n is 0) */
+    size_t nrecs;
+    struct walk *walks;
+    size_t nwalks;
+    struct piece *pieces;
+    size_t npieces;
+    struct builder *b; /* nb: the caller's and the workers' */
+    unsigned nb;
+    sem_t done;         /* posted by the last worker done with a batch */
+    atomic_uint busy;   /* workers still on this batch */
+    atomic_bool stop;   /* the workers end */
+    atomic_size_t next; /* the next piece to take */
+};
+
+/* perf_data_jobs.c: the batch's pieces built by every thread (the
+ * caller's alone when no worker could be started), then merged in order
+ * and weighed; the overlays emptied. */
+int pd_jobs_run(struct pd_jobs *j);
+
+/* perf_data_records.c */
+/* The batch of records built, merged, weighed, and let go. */
+int pd_records_drain(struct pd_jobs *j);
+void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc);
+/* A piece's records its builder left, on the caller's thread. */
+int pd_records_finish(struct pd_jobs *j, struct piece *pc);
+/* A piece merged: what its order decides (events first seen, unknown). */
+void pd_records_weigh(struct pd_jobs *j, struct piece *pc);
+/* An overlay's own nodes' weights, into the reader's trie once merged. */
+int pd_records_overlay_weights(struct pd_jobs *j, struct builder *b);
+void pd_records_tally_release(struct tally *t);
+
+#endif

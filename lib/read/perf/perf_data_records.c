@@ -1,0 +1,299 @@
+/*
+ * perf_data_records.c - fp samples decoded, built and weighed on several
+ * threads (-j 2 and more, pd_jobs_record): an fp sample's stack costs
+ * about 50 ns, less than decoding it on the reading thread and handing it
+ * over did, so the reading thread hands over its record as the reader
+ * read it (the reader holds it) and does nothing more of it.
+ *
+ * A batch of records is cut into pieces (perf_data_jobs.c), and whoever
+ * takes a piece decodes each record, finds its thread (read only: one it
+ * does not know, or whose pid it would learn, stops it), builds its stack
+ * in its overlay and weighs it in its tally; the caller finishes what a
+ * builder left, in order, as one thread does (an error is then the one
+ * one thread meets), merges the overlays piece by piece in order, and
+ * counts what order decides: which event came first. Sums do not depend
+ * on order, so the tallies are added up at the end (pd_jobs_finish).
+ * Invariants: only where no event has user registers (nothing to unwind),
+ * no event is a context switch and no sample's place in the sequence is
+ * kept (pd_jobs_records_fit); the reading thread writes the batch, the
+ * others only read it; the profile is one thread's, byte for byte.
+ */
+#include "read/perf/perf_data_jobs_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---- tallies ------------------------------------------------------------ */
+
+/* Room for the weights of the reader's n nodes, zeroed. */
+static int tally_nodes(struct tally *t, size_t n)
+{
+    if (n <= t->n)
+        return 0;
+    if (n > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < n)
+            cap *= 2;
+        uint64_t *s = realloc(t->samples, cap * sizeof(*s));
+        if (s)
+            t->samples = s;
+        uint64_t *p = s ? realloc(t->period, cap * sizeof(*p)) : NULL;
+        if (!p)
+            return -ENOMEM;
+        t->period = p;
+        t->cap = cap;
+    }
+    memset(t->samples + t->n, 0, (n - t->n) * sizeof(*t->samples));
+    memset(t->period + t->n, 0, (n - t->n) * sizeof(*t->period));
+    t->n = n;
+    return 0;
+}
+
+static int grow_zeroed(void *pp, size_t *n, size_t want, size_t size)
+{
+    if (want <= *n)
+        return 0;
+    void *p = realloc(*(void **)pp, want * size);
+    if (!p)
+        return -ENOMEM;
+    memset((char *)p + *n * size, 0, (want - *n) * size);
+    *(void **)pp = p;
+    *n = want;
+    return 0;
+}
+
+/* Room for process and event ai's counts. */
+static int tally_room(struct tally *t, uint32_t process, int ai)
+{
+    size_t nevents = t->nevents;
+    int err = grow_zeroed(&t->process, &t->nprocess, (size_t)process + 1, sizeof(*t->process));
+    if (!err)
+        err = grow_zeroed(&t->weighed, &nevents, (size_t)ai + 1, sizeof(*t->weighed));
+    return err ? err : grow_zeroed(&t->event, &t->nevents, (size_t)ai + 1, sizeof(*t->event));
+}
+
+/* A sample's weight: on node (the reader's, or the overlay's own), its
+ * event and (unless pd_tasks_thread counted it) its process. */
+static int tally(struct builder *b, uint32_t node, uint32_t process, int ai,
+                 const struct pd_sample *s, bool count_process)
+{
+    struct tally *t = &b->tally;
+    uint64_t period = pd_sample_weight(s);
+    bool counted = count_process && process != PD_NO_PROCESS;
+    int err = tally_room(t, counted ? process : 0, ai);
+    if (err)
+        return err;
+    t->process[counted ? process : 0] += counted;
+    t->event[ai]++;
+    t->weighed[ai] |= s->has_period && s->period > 0;
+    if (node & PD_OVER) {
+        b->raw.samples[node & ~PD_OVER]++;
+        b->raw.period[node & ~PD_OVER] += period;
+    } else {
+        t->samples[node]++;
+        t->period[node] += period;
+    }
+    return 0;
+}
+
+void pd_records_tally_release(struct tally *t)
+{
+    free(t->samples);
+    free(t->period);
+    free(t->process);
+    free(t->event);
+    free(t->weighed);
+}
+
+/* ---- a piece ----------------------------------------------------------- */
+
+void pd_records_weigh(struct pd_jobs *j, struct piece *pc)
+{
+    struct reader *r = j->r;
+    for (unsigned i = 0; i < pc->nfirst; i++)
+        if (!r->seen[pc->first[i]].first)
+            r->seen[pc->first[i]].first = ++r->nseen;
+    pc->nfirst = 0;
+    r->unknown_ids += pc->unknown;
+    r->st->skipped += pc->unknown;
+    pc->unknown = 0;
+}
+
+/* Event ai's sample in the piece: the events in the order they first come
+ * (0 where the list is full: the caller's, then). */
+static int first_seen(struct piece *pc, int ai)
+{
+    for (unsigned i = 0; i < pc->nfirst; i++)
+        if (pc->first[i] == ai)
+            return 1;
+    if (pc->nfirst == PIECE_FIRSTS)
+        return 0;
+    pc->first[pc->nfirst++] = ai;
+    return 1;
+}
+
+/* An fp record's stack in b's overlay, weighed in b's tally, on any
+ * thread: 1, or 0 where the caller must do it (a record it cannot decode,
+ * a thread it does not know, an error): the caller then meets what one
+ * thread meets. */
+static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
+                 const struct record_job *jb)
+{
+    const struct reader *r = j->r;
+    struct pd_sample s;
+    struct pd_sample_thread th;
+    struct ember_diag d;
+    uint32_t node;
+    int ai = pd_file_attr_of(r->f, &jb->rec);
+    if (ai < 0) {
+        pc->unknown++;
+        return 1;
+    }
+    if (pd_file_parse_sample(r->f, &r->f->attrs[ai], &jb->rec, &s, &d) < 0 || pd_sample_unwinds(&s))
+        return 0;
+    if (!pd_raw_keeps(r, &s))
+        return 1;
+    if (!pd_tasks_thread_known(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len) ||
+        !first_seen(pc, ai) || pd_raw_stack(&b->raw, ai, &s, &th, NULL, 0, &node) < 0)
+        return 0;
+    return tally(b, node, th.process, ai, &s, true) == 0;
+}
+
+void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
+{
+    pc->builder = (unsigned)(b - j->b);
+    pc->built = pc->from;
+    pc->nfirst = 0;
+    pc->unknown = 0;
+    if (!b->stopped && tally_nodes(&b->tally, j->r->raw.nnodes) < 0)
+        b->stopped = true;
+    for (size_t i = pc->from; i < pc->to && !b->stopped; i++) {
+        if (!build(j, b, pc, &j->recs[i]))
+            b->stopped = true; /* the caller's, from here */
+        else
+            pc->built = i + 1;
+    }
+    pc->n = pd_raw_count(&b->raw);
+}
+
+/* What a builder left of a piece, on the caller's thread, as pd_raw_sample
+ * does it (the tasks may change), in the piece's overlay. */
+static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
+                  const struct record_job *jb)
+{
+    struct reader *r = j->r;
+    struct pd_sample s;
+    struct pd_sample_thread th;
+    size_t n = 0;
+    uint32_t node;
+    int ai = pd_file_attr_of(r->f, &jb->rec);
+    if (ai < 0) {
+        pc->unknown++;
+        return 0;
+    }
+    int err = pd_file_parse_sample(r->f, &r->f->attrs[ai], &jb->rec, &s, r->d);
+    if (err || !pd_raw_keeps(r, &s))
+        return err;
+    err = pd_tasks_thread(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len);
+    if (!err && pd_sample_unwinds(&s))
+        err = pd_unwind_sample(r->uw, th.process, &s, r->unwound, MAX_STACK, &n);
+    if (!err)
+        err = pd_raw_stack(&b->raw, ai, &s, &th, r->unwound, n, &node);
+    if (err)
+        return err;
+    if (!first_seen(pc, ai)) { /* the list is full: those before it first */
+        pd_records_weigh(j, pc);
+        first_seen(pc, ai);
+    }
+    return tally(b, node, th.process, ai, &s, false); /* pd_tasks_thread counted it */
+}
+
+int pd_records_finish(struct pd_jobs *j, struct piece *pc)
+{
+    struct builder *b = &j->b[pc->builder];
+    if (pc->built == pc->to) /* its overlay holds later pieces' too */
+        return 0;
+    int err = tally_nodes(&b->tally, j->r->raw.nnodes);
+    for (size_t i = pc->built; i < pc->to && !err; i++)
+        err = finish(j, b, pc, &j->recs[i]);
+    pc->n = pd_raw_count(&b->raw);
+    return err;
+}
+
+int pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
+{
+    struct pd_raw *dst = &j->r->raw;
+    for (size_t i = 0; i < b->m.nnodes; i++) {
+        uint32_t node = b->m.nodes[i];
+        dst->samples[node] += b->raw.samples[i];
+        dst->period[node] += b->raw.period[i];
+    }
+    return 0;
+}
+
+int pd_records_drain(struct pd_jobs *j)
+{
+    int err = pd_jobs_run(j);
+    for (size_t i = 0; i < j->nrecs; i++) {
+        if (j->recs[i].copy)
+            free(j->recs[i].copy);
+        else
+            pd_reader_let_go(j->r->rd, j->recs[i].hold);
+        j->recs[i].copy = NULL;
+    }
+    j->nrecs = 0;
+    return err;
+}
+
+/* ---- the reader's side --------------------------------------------------- */
+
+bool pd_jobs_records_fit(const struct reader *r)
+{
+    if (!r->jobs || r->f->pipe || r->keep_seq) /* a pipe's events may come later */
+        return false;
+    for (size_t i = 0; i < r->f->nattrs; i++)
+        if ((r->f->attrs[i].sample_type & PERF_SAMPLE_REGS_USER) ||
+            pd_offcpu_is_switches(&r->f->attrs[i]))
+            return false;
+    return true;
+}
+
+int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec)
+{
+    struct record_job *jb = &j->recs[j->nrecs];
+    jb->rec = *rec;
+    jb->copy = NULL;
+    if (!pd_reader_hold(j->r->rd, rec, &jb->hold)) { /* rare: it straddled chunks */
+        if (!(jb->copy = malloc(rec->size)))
+            return -ENOMEM;
+        jb->rec.data = memcpy(jb->copy, rec->data, rec->size);
+    }
+    int err = ++j->nrecs == JOBS_RECORDS ? pd_jobs_drain(j) : 0;
+    return err ? err : 1;
+}
+
+/* The threads' tallies added to the reader's: its nodes' weights, its
+ * events' samples, its processes'. */
+static void add_tally(struct reader *r, struct tally *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        r->raw.samples[i] += t->samples[i];
+        r->raw.period[i] += t->period[i];
+    }
+    for (size_t i = 0; i < t->nprocess; i++)
+        pd_tasks_count_samples(r->t, (uint32_t)i, t->process[i]);
+    for (size_t i = 0; i < t->nevents; i++) {
+        r->seen[i].samples += t->event[i];
+        r->seen[i].weighed |= t->weighed[i];
+    }
+    pd_records_tally_release(t);
+    *t = (struct tally){0};
+}
+
+int pd_jobs_finish(struct pd_jobs *j)
+{
+    int err = pd_jobs_drain(j);
+    for (unsigned i = 0; j && i < j->nb; i++)
+        add_tally(j->r, &j->b[i].tally);
+    return err;
+}
