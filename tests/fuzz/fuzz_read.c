@@ -156,7 +156,7 @@ static void threads_alike(const uint8_t *data, size_t size)
     if (r1 != r3 || one.n != many.n || (one.n && memcmp(one.s, many.s, one.n) != 0) ||
         (r1 == 0 && (st1.samples != st3.samples || st1.skipped != st3.skipped)) ||
         (r1 && strcmp(d1.msg, d3.msg) != 0)) /* counts on an error: how far each got */
-        abort(); /* the threads read otherwise than one thread */
+        abort();                             /* the threads read otherwise than one thread */
     free(one.s);
     free(many.s);
 }

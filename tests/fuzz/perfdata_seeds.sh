@@ -3,7 +3,10 @@
 # (`perf record` of `true` and of a shell loop: frame-pointer call graphs,
 # a DWARF one with a 1 KiB copied stack, pipe mode, two events, context
 # switches with their switch records for off-CPU time) beside the
-# two committed ones (tests/fuzz/seeds/perf-data, made the same way), and
+# committed ones (tests/fuzz/seeds/perf-data, made the same way, and
+# error-order.data, the fuzzer's: an fp sample whose call chain does not
+# fit, then a record shorter than its header, where threads that had not
+# decoded the sample yet said the second error, one thread the first), and
 # each cut short by cut_seeds.sh, as a perf record that was killed leaves
 # it. Where perf cannot record, the committed seeds alone (exit 0).
 #

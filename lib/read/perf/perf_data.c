@@ -79,7 +79,7 @@ static int on_header(void *ctx, const struct pd_file *f)
         return -ENOMEM;
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
-    r->records_jobs = pd_jobs_records_fit(r);
+    r->records_jobs = pd_jobs_records_fit(r->jobs);
     return 0;
 }
 
@@ -105,8 +105,9 @@ static int on_sample(void *ctx, const struct pd_record *rec, int attr, const str
     return r->jobs ? pd_jobs_sample(r->jobs, rec, attr, s) : pd_raw_sample(r, attr, s);
 }
 
-/* fp samples are decoded where they are built (pd_jobs_record), at -j 2
- * and more: on this thread they cost more than their stacks. */
+/* Samples are decoded where they are built (pd_jobs_record), at -j 2 and
+ * more: on this thread an fp sample's decoding and handing over cost more
+ * than its stack. */
 static int on_sample_record(void *ctx, const struct pd_record *rec)
 {
     struct reader *r = ctx;
@@ -236,8 +237,10 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
     int err = reader_init(&r, p, in, o, st, d);
     if (!err)
         err = pd_reader_run(r.rd, &profile_tool, &r, d);
-    if (!err)
-        err = pd_jobs_finish(r.jobs);
+    /* also where the reader stopped: the samples waiting in a batch came
+     * before, so their error is the one one thread meets first */
+    int jerr = pd_jobs_finish(r.jobs);
+    err = jerr ? jerr : err;
     if (!err && r.raw.dwarf)
         err = pd_file_check_arch(r.f, d);
     if (!err)

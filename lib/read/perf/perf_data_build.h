@@ -148,7 +148,7 @@ struct reader {
     struct pd_tasks *t;
     struct pd_unwind *uw; /* DWARF call graphs */
     struct pd_jobs *jobs; /* samples built on several threads (-j 2+) */
-    bool records_jobs;    /* ...and fp samples decoded there (pd_jobs_record) */
+    bool records_jobs;    /* ...and decoded there (pd_jobs_record) */
     struct pd_offcpu *oc; /* context switches: off-CPU intervals */
     uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
@@ -273,12 +273,14 @@ void pd_jobs_free(struct pd_jobs *j);
  * by the reader until it is built (or at once, where it cannot be held). */
 int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
                    const struct pd_sample *s);
-/* An fp sample's record, undecoded (the reader's sample_record): kept in
- * the batch, held, and decoded, built and weighed there. 1 (taken) or an
- * error. Only where no event has user registers (no sample unwinds) and
- * no sample's place in the sequence counts (pd_jobs_records_fit). */
+/* A sample's record, undecoded (the reader's sample_record): kept in the
+ * batch, held, and decoded, unwound, built and weighed there
+ * (perf_data_records.c). 1 (taken) or an error. Only where
+ * pd_jobs_records_fit said yes, once the file's events are known: not a
+ * pipe, no context switch event, no sample's place in the sequence kept
+ * (those samples go to pd_jobs_sample). */
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec);
-bool pd_jobs_records_fit(const struct reader *r);
+bool pd_jobs_records_fit(struct pd_jobs *j);
 /* The batch's samples unwound and built, in order (j NULL: none). */
 int pd_jobs_drain(struct pd_jobs *j);
 /* The last batch drained, and what the threads weighed of records added

@@ -1,9 +1,12 @@
 /*
- * perf_data_jobs.c - DWARF samples unwound and built on several threads
- * (-j 2 and more): past reading and ordering its record, a DWARF sample's
- * cost is its stack (unwinding it, then finding its frames and nodes), and
- * that needs only the sample, the maps of its process, the files' CFI
- * rows and a trie to build in.
+ * perf_data_jobs.c - the reader's threads (-j 2 and more) and their
+ * batches: of samples' records, decoded there (perf_data_records.c), or,
+ * where those cannot be taken (a pipe, off-CPU time, a kept sequence), of
+ * DWARF samples decoded here and unwound and built there, as below.
+ * Past reading and ordering its record, a DWARF sample's cost is its
+ * stack (unwinding it, then finding its frames and nodes), and that needs
+ * only the sample, the maps of its process, the files' CFI rows and a trie
+ * to build in.
  *
  * Samples are kept in a batch, in their order, their records held where
  * the reader read them (perf_reader.h), from a sample to unwind until the
@@ -41,7 +44,7 @@
  * one, when no batch waits, is built at once: an fp sample's stack costs
  * about 50 ns, less than batching it, its merge and its weighing do
  * (fp batched at -j 2: 0.79 s wall against 0.67-0.76 s). */
-enum { JOBS_BATCH = 4096, JOBS_WALKS = 128 };
+enum { JOBS_BATCH = 4096 };
 
 /* The stack of a sample, in b's overlay. */
 static int build(struct pd_jobs *j, struct builder *b, struct job *jb)
@@ -270,7 +273,8 @@ void pd_jobs_free(struct pd_jobs *j)
     sem_destroy(&j->done);
     free(j->b);
     for (size_t i = 0; i < j->nrecs; i++) /* an error left them */
-        free(j->recs[i].copy);
+        if (j->recs[i].hold == RECORD_COPIED)
+            free((void *)j->recs[i].data);
     free(j->recs);
     free(j->jobs);
     free(j->walks);

@@ -23,7 +23,7 @@
 
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
  * tens of microseconds, an fp sample about 100 ns. */
-enum { PIECES_PER_THREAD = 4, PIECE_FIRSTS = 8, JOBS_RECORDS = 16384 };
+enum { PIECES_PER_THREAD = 4, PIECE_FIRSTS = 8, JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
 
 struct walk {
     int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
@@ -41,14 +41,17 @@ struct job {
     struct pd_sample_thread th;
 };
 
-/* An fp sample's record as the reader handed it: written by the reading
- * thread only (what the threads make of it is theirs, in the piece and
- * their tallies, so that no line goes back and forth). */
+/* An fp sample's record as the reader handed it, its bytes (header
+ * first: the rest of a struct pd_record is there) and place: written by
+ * the reading thread only, and small, as each line the threads have read
+ * costs it a miss to write again (what the threads make of a record is
+ * theirs, in the piece and their tallies). */
 struct record_job {
-    struct pd_record rec;
-    uint64_t hold; /* the reader's, of rec, unless copied */
-    uint8_t *copy; /* rec's bytes, where the reader could not hold them */
+    const uint8_t *data;
+    uint64_t offset;
+    uint64_t hold; /* the reader's, of data; RECORD_COPIED: data is a copy */
 };
+#define RECORD_COPIED UINT64_MAX
 
 struct piece {
     size_t from, to;
@@ -93,8 +96,8 @@ struct pd_jobs {
     struct reader *r;
     struct job *jobs;
     size_t n;
-    struct record_job *recs; /* the batch, when it is fp records (n is 0) */
-    size_t nrecs;
+    struct record_job *recs; /* the batch, when it is records (n is 0) */
+    size_t nrecs, max_recs;
     struct walk *walks;
     size_t nwalks;
     struct piece *pieces;

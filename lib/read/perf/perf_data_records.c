@@ -1,23 +1,26 @@
 /*
- * perf_data_records.c - fp samples decoded, built and weighed on several
- * threads (-j 2 and more, pd_jobs_record): an fp sample's stack costs
- * about 50 ns, less than decoding it on the reading thread and handing it
- * over did, so the reading thread hands over its record as the reader
- * read it (the reader holds it) and does nothing more of it.
+ * perf_data_records.c - samples decoded, unwound, built and weighed on
+ * several threads (-j 2 and more, pd_jobs_record): an fp sample's stack
+ * costs about 50 ns, less than decoding it on the reading thread and
+ * handing it over did, so the reading thread hands over each sample's
+ * record as the reader read it (the reader holds it) and does nothing
+ * more of it; a DWARF sample's too, in smaller batches (its 8 KB stay in
+ * the caches).
  *
  * A batch of records is cut into pieces (perf_data_jobs.c), and whoever
  * takes a piece decodes each record, finds its thread (read only: one it
- * does not know, or whose pid it would learn, stops it), builds its stack
- * in its overlay and weighs it in its tally; the caller finishes what a
- * builder left, in order, as one thread does (an error is then the one
- * one thread meets), merges the overlays piece by piece in order, and
+ * does not know, or whose pid it would learn, stops it), walks its user
+ * stack by the compiled CFI rows (a walk only libdwfl can do stops it),
+ * builds its stack in its overlay and weighs it in its tally; the caller
+ * finishes what a builder left, in order, as one thread does (an error is
+ * then the one one thread meets, libdwfl's sessions see the samples one
+ * thread shows them), merges the overlays piece by piece in order, and
  * counts what order decides: which event came first. Sums do not depend
  * on order, so the tallies are added up at the end (pd_jobs_finish).
- * Invariants: only where no event has user registers (nothing to unwind),
- * no event is a context switch and no sample's place in the sequence is
- * kept (pd_jobs_records_fit); the reading thread writes the batch, the
- * others only read it; the profile is one thread's, byte for byte.
- */
+ * Invariants: only where no event is a context switch, the file is not a
+ * pipe and no sample's place in the sequence is kept
+ * (pd_jobs_records_fit); the reading thread writes the batch, the others
+ * only read it; the profile is one thread's, byte for byte. */
 #include "read/perf/perf_data_jobs_impl.h"
 
 #include <errno.h>
@@ -105,6 +108,16 @@ void pd_records_tally_release(struct tally *t)
     free(t->weighed);
 }
 
+/* The record as the reader handed it. */
+static struct pd_record record_of(const struct record_job *jb)
+{
+    return (struct pd_record){.data = jb->data,
+                              .type = pd_u32(jb->data),
+                              .size = pd_u16(jb->data + 6),
+                              .misc = pd_u16(jb->data + 4),
+                              .offset = jb->offset};
+}
+
 /* ---- a piece ----------------------------------------------------------- */
 
 void pd_records_weigh(struct pd_jobs *j, struct piece *pc)
@@ -144,17 +157,23 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
     struct pd_sample_thread th;
     struct ember_diag d;
     uint32_t node;
-    int ai = pd_file_attr_of(r->f, &jb->rec);
+    struct pd_record rec = record_of(jb);
+    int ai = pd_file_attr_of(r->f, &rec);
     if (ai < 0) {
         pc->unknown++;
         return 1;
     }
-    if (pd_file_parse_sample(r->f, &r->f->attrs[ai], &jb->rec, &s, &d) < 0 || pd_sample_unwinds(&s))
+    if (pd_file_parse_sample(r->f, &r->f->attrs[ai], &rec, &s, &d) < 0)
         return 0;
     if (!pd_raw_keeps(r, &s))
         return 1;
+    uint64_t ips[MAX_STACK];
+    size_t n = 0;
     if (!pd_tasks_thread_known(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len) ||
-        !first_seen(pc, ai) || pd_raw_stack(&b->raw, ai, &s, &th, NULL, 0, &node) < 0)
+        !first_seen(pc, ai) ||
+        (pd_sample_unwinds(&s) && /* 1: libdwfl's, in order, on the caller's unwinder */
+         pd_unwind_sample_fast(b->uw, th.process, &s, ips, MAX_STACK, &n) != 0) ||
+        pd_raw_stack(&b->raw, ai, &s, &th, ips, n, &node) < 0)
         return 0;
     return tally(b, node, th.process, ai, &s, true) == 0;
 }
@@ -186,12 +205,13 @@ static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
     struct pd_sample_thread th;
     size_t n = 0;
     uint32_t node;
-    int ai = pd_file_attr_of(r->f, &jb->rec);
+    struct pd_record rec = record_of(jb);
+    int ai = pd_file_attr_of(r->f, &rec);
     if (ai < 0) {
         pc->unknown++;
         return 0;
     }
-    int err = pd_file_parse_sample(r->f, &r->f->attrs[ai], &jb->rec, &s, r->d);
+    int err = pd_file_parse_sample(r->f, &r->f->attrs[ai], &rec, &s, r->d);
     if (err || !pd_raw_keeps(r, &s))
         return err;
     err = pd_tasks_thread(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len);
@@ -235,11 +255,10 @@ int pd_records_drain(struct pd_jobs *j)
 {
     int err = pd_jobs_run(j);
     for (size_t i = 0; i < j->nrecs; i++) {
-        if (j->recs[i].copy)
-            free(j->recs[i].copy);
+        if (j->recs[i].hold == RECORD_COPIED)
+            free((void *)j->recs[i].data);
         else
             pd_reader_let_go(j->r->rd, j->recs[i].hold);
-        j->recs[i].copy = NULL;
     }
     j->nrecs = 0;
     return err;
@@ -247,28 +266,34 @@ int pd_records_drain(struct pd_jobs *j)
 
 /* ---- the reader's side --------------------------------------------------- */
 
-bool pd_jobs_records_fit(const struct reader *r)
+bool pd_jobs_records_fit(struct pd_jobs *j)
 {
-    if (!r->jobs || r->f->pipe || r->keep_seq) /* a pipe's events may come later */
+    const struct reader *r = j ? j->r : NULL;
+    if (!r || r->f->pipe || r->keep_seq) /* a pipe's events may come later */
         return false;
-    for (size_t i = 0; i < r->f->nattrs; i++)
-        if ((r->f->attrs[i].sample_type & PERF_SAMPLE_REGS_USER) ||
-            pd_offcpu_is_switches(&r->f->attrs[i]))
+    j->max_recs = JOBS_RECORDS;
+    for (size_t i = 0; i < r->f->nattrs; i++) {
+        if (pd_offcpu_is_switches(&r->f->attrs[i]))
             return false;
+        if (r->f->attrs[i].sample_type & PERF_SAMPLE_REGS_USER)
+            j->max_recs = JOBS_WALKS; /* DWARF samples: a batch of records in the caches */
+    }
     return true;
 }
 
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec)
 {
     struct record_job *jb = &j->recs[j->nrecs];
-    jb->rec = *rec;
-    jb->copy = NULL;
+    jb->data = rec->data;
+    jb->offset = rec->offset;
     if (!pd_reader_hold(j->r->rd, rec, &jb->hold)) { /* rare: it straddled chunks */
-        if (!(jb->copy = malloc(rec->size)))
+        uint8_t *copy = malloc(rec->size);
+        if (!copy)
             return -ENOMEM;
-        jb->rec.data = memcpy(jb->copy, rec->data, rec->size);
+        jb->data = memcpy(copy, rec->data, rec->size);
+        jb->hold = RECORD_COPIED;
     }
-    int err = ++j->nrecs == JOBS_RECORDS ? pd_jobs_drain(j) : 0;
+    int err = ++j->nrecs == j->max_recs ? pd_jobs_drain(j) : 0;
     return err ? err : 1;
 }
 
