@@ -192,7 +192,7 @@ static int merge_pieces(struct pd_jobs *j)
     }
     for (unsigned i = 0; i < j->nb; i++) {
         if (!err && j->nrecs)
-            err = pd_records_overlay_weights(j, &j->b[i]);
+            pd_records_overlay_weights(j, &j->b[i]);
         int e = pd_raw_reset(&j->b[i].raw);
         pd_raw_merge_reset(&j->b[i].m);
         err = err ? err : e;

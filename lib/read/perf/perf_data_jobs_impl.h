@@ -124,7 +124,7 @@ int pd_records_finish(struct pd_jobs *j, struct piece *pc);
 /* A piece merged: what its order decides (events first seen, unknown). */
 void pd_records_weigh(struct pd_jobs *j, struct piece *pc);
 /* An overlay's own nodes' weights, into the reader's trie once merged. */
-int pd_records_overlay_weights(struct pd_jobs *j, struct builder *b);
+void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b);
 void pd_records_tally_release(struct tally *t);
 
 #endif

@@ -240,7 +240,7 @@ int pd_records_finish(struct pd_jobs *j, struct piece *pc)
     return err;
 }
 
-int pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
+void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
 {
     struct pd_raw *dst = &j->r->raw;
     for (size_t i = 0; i < b->m.nnodes; i++) {
@@ -248,7 +248,6 @@ int pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
         dst->samples[node] += b->raw.samples[i];
         dst->period[node] += b->raw.period[i];
     }
-    return 0;
 }
 
 int pd_records_drain(struct pd_jobs *j)
