@@ -241,9 +241,7 @@ struct pd_sample_thread {
 };
 int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
                          struct pd_sample_thread *th);
-/* pd_raw_sample_thread's parts: does the caller's filter keep the sample
- * (read only: any thread); the sample of event ai counted, in order. */
-bool pd_raw_keeps(const struct reader *r, const struct pd_sample *s);
+/* pd_raw_sample_thread's count of a sample of event ai, in order. */
 void pd_raw_seen(struct reader *r, int ai, bool weighed);
 int pd_raw_stack(struct pd_raw *raw, int ai, const struct pd_sample *s,
                  const struct pd_sample_thread *th, const uint64_t *ips, size_t n, uint32_t *node);
@@ -277,8 +275,8 @@ int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
  * batch, held, and decoded, unwound, built and weighed there
  * (perf_data_records.c). 1 (taken) or an error. Only where
  * pd_jobs_records_fit said yes, once the file's events are known: not a
- * pipe, no context switch event, no sample's place in the sequence kept
- * (those samples go to pd_jobs_sample). */
+ * pipe, no context switch event, no sample's place in the sequence kept,
+ * no filter of the caller's (those samples go to pd_jobs_sample). */
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec);
 bool pd_jobs_records_fit(struct pd_jobs *j);
 /* The batch's samples unwound and built, in order (j NULL: none). */

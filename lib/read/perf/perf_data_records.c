@@ -18,8 +18,8 @@
  * counts what order decides: which event came first. Sums do not depend
  * on order, so the tallies are added up at the end (pd_jobs_finish).
  * Invariants: only where no event is a context switch, the file is not a
- * pipe and no sample's place in the sequence is kept
- * (pd_jobs_records_fit); the reading thread writes the batch, the others
+ * pipe, no sample's place in the sequence is kept and the caller does not
+ * filter samples (pd_jobs_records_fit); the reading thread writes the batch, the others
  * only read it; the profile is one thread's, byte for byte. */
 #include "read/perf/perf_data_jobs_impl.h"
 
@@ -165,8 +165,6 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
     }
     if (pd_file_parse_sample(r->f, &r->f->attrs[ai], &rec, &s, &d) < 0)
         return 0;
-    if (!pd_raw_keeps(r, &s))
-        return 1;
     uint64_t ips[MAX_STACK];
     size_t n = 0;
     if (!pd_tasks_thread_known(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len) ||
@@ -212,9 +210,8 @@ static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
         return 0;
     }
     int err = pd_file_parse_sample(r->f, &r->f->attrs[ai], &rec, &s, r->d);
-    if (err || !pd_raw_keeps(r, &s))
-        return err;
-    err = pd_tasks_thread(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len);
+    if (!err)
+        err = pd_tasks_thread(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len);
     if (!err && pd_sample_unwinds(&s))
         err = pd_unwind_sample(r->uw, th.process, &s, r->unwound, MAX_STACK, &n);
     if (!err)
@@ -268,7 +265,9 @@ int pd_records_drain(struct pd_jobs *j)
 bool pd_jobs_records_fit(struct pd_jobs *j)
 {
     const struct reader *r = j ? j->r : NULL;
-    if (!r || r->f->pipe || r->keep_seq) /* a pipe's events may come later */
+    /* a pipe's events may come later; the caller's filter is asked in
+     * order (ember_read_opts.keep_sample) */
+    if (!r || r->f->pipe || r->keep_seq || r->o->keep_sample)
         return false;
     j->max_recs = JOBS_RECORDS;
     for (size_t i = 0; i < r->f->nattrs; i++) {

@@ -201,11 +201,6 @@ int pd_raw_note_time(struct reader *r, uint32_t pid, uint32_t tid, uint64_t time
     return 0;
 }
 
-bool pd_raw_keeps(const struct reader *r, const struct pd_sample *s)
-{
-    return !r->o->keep_sample || r->o->keep_sample(r->o->keep_sample_ctx, s->pid, s->tid, s->time);
-}
-
 void pd_raw_seen(struct reader *r, int ai, bool weighed)
 {
     struct pd_seen *seen = &r->seen[ai];
@@ -218,7 +213,7 @@ void pd_raw_seen(struct reader *r, int ai, bool weighed)
 int pd_raw_sample_thread(struct reader *r, int ai, const struct pd_sample *s,
                          struct pd_sample_thread *th)
 {
-    if (!pd_raw_keeps(r, s))
+    if (r->o->keep_sample && !r->o->keep_sample(r->o->keep_sample_ctx, s->pid, s->tid, s->time))
         return 0;
     pd_raw_seen(r, ai, s->has_period && s->period > 0);
     int err = pd_tasks_thread(r->t, s->pid, s->tid, &th->process, &th->comm, &th->comm_len);
