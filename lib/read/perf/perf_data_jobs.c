@@ -40,10 +40,11 @@
 /* A batch ends at JOBS_WALKS samples to unwind (or JOBS_BATCH samples in
  * all): enough walks (about 1 us each) to pay for waking the workers,
  * few enough to keep the records in the caches (at 256, -j 2 took 0.21 s
- * wall against 0.18 s on the 666 MB DWARF recording). A sample without
- * one, when no batch waits, is built at once: an fp sample's stack costs
- * about 50 ns, less than batching it, its merge and its weighing do
- * (fp batched at -j 2: 0.79 s wall against 0.67-0.76 s). */
+ * wall against 0.18 s on the 666 MB DWARF recording). On this path a
+ * sample without one, when no batch waits, is built at once: decoded
+ * here, an fp sample costs more to batch, merge and weigh than its stack
+ * (about 50 ns) does (fp batched at -j 2: 0.79 s wall against 0.67-0.76 s);
+ * the records path does not decode it here. */
 enum { JOBS_BATCH = 4096 };
 
 /* The stack of a sample, in b's overlay. */
