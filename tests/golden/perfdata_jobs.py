@@ -139,6 +139,22 @@ def files_said(work):
 
 
 @case
+def events(work):
+    """Five events at once (the clocks and faults; not context switches,
+    whose samples are read in order for off-CPU time): each piece of a
+    batch lists the events in the order they first come in it, and the
+    caller numbers them in piece order, which decides the event a profile
+    shows when none is chosen (here a fault, whose stacks and counts are
+    the other fault's: the warning that names it tells them apart)."""
+    prog = perfdata.build("perfdata_prog.c", os.path.join(work, "prog"))
+    events = ["cpu-clock", "task-clock", "page-faults/period=1/", "minor-faults/period=1/",
+              "cpu-migrations/period=1/"]
+    data = perfdata.record(work, "events", [prog, "1"],
+                           ["-g"] + [a for e in events for a in ("-e", e)])
+    same_as_one_thread(data, "five events", [[], ["--event-filter", "cpu-clock"]])
+
+
+@case
 def fp(work):
     progs = programs(work)
     data = perfdata.record(work, "together", together(progs))

@@ -277,6 +277,8 @@ void pd_jobs_free(struct pd_jobs *j)
         if (j->recs[i].hold == RECORD_COPIED)
             free((void *)j->recs[i].data);
     free(j->recs);
+    free(j->firsts);
+    free(j->seens);
     free(j->jobs);
     free(j->walks);
     free(j->pieces);

@@ -23,7 +23,7 @@
 
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
  * tens of microseconds, an fp sample about 100 ns. */
-enum { PIECES_PER_THREAD = 4, PIECE_FIRSTS = 8, JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
+enum { PIECES_PER_THREAD = 4, JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
 
 struct walk {
     int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
@@ -59,10 +59,12 @@ struct piece {
     size_t built;          /* [from, built) are */
     int err;               /* its builder's, at built */
     struct pd_raw_count n; /* the builder's overlay after it, once built */
-    /* records: the events in the order they first come in the piece, and
-     * the samples of none of the file's events */
-    int first[PIECE_FIRSTS];
-    unsigned nfirst;
+    /* records: the events in the order they first come in the piece
+     * (first[0, nfirst), marked in seen[]: room for every event), and the
+     * samples of none of the file's events */
+    uint32_t *first;
+    uint8_t *seen;
+    size_t nfirst;
     uint64_t unknown;
 };
 
@@ -98,6 +100,8 @@ struct pd_jobs {
     size_t n;
     struct record_job *recs; /* the batch, when it is records (n is 0) */
     size_t nrecs, max_recs;
+    uint32_t *firsts; /* each piece's first[] and seen[], by the file's events */
+    uint8_t *seens;
     struct walk *walks;
     size_t nwalks;
     struct piece *pieces;

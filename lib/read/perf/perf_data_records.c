@@ -123,26 +123,25 @@ static struct pd_record record_of(const struct record_job *jb)
 void pd_records_weigh(struct pd_jobs *j, struct piece *pc)
 {
     struct reader *r = j->r;
-    for (unsigned i = 0; i < pc->nfirst; i++)
+    for (size_t i = 0; i < pc->nfirst; i++) {
         if (!r->seen[pc->first[i]].first)
             r->seen[pc->first[i]].first = ++r->nseen;
+        pc->seen[pc->first[i]] = 0;
+    }
     pc->nfirst = 0;
     r->unknown_ids += pc->unknown;
     r->st->skipped += pc->unknown;
     pc->unknown = 0;
 }
 
-/* Event ai's sample in the piece: the events in the order they first come
- * (0 where the list is full: the caller's, then). */
-static int first_seen(struct piece *pc, int ai)
+/* Event ai's sample in the piece: the events in the order they first
+ * come. */
+static void first_seen(struct piece *pc, int ai)
 {
-    for (unsigned i = 0; i < pc->nfirst; i++)
-        if (pc->first[i] == ai)
-            return 1;
-    if (pc->nfirst == PIECE_FIRSTS)
-        return 0;
-    pc->first[pc->nfirst++] = ai;
-    return 1;
+    if (!pc->seen[ai]) {
+        pc->seen[ai] = 1;
+        pc->first[pc->nfirst++] = (uint32_t)ai;
+    }
 }
 
 /* An fp record's stack in b's overlay, weighed in b's tally, on any
@@ -168,18 +167,22 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
     uint64_t ips[MAX_STACK];
     size_t n = 0;
     if (!pd_tasks_thread_known(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len) ||
-        !first_seen(pc, ai) ||
         (pd_sample_unwinds(&s) && /* 1: libdwfl's, in order, on the caller's unwinder */
          pd_unwind_sample_fast(b->uw, th.process, &s, ips, MAX_STACK, &n) != 0) ||
-        pd_raw_stack(&b->raw, ai, &s, &th, ips, n, &node) < 0)
+        pd_raw_stack(&b->raw, ai, &s, &th, ips, n, &node) < 0 ||
+        tally(b, node, th.process, ai, &s, true) < 0)
         return 0;
-    return tally(b, node, th.process, ai, &s, true) == 0;
+    first_seen(pc, ai);
+    return 1;
 }
 
 void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
 {
+    size_t k = (size_t)(pc - j->pieces), nevents = j->r->f->nattrs;
     pc->builder = (unsigned)(b - j->b);
     pc->built = pc->from;
+    pc->first = j->firsts + k * nevents;
+    pc->seen = j->seens + k * nevents;
     pc->nfirst = 0;
     pc->unknown = 0;
     if (!b->stopped && tally_nodes(&b->tally, j->r->raw.nnodes) < 0)
@@ -218,11 +221,10 @@ static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
         err = pd_raw_stack(&b->raw, ai, &s, &th, r->unwound, n, &node);
     if (err)
         return err;
-    if (!first_seen(pc, ai)) { /* the list is full: those before it first */
-        pd_records_weigh(j, pc);
+    err = tally(b, node, th.process, ai, &s, false); /* pd_tasks_thread counted it */
+    if (!err)
         first_seen(pc, ai);
-    }
-    return tally(b, node, th.process, ai, &s, false); /* pd_tasks_thread counted it */
+    return err;
 }
 
 int pd_records_finish(struct pd_jobs *j, struct piece *pc)
@@ -268,6 +270,13 @@ bool pd_jobs_records_fit(struct pd_jobs *j)
     /* a pipe's events may come later; the caller's filter is asked in
      * order (ember_read_opts.keep_sample) */
     if (!r || r->f->pipe || r->keep_seq || r->o->keep_sample)
+        return false;
+    size_t npieces = (size_t)j->nb * PIECES_PER_THREAD + 1, nevents = r->f->nattrs;
+    free(j->firsts);
+    free(j->seens);
+    j->firsts = malloc(npieces * nevents * sizeof(*j->firsts));
+    j->seens = calloc(npieces * nevents, sizeof(*j->seens));
+    if (!j->firsts || !j->seens) /* the other path, then */
         return false;
     j->max_recs = JOBS_RECORDS;
     for (size_t i = 0; i < r->f->nattrs; i++) {
