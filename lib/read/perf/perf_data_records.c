@@ -144,10 +144,11 @@ static void first_seen(struct piece *pc, int ai)
     }
 }
 
-/* An fp record's stack in b's overlay, weighed in b's tally, on any
- * thread: 1, or 0 where the caller must do it (a record it cannot decode,
- * a thread it does not know, an error): the caller then meets what one
- * thread meets. */
+/* A record's stack in b's overlay (a DWARF one walked by the compiled
+ * rows), weighed in b's tally, on any thread: 1, or 0 where the caller
+ * must do it (a record it cannot decode, a thread it does not know, a walk
+ * only libdwfl can do, an error): the caller then meets what one thread
+ * meets. */
 static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
                  const struct record_job *jb)
 {
