@@ -4,8 +4,8 @@
  *
  * perf_data_jobs.c     the threads, the batches cut into pieces, merged in
  *                      order; DWARF samples (decoded here, unwound there)
- * perf_data_records.c  fp samples' records, decoded, built and weighed
- *                      there
+ * perf_data_records.c  samples' records (fp and DWARF), decoded, unwound,
+ *                      built and weighed there
  *
  * Invariants: a batch is either jobs (n) or records (nrecs), never both;
  * the tasks and the reader's trie do not change while the threads run;
@@ -22,7 +22,8 @@
 #include <stdatomic.h>
 
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
- * tens of microseconds, an fp sample about 100 ns. */
+ * tens of microseconds, an fp sample about 100 ns; DWARF ones (and DWARF
+ * samples) by JOBS_WALKS, so that their 8 KB stay in the caches. */
 enum { PIECES_PER_THREAD = 4, JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
 
 struct walk {
@@ -41,7 +42,7 @@ struct job {
     struct pd_sample_thread th;
 };
 
-/* An fp sample's record as the reader handed it, its bytes (header
+/* A sample's record as the reader handed it, its bytes (header
  * first: the rest of a struct pd_record is there) and place: written by
  * the reading thread only, and small, as each line the threads have read
  * costs it a miss to write again (what the threads make of a record is
@@ -68,7 +69,7 @@ struct piece {
     uint64_t unknown;
 };
 
-/* What a thread weighed of fp records, added to the reader's at the end
+/* What a thread weighed of records, added to the reader's at the end
  * (sums do not depend on the order): the samples and periods of the
  * reader's nodes (its overlay's own are in the overlay), the samples of
  * each process and each event. */
@@ -122,6 +123,8 @@ int pd_jobs_run(struct pd_jobs *j);
 /* perf_data_records.c */
 /* The batch of records built, merged, weighed, and let go. */
 int pd_records_drain(struct pd_jobs *j);
+/* A piece of records built by b, on any thread, until one is the
+ * caller's to build (b then stops for the batch). */
 void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc);
 /* A piece's records its builder left, on the caller's thread. */
 int pd_records_finish(struct pd_jobs *j, struct piece *pc);
