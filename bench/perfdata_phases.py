@@ -18,12 +18,13 @@ first phase whose text is in its stack (Release builds inline much: the
 names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j N (2 and more) the file is read on
 N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
-(perf_data_names.c), DWARF samples are unwound and their stacks built on
-the caller's thread and j - 1 workers (perf_data_jobs.c), fp samples'
-records decoded, built and weighed there (perf_data_records.c), then
-merged in order on the caller's (and fp's weights added up at the end), the files' symbol tables (and with --inline their
-DWARF) are read on as many before naming (symbol/prepare.c), and
-everything else is the caller's.
+(perf_data_names.c), samples' records are decoded, unwound, built and
+weighed on the caller's thread and j - 1 workers (perf_data_records.c;
+DWARF samples decoded on the caller's where records cannot be taken,
+perf_data_jobs.c), then merged in order on the caller's (and the
+threads' weights added up at the end), the files' symbol tables (and with
+--inline their DWARF) are read on as many before naming
+(symbol/prepare.c), and everything else is the caller's.
 """
 import collections
 import sys
