@@ -74,13 +74,15 @@ struct piece {
  * reader's nodes (its overlay's own are in the overlay), the samples of
  * each process and each event. */
 struct tally {
-    uint64_t *samples, *period;
-    size_t n, cap;
+    struct {
+        uint64_t samples, period;
+    } * node;
+    struct {
+        uint64_t samples;
+        bool weighed;
+    } * event;
     uint64_t *process;
-    size_t nprocess;
-    uint64_t *event;
-    bool *weighed;
-    size_t nevents;
+    size_t nnodes, nodecap, nevents, eventcap, nprocess, processcap;
 };
 
 /* A thread's: the caller's is b[0] (its unwinder the reader's). */

@@ -28,51 +28,33 @@
 
 /* ---- tallies ------------------------------------------------------------ */
 
-/* Room for the weights of the reader's n nodes, zeroed. */
-static int tally_nodes(struct tally *t, size_t n)
-{
-    if (n <= t->n)
-        return 0;
-    if (n > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < n)
-            cap *= 2;
-        uint64_t *s = realloc(t->samples, cap * sizeof(*s));
-        if (s)
-            t->samples = s;
-        uint64_t *p = s ? realloc(t->period, cap * sizeof(*p)) : NULL;
-        if (!p)
-            return -ENOMEM;
-        t->period = p;
-        t->cap = cap;
-    }
-    memset(t->samples + t->n, 0, (n - t->n) * sizeof(*t->samples));
-    memset(t->period + t->n, 0, (n - t->n) * sizeof(*t->period));
-    t->n = n;
-    return 0;
-}
-
-static int grow_zeroed(void *pp, size_t *n, size_t want, size_t size)
+/* Room for want elements of size in *pp (*n of them now, *cap
+ * allocated), the new ones zeroed. */
+static int grow_zeroed(void *pp, size_t *n, size_t *cap, size_t want, size_t size)
 {
     if (want <= *n)
         return 0;
-    void *p = realloc(*(void **)pp, want * size);
-    if (!p)
-        return -ENOMEM;
-    memset((char *)p + *n * size, 0, (want - *n) * size);
-    *(void **)pp = p;
+    if (want > *cap) {
+        size_t c = *cap ? *cap : 16;
+        while (c < want)
+            c *= 2;
+        void *p = realloc(*(void **)pp, c * size);
+        if (!p)
+            return -ENOMEM;
+        *(void **)pp = p;
+        *cap = c;
+    }
+    memset(*(char **)pp + *n * size, 0, (want - *n) * size);
     *n = want;
     return 0;
 }
 
-/* Room for process and event ai's counts. */
-static int tally_room(struct tally *t, uint32_t process, int ai)
+/* Room for the weights of the reader's nodes and the file's events. */
+static int tally_ready(struct tally *t, const struct reader *r)
 {
-    size_t nevents = t->nevents;
-    int err = grow_zeroed(&t->process, &t->nprocess, (size_t)process + 1, sizeof(*t->process));
-    if (!err)
-        err = grow_zeroed(&t->weighed, &nevents, (size_t)ai + 1, sizeof(*t->weighed));
-    return err ? err : grow_zeroed(&t->event, &t->nevents, (size_t)ai + 1, sizeof(*t->event));
+    int err = grow_zeroed(&t->node, &t->nnodes, &t->nodecap, r->raw.nnodes, sizeof(*t->node));
+    return err ? err
+               : grow_zeroed(&t->event, &t->nevents, &t->eventcap, r->f->nattrs, sizeof(*t->event));
 }
 
 /* A sample's weight: on node (the reader's, or the overlay's own), its
@@ -82,30 +64,30 @@ static int tally(struct builder *b, uint32_t node, uint32_t process, int ai,
 {
     struct tally *t = &b->tally;
     uint64_t period = pd_sample_weight(s);
-    bool counted = count_process && process != PD_NO_PROCESS;
-    int err = tally_room(t, counted ? process : 0, ai);
-    if (err)
-        return err;
-    t->process[counted ? process : 0] += counted;
-    t->event[ai]++;
-    t->weighed[ai] |= s->has_period && s->period > 0;
+    if (count_process && process != PD_NO_PROCESS) {
+        int err = grow_zeroed(&t->process, &t->nprocess, &t->processcap, (size_t)process + 1,
+                              sizeof(*t->process));
+        if (err)
+            return err;
+        t->process[process]++;
+    }
+    t->event[ai].samples++;
+    t->event[ai].weighed |= s->has_period && s->period > 0;
     if (node & PD_OVER) {
         b->raw.samples[node & ~PD_OVER]++;
         b->raw.period[node & ~PD_OVER] += period;
     } else {
-        t->samples[node]++;
-        t->period[node] += period;
+        t->node[node].samples++;
+        t->node[node].period += period;
     }
     return 0;
 }
 
 void pd_records_tally_release(struct tally *t)
 {
-    free(t->samples);
-    free(t->period);
+    free(t->node);
     free(t->process);
     free(t->event);
-    free(t->weighed);
 }
 
 /* The record as the reader handed it. */
@@ -186,7 +168,7 @@ void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
     pc->seen = j->seens + k * nevents;
     pc->nfirst = 0;
     pc->unknown = 0;
-    if (!b->stopped && tally_nodes(&b->tally, j->r->raw.nnodes) < 0)
+    if (!b->stopped && tally_ready(&b->tally, j->r) < 0)
         b->stopped = true;
     for (size_t i = pc->from; i < pc->to && !b->stopped; i++) {
         if (!build(j, b, pc, &j->recs[i]))
@@ -233,7 +215,7 @@ int pd_records_finish(struct pd_jobs *j, struct piece *pc)
     struct builder *b = &j->b[pc->builder];
     if (pc->built == pc->to) /* its overlay holds later pieces' too */
         return 0;
-    int err = tally_nodes(&b->tally, j->r->raw.nnodes);
+    int err = tally_ready(&b->tally, j->r);
     for (size_t i = pc->built; i < pc->to && !err; i++)
         err = finish(j, b, pc, &j->recs[i]);
     pc->n = pd_raw_count(&b->raw);
@@ -309,15 +291,15 @@ int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec)
  * events' samples, its processes'. */
 static void add_tally(struct reader *r, struct tally *t)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        r->raw.samples[i] += t->samples[i];
-        r->raw.period[i] += t->period[i];
+    for (size_t i = 0; i < t->nnodes; i++) {
+        r->raw.samples[i] += t->node[i].samples;
+        r->raw.period[i] += t->node[i].period;
     }
     for (size_t i = 0; i < t->nprocess; i++)
         pd_tasks_count_samples(r->t, (uint32_t)i, t->process[i]);
     for (size_t i = 0; i < t->nevents; i++) {
-        r->seen[i].samples += t->event[i];
-        r->seen[i].weighed |= t->weighed[i];
+        r->seen[i].samples += t->event[i].samples;
+        r->seen[i].weighed |= t->event[i].weighed;
     }
     pd_records_tally_release(t);
     *t = (struct tally){0};
