@@ -79,7 +79,7 @@ static int on_header(void *ctx, const struct pd_file *f)
         return -ENOMEM;
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
-    r->records_jobs = pd_jobs_records_fit(r->jobs);
+    r->records_jobs = pd_jobs_records_start(r->jobs);
     return 0;
 }
 

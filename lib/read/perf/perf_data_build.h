@@ -274,11 +274,13 @@ int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
 /* A sample's record, undecoded (the reader's sample_record): kept in the
  * batch, held, and decoded, unwound, built and weighed there
  * (perf_data_records.c). 1 (taken) or an error. Only where
- * pd_jobs_records_fit said yes, once the file's events are known: not a
+ * pd_jobs_records_start said yes, once the file's events are known: not a
  * pipe, no context switch event, no sample's place in the sequence kept,
  * no filter of the caller's (those samples go to pd_jobs_sample). */
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec);
-bool pd_jobs_records_fit(struct pd_jobs *j);
+/* Whether records can be taken, once the file's events are known; if so,
+ * the batches made ready for them (false also where they cannot be). */
+bool pd_jobs_records_start(struct pd_jobs *j);
 /* The batch's samples unwound and built, in order (j NULL: none). */
 int pd_jobs_drain(struct pd_jobs *j);
 /* The last batch drained, and what the threads weighed of records added

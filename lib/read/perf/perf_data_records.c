@@ -19,7 +19,7 @@
  * on order, so the tallies are added up at the end (pd_jobs_finish).
  * Invariants: only where no event is a context switch, the file is not a
  * pipe, no sample's place in the sequence is kept and the caller does not
- * filter samples (pd_jobs_records_fit); the reading thread writes the batch, the others
+ * filter samples (pd_jobs_records_start); the reading thread writes the batch, the others
  * only read it; the profile is one thread's, byte for byte. */
 #include "read/perf/perf_data_jobs_impl.h"
 
@@ -247,7 +247,7 @@ int pd_records_drain(struct pd_jobs *j)
 
 /* ---- the reader's side --------------------------------------------------- */
 
-bool pd_jobs_records_fit(struct pd_jobs *j)
+bool pd_jobs_records_start(struct pd_jobs *j)
 {
     const struct reader *r = j ? j->r : NULL;
     /* a pipe's events may come later; the caller's filter is asked in
