@@ -17,7 +17,9 @@ nanoseconds where perf records cpu-clock (a VM); each sample goes to the
 first phase whose text is in its stack (Release builds inline much: the
 names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j N (2 and more) the file is read on
-N - 1 threads of their own, 4 at most (perf_data_ahead.c), /proc/kallsyms on another
+N - 1 threads of their own, 4 at most (perf_data_ahead.c), its rounds of
+records sorted on as many (perf_data_rounds.c; the caller's thread only
+frames them, and sorts a round no thread has taken), /proc/kallsyms on another
 (perf_data_names.c), samples' records are decoded, unwound, built and
 weighed on the caller's thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
@@ -38,6 +40,7 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("samples unwound, stacks built (every thread's share)",
            ["take_piece", "worker_main"]),
+          ("rounds of records sorted (every thread's share)", ["sorter_main", "sort_taken"]),
           ("files' symbols, --inline's DWARF, read ahead (every thread's share)",
            ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
             "prepare.lto_priv", PREPARED]),
@@ -85,7 +88,8 @@ def print_serial(per, total, one):
     every thread does and its waiting; and the largest piece another
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
-    shared = ("samples unwound, stacks built", "files' symbols", "waiting")
+    shared = ("samples unwound, stacks built", "rounds of records sorted", "files' symbols",
+              "waiting")
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))

@@ -4,9 +4,14 @@
  * type, for perf_records.py to compare with `perf report -D`'s counts.
  *
  * usage: perf_records FILE
+ *        perf_records --order THREADS FILE
  * Prints "NAME COUNT" for each record type seen, in type order (NAME as
  * perf report -D prints it, "unknown-N" for a type perf does not name),
  * then "TOTAL COUNT"; exits 1 with the reader's error when it fails.
+ * With --order, read with THREADS threads (pd_reader_threads: above 1,
+ * the rounds sorted on threads, samples taken in runs, sample_records),
+ * prints instead each record as delivered, "TYPE OFFSET", in order: the
+ * same lines with any THREADS, or the reader's threads deliver otherwise.
  * Invariants: every record callback of the table is set and counts the record it
  * is handed, so a record the reader drops or delivers twice shows.
  */
@@ -14,6 +19,7 @@
 #include "ember/base.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { TYPES = 128 };
@@ -52,6 +58,64 @@ static int count_sample(void *ctx, const struct pd_record *r, int attr, const st
     return count_user(ctx, r);
 }
 
+/* ---- --order: each record as delivered ----------------------------------- */
+
+struct order {
+    struct pd_reader *rd;
+};
+
+static int print_user(void *ctx, const struct pd_record *r)
+{
+    (void)ctx;
+    printf("%u %llu\n", r->type, (unsigned long long)r->offset);
+    return 0;
+}
+
+static int print_kernel(void *ctx, const struct pd_record *r, const struct pd_sample_id *id)
+{
+    (void)id;
+    return print_user(ctx, r);
+}
+
+static int print_attr(void *ctx, const struct pd_record *r, size_t attr)
+{
+    (void)attr;
+    return print_user(ctx, r);
+}
+
+static int print_sample(void *ctx, const struct pd_record *r, int attr, const struct pd_sample *s)
+{
+    (void)attr;
+    (void)s;
+    return print_user(ctx, r);
+}
+
+/* A run of samples, taken: printed, and let go of. */
+static int print_run(void *ctx, const struct pd_held_record *recs, size_t n)
+{
+    struct order *o = ctx;
+    for (size_t i = 0; i < n; i++) {
+        printf("%u %llu\n", pd_u32(recs[i].data), (unsigned long long)recs[i].offset);
+        pd_reader_let_go(o->rd, recs[i].hold, 1);
+    }
+    return 1;
+}
+
+static const struct pd_reader_tool printer = {
+    .attr = print_attr,
+    .sample = print_sample,
+    .sample_records = print_run,
+    .mmap = print_kernel,
+    .comm = print_kernel,
+    .fork = print_kernel,
+    .exit = print_kernel,
+    .context_switch = print_kernel,
+    .lost = print_kernel,
+    .throttle = print_kernel,
+    .other = print_kernel,
+    .user = print_user,
+};
+
 static const struct pd_reader_tool counter = {
     .attr = count_attr,
     .sample = count_sample,
@@ -84,25 +148,34 @@ static void print_counts(const struct counts *c)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: perf_records FILE\n");
+    bool order = argc == 4 && strcmp(argv[1], "--order") == 0;
+    if (argc != 2 && !order) {
+        fprintf(stderr, "usage: perf_records [--order THREADS] FILE\n");
         return 2;
     }
+    const char *file = argv[argc - 1];
     struct ember_diag d = {0};
     struct ember_input *in = NULL;
     struct pd_reader *rd = NULL;
     static struct counts c;
-    int err = ember_input_open(&in, argv[1], &d);
+    struct order o = {0};
+    int err = ember_input_open(&in, file, &d);
     if (!err)
         err = pd_reader_new(&rd, in);
-    if (!err)
+    if (!err && order) {
+        o.rd = rd;
+        pd_reader_threads(rd, (unsigned)atoi(argv[2]));
+        err = pd_reader_run(rd, &printer, &o, &d);
+    } else if (!err) {
         err = pd_reader_run(rd, &counter, &c, &d);
+    }
     pd_reader_free(rd);
     ember_input_close(in);
     if (err) {
-        fprintf(stderr, "perf_records: %s: %s (%s)\n", argv[1], d.msg, strerror(-err));
+        fprintf(stderr, "perf_records: %s: %s (%s)\n", file, d.msg, strerror(-err));
         return 1;
     }
-    print_counts(&c);
+    if (!order)
+        print_counts(&c);
     return 0;
 }

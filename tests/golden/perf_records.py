@@ -18,6 +18,11 @@ documented so: perf report -D also counts the records inside COMPRESSED
 ones (perf record -z), which ember refuses; and the per-event blocks after
 the aggregated one ("cpu-clock:ppp stats:"), which split samples by event.
 
+Each recording is also read with --order at 1 and 3 threads: the reader
+delivers the same records in the same order (each printed as its type and
+file offset), whether one thread orders the records or rounds are sorted
+on threads and samples handed over in runs (perf_data_rounds.c).
+
 usage: perf_records.py CC SOURCE_DIR WORKDIR PERF_RECORDS
 (skips, exit 77, as perfdata.py where perf cannot record)
 """
@@ -71,7 +76,29 @@ def ember_counts(data):
     return counts
 
 
+def order(data, threads):
+    """The records perf_records --order delivered, one line each."""
+    p = subprocess.run([COUNTER, "--order", str(threads), data], capture_output=True, text=True)
+    if p.returncode != 0:
+        golden.fail("perf_records --order %d %s exited %d: %s" % (threads, data, p.returncode,
+                                                                  p.stderr))
+    return p.stdout.splitlines()
+
+
+def check_order(data, what):
+    one, three = order(data, 1), order(data, 3)
+    if one != three:
+        at = next((i for i, (a, b) in enumerate(zip(one, three)) if a != b), min(len(one),
+                                                                              len(three)))
+        golden.fail("%s: 3 threads deliver otherwise than one, from record %d (of %d and %d): "
+                    "%s against %s" % (what, at + 1, len(one), len(three),
+                                       three[at] if at < len(three) else "the end",
+                                       one[at] if at < len(one) else "the end"))
+    print("ok: %s: %d records delivered in the same order by 3 threads" % (what, len(one)))
+
+
 def check(data, what, must=("SAMPLE", "MMAP2", "COMM", "FORK", "EXIT")):
+    check_order(data, what)
     got, want = ember_counts(data), perf_counts(data)
     if got != want:
         diff = ["%s: perf_records %s, perf report -D %s" % (k, got.get(k), want.get(k))

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "read/perf/perf_data.h"
+#include "read/perf/perf_order.h"
 #include "ember/base.h"
 
 #include <stdlib.h>
@@ -85,14 +85,16 @@ static void test_rounds(void **state)
         for (int round = 0; round < 6; round++) {
             pushed += push_round(&q, &rng, base, 1 + next_random(&rng) % 8, &id);
             size_t from = s.n;
-            assert_int_equal(pd_queue_flush(&q, false, deliver, &s), 0);
+            struct pd_sink sink = {deliver, NULL, &s};
+            assert_int_equal(pd_queue_flush(&q, NULL, PD_FLUSH_DUE, &sink), 0);
             check_sorted(&s, from);
             for (size_t i = from; i < s.n; i++)
                 assert_true(s.time[i] <= limit); /* due by the round before */
             limit = q.max_time;
             base += 60;
         }
-        assert_int_equal(pd_queue_flush(&q, true, deliver, &s), 0);
+        struct pd_sink sink = {deliver, NULL, &s};
+        assert_int_equal(pd_queue_flush(&q, NULL, PD_FLUSH_ALL, &sink), 0);
         assert_int_equal(s.n, pushed);
         pd_queue_release(&q);
     }
@@ -143,8 +145,9 @@ static uint8_t *make_records(uint64_t *rng, size_t n, uint64_t *q_time, size_t *
 /* The n records of the stream pushed, a round flushed to fn every 150,
  * then the rest: the most chunks held at once. */
 static size_t read_rounds(struct pd_stream *st, struct pd_queue *q, size_t n, const uint64_t *times,
-                          pd_deliver_fn fn, void *ctx)
+                          int (*fn)(void *ctx, const struct pd_record *r), void *ctx)
 {
+    struct pd_sink sink = {fn, NULL, ctx};
     size_t most_held = 0;
     for (uint64_t id = 0; id < n; id++) {
         const uint8_t *h, *data;
@@ -154,10 +157,10 @@ static size_t read_rounds(struct pd_stream *st, struct pd_queue *q, size_t n, co
         struct pd_record r = {data, PERF_RECORD_SAMPLE, size, 0, times[id], 0};
         assert_int_equal(pd_queue_push(q, &r, times[id]), 0);
         if (id % 150 == 149)
-            assert_int_equal(pd_queue_flush(q, false, fn, ctx), 0);
+            assert_int_equal(pd_queue_flush(q, NULL, PD_FLUSH_DUE, &sink), 0);
         most_held = st->nheld > most_held ? st->nheld : most_held;
     }
-    assert_int_equal(pd_queue_flush(q, true, fn, ctx), 0);
+    assert_int_equal(pd_queue_flush(q, NULL, PD_FLUSH_ALL, &sink), 0);
     return most_held;
 }
 
@@ -216,7 +219,7 @@ static void let_go_all(struct holder *h)
 {
     for (size_t i = 0; i < h->n; i++) {
         check_intact(&h->held[i]);
-        pd_stream_unpin(h->st, h->held[i].chunk1 - 1);
+        pd_stream_unpin(h->st, h->held[i].chunk1 - 1, 1);
     }
     h->n = 0;
 }

@@ -114,6 +114,14 @@ static int on_sample_record(void *ctx, const struct pd_record *rec)
     return r->records_jobs ? pd_jobs_record(r->jobs, rec) : 0;
 }
 
+/* The same of a run of them, held, where the reader sorts its rounds on
+ * threads: handed over at once, not one by one. */
+static int on_sample_records(void *ctx, const struct pd_held_record *recs, size_t n)
+{
+    struct reader *r = ctx;
+    return r->records_jobs ? pd_jobs_records(r->jobs, recs, n) : 0;
+}
+
 /* The records that change threads and maps. */
 static int on_task(void *ctx, const struct pd_record *rec, const struct pd_sample_id *id)
 {
@@ -155,6 +163,7 @@ static const struct pd_reader_tool profile_tool = {
     .attr = on_attr,
     .sample = on_sample,
     .sample_record = on_sample_record,
+    .sample_records = on_sample_records,
     .mmap = on_task,
     .comm = on_task,
     .fork = on_task,
@@ -184,7 +193,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
     int err = pd_reader_new(&r->rd, in);
     if (!err) {
         r->f = pd_reader_file(r->rd);
-        pd_reader_read_ahead(r->rd, o->threads);
+        pd_reader_threads(r->rd, o->threads);
     }
     if (!err)
         err = pd_tasks_new(&r->t);

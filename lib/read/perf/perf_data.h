@@ -8,7 +8,8 @@
  * perf_data_sample.c the layout of a sample
  * perf_reader.c      the records, in time order, to a table of callbacks
  * perf_data_features.c the feature sections after the data (build-ids, names)
- * perf_data_order.c  records delivered in time order, as perf sorts them
+ * perf_data_order.c  records delivered in time order, as perf sorts them, with
+ *                    perf_data_rounds.c, rounds sorted on threads (perf_order.h)
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
  * perf_data_names.c  an address in a map -> the frames perf script would print
  *                    (symbols from lib/symbol: dso.h, kallsyms.h)
@@ -183,7 +184,13 @@ static inline bool pd_stream_has(const struct pd_stream *s, size_t n)
  * stream gathered them (the caller copies them). Saves copying each queued
  * record: a DWARF sample is 8 KiB. */
 bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk);
-void pd_stream_unpin(struct pd_stream *s, uint64_t chunk);
+/* The bytes at hand, contiguous in the current chunk (*chunk), without
+ * reading: *n of them, or NULL where there are none or bytes are gathered.
+ * Taking n of them moves the stream past them, pins of them pinned. */
+const uint8_t *pd_stream_at_hand(struct pd_stream *s, size_t *n, uint64_t *chunk);
+void pd_stream_take(struct pd_stream *s, size_t n, size_t pins);
+/* n pins on chunk let go. */
+void pd_stream_unpin(struct pd_stream *s, uint64_t chunk, size_t n);
 /* One more pin on a chunk pinned now. */
 void pd_stream_repin(struct pd_stream *s, uint64_t chunk);
 /* Frees the buffers no record points into any more (at the data's end). */
@@ -235,35 +242,6 @@ int pd_bad_file(struct ember_diag *d, const char *file, const char *fmt, ...)
 /* "corrupt perf.data: ..." at a record. */
 int pd_corrupt(struct ember_diag *d, const char *file, const struct pd_record *r, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
-
-/* ---- time order (perf_data_order.c) ------------------------------------- */
-
-/* perf's ordered events: records of a round are queued, and each
- * FINISHED_ROUND delivers those not later than the newest of the round
- * before, in time order (ties in file order). */
-struct pd_queue {
-    struct pd_stream *stream; /* where records are pinned, or NULL: copied */
-    struct pd_queued *ev;
-    size_t n, cap, sorted; /* the first sorted are in time order */
-    uint8_t *bytes;
-    size_t used, bcap;
-    /* kept across rounds: the bytes' next buffer, the merge's */
-    uint8_t *spare;
-    size_t scap;
-    struct pd_queued *tmp;
-    size_t tcap;
-    size_t *runs;
-    size_t rcap;
-    uint64_t seq, max_time, next_flush;
-};
-
-typedef int (*pd_deliver_fn)(void *ctx, const struct pd_record *r);
-
-void pd_queue_init(struct pd_queue *q, struct pd_stream *s);
-void pd_queue_release(struct pd_queue *q);
-int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time);
-/* A round ended (final: the data did): delivers what is due. */
-int pd_queue_flush(struct pd_queue *q, bool final, pd_deliver_fn fn, void *ctx);
 
 /* ---- what a map's name says (perf_data_mapname.c) ----------------------- */
 

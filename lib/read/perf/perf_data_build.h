@@ -278,6 +278,9 @@ int pd_jobs_sample(struct pd_jobs *j, const struct pd_record *rec, int ai,
  * pipe, no context switch event, no sample's place in the sequence kept,
  * no filter of the caller's (those samples go to pd_jobs_sample). */
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec);
+/* The same of a run of samples' records the reader hands over held
+ * (sample_records): their holds are the batch's. 1 or an error. */
+int pd_jobs_records(struct pd_jobs *j, const struct pd_held_record *recs, size_t n);
 /* Whether records can be taken, once the file's events are known; if so,
  * the batches made ready for them (false also where they cannot be). */
 bool pd_jobs_records_start(struct pd_jobs *j);

@@ -222,7 +222,7 @@ int pd_jobs_drain(struct pd_jobs *j)
     }
     int err = pd_jobs_run(j);
     for (size_t i = 0; i < held; i++)
-        pd_reader_let_go(j->r->rd, j->jobs[i].hold);
+        pd_reader_let_go(j->r->rd, j->jobs[i].hold, 1);
     j->n = j->nwalks = 0;
     return err;
 }

@@ -42,16 +42,12 @@ struct job {
     struct pd_sample_thread th;
 };
 
-/* A sample's record as the reader handed it, its bytes (header
- * first: the rest of a struct pd_record is there) and place: written by
- * the reading thread only, and small, as each line the threads have read
- * costs it a miss to write again (what the threads make of a record is
- * theirs, in the piece and their tallies). */
-struct record_job {
-    const uint8_t *data;
-    uint64_t offset;
-    uint64_t hold; /* the reader's, of data; RECORD_COPIED: data is a copy */
-};
+/* A sample's record as the reader handed it (struct pd_held_record: its
+ * bytes, header first, the rest of a struct pd_record is there; its place;
+ * its hold, or RECORD_COPIED: data is a copy): written by the reading
+ * thread only, and small, as each line the threads have read costs it a
+ * miss to write again (what the threads make of a record is theirs, in the
+ * piece and their tallies). */
 #define RECORD_COPIED UINT64_MAX
 
 struct piece {
@@ -101,7 +97,7 @@ struct pd_jobs {
     struct reader *r;
     struct job *jobs;
     size_t n;
-    struct record_job *recs; /* the batch, when it is records (n is 0) */
+    struct pd_held_record *recs; /* the batch, when it is records (n is 0) */
     size_t nrecs, max_recs;
     uint32_t *firsts; /* each piece's first[] and seen[], by the file's events */
     uint8_t *seens;

@@ -91,7 +91,7 @@ void pd_records_tally_release(struct tally *t)
 }
 
 /* The record as the reader handed it. */
-static struct pd_record record_of(const struct record_job *jb)
+static struct pd_record record_of(const struct pd_held_record *jb)
 {
     return (struct pd_record){.data = jb->data,
                               .type = pd_u32(jb->data),
@@ -132,7 +132,7 @@ static void first_seen(struct piece *pc, int ai)
  * only libdwfl can do, an error): the caller then meets what one thread
  * meets. */
 static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
-                 const struct record_job *jb)
+                 const struct pd_held_record *jb)
 {
     const struct reader *r = j->r;
     struct pd_sample s;
@@ -182,7 +182,7 @@ void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
 /* What a builder left of a piece, on the caller's thread, as pd_raw_sample
  * does it (the tasks may change), in the piece's overlay. */
 static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
-                  const struct record_job *jb)
+                  const struct pd_held_record *jb)
 {
     struct reader *r = j->r;
     struct pd_sample s;
@@ -235,11 +235,14 @@ void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
 int pd_records_drain(struct pd_jobs *j)
 {
     int err = pd_jobs_run(j);
-    for (size_t i = 0; i < j->nrecs; i++) {
-        if (j->recs[i].hold == RECORD_COPIED)
+    for (size_t i = 0, k; i < j->nrecs; i = k) {
+        uint64_t hold = j->recs[i].hold;
+        for (k = i + 1; k < j->nrecs && j->recs[k].hold == hold && hold != RECORD_COPIED; k++)
+            ; /* a run in one chunk: let go at once */
+        if (hold == RECORD_COPIED)
             free((void *)j->recs[i].data);
         else
-            pd_reader_let_go(j->r->rd, j->recs[i].hold);
+            pd_reader_let_go(j->r->rd, hold, k - i);
     }
     j->nrecs = 0;
     return err;
@@ -273,7 +276,7 @@ bool pd_jobs_records_start(struct pd_jobs *j)
 
 int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec)
 {
-    struct record_job *jb = &j->recs[j->nrecs];
+    struct pd_held_record *jb = &j->recs[j->nrecs];
     jb->data = rec->data;
     jb->offset = rec->offset;
     if (!pd_reader_hold(j->r->rd, rec, &jb->hold)) { /* rare: it straddled chunks */
@@ -285,6 +288,21 @@ int pd_jobs_record(struct pd_jobs *j, const struct pd_record *rec)
     }
     int err = ++j->nrecs == j->max_recs ? pd_jobs_drain(j) : 0;
     return err ? err : 1;
+}
+
+int pd_jobs_records(struct pd_jobs *j, const struct pd_held_record *recs, size_t n)
+{
+    while (n > 0) {
+        size_t take = j->max_recs - j->nrecs < n ? j->max_recs - j->nrecs : n;
+        memcpy(j->recs + j->nrecs, recs, take * sizeof(*recs));
+        j->nrecs += take;
+        recs += take;
+        n -= take;
+        int err = j->nrecs == j->max_recs ? pd_jobs_drain(j) : 0;
+        if (err)
+            return err;
+    }
+    return 1;
 }
 
 /* The threads' tallies added to the reader's: its nodes' weights, its

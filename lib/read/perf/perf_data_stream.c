@@ -102,14 +102,14 @@ void pd_stream_repin(struct pd_stream *s, uint64_t chunk)
         s->held[held_index(s, chunk)].pins++;
 }
 
-void pd_stream_unpin(struct pd_stream *s, uint64_t chunk)
+void pd_stream_unpin(struct pd_stream *s, uint64_t chunk, size_t n)
 {
     if (chunk == s->chunk_id) {
-        s->chunk_pins--;
+        s->chunk_pins -= n;
         return;
     }
     size_t i = held_index(s, chunk);
-    if (--s->held[i].pins)
+    if ((s->held[i].pins -= n) > 0)
         return;
     s->spare[s->nspare++] = s->held[i].c; /* room was made when it was held */
     memmove(s->held + i, s->held + i + 1, (s->nheld - i - 1) * sizeof(*s->held));
@@ -217,6 +217,23 @@ int pd_stream_read(struct pd_stream *s, size_t n, const uint8_t **p, const char 
         s->pos += n;
     s->offset += n;
     return 0;
+}
+
+const uint8_t *pd_stream_at_hand(struct pd_stream *s, size_t *n, uint64_t *chunk)
+{
+    drop_joined(s);
+    if (s->jlen || !avail(s))
+        return NULL;
+    *n = avail(s);
+    *chunk = s->chunk_id;
+    return (const uint8_t *)s->chunk.data + s->pos;
+}
+
+void pd_stream_take(struct pd_stream *s, size_t n, size_t pins)
+{
+    s->pos += n;
+    s->offset += n;
+    s->chunk_pins += pins;
 }
 
 int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d)

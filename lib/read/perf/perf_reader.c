@@ -25,10 +25,12 @@ struct pd_reader {
     struct pd_queue q;
     const struct pd_reader_tool *tool;
     void *ctx;
+    struct pd_sink sink; /* deliver, and the tool's sample_records */
     struct ember_diag *d;
     uint64_t last_time; /* the latest timed record's */
     uint64_t records;
-    unsigned ahead; /* threads reading the data ahead, 0: none */
+    unsigned threads; /* -j: above 1, the data read ahead and its rounds sorted on threads */
+    struct pd_rounds *rounds;
 };
 
 int pd_reader_new(struct pd_reader **out, struct ember_input *in)
@@ -51,17 +53,13 @@ void pd_reader_free(struct pd_reader *rd)
     pd_stream_release(&rd->s);
     pd_file_release(&rd->f);
     pd_queue_release(&rd->q);
+    pd_rounds_free(rd->rounds);
     free(rd);
 }
 
-void pd_reader_read_ahead(struct pd_reader *rd, unsigned threads)
+void pd_reader_threads(struct pd_reader *rd, unsigned threads)
 {
-    /* -j N is the caller's thread and N - 1 workers (perf_data_jobs.c);
-     * copying the file is about a third of the work, so N - 1 readers
-     * always keep up, and where there are just N cores one thread fewer
-     * competes for them (-j 2 on 2 cores: 0.229 s wall with one reader,
-     * 0.260 s with two, the same CPU). One thread reads as it goes. */
-    rd->ahead = threads > 1 ? threads - 1 : 0;
+    rd->threads = threads;
 }
 
 const struct pd_file *pd_reader_file(const struct pd_reader *rd)
@@ -78,9 +76,9 @@ bool pd_reader_hold(struct pd_reader *rd, const struct pd_record *r, uint64_t *h
     return true;
 }
 
-void pd_reader_let_go(struct pd_reader *rd, uint64_t hold)
+void pd_reader_let_go(struct pd_reader *rd, uint64_t hold, size_t n)
 {
-    pd_stream_unpin(&rd->s, hold);
+    pd_stream_unpin(&rd->s, hold, n);
 }
 
 uint64_t pd_reader_last_time(const struct pd_reader *rd)
@@ -146,12 +144,19 @@ static int deliver(void *ctx, const struct pd_record *r)
     }
 }
 
+static int on_held(void *ctx, const struct pd_held_record *recs, size_t n)
+{
+    struct pd_reader *rd = ctx;
+    return rd->tool->sample_records(rd->ctx, recs, n);
+}
+
 /* perf's own record: the file takes what it says of itself first. */
 static int on_user_record(struct pd_reader *rd, const struct pd_record *r)
 {
     const struct pd_reader_tool *t = rd->tool;
-    int err = r->type == PD_RECORD_FINISHED_ROUND ? pd_queue_flush(&rd->q, false, deliver, rd)
-                                                  : pd_file_user_record(&rd->f, r, rd->d);
+    int err = r->type == PD_RECORD_FINISHED_ROUND
+                  ? pd_queue_flush(&rd->q, NULL, PD_FLUSH_DUE, &rd->sink)
+                  : pd_file_user_record(&rd->f, r, rd->d);
     if (err)
         return err;
     if (r->type == PD_RECORD_HEADER_ATTR)
@@ -175,6 +180,98 @@ static int on_record(struct pd_reader *rd, const struct pd_record *r)
     return pd_queue_push(&rd->q, r, time);
 }
 
+/* ---- rounds sorted on threads (perf_data_rounds.c) ------------------------ */
+
+/* A sorted round delivered as on_record and on_user_record deliver its
+ * records one thread reading them: those without a time first (at once
+ * there), then what its end delivers. */
+static int deliver_round(struct pd_reader *rd, struct pd_round *round)
+{
+    int err = round->end == PD_ROUND_ERROR ? 0 : round->err;
+    for (size_t i = 0; i < round->nimm && !err; i++) {
+        const struct pd_queued *e = &round->imm[i];
+        bool pinned = e->chunk != PD_COPIED;
+        struct pd_record r = {pinned ? e->u.data : round->bytes + e->u.at,
+                              e->type,
+                              e->size,
+                              e->misc,
+                              e->offset,
+                              pinned ? e->chunk + 1 : 0};
+        err = deliver(rd, &r);
+        if (pinned)
+            pd_stream_unpin(&rd->s, e->chunk, 1);
+    }
+    if (round->max_time > rd->last_time)
+        rd->last_time = round->max_time;
+    if (err)
+        return err;
+    switch (round->end) {
+    case PD_ROUND_FLUSH:
+        err = pd_queue_flush(&rd->q, round, PD_FLUSH_DUE, &rd->sink);
+        round->last.data = round->bytes + round->last_at;
+        return err || !rd->tool->user ? err : rd->tool->user(rd->ctx, &round->last);
+    case PD_ROUND_USER:
+        return pd_queue_flush(&rd->q, round, PD_FLUSH_NONE, &rd->sink);
+    case PD_ROUND_EOF:
+        return pd_queue_flush(&rd->q, round, PD_FLUSH_ALL, &rd->sink);
+    default:
+        *rd->d = round->diag;
+        return round->err;
+    }
+}
+
+/* The oldest round delivered once sorted (wait: sorted here if no thread
+ * has taken it): 1, 0 where there is none (or it is not sorted), or an
+ * error. */
+static int deliver_oldest(struct pd_reader *rd, bool wait)
+{
+    struct pd_round *round = pd_rounds_oldest(rd->rounds, wait);
+    if (!round)
+        return 0;
+    int err = deliver_round(rd, round);
+    pd_rounds_done(rd->rounds, rd->q.pending == round);
+    return err ? err : 1;
+}
+
+/* The oldest rounds delivered: those sorted, or (wait) all of them. */
+static int deliver_rounds(struct pd_reader *rd, bool wait)
+{
+    int got;
+    while ((got = deliver_oldest(rd, wait)) > 0)
+        ;
+    return got;
+}
+
+/* The data framed round by round on this thread, the rounds sorted on
+ * others, delivered in order; one of perf's own records (but
+ * FINISHED_ROUND) is taken once every record before it is delivered, as
+ * the events it may describe change how later ones are read. */
+static int read_rounds(struct pd_reader *rd)
+{
+    int err = 0;
+    for (;;) {
+        struct pd_round *round = NULL;
+        while (!err && !(round = pd_rounds_open(rd->rounds))) {
+            int got = deliver_oldest(rd, true); /* every slot waits: the oldest's first */
+            err = got < 0 ? got : 0;
+        }
+        uint64_t before = rd->q.seq;
+        if (!err)
+            err = pd_round_frame(round, &rd->f, &rd->s, &rd->q.seq, rd->d);
+        if (err)
+            return err;
+        if (rd->tool->progress && !rd->s.ahead &&
+            before / PD_READER_PROGRESS_EVERY != rd->q.seq / PD_READER_PROGRESS_EVERY)
+            rd->tool->progress(rd->ctx);
+        pd_rounds_submit(rd->rounds);
+        err = deliver_rounds(rd, round->end != PD_ROUND_FLUSH);
+        if (err || round->end == PD_ROUND_EOF)
+            return err;
+        if (round->end == PD_ROUND_USER)
+            err = on_user_record(rd, &round->last);
+    }
+}
+
 static int read_data(struct pd_reader *rd)
 {
     if (!rd->f.pipe && rd->f.data_size == 0)
@@ -184,13 +281,19 @@ static int read_data(struct pd_reader *rd)
     int err = rd->tool->header ? rd->tool->header(rd->ctx, &rd->f) : 0;
     if (err)
         return err;
-    struct pd_record rec;
-    while ((err = pd_file_next_record(&rd->f, &rd->s, &rec, rd->d)) == 0)
-        if ((err = on_record(rd, &rec)) < 0)
-            return err;
-    if (err < 0)
-        return err;
-    err = pd_queue_flush(&rd->q, true, deliver, rd);
+    if (rd->threads > 1 && !rd->f.pipe && rd->f.nattrs) {
+        err = pd_rounds_new(&rd->rounds, rd->threads - 1);
+        err = err ? err : read_rounds(rd);
+        pd_rounds_free(rd->rounds); /* its threads joined, as the ahead's */
+        rd->rounds = NULL;
+    } else {
+        struct pd_record rec;
+        while ((err = pd_file_next_record(&rd->f, &rd->s, &rec, rd->d)) == 0)
+            if ((err = on_record(rd, &rec)) < 0)
+                return err;
+        if (err == 1)
+            err = pd_queue_flush(&rd->q, NULL, PD_FLUSH_ALL, &rd->sink);
+    }
     pd_stream_drop_spare(&rd->s);
     return err;
 }
@@ -201,9 +304,15 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
     rd->tool = tool;
     rd->ctx = ctx;
     rd->d = d;
+    rd->sink = (struct pd_sink){deliver, tool->sample_records ? on_held : NULL, rd};
     int err = pd_file_read_header(&rd->f, &rd->s, d);
-    if (!err && rd->ahead)
-        err = pd_stream_read_ahead(&rd->s, rd->ahead, tool->progress, ctx);
+    /* -j N is the caller's thread and N - 1 workers (perf_data_jobs.c);
+     * copying the file is about a third of the work, so N - 1 readers
+     * always keep up, and where there are just N cores one thread fewer
+     * competes for them (-j 2 on 2 cores: 0.229 s wall with one reader,
+     * 0.260 s with two, the same CPU). One thread reads as it goes. */
+    if (!err && rd->threads > 1)
+        err = pd_stream_read_ahead(&rd->s, rd->threads - 1, tool->progress, ctx);
     if (!err)
         err = read_data(rd);
     if (!err)

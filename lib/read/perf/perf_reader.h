@@ -20,7 +20,7 @@
 #ifndef EMBER_READ_PERF_READER_H
 #define EMBER_READ_PERF_READER_H
 
-#include "read/perf/perf_data.h"
+#include "read/perf/perf_order.h"
 
 /* Records delivered between two calls of progress. */
 enum { PD_READER_PROGRESS_EVERY = 1 << 14 };
@@ -57,6 +57,11 @@ struct pd_reader_tool {
      * it goes to sample, decoded. So samples can leave the reading thread
      * as they are. */
     int (*sample_record)(void *ctx, const struct pd_record *r);
+    /* Samples' records in a run, in order, before sample_record, where the
+     * data's rounds are sorted on threads (pd_reader_threads): 1, the
+     * client took them all, and their holds (pd_reader_let_go); 0, each
+     * goes to sample_record (and this is not asked again). */
+    int (*sample_records)(void *ctx, const struct pd_held_record *recs, size_t n);
     pd_record_cb mmap; /* MMAP and MMAP2 */
     pd_record_cb comm;
     pd_record_cb fork;
@@ -80,8 +85,9 @@ int pd_reader_new(struct pd_reader **out, struct ember_input *in);
 void pd_reader_free(struct pd_reader *rd);
 /* With threads (-j) above 1, the data read ahead on threads - 1 threads
  * of their own (pd_stream_read_ahead: up to 4), from the first record to
- * the run's end. */
-void pd_reader_read_ahead(struct pd_reader *rd, unsigned threads);
+ * the run's end, and a file's rounds of records sorted on as many
+ * (perf_data_rounds.c: up to 4). */
+void pd_reader_threads(struct pd_reader *rd, unsigned threads);
 /* Reads the whole file, its records to tool's callbacks (ctx theirs):
  * 0, a callback's error, or the file's (set in d). */
 int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void *ctx,
@@ -94,7 +100,8 @@ const struct pd_file *pd_reader_file(const struct pd_reader *rd);
  * kept (its bytes were gathered or copied). A sample decoded from it
  * stays valid as long. */
 bool pd_reader_hold(struct pd_reader *rd, const struct pd_record *r, uint64_t *hold);
-void pd_reader_let_go(struct pd_reader *rd, uint64_t hold);
+/* n holds on the same bytes let go. */
+void pd_reader_let_go(struct pd_reader *rd, uint64_t hold, size_t n);
 /* The latest time of a timed record read so far (0: none). */
 uint64_t pd_reader_last_time(const struct pd_reader *rd);
 
