@@ -3,9 +3,10 @@
  * as the profile, once the whole file is read: perf writes the build-ids
  * and event names that naming needs at its end. Each raw frame is named
  * once (perf_data_names.c), each weighed raw stack is added to the profile
- * with ember_profile_add_stack (the model's public API) under its root
- * frame ("comm", "comm-PID" or "comm-PID/TID" as for perf script text),
- * and weighs the values of the event kept (perf_data_values.c).
+ * under its root frame ("comm", "comm-PID" or "comm-PID/TID" as for perf
+ * script text), each raw node's frames below its parent's node
+ * (ember_profile_child, the model's public API), and weighs the values of
+ * the event kept (perf_data_values.c).
  * Invariants: a raw frame's names are resolved at most once per
  * JVM-ness; only the events kept are placed; with off-CPU time shown the
  * context switches' own samples are not, their intervals' marks are.
@@ -159,34 +160,57 @@ static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool
     return 0;
 }
 
-/* The stack of raw node i, root first, as profile frames (its raw frames
- * named, each perhaps several with inlined calls): *n 0 when its event is
- * not kept. */
-static int stack_of(struct reader *r, struct pd_names *nm, struct memo *m, size_t i,
-                    const uint32_t *rframe, const bool *rjvm, struct id_vec *raw,
-                    struct id_vec *out)
+/* A raw node's profile node not found yet (NO_NODE: none, its event not
+ * kept). */
+enum { UNPLACED = UINT32_MAX - 1 };
+
+/* Raw node c's profile node, from its parent's (at[], UNPLACED where not
+ * found yet): its raw frame named (perhaps several frames with inlined
+ * calls, or none) below it, NO_NODE when its event is not kept. root[]:
+ * each node's raw root. */
+static int place_one(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t c,
+                     const uint32_t *rframe, const bool *rjvm, uint32_t *at, uint32_t *root)
 {
-    raw->n = out->n = 0;
-    for (; r->raw.parent[i] != 0; i = r->raw.parent[i])
-        if (push_id(raw, r->raw.key[i]) < 0)
-            return -ENOMEM;
-    uint32_t root = r->raw.key[i];
-    if (rframe[root] == NO_NODE)
-        return 0;
-    if (push_id(out, rframe[root]) < 0)
-        return -ENOMEM;
-    while (raw->n) {
-        const uint32_t *f;
-        size_t k;
-        int err = named(r, nm, m, raw->v[--raw->n], rjvm[root], &f, &k);
-        if (!err)
-            err = EMBER_VEC_RESERVE(out->v, out->cap, out->n + k);
-        if (err)
-            return err;
-        memcpy(out->v + out->n, f, k * sizeof(*f));
-        out->n += k;
+    uint32_t parent = r->raw.parent[c];
+    if (parent == 0) {
+        root[c] = r->raw.key[c];
+        at[c] = NO_NODE;
+        return rframe[root[c]] == NO_NODE
+                   ? 0
+                   : ember_profile_child(r->p, EMBER_ROOT, rframe[root[c]], &at[c]);
     }
-    return 0;
+    root[c] = root[parent];
+    at[c] = at[parent];
+    if (at[c] == NO_NODE)
+        return 0;
+    const uint32_t *f;
+    size_t k;
+    int err = named(r, nm, m, r->raw.key[c], rjvm[root[c]], &f, &k);
+    for (size_t j = 0; j < k && !err; j++)
+        err = ember_profile_child(r->p, at[c], f[j], &at[c]);
+    return err;
+}
+
+/* Raw node i's profile node, as adding its whole stack (root first) would
+ * make it, in the same order: only its ancestors not placed yet are named
+ * and placed, each below its parent's node (a weighed node's stack no
+ * longer named and walked from the root, a cost per frame of every
+ * weighed node). */
+static int place(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t i,
+                 const uint32_t *rframe, const bool *rjvm, uint32_t *at, uint32_t *root,
+                 struct id_vec *chain)
+{
+    chain->n = 0;
+    for (uint32_t c = i; at[c] == UNPLACED; c = r->raw.parent[c]) {
+        if (push_id(chain, c) < 0)
+            return -ENOMEM;
+        if (r->raw.parent[c] == 0)
+            break;
+    }
+    int err = 0;
+    while (chain->n && !err)
+        err = place_one(r, nm, m, chain->v[--chain->n], rframe, rjvm, at, root);
+    return err;
 }
 
 /* Whether raw node i's weight counts: with off-CPU time shown, the
@@ -267,26 +291,31 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     if (offcpu && !attr)
         return -ENOMEM;
     struct memo m = {0};
-    struct id_vec raw = {0}, out = {0};
-    uint32_t *rframe = malloc((r->raw.nroots ? r->raw.nroots : 1) * sizeof(*rframe));
-    bool *rjvm = calloc(r->raw.nroots ? r->raw.nroots : 1, sizeof(*rjvm));
-    int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    struct id_vec chain = {0};
+    size_t nroots = r->raw.nroots ? r->raw.nroots : 1;
+    uint32_t *rframe = malloc(nroots * sizeof(*rframe));
+    bool *rjvm = calloc(nroots, sizeof(*rjvm));
+    uint32_t *at = malloc(r->raw.nnodes * sizeof(*at)),
+             *root = malloc(r->raw.nnodes * sizeof(*root));
+    int err = rframe && rjvm && at && root ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
     if (!err && r->o->threads > 1)
         err = open_ahead(r, nm, rframe, attr);
+    for (size_t i = 1; i < r->raw.nnodes && !err; i++)
+        at[i] = UNPLACED;
     for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
         pnode[i] = NO_NODE;
         if (!r->raw.samples[i] || !counted(r, i, attr))
             continue;
-        err = stack_of(r, nm, &m, i, rframe, rjvm, &raw, &out);
-        if (!err && out.n)
-            err = ember_profile_add_stack(r->p, out.v, out.n, EMBER_ROOT_FIRST, NULL, &pnode[i]);
+        err = place(r, nm, &m, (uint32_t)i, rframe, rjvm, at, root, &chain);
+        pnode[i] = at[i];
     }
     memo_release(&m);
     free(attr);
-    free(raw.v);
-    free(out.v);
+    free(chain.v);
     free(rframe);
     free(rjvm);
+    free(at);
+    free(root);
     return err;
 }
 
