@@ -254,31 +254,34 @@ static int merge_due(struct pd_queue *q, struct side *a, struct side *b, uint64_
 static int keep_rest(struct pd_queue *q, struct side *a, struct side *b)
 {
     size_t n = (a->n - a->i) + (b->n - b->i), copied = 0, used = 0;
+    bool own = b->i == b->n && a->ev == q->ev; /* the queue's own rest: moved where it is */
     for (struct side *s = a; s; s = s == a ? b : NULL)
         for (size_t i = s->i; i < s->n; i++)
             copied += s->ev[i].chunk == PD_COPIED ? s->ev[i].size : 0;
-    if (EMBER_VEC_RESERVE(q->room.tmp, q->room.tcap, n) < 0 ||
+    if ((!own && EMBER_VEC_RESERVE(q->room.tmp, q->room.tcap, n) < 0) ||
         EMBER_VEC_RESERVE(q->spare, q->scap, copied) < 0)
         return -ENOMEM;
+    struct pd_queued *to = own ? q->ev : q->room.tmp;
     for (size_t k = 0; k < n; k++) {
         bool from_a = a->i < a->n && (b->i == b->n || before(&a->ev[a->i], &b->ev[b->i]));
         struct side *from = from_a ? a : b;
-        const struct pd_queued *e = &from->ev[from->i++];
-        q->room.tmp[k] = *e;
-        if (e->chunk != PD_COPIED)
-            continue;
-        memcpy(q->spare + used, side_data(from, e), e->size);
-        q->room.tmp[k].u.at = used;
-        used += e->size;
+        struct pd_queued e = from->ev[from->i++];
+        if (e.chunk == PD_COPIED) {
+            memcpy(q->spare + used, side_data(from, &e), e.size);
+            e.u.at = used;
+            used += e.size;
+        }
+        to[k] = e;
     }
     /* a's records are read: the queue's arrays may move now */
-    if (EMBER_VEC_RESERVE(q->ev, q->cap, n) < 0 ||
+    if ((!own && EMBER_VEC_RESERVE(q->ev, q->cap, n) < 0) ||
         (used && EMBER_VEC_RESERVE(q->bytes, q->bcap, used) < 0))
         return -ENOMEM;
     if (used)
         memcpy(q->bytes, q->spare, used);
     q->used = used;
-    memcpy(q->ev, q->room.tmp, n * sizeof(*q->ev));
+    if (!own)
+        memcpy(q->ev, q->room.tmp, n * sizeof(*q->ev));
     q->n = q->sorted = n;
     return 0;
 }
