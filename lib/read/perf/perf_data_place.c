@@ -164,30 +164,39 @@ static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool
  * kept). */
 enum { UNPLACED = UINT32_MAX - 1 };
 
-/* Raw node c's profile node, from its parent's (at[], UNPLACED where not
- * found yet): its raw frame named (perhaps several frames with inlined
- * calls, or none) below it, NO_NODE when its event is not kept. root[]:
- * each node's raw root. */
-static int place_one(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t c,
-                     const uint32_t *rframe, const bool *rjvm, uint32_t *at, uint32_t *root)
+/* Placing raw nodes: at[] their profile nodes (UNPLACED where not found
+ * yet), rframe[] and rjvm[] their roots' frames and JVM-ness. */
+struct placing {
+    struct reader *r;
+    struct pd_names *nm;
+    struct memo m;
+    const uint32_t *rframe;
+    const bool *rjvm;
+    bool any_jvm;
+    uint32_t *at;
+    struct id_vec chain;
+};
+
+/* Raw node c's profile node, from its parent's: its raw frame named
+ * (perhaps several frames with inlined calls, or none) below it, NO_NODE
+ * when its event is not kept; java: its root's JVM-ness. */
+static int place_one(struct placing *pl, uint32_t c, bool java)
 {
-    uint32_t parent = r->raw.parent[c];
+    const struct pd_raw *raw = &pl->r->raw;
+    uint32_t parent = raw->parent[c], *at = pl->at;
     if (parent == 0) {
-        root[c] = r->raw.key[c];
+        uint32_t frame = pl->rframe[raw->key[c]];
         at[c] = NO_NODE;
-        return rframe[root[c]] == NO_NODE
-                   ? 0
-                   : ember_profile_child(r->p, EMBER_ROOT, rframe[root[c]], &at[c]);
+        return frame == NO_NODE ? 0 : ember_profile_child(pl->r->p, EMBER_ROOT, frame, &at[c]);
     }
-    root[c] = root[parent];
     at[c] = at[parent];
     if (at[c] == NO_NODE)
         return 0;
     const uint32_t *f;
     size_t k;
-    int err = named(r, nm, m, r->raw.key[c], rjvm[root[c]], &f, &k);
+    int err = named(pl->r, pl->nm, &pl->m, raw->key[c], java, &f, &k);
     for (size_t j = 0; j < k && !err; j++)
-        err = ember_profile_child(r->p, at[c], f[j], &at[c]);
+        err = ember_profile_child(pl->r->p, at[c], f[j], &at[c]);
     return err;
 }
 
@@ -196,20 +205,23 @@ static int place_one(struct reader *r, struct pd_names *nm, struct memo *m, uint
  * and placed, each below its parent's node (a weighed node's stack no
  * longer named and walked from the root, a cost per frame of every
  * weighed node). */
-static int place(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t i,
-                 const uint32_t *rframe, const bool *rjvm, uint32_t *at, uint32_t *root,
-                 struct id_vec *chain)
+static int place(struct placing *pl, uint32_t i)
 {
-    chain->n = 0;
-    for (uint32_t c = i; at[c] == UNPLACED; c = r->raw.parent[c]) {
-        if (push_id(chain, c) < 0)
+    const struct pd_raw *raw = &pl->r->raw;
+    uint32_t c = i;
+    pl->chain.n = 0;
+    for (; pl->at[c] == UNPLACED; c = raw->parent[c]) {
+        if (push_id(&pl->chain, c) < 0)
             return -ENOMEM;
-        if (r->raw.parent[c] == 0)
+        if (raw->parent[c] == 0)
             break;
     }
+    while (pl->any_jvm && raw->parent[c] != 0)
+        c = raw->parent[c];
+    bool java = pl->any_jvm && pl->rjvm[raw->key[c]];
     int err = 0;
-    while (chain->n && !err)
-        err = place_one(r, nm, m, chain->v[--chain->n], rframe, rjvm, at, root);
+    while (pl->chain.n && !err)
+        err = place_one(pl, pl->chain.v[--pl->chain.n], java);
     return err;
 }
 
@@ -290,32 +302,31 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     uint32_t *attr = offcpu ? node_attrs(r) : NULL;
     if (offcpu && !attr)
         return -ENOMEM;
-    struct memo m = {0};
-    struct id_vec chain = {0};
     size_t nroots = r->raw.nroots ? r->raw.nroots : 1;
     uint32_t *rframe = malloc(nroots * sizeof(*rframe));
     bool *rjvm = calloc(nroots, sizeof(*rjvm));
-    uint32_t *at = malloc(r->raw.nnodes * sizeof(*at)),
-             *root = malloc(r->raw.nnodes * sizeof(*root));
-    int err = rframe && rjvm && at && root ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    struct placing pl = {.r = r, .nm = nm, .rframe = rframe, .rjvm = rjvm};
+    pl.at = malloc(r->raw.nnodes * sizeof(*pl.at));
+    int err = rframe && rjvm && pl.at ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
     if (!err && r->o->threads > 1)
         err = open_ahead(r, nm, rframe, attr);
+    for (size_t i = 0; i < r->raw.nroots && !err; i++)
+        pl.any_jvm |= rjvm[i];
     for (size_t i = 1; i < r->raw.nnodes && !err; i++)
-        at[i] = UNPLACED;
+        pl.at[i] = UNPLACED;
     for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
         pnode[i] = NO_NODE;
         if (!r->raw.samples[i] || !counted(r, i, attr))
             continue;
-        err = place(r, nm, &m, (uint32_t)i, rframe, rjvm, at, root, &chain);
-        pnode[i] = at[i];
+        err = place(&pl, (uint32_t)i);
+        pnode[i] = pl.at[i];
     }
-    memo_release(&m);
+    memo_release(&pl.m);
     free(attr);
-    free(chain.v);
+    free(pl.chain.v);
+    free(pl.at);
     free(rframe);
     free(rjvm);
-    free(at);
-    free(root);
     return err;
 }
 
