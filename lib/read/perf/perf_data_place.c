@@ -165,7 +165,8 @@ static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool
 enum { UNPLACED = UINT32_MAX - 1 };
 
 /* Placing raw nodes: at[] their profile nodes (UNPLACED where not found
- * yet), rframe[] and rjvm[] their roots' frames and JVM-ness. */
+ * yet: the caller's pnode), rframe[] and rjvm[] their roots' frames and
+ * JVM-ness. */
 struct placing {
     struct reader *r;
     struct pd_names *nm;
@@ -305,26 +306,24 @@ static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, 
     size_t nroots = r->raw.nroots ? r->raw.nroots : 1;
     uint32_t *rframe = malloc(nroots * sizeof(*rframe));
     bool *rjvm = calloc(nroots, sizeof(*rjvm));
-    struct placing pl = {.r = r, .nm = nm, .rframe = rframe, .rjvm = rjvm};
-    pl.at = malloc(r->raw.nnodes * sizeof(*pl.at));
-    int err = rframe && rjvm && pl.at ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    /* every node's place is found in pnode, then kept for the nodes weighed */
+    struct placing pl = {.r = r, .nm = nm, .rframe = rframe, .rjvm = rjvm, .at = pnode};
+    int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
     if (!err && r->o->threads > 1)
         err = open_ahead(r, nm, rframe, attr);
     for (size_t i = 0; i < r->raw.nroots && !err; i++)
         pl.any_jvm |= rjvm[i];
+    for (size_t i = 1; i < r->raw.nnodes; i++)
+        pnode[i] = UNPLACED;
     for (size_t i = 1; i < r->raw.nnodes && !err; i++)
-        pl.at[i] = UNPLACED;
-    for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
-        pnode[i] = NO_NODE;
-        if (!r->raw.samples[i] || !counted(r, i, attr))
-            continue;
-        err = place(&pl, (uint32_t)i);
-        pnode[i] = pl.at[i];
-    }
+        if (r->raw.samples[i] && counted(r, i, attr))
+            err = place(&pl, (uint32_t)i);
+    for (size_t i = 1; i < r->raw.nnodes; i++)
+        if (!r->raw.samples[i] || !counted(r, i, attr) || pnode[i] == UNPLACED)
+            pnode[i] = NO_NODE; /* a node's place on the way to those weighed */
     memo_release(&pl.m);
     free(attr);
     free(pl.chain.v);
-    free(pl.at);
     free(rframe);
     free(rjvm);
     return err;
