@@ -26,36 +26,39 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM, quiet; CPU time is the figure to compare;
-# Release build of main after issue 20's sixth session: every sample's
-# record decoded, unwound and built on every thread at -j 2 and more,
-# --inline's files' DWARF read on every thread, the file read ahead on
-# N - 1 threads; FP_DATA=/work/perfbench/fp.data
+# Release build of main after issue 20's seventh session: records framed
+# on the reading thread and their rounds sorted on threads of their own,
+# every sample's record decoded, unwound and built on every thread at -j 2
+# and more, --inline's files' DWARF read on every thread, the file read
+# ahead on N - 1 threads; FP_DATA=/work/perfbench/fp.data
 # DWARF_DATA=/work/perfbench/dwarf.data).
 # Before the first session (main at 094ffc8): fp 1.319 s CPU (13.0x), DWARF
 # --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the third: 0.762 s
 # (21.3x), 0.349 s (10.7x), 0.240 s (12.2x); after the fourth: 0.799 s
 # (19.3x, fp -j 2 0.697 s wall and 0.780 s CPU), 0.347 s (10.9x), 0.259 s
-# (11.2x). Now fp -j 2 takes 0.15-0.2 s more CPU than -j 1 (decoding on
-# other threads, the overlays' merge) for 0.15 s less wall time.
+# (11.2x); after the sixth: 0.853 s (19.8x, fp -j 2 0.705 s wall and
+# 1.002 s CPU), 0.361 s (10.8x), 0.267 s (11.3x). This VM ran about 10%
+# slower on the day of the run below (-j 1 alternated with the sixth
+# session's build: the same times), hence the lower ratios at -j 1.
 # fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          0.855 s wall   0.853 s CPU   108.8 MB RSS      128 ns/sample
-#   ember flamegraph -j 2                          0.705 s wall   1.002 s CPU   124.2 MB RSS      150 ns/sample
-#   perf script | ember flamegraph                12.240 s wall  16.888 s CPU   450.6 MB RSS     2534 ns/sample
+#   ember flamegraph -j 1                          0.932 s wall   0.932 s CPU   107.6 MB RSS      140 ns/sample
+#   ember flamegraph -j 2                          0.669 s wall   0.992 s CPU   114.2 MB RSS      149 ns/sample
+#   perf script | ember flamegraph                12.147 s wall  16.701 s CPU   450.2 MB RSS     2506 ns/sample
 # DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 0.362 s wall   0.361 s CPU    59.1 MB RSS     4574 ns/sample  269.0 ns/frame
-#   ember flamegraph --inline -j 2                 0.273 s wall   0.389 s CPU    61.4 MB RSS     4929 ns/sample  289.9 ns/frame
-#   perf script | ember flamegraph                 3.545 s wall   3.906 s CPU   661.3 MB RSS    49490 ns/sample 2910.4 ns/frame
+#   ember flamegraph --inline -j 1                 0.382 s wall   0.382 s CPU    58.9 MB RSS     4840 ns/sample  284.6 ns/frame
+#   ember flamegraph --inline -j 2                 0.312 s wall   0.443 s CPU    62.4 MB RSS     5613 ns/sample  330.1 ns/frame
+#   perf script | ember flamegraph                 3.654 s wall   4.103 s CPU   661.2 MB RSS    51986 ns/sample 3057.2 ns/frame
 # DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          0.268 s wall   0.267 s CPU    30.7 MB RSS     3383 ns/sample  199.0 ns/frame
-#   ember flamegraph -j 2                          0.191 s wall   0.293 s CPU    34.2 MB RSS     3712 ns/sample  218.3 ns/frame
-#   perf script --no-inline | ember flamegraph     2.624 s wall   3.013 s CPU   660.7 MB RSS    38175 ns/sample 2245.3 ns/frame
+#   ember flamegraph -j 1                          0.276 s wall   0.276 s CPU    30.8 MB RSS     3497 ns/sample  205.7 ns/frame
+#   ember flamegraph -j 2                          0.240 s wall   0.316 s CPU    33.6 MB RSS     4004 ns/sample  235.5 ns/frame
+#   perf script --no-inline | ember flamegraph     2.670 s wall   3.077 s CPU   660.7 MB RSS    38986 ns/sample 2293.0 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              19.8x
-#   fp, ember -j 2                                               16.9x
-#   DWARF inlines (perf script), ember --inline -j 1             10.8x
-#   DWARF inlines, ember --inline -j 2                           10.0x
-#   DWARF no inlines (perf script --no-inline), ember -j 1       11.3x
-#   DWARF no inlines, ember -j 2                                 10.3x
+#   fp (perf script | ember flamegraph), ember -j 1              17.9x
+#   fp, ember -j 2                                               16.8x
+#   DWARF inlines (perf script), ember --inline -j 1             10.7x
+#   DWARF inlines, ember --inline -j 2                            9.3x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       11.1x
+#   DWARF no inlines, ember -j 2                                  9.7x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
