@@ -92,8 +92,9 @@ static int add_record(struct pd_round *rd, const struct pd_file *f, struct pd_st
     struct pd_frame *fr = &rd->frame[rd->n];
     *fr = (struct pd_frame){r->data, pd_file_time_of(f, r), r->type, (uint16_t)r->size, r->misc};
     if (pd_stream_pin(s, r->data, r->size, &chunk)) {
+        int err = add_pinned(rd, r->data, r->offset, chunk); /* from this record on */
         rd->n++;
-        return add_pinned(rd, r->data, r->offset, chunk);
+        return err;
     }
     if (EMBER_VEC_RESERVE(rd->copy, rd->ccap, rd->ncopies + 1) < 0)
         return -ENOMEM;
