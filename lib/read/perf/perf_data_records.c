@@ -3,9 +3,10 @@
  * several threads (-j 2 and more, pd_jobs_record): an fp sample's stack
  * costs about 50 ns, less than decoding it on the reading thread and
  * handing it over did, so the reading thread hands over each sample's
- * record as the reader read it (the reader holds it) and does nothing
- * more of it; a DWARF sample's too, in smaller batches (its 8 KB stay in
- * the caches).
+ * record as the reader read it (the reader holds it; where it sorts its
+ * rounds on threads, runs of them at once, pd_jobs_records, their holds
+ * passed on) and does nothing more of it; a DWARF sample's too, in smaller
+ * batches (its 8 KB stay in the caches).
  *
  * A batch of records is cut into pieces (perf_data_jobs.c), and whoever
  * takes a piece decodes each record, finds its thread (read only: one it
