@@ -8,9 +8,13 @@
  * read (FINISHED_ROUND ends a round of the time queue), kernel records
  * with a time are queued and delivered in time order (perf_data_order.c),
  * those without one at once; then the feature sections after the data.
+ * With threads (-j 2 and more, not a pipe) the rounds are framed here and
+ * sorted on threads (perf_data_rounds.c), then delivered in the same order.
  * Invariants: no kernel record is delivered before an event is described
- * (a file with one is corrupt); a sample is decoded before its callback
- * sees it, and a sample that cannot be is an error whatever the client.
+ * (a file with one is corrupt); a sample is decoded before its sample
+ * callback sees it, and a sample that cannot be is an error whatever the
+ * client (one the client takes as a record, sample_record or
+ * sample_records, is the client's to decode).
  */
 #include "read/perf/perf_reader.h"
 #include "base/diag.h"

@@ -12,7 +12,8 @@
  * as read, after the reader has taken what they say.
  * Invariants: a record is delivered whole (its header's size bytes) and
  * only while the callback runs (the bytes are the reader's), unless the
- * callback holds it (pd_reader_hold); a callback
+ * callback holds it (pd_reader_hold) or takes it in a run (sample_records);
+ * a callback
  * left NULL ignores its records; a negative return stops the reading with
  * that error, which the reader returns as is (its ember_diag the
  * callback's to set).
