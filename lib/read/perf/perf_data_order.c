@@ -141,9 +141,8 @@ static const uint8_t *side_data(const struct side *s, const struct pd_queued *e)
     return e->chunk == PD_COPIED ? s->bytes + e->u.at : e->u.data;
 }
 
-/* A record to the sink's fn, its pin let go after. */
-static int emit(struct pd_queue *q, const struct pd_queued *e, const uint8_t *data,
-                const struct pd_sink *sink)
+int pd_queue_emit(struct pd_queue *q, const struct pd_queued *e, const uint8_t *data,
+                  const struct pd_sink *sink)
 {
     bool pinned = e->chunk != PD_COPIED;
     struct pd_record r = {data, e->type, e->size, e->misc, e->offset, pinned ? e->chunk + 1 : 0};
@@ -166,7 +165,7 @@ static int give(struct pd_queue *q, const struct pd_sink *sink, const struct pd_
     }
     int err = 0;
     for (size_t i = 0; i < n && !err; i++)
-        err = emit(q, &ev[i], held[i].data, sink);
+        err = pd_queue_emit(q, &ev[i], held[i].data, sink);
     return err;
 }
 
@@ -177,7 +176,7 @@ static int emit_range(struct pd_queue *q, struct side *s, size_t to, const struc
     int err = 0;
     while (!err && s->i < to) {
         if (!round || !sink->held || q->refused) {
-            err = emit(q, &s->ev[s->i], side_data(s, &s->ev[s->i]), sink);
+            err = pd_queue_emit(q, &s->ev[s->i], side_data(s, &s->ev[s->i]), sink);
             s->i++;
             continue;
         }
@@ -187,7 +186,7 @@ static int emit_range(struct pd_queue *q, struct side *s, size_t to, const struc
             err = give(q, sink, s->ev + s->i, round->held + s->i, end - s->i);
         s->i = end;
         if (!err && s->i == special && special < to) {
-            err = emit(q, &s->ev[s->i], side_data(s, &s->ev[s->i]), sink);
+            err = pd_queue_emit(q, &s->ev[s->i], side_data(s, &s->ev[s->i]), sink);
             s->i++;
             s->sp++;
         }

@@ -168,5 +168,9 @@ int pd_queue_push(struct pd_queue *q, const struct pd_record *r, uint64_t time);
  * to sink. */
 int pd_queue_flush(struct pd_queue *q, const struct pd_round *round, enum pd_flush how,
                    const struct pd_sink *sink);
+/* One record to sink's fn, data its bytes (e's own, or where it was
+ * copied); its pin, if any, let go after. */
+int pd_queue_emit(struct pd_queue *q, const struct pd_queued *e, const uint8_t *data,
+                  const struct pd_sink *sink);
 
 #endif

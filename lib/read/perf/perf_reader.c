@@ -194,16 +194,8 @@ static int deliver_round(struct pd_reader *rd, struct pd_round *round)
     int err = round->end == PD_ROUND_ERROR ? 0 : round->err;
     for (size_t i = 0; i < round->nimm && !err; i++) {
         const struct pd_queued *e = &round->imm[i];
-        bool pinned = e->chunk != PD_COPIED;
-        struct pd_record r = {pinned ? e->u.data : round->bytes + e->u.at,
-                              e->type,
-                              e->size,
-                              e->misc,
-                              e->offset,
-                              pinned ? e->chunk + 1 : 0};
-        err = deliver(rd, &r);
-        if (pinned)
-            pd_stream_unpin(&rd->s, e->chunk, 1);
+        const uint8_t *data = e->chunk == PD_COPIED ? round->bytes + e->u.at : e->u.data;
+        err = pd_queue_emit(&rd->q, e, data, &rd->sink);
     }
     if (round->max_time > rd->last_time)
         rd->last_time = round->max_time;
