@@ -32,17 +32,14 @@ void *ember_table_calloc(size_t n, size_t size)
     return p;
 }
 
-int ember_table_grow(void **slots, uint32_t *mask, size_t slot_size,
-                     uint64_t (*hash)(const void *slot), bool (*used)(const void *slot))
+void *ember_table_regrown(const void *slots, uint32_t mask, uint32_t nmask, size_t slot_size,
+                          uint64_t (*hash)(const void *slot), bool (*used)(const void *slot))
 {
-    uint32_t nmask = *mask * 2 + 1;
-    if (nmask <= *mask)
-        return -ENOMEM;
     char *ns = ember_table_calloc((size_t)nmask + 1, slot_size);
     if (!ns)
-        return -ENOMEM;
-    const char *old = *slots;
-    for (uint32_t i = 0; i <= *mask; i++) {
+        return NULL;
+    const char *old = slots;
+    for (uint32_t i = 0; i <= mask; i++) {
         const void *s = old + (size_t)i * slot_size;
         if (!used(s))
             continue;
@@ -51,6 +48,18 @@ int ember_table_grow(void **slots, uint32_t *mask, size_t slot_size,
             j = (j + 1) & nmask;
         memcpy(ns + (size_t)j * slot_size, s, slot_size);
     }
+    return ns;
+}
+
+int ember_table_grow(void **slots, uint32_t *mask, size_t slot_size,
+                     uint64_t (*hash)(const void *slot), bool (*used)(const void *slot))
+{
+    uint32_t nmask = *mask * 2 + 1;
+    if (nmask <= *mask)
+        return -ENOMEM;
+    void *ns = ember_table_regrown(*slots, *mask, nmask, slot_size, hash, used);
+    if (!ns)
+        return -ENOMEM;
     free(*slots);
     *slots = ns;
     *mask = nmask;

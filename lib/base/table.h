@@ -17,6 +17,12 @@ void *ember_table_calloc(size_t n, size_t size);
 /* The same, not zeroed: for threads that each zero their share. */
 void *ember_table_alloc(size_t n, size_t size);
 
+/* A new table of nmask + 1 slots (nmask wider than mask) holding every
+ * used slot of slots (mask + 1 of them) at hash(slot) & nmask; slots is
+ * only read, so other threads may read it meanwhile. NULL: no memory. */
+void *ember_table_regrown(const void *slots, uint32_t mask, uint32_t nmask, size_t slot_size,
+                          uint64_t (*hash)(const void *slot), bool (*used)(const void *slot));
+
 /* Doubles *slots (mask + 1 slots of slot_size bytes), placing every used
  * slot at hash(slot) & new mask. Returns 0 or -ENOMEM (the table is then
  * unchanged). */

@@ -218,6 +218,29 @@ static inline void pd_raw_merge_reset(struct pd_raw_merge *m)
 }
 void pd_raw_merge_release(struct pd_raw_merge *m);
 
+/* The reader's trie's node arrays and child table grown ahead: made on a
+ * worker while a batch is built (the trie does not change then), taken
+ * by the caller before the batch's merge, so that merging does not grow
+ * them on the caller's thread (copying the nodes and rehashing the
+ * children, and first touching the new pages, which cost more than the
+ * merge's own work on an fp read). */
+struct pd_raw_spare {
+    size_t nnodes;          /* the trie's, planned for; 0: no plan */
+    size_t ncap;            /* the node arrays' to be */
+    uint32_t mask;          /* the child table's to be (as planned: unchanged) */
+    uint32_t *parent, *key; /* made: the node arrays, at ncap */
+    uint64_t *samples, *period;
+    struct ember_u64slot *slots; /* made: the child table, mask + 1 slots */
+};
+/* Planned on the caller's thread, if merging `more` nodes would grow raw. */
+void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp);
+/* Made as planned, on any thread, while raw does not change (what finds
+ * no memory is left: the merge grows it as it would have). */
+void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp);
+/* Taken into raw where raw is as planned for, then sp emptied. */
+void pd_raw_spare_take(struct pd_raw *raw, struct pd_raw_spare *sp);
+void pd_raw_spare_release(struct pd_raw_spare *sp);
+
 /* ---- samples as raw stacks (perf_data_stacks.c) -------------------------- */
 
 /* One weight (a sample, or an interval) of node. */

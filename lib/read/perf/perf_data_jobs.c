@@ -107,6 +107,8 @@ static void *worker_main(void *arg)
         wake_next(j, i);
         if (atomic_load(&j->stop))
             break;
+        if (i == 1 && j->spare.nnodes)
+            pd_raw_spare_make(&j->r->raw, &j->spare);
         take_pieces(j, b);
         if (atomic_fetch_sub(&j->busy, 1) == 1)
             sem_post(&j->done);
@@ -130,6 +132,9 @@ static void run_pieces(struct pd_jobs *j, bool alone)
         take_pieces(j, &j->b[0]);
         return;
     }
+    /* planned for twice the last batch's new nodes: most batches make
+     * fewer than the one before */
+    pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
     atomic_store(&j->busy, j->nb - 1);
     wake_next(j, 0);
     take_pieces(j, &j->b[0]);
@@ -179,7 +184,9 @@ static int weigh_jobs(struct pd_jobs *j, const struct piece *pc, const struct pd
 static int merge_pieces(struct pd_jobs *j)
 {
     struct reader *r = j->r;
+    size_t before = r->raw.nnodes;
     int err = 0;
+    pd_raw_spare_take(&r->raw, &j->spare);
     for (size_t k = 0; k < j->npieces && !err; k++) {
         struct piece *pc = &j->pieces[k];
         struct builder *b = &j->b[pc->builder];
@@ -198,6 +205,7 @@ static int merge_pieces(struct pd_jobs *j)
         pd_raw_merge_reset(&j->b[i].m);
         err = err ? err : e;
     }
+    j->last_new = r->raw.nnodes - before;
     return err;
 }
 
@@ -282,6 +290,7 @@ void pd_jobs_free(struct pd_jobs *j)
     free(j->jobs);
     free(j->walks);
     free(j->pieces);
+    pd_raw_spare_release(&j->spare);
     free(j);
 }
 

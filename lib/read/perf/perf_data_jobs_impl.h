@@ -107,10 +107,12 @@ struct pd_jobs {
     size_t npieces;
     struct builder *b; /* nb: the caller's and the workers' */
     unsigned nb;
-    sem_t done;         /* posted by the last worker done with a batch */
-    atomic_uint busy;   /* workers still on this batch */
-    atomic_bool stop;   /* the workers end */
-    atomic_size_t next; /* the next piece to take */
+    sem_t done;                /* posted by the last worker done with a batch */
+    atomic_uint busy;          /* workers still on this batch */
+    atomic_bool stop;          /* the workers end */
+    atomic_size_t next;        /* the next piece to take */
+    struct pd_raw_spare spare; /* the reader's trie grown ahead, by worker 1 */
+    size_t last_new;           /* the nodes the last batch's merge made */
 };
 
 /* perf_data_jobs.c: the batch's pieces built by every thread (the
