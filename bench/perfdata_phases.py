@@ -26,7 +26,11 @@ DWARF samples decoded on the caller's where records cannot be taken,
 perf_data_jobs.c), then merged in order on the caller's (and the
 threads' weights added up at the end), the files' symbol tables (and with
 --inline their DWARF) are read on as many before naming
-(symbol/prepare.c), and everything else is the caller's.
+(symbol/prepare.c), the raw nodes are named and placed on the caller's
+thread and j - 1 others, each into a profile of its own
+(perf_data_place_threads.c), the profiles' nodes merged on as many and
+their modules and frames on the caller's (model/profile_merge.c), and
+everything else is the caller's.
 """
 import collections
 import sys
@@ -38,6 +42,11 @@ PREPARED = "ember_symbol_module_inlines;"
 PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
           ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
+          ("raw nodes named and placed (every thread's share)", ["placer_main", "place_pieces"]),
+          ("placing: the threads' profiles' nodes merged (every thread's share)",
+           ["ember_profile_merge_pieces;run", "ember_merge_nodes", "helper_main"]),
+          ("placing: the threads' profiles' modules and frames merged",
+           ["ember_profile_merge_pieces"]),
           ("samples unwound, stacks built (every thread's share)",
            ["take_piece", "worker_main"]),
           ("rounds of records sorted (every thread's share)", ["sorter_main", "sort_taken"]),
@@ -89,7 +98,7 @@ def print_serial(per, total, one):
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
     shared = ("samples unwound, stacks built", "rounds of records sorted", "files' symbols",
-              "waiting")
+              "waiting", "raw nodes named and placed", "placing: the threads' profiles' nodes")
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))

@@ -250,6 +250,8 @@ static int perf_data_read(struct ember_profile *p, struct ember_input *in,
      * before, so their error is the one one thread meets first */
     int jerr = pd_jobs_finish(r.jobs);
     err = jerr ? jerr : err;
+    pd_jobs_free(r.jobs); /* its workers and overlays: their memory is placing's now */
+    r.jobs = NULL;
     if (!err && r.raw.dwarf)
         err = pd_file_check_arch(r.f, d);
     if (!err)

@@ -429,6 +429,11 @@ struct pd_names;
 int pd_names_new(struct pd_names **n, struct ember_profile *p, const struct pd_file *f,
                  const struct pd_tasks *t, const struct ember_read_opts *o);
 void pd_names_free(struct pd_names *n);
+/* A names object for another thread, naming into p: it shares n's files'
+ * symbols and the kernel's, which it only reads, and loads none (its
+ * calls return -EAGAIN where naming needs one n has not loaded). n must
+ * outlive it and not change meanwhile. */
+int pd_names_fork(const struct pd_names *n, struct ember_profile *p, struct pd_names **out);
 /* The kernel's symbols read on a thread of their own from now on (the
  * recording has kernel frames, and threads to spare): 0 or -ENOMEM. */
 int pd_names_read_kernel_ahead(struct pd_names *n);

@@ -7,6 +7,7 @@
  * perf_data_raw.c    the trie, and the workers' overlays on it
  * perf_data_jobs.c   DWARF samples unwound and built on several threads
  * perf_data_place.c  raw stacks -> the profile: named, placed, weighed
+ * perf_data_place_threads.c  the same on several threads, then merged
  *
  * Invariants: in the reader's trie a raw node's parent has a smaller
  * index (an overlay's may be the trie's); node 0 is the
@@ -171,6 +172,9 @@ struct reader {
  * the root, only), or an overlay on base. 0 or -ENOMEM. */
 int pd_raw_init(struct pd_raw *raw, struct pd_tasks *t, const struct pd_raw *base);
 void pd_raw_release(struct pd_raw *raw);
+/* Its nodes, and its tables that find a node or frame, freed once the
+ * nodes are placed and weighed (nnodes stays, its frames and maps too). */
+void pd_raw_drop(struct pd_raw *raw);
 /* An overlay emptied, once merged. 0 or -ENOMEM. */
 int pd_raw_reset(struct pd_raw *raw);
 /* The raw frame (mapref, ip), numbered on first sight (mapref 0: no map). */

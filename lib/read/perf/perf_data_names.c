@@ -49,6 +49,7 @@ struct dso_syms {
 };
 
 struct pd_names {
+    const struct pd_names *of; /* a fork's: whose files it shares */
     struct ember_profile *p;
     const struct pd_file *f;
     const struct pd_tasks *t;
@@ -97,10 +98,36 @@ int pd_names_new(struct pd_names **out, struct ember_profile *p, const struct pd
 
 static int join_kernel(struct pd_names *n);
 
+int pd_names_fork(const struct pd_names *n, struct ember_profile *p, struct pd_names **out)
+{
+    struct pd_names *k = calloc(1, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    k->of = n;
+    k->p = p;
+    k->f = n->f;
+    k->t = n->t;
+    k->o = n->o;
+    k->po = n->po;
+    k->dsos = n->dsos;
+    k->ndsos = n->ndsos;
+    k->kernel = n->kernel; /* its tables, only read */
+    k->vdso_fd = -1;
+    ember_arena_init(&k->arena);
+    *out = k;
+    return 0;
+}
+
 void pd_names_free(struct pd_names *n)
 {
     if (!n)
         return;
+    if (n->of) { /* a fork: its buffers alone are its own */
+        free(n->buf);
+        free(n->out);
+        free(n);
+        return;
+    }
     join_kernel(n);
     for (size_t i = 0; i < n->ndsos; i++)
         ember_symtab_free(n->dsos[i].syms);
@@ -162,6 +189,8 @@ static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
 
 static int dso_state(struct pd_names *n, uint32_t id, struct dso_syms **out)
 {
+    if (n->of && (id >= n->ndsos || n->dsos[id].state == 0))
+        return -EAGAIN; /* a fork loads nothing */
     if (id >= n->ndsos) {
         size_t want = pd_tasks_dso_count(n->t), cap = n->ndsos;
         if (EMBER_VEC_RESERVE(n->dsos, cap, want) < 0)
@@ -240,6 +269,8 @@ static int kernel_table(struct pd_names *n)
 {
     if (n->kernel.loaded && !n->ahead)
         return 0;
+    if (n->of)
+        return -EAGAIN; /* a fork loads nothing */
     int err;
     if (n->ahead) {
         err = join_kernel(n);

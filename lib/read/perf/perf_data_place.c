@@ -6,12 +6,14 @@
  * under its root frame ("comm", "comm-PID" or "comm-PID/TID" as for perf
  * script text), each raw node's frames below its parent's node
  * (ember_profile_child, the model's public API), and weighs the values of
- * the event kept (perf_data_values.c).
+ * the event kept (perf_data_values.c). With -j 2 and more this is done
+ * on every thread where it can be (perf_data_place_threads.c).
  * Invariants: a raw frame's names are resolved at most once per
- * JVM-ness; only the events kept are placed; with off-CPU time shown the
- * context switches' own samples are not, their intervals' marks are.
+ * JVM-ness in a placing; only the events kept are placed; with off-CPU
+ * time shown the context switches' own samples are not, their
+ * intervals' marks are.
  */
-#include "read/perf/perf_data_build.h"
+#include "read/perf/perf_data_place.h"
 #include "read/perf/perf_names.h"
 #include "base/diag.h"
 #include "base/vec.h"
@@ -19,11 +21,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* A growing array of frame ids. */
-struct id_vec {
-    uint32_t *v;
-    size_t n, cap;
-};
+/* The raw nodes from which placing goes on threads (place_on_threads):
+ * below, starting them and merging their profiles costs more than the
+ * placing saves (about 0.35 us a raw node). */
+enum { PLACE_THREADS_MIN = 512 };
 
 static int push_id(struct id_vec *v, uint32_t id)
 {
@@ -37,7 +38,8 @@ static int push_id(struct id_vec *v, uint32_t id)
  * in perf_names.c): the process or thread (views spell "comm-PID/TID"; the
  * kernel's -1, a task it could not name, is an unknown id), else the
  * command alone (spaces as '_'). */
-static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, bool *java)
+static int root_frame(struct reader *r, struct ember_profile *p, const struct root *rt,
+                      uint32_t *frame, bool *java)
 {
     const struct ember_perf_opts *po = &r->po;
     *java = rt->comm_len >= 4 && memcmp(rt->comm, "java", 4) == 0;
@@ -49,25 +51,17 @@ static int root_frame(struct reader *r, const struct root *rt, uint32_t *frame, 
                                  .pid = (int32_t)rt->pid,
                                  .tid = (int32_t)rt->tid,
                                  .kind_in_name = true};
-        return ember_profile_intern_frame(r->p, &fr, frame);
+        return ember_profile_intern_frame(p, &fr, frame);
     }
     char name[256];
     size_t n = 0;
     for (size_t i = 0; i < rt->comm_len && n < sizeof(name); i++)
         name[n++] = rt->comm[i] == ' ' ? '_' : rt->comm[i];
-    return ember_perf_intern_root(r->p, name, n, false, frame);
+    return ember_perf_intern_root(p, name, n, false, frame);
 }
 
-/* Each raw frame's profile frames, named once (per JVM-ness). */
-struct memo {
-    int64_t *at[2]; /* offset in pool, -1 unnamed */
-    uint32_t *count[2];
-    uint32_t *pool;
-    size_t npool, pcap;
-};
-
 /* An off-CPU mark's frame, in the memo of either JVM-ness. */
-static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
+static int mark_frame(struct reader *r, struct ember_profile *p, struct memo *m, uint32_t frame)
 {
     const char *name = frame == r->mark[1] ? "[preempted]" : "[off-cpu]";
     struct ember_frame fr = {.name = name,
@@ -75,7 +69,7 @@ static int mark_frame(struct reader *r, struct memo *m, uint32_t frame)
                              .module = EMBER_NO_MODULE,
                              .kind = EMBER_FRAME_OFFCPU};
     uint32_t id;
-    int err = ember_profile_intern_frame(r->p, &fr, &id);
+    int err = ember_profile_intern_frame(p, &fr, &id);
     if (!err)
         err = EMBER_VEC_RESERVE(m->pool, m->pcap, m->npool + 1);
     if (err)
@@ -101,9 +95,10 @@ static struct pd_frame_src frame_src(const struct reader *r, uint32_t frame)
                                  mp->pgoff, rf->ip,    rf->ip - mp->start + mp->pgoff};
 }
 
-static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t frame, bool java,
-                 const uint32_t **out, size_t *n)
+static int named(struct pd_placing *pl, uint32_t frame, bool java, const uint32_t **out, size_t *n)
 {
+    struct reader *r = pl->r;
+    struct memo *m = &pl->m;
     int j = java;
     if (!m->at[j]) {
         m->at[j] = malloc((r->raw.nframes ? r->raw.nframes : 1) * sizeof(int64_t));
@@ -114,7 +109,7 @@ static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t
             m->at[j][i] = -1;
     }
     if (m->at[j][frame] < 0 && (frame == r->mark[0] || frame == r->mark[1])) {
-        int err = mark_frame(r, m, frame);
+        int err = mark_frame(r, pl->p, m, frame);
         if (err)
             return err;
     }
@@ -122,7 +117,7 @@ static int named(struct reader *r, struct pd_names *nm, struct memo *m, uint32_t
         struct pd_frame_src src = frame_src(r, frame);
         const uint32_t *f;
         size_t k;
-        int err = pd_names_resolve(nm, &src, java, &f, &k);
+        int err = pd_names_resolve(pl->nm, &src, java, &f, &k);
         if (!err)
             err = EMBER_VEC_RESERVE(m->pool, m->pcap, m->npool + k);
         if (err)
@@ -148,65 +143,68 @@ static void memo_release(struct memo *m)
 }
 
 /* The roots' frames, interned once each (NO_NODE: an event not kept). */
-static int root_frames(struct reader *r, const bool *keep, uint32_t *frame, bool *jvm)
+static int root_frames(struct pd_placing *pl, const bool *keep)
 {
-    for (size_t i = 0; i < r->raw.nroots; i++) {
-        frame[i] = NO_NODE;
-        int err =
-            keep[r->raw.roots[i].attr] ? root_frame(r, &r->raw.roots[i], &frame[i], &jvm[i]) : 0;
+    const struct pd_raw *raw = &pl->r->raw;
+    for (size_t i = 0; i < raw->nroots; i++) {
+        pl->rframe[i] = NO_NODE;
+        int err = keep[raw->roots[i].attr]
+                      ? root_frame(pl->r, pl->p, &raw->roots[i], &pl->rframe[i], &pl->rjvm[i])
+                      : 0;
         if (err)
             return err;
+        pl->any_jvm |= pl->rjvm[i];
     }
     return 0;
 }
 
-/* A raw node's profile node not found yet (NO_NODE: none, its event not
- * kept). */
-enum { UNPLACED = UINT32_MAX - 1 };
+int pd_placing_init(struct pd_placing *pl, struct reader *r, struct ember_profile *p,
+                    struct pd_names *nm, const bool *keep, uint32_t *at)
+{
+    size_t nroots = r->raw.nroots ? r->raw.nroots : 1;
+    *pl = (struct pd_placing){.r = r, .p = p, .nm = nm, .at = at};
+    pl->rframe = malloc(nroots * sizeof(*pl->rframe));
+    pl->rjvm = calloc(nroots, sizeof(*pl->rjvm));
+    for (size_t i = 1; i < r->raw.nnodes; i++)
+        at[i] = UNPLACED;
+    return pl->rframe && pl->rjvm ? root_frames(pl, keep) : -ENOMEM;
+}
 
-/* Placing raw nodes: at[] their profile nodes (UNPLACED where not found
- * yet: the caller's pnode), rframe[] and rjvm[] their roots' frames and
- * JVM-ness. */
-struct placing {
-    struct reader *r;
-    struct pd_names *nm;
-    struct memo m;
-    const uint32_t *rframe;
-    const bool *rjvm;
-    bool any_jvm;
-    uint32_t *at;
-    struct id_vec chain;
-};
+void pd_placing_release(struct pd_placing *pl)
+{
+    memo_release(&pl->m);
+    free(pl->chain.v);
+    free(pl->rframe);
+    free(pl->rjvm);
+}
 
 /* Raw node c's profile node, from its parent's: its raw frame named
  * (perhaps several frames with inlined calls, or none) below it, NO_NODE
  * when its event is not kept; java: its root's JVM-ness. */
-static int place_one(struct placing *pl, uint32_t c, bool java)
+static int place_one(struct pd_placing *pl, uint32_t c, bool java)
 {
     const struct pd_raw *raw = &pl->r->raw;
     uint32_t parent = raw->parent[c], *at = pl->at;
     if (parent == 0) {
         uint32_t frame = pl->rframe[raw->key[c]];
         at[c] = NO_NODE;
-        return frame == NO_NODE ? 0 : ember_profile_child(pl->r->p, EMBER_ROOT, frame, &at[c]);
+        return frame == NO_NODE ? 0 : ember_profile_child(pl->p, EMBER_ROOT, frame, &at[c]);
     }
     at[c] = at[parent];
     if (at[c] == NO_NODE)
         return 0;
     const uint32_t *f;
     size_t k;
-    int err = named(pl->r, pl->nm, &pl->m, raw->key[c], java, &f, &k);
+    int err = named(pl, raw->key[c], java, &f, &k);
     for (size_t j = 0; j < k && !err; j++)
-        err = ember_profile_child(pl->r->p, at[c], f[j], &at[c]);
+        err = ember_profile_child(pl->p, at[c], f[j], &at[c]);
     return err;
 }
 
-/* Raw node i's profile node, as adding its whole stack (root first) would
- * make it, in the same order: only its ancestors not placed yet are named
- * and placed, each below its parent's node (a weighed node's stack no
- * longer named and walked from the root, a cost per frame of every
- * weighed node). */
-static int place(struct placing *pl, uint32_t i)
+/* Only i's ancestors not placed yet are named and placed, each below its
+ * parent's node (a weighed node's stack no longer named and walked from
+ * the root, a cost per frame of every weighed node). */
+int pd_placing_place(struct pd_placing *pl, uint32_t i)
 {
     const struct pd_raw *raw = &pl->r->raw;
     uint32_t c = i;
@@ -229,7 +227,7 @@ static int place(struct placing *pl, uint32_t i)
 /* Whether raw node i's weight counts: with off-CPU time shown, the
  * intervals' marks and not the context switches' own samples; without,
  * never the marks. attr[i] is the event of i's root. */
-static bool counted(const struct reader *r, size_t i, const uint32_t *attr)
+bool pd_place_counted(const struct reader *r, size_t i, const uint32_t *attr)
 {
     if (!attr)
         return !pd_raw_is_mark(r, i);
@@ -256,7 +254,7 @@ static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *
     struct id_vec up = {0};
     int err = done && seen ? 0 : -ENOMEM;
     for (size_t i = 1; i < r->raw.nnodes && !err; i++) {
-        if (!r->raw.samples[i] || !counted(r, i, attr) || done[i])
+        if (!r->raw.samples[i] || !pd_place_counted(r, i, attr) || done[i])
             continue;
         size_t j = i;
         for (up.n = 0; !err && !done[j] && r->raw.parent[j] != 0; j = r->raw.parent[j])
@@ -278,16 +276,17 @@ static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *
 }
 
 /* With threads to spare: the files' symbols read on every thread; with
- * --inline, each file naming will open opened in the order naming opens
- * them, then their DWARF read on every thread. */
+ * --inline, or for placing on threads (all), each file naming will open
+ * opened in the order naming opens them (so what is said of them is said
+ * in that order); with --inline, their DWARF then read on every thread. */
 static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rframe,
-                      const uint32_t *attr)
+                      const uint32_t *attr, bool all)
 {
     struct id_vec want = {0};
     int err = dsos_named(r, rframe, attr, &want);
     if (!err)
         err = pd_names_read_ahead(nm, want.v, want.n, r->o->threads);
-    for (size_t i = 0; i < want.n && !err && r->po.inline_frames; i++)
+    for (size_t i = 0; i < want.n && !err && (all || r->po.inline_frames); i++)
         err = pd_names_open(nm, &(struct pd_frame_src){.dso = want.v[i]});
     if (!err && r->po.inline_frames)
         err = pd_names_prepare(nm, r->o->threads);
@@ -295,57 +294,69 @@ static int open_ahead(struct reader *r, struct pd_names *nm, const uint32_t *rfr
     return err;
 }
 
-/* Every weighed raw node's profile node (NO_NODE: an event not kept, or
- * a weight not counted), added as a stack through the model's public API. */
-static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep, bool offcpu,
-                       uint32_t *pnode)
+/* Placing on threads takes several, weights added node by node (no
+ * sequence of samples kept for a timeline, no times told), perf's
+ * symbols (--inline's DWARF frames come from one symbolizer, which is one
+ * thread's), and enough raw nodes. */
+static bool place_on_threads(const struct reader *r)
 {
-    uint32_t *attr = offcpu ? node_attrs(r) : NULL;
-    if (offcpu && !attr)
+    return r->o->threads > 1 && !r->keep_seq && !r->o->sample_time && !r->po.inline_frames &&
+           r->raw.nnodes >= PLACE_THREADS_MIN;
+}
+
+/* Every weighed raw node's profile node (NO_NODE: an event not kept, or
+ * a weight not counted), added as a stack through the model's public API;
+ * or, on threads, every such node placed and weighed (*weighed: the raw
+ * nodes are then gone, pd_raw_drop). */
+static int place_nodes(struct reader *r, struct pd_names *nm, const bool *keep,
+                       const struct pd_values *v, uint32_t *pnode, bool *weighed)
+{
+    uint32_t *attr = v->offcpu ? node_attrs(r) : NULL;
+    if (v->offcpu && !attr)
         return -ENOMEM;
-    size_t nroots = r->raw.nroots ? r->raw.nroots : 1;
-    uint32_t *rframe = malloc(nroots * sizeof(*rframe));
-    bool *rjvm = calloc(nroots, sizeof(*rjvm));
     /* every node's place is found in pnode, then kept for the nodes weighed */
-    struct placing pl = {.r = r, .nm = nm, .rframe = rframe, .rjvm = rjvm, .at = pnode};
-    int err = rframe && rjvm ? root_frames(r, keep, rframe, rjvm) : -ENOMEM;
+    struct pd_placing pl;
+    int err = pd_placing_init(&pl, r, r->p, nm, keep, pnode);
+    bool par = place_on_threads(r);
     if (!err && r->o->threads > 1)
-        err = open_ahead(r, nm, rframe, attr);
-    for (size_t i = 0; i < r->raw.nroots && !err; i++)
-        pl.any_jvm |= rjvm[i];
-    for (size_t i = 1; i < r->raw.nnodes; i++)
-        pnode[i] = UNPLACED;
-    for (size_t i = 1; i < r->raw.nnodes && !err; i++)
-        if (r->raw.samples[i] && counted(r, i, attr))
-            err = place(&pl, (uint32_t)i);
-    for (size_t i = 1; i < r->raw.nnodes; i++)
-        if (!r->raw.samples[i] || !counted(r, i, attr) || pnode[i] == UNPLACED)
+        err = open_ahead(r, nm, pl.rframe, attr, par);
+    int alone = !err && par ? pd_place_threads(r, nm, keep, attr, v) : 1;
+    err = err ? err : alone < 0 ? alone : 0;
+    *weighed = alone == 0;
+    for (size_t i = 1; i < r->raw.nnodes && !err && alone; i++)
+        if (r->raw.samples[i] && pd_place_counted(r, i, attr))
+            err = pd_placing_place(&pl, (uint32_t)i);
+    for (size_t i = 1; i < r->raw.nnodes && alone; i++)
+        if (!r->raw.samples[i] || !pd_place_counted(r, i, attr) || pnode[i] == UNPLACED)
             pnode[i] = NO_NODE; /* a node's place on the way to those weighed */
-    memo_release(&pl.m);
+    pd_placing_release(&pl);
     free(attr);
-    free(pl.chain.v);
-    free(rframe);
-    free(rjvm);
     return err;
 }
 
-/* Raw node i's weight (samples, period) in its profile node n: an
- * interval's nanoseconds as off-CPU (and wall) time, and one sample (the
- * context switch that began it), a sample's period as its own (and wall)
- * time. */
-static int add_weight_to(struct reader *r, size_t i, uint32_t n, uint64_t samples, uint64_t period,
-                         const struct pd_values *v)
+/* Raw node i's weight (samples, period) in node n of p: an interval's
+ * nanoseconds as off-CPU (and wall) time, and one sample (the context
+ * switch that began it), a sample's period as its own (and wall) time. */
+static int add_weight_to(struct reader *r, struct ember_profile *p, size_t i, uint32_t n,
+                         uint64_t samples, uint64_t period, const struct pd_values *v,
+                         uint64_t *total_samples)
 {
     bool mark = pd_raw_is_mark(r, i);
-    int err = ember_profile_add(r->p, n, v->samples, (int64_t)samples);
+    int err = ember_profile_add(p, n, v->samples, (int64_t)samples);
     if (!err && mark)
-        err = ember_profile_add(r->p, n, v->off, (int64_t)period);
+        err = ember_profile_add(p, n, v->off, (int64_t)period);
     else if (!err && v->period != v->samples)
-        err = ember_profile_add(r->p, n, v->period, (int64_t)period);
+        err = ember_profile_add(p, n, v->period, (int64_t)period);
     if (!err && v->wall != PD_NO_VALUE)
-        err = ember_profile_add(r->p, n, v->wall, (int64_t)period);
-    r->st->samples += samples; /* an interval too: a profile may be off-CPU time alone */
+        err = ember_profile_add(p, n, v->wall, (int64_t)period);
+    *total_samples += samples; /* an interval too: a profile may be off-CPU time alone */
     return err;
+}
+
+int pd_place_weigh(struct reader *r, struct ember_profile *p, size_t i, uint32_t n,
+                   const struct pd_values *v, uint64_t *total_samples)
+{
+    return add_weight_to(r, p, i, n, r->raw.samples[i], r->raw.period[i], v, total_samples);
 }
 
 /* The times of the k samples from *next, told when placed. */
@@ -365,7 +376,8 @@ static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_
         for (size_t i = 0; i < r->nseq && !err; i++) {
             uint32_t n = pnode[r->seq[i].node];
             if (n != NO_NODE)
-                err = add_weight_to(r, r->seq[i].node, n, r->seq[i].samples, r->seq[i].period, v);
+                err = add_weight_to(r, r->p, r->seq[i].node, n, r->seq[i].samples, r->seq[i].period,
+                                    v, &r->st->samples);
             if (r->o->sample_time)
                 tell_times(r, &next, r->seq[i].samples, n != NO_NODE);
         }
@@ -373,7 +385,7 @@ static int add_weights(struct reader *r, const uint32_t *pnode, const struct pd_
     }
     for (size_t i = 1; i < r->raw.nnodes && !err; i++)
         if (r->raw.samples[i] && pnode[i] != NO_NODE)
-            err = add_weight_to(r, i, pnode[i], r->raw.samples[i], r->raw.period[i], v);
+            err = pd_place_weigh(r, r->p, i, pnode[i], v, &r->st->samples);
     return err;
 }
 
@@ -406,9 +418,10 @@ int pd_place_profile(struct reader *r)
         err = pd_names_new(&nm, r->p, r->f, r->t, r->o);
     if (!err && r->o->threads > 1 && has_kernel_frames(r))
         err = pd_names_read_kernel_ahead(nm);
+    bool weighed = false;
     if (!err)
-        err = place_nodes(r, nm, keep, v.offcpu, pnode);
-    if (!err)
+        err = place_nodes(r, nm, keep, &v, pnode, &weighed);
+    if (!err && !weighed)
         err = add_weights(r, pnode, &v);
     if (!err)
         err = pd_profile_meta(r->p, nm, r->t, &v);

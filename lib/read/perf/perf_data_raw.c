@@ -129,6 +129,22 @@ int pd_raw_reset(struct pd_raw *raw)
     return err ? err : strmap_empty(&raw->root_ids);
 }
 
+void pd_raw_drop(struct pd_raw *raw)
+{
+    ember_u64map_release(&raw->children);
+    raw->children.mask = raw->children.count = 0;
+    free(raw->fslots);
+    raw->fslots = NULL;
+    raw->fmask = raw->fcount = 0;
+    free(raw->parent);
+    free(raw->key);
+    free(raw->samples);
+    free(raw->period);
+    raw->parent = raw->key = NULL;
+    raw->samples = raw->period = NULL;
+    raw->ncap = 0;
+}
+
 void pd_raw_release(struct pd_raw *raw)
 {
     ember_u64map_release(&raw->children);
