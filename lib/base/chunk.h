@@ -22,8 +22,9 @@ enum ember_cut { EMBER_CUT_LINE, EMBER_CUT_SAMPLE, EMBER_CUT_NONE, EMBER_CUT_BYT
 
 struct ember_chunk {
     char *data;
-    size_t len, cap;
+    size_t len, cap;     /* cap: the bytes from data on */
     uint64_t first_line; /* 1-based number of the chunk's first line */
+    size_t skip;         /* data's place in its buffer (ember_chunk_reserve's) */
 };
 
 /* Does the line that the '\n' at p[q] ends hold nothing ("" or "\r")? A
@@ -49,6 +50,16 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
 int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
                                 size_t want, struct ember_diag *d);
 void ember_chunk_release(struct ember_chunk *c);
+/* Room for need bytes in c->data, its first c->len kept, the buffer
+ * aligned to 64 bytes: read() and pread() copy into it several times
+ * faster than into malloc's 16-byte alignment on some processors (AMD
+ * EPYC here: 6.5-7.9 GB/s against 1.4-2.1 GB/s, a DWARF perf.data's
+ * 470 MB read in 0.06 s against 0.25-0.34 s; a line carried over to the
+ * next chunk is placed so that the bytes read after it are aligned, a
+ * binary format's chunk starts aligned).
+ * Readers that fill a chunk themselves grow it with this; 0 or -ENOMEM
+ * (c unchanged). */
+int ember_chunk_reserve(struct ember_chunk *c, size_t need);
 
 /* The first bytes of the content, as ember_input_peek, but at least want
  * of them unless the input is shorter (then *len < want). */

@@ -364,6 +364,38 @@ size_t ember_count_lines(const char *p, size_t n)
     return count;
 }
 
+int ember_chunk_reserve(struct ember_chunk *c, size_t need)
+{
+    if (need <= c->cap)
+        return 0;
+    size_t cap = c->cap ? c->cap + c->cap / 2 : 64;
+    if (cap < need)
+        cap = need;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, cap) != 0)
+        return -ENOMEM;
+    if (c->len)
+        memcpy(p, c->data, c->len < cap ? c->len : cap);
+    if (c->data)
+        free(c->data - c->skip);
+    c->data = p;
+    c->cap = cap;
+    c->skip = 0;
+    return 0;
+}
+
+/* c emptied, its data pad bytes into its buffer, with room for need. */
+static int chunk_at(struct ember_chunk *c, size_t pad, size_t need)
+{
+    c->len = 0;
+    if (c->cap + c->skip < pad + need && ember_chunk_reserve(c, pad + need) < 0)
+        return -ENOMEM;
+    c->data = c->data - c->skip + pad;
+    c->cap = c->cap + c->skip - pad;
+    c->skip = pad;
+    return 0;
+}
+
 int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
                            struct ember_diag *d)
 {
@@ -373,7 +405,11 @@ int ember_input_read_chunk(struct ember_input *in, struct ember_chunk *c, enum e
 int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, enum ember_cut cut,
                                 size_t want, struct ember_diag *d)
 {
-    if (EMBER_VEC_RESERVE(c->data, c->cap, in->carry_len + want) < 0)
+    /* the bytes read land 64-byte aligned after a line carried over; a
+     * binary format's data starts aligned (its only carry is the magic
+     * sniffed, before the first chunk) */
+    size_t pad = cut == EMBER_CUT_BYTES ? 0 : (64 - in->carry_len % 64) % 64;
+    if (chunk_at(c, pad, in->carry_len + want) < 0)
         return -ENOMEM;
     if (in->carry_len)
         memcpy(c->data, in->carry, in->carry_len);
@@ -387,7 +423,7 @@ int ember_input_read_chunk_upto(struct ember_input *in, struct ember_chunk *c, e
                                       "line longer than %zu MiB", EMBER_MAX_LINE >> 20);
             if (c->cap >= EMBER_MAX_LINE)
                 cut = EMBER_CUT_LINE; /* a "sample" this long is garbage */
-            if (EMBER_VEC_RESERVE(c->data, c->cap, c->cap * 2) < 0)
+            if (ember_chunk_reserve(c, c->cap * 2) < 0)
                 return -ENOMEM;
         }
         ssize_t r = fill(in, c->data + c->len, c->cap - c->len, d);
@@ -430,6 +466,6 @@ uint64_t ember_input_lines(const struct ember_input *in)
 
 void ember_chunk_release(struct ember_chunk *c)
 {
-    free(c->data);
+    free(c->data ? c->data - c->skip : NULL);
     memset(c, 0, sizeof(*c));
 }

@@ -67,7 +67,7 @@ static bool read_slot(struct pd_ahead *a, struct ahead_slot *s, uint64_t k)
 {
     size_t got = 0;
     s->c.len = 0;
-    s->r = EMBER_VEC_RESERVE(s->c.data, s->c.cap, AHEAD_CHUNK);
+    s->r = ember_chunk_reserve(&s->c, AHEAD_CHUNK);
     if (s->r == 0)
         s->r = ember_input_pread(a->in, s->c.data, AHEAD_CHUNK, a->base + k * AHEAD_CHUNK, &got,
                                  &s->d);

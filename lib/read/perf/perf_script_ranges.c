@@ -184,7 +184,7 @@ int ember_perf_parse_range(struct perf_ranges *rr, struct perf_parser *ps, uint6
     rr->c.len = 0;
     while (pos < stop && !err) {
         size_t want = stop - pos < BLOCK ? (size_t)(stop - pos) : BLOCK, got;
-        if (EMBER_VEC_RESERVE(rr->c.data, rr->c.cap, rr->c.len + want) < 0)
+        if (ember_chunk_reserve(&rr->c, rr->c.len + want) < 0)
             return -ENOMEM;
         err = ember_input_pread(rr->in, rr->c.data + rr->c.len, want, pos, &got, ps->d);
         if (err)
