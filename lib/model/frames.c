@@ -69,9 +69,10 @@ static void frames_place(uint32_t *slots, uint32_t mask, uint64_t h, uint32_t id
     slots[i] = id + 1;
 }
 
-static int frames_rehash(struct ember_frames *f)
+/* The table made nslots slots (a power of two, more than twice the
+ * frames), every frame placed again. */
+static int frames_rehash(struct ember_frames *f, uint32_t nslots)
 {
-    uint32_t nslots = (f->mask + 1) * 2;
     if (nslots == 0)
         return -ENOMEM;
     uint32_t *slots = calloc(nslots, sizeof(*slots));
@@ -85,22 +86,41 @@ static int frames_rehash(struct ember_frames *f)
     return 0;
 }
 
+/* Room for need frames in the arrays (one capacity for all). */
+static int frames_grow(struct ember_frames *f, size_t need)
+{
+    if (need <= f->cap)
+        return 0;
+    size_t cap = f->cap;
+    if (EMBER_VEC_RESERVE(f->str, cap, need) < 0)
+        return -ENOMEM;
+    size_t c2 = f->cap, c3 = f->cap, c4 = f->cap;
+    if (EMBER_VEC_RESERVE(f->len, c2, cap) < 0 || EMBER_VEC_RESERVE(f->tag, c3, cap) < 0 ||
+        EMBER_VEC_RESERVE(f->loc, c4, cap) < 0)
+        return -ENOMEM;
+    f->cap = cap;
+    return 0;
+}
+
+int ember_frames_reserve(struct ember_frames *f, size_t n)
+{
+    if (n >= UINT32_MAX / 2)
+        return 0; /* left to grow as frames come */
+    uint64_t nslots = (uint64_t)f->mask + 1;
+    while ((uint64_t)n * 2 > nslots)
+        nslots *= 2;
+    int err = frames_grow(f, n);
+    return err || nslots == (uint64_t)f->mask + 1 ? err : frames_rehash(f, (uint32_t)nslots);
+}
+
 /* Appends a frame whose name is already stored at s. */
 static int frames_append(struct ember_frames *f, const char *copy, size_t n, uint64_t h,
                          const struct ember_frame_loc *loc, uint32_t *id)
 {
     if (f->count >= UINT32_MAX - 1)
         return -ERANGE;
-    if ((size_t)f->count + 1 > f->cap) {
-        size_t cap = f->cap;
-        if (EMBER_VEC_RESERVE(f->str, cap, f->count + 1) < 0)
-            return -ENOMEM;
-        size_t c2 = f->cap, c3 = f->cap, c4 = f->cap;
-        if (EMBER_VEC_RESERVE(f->len, c2, cap) < 0 || EMBER_VEC_RESERVE(f->tag, c3, cap) < 0 ||
-            EMBER_VEC_RESERVE(f->loc, c4, cap) < 0)
-            return -ENOMEM;
-        f->cap = cap;
-    }
+    if (frames_grow(f, (size_t)f->count + 1) < 0)
+        return -ENOMEM;
     uint32_t nid = f->count;
     f->str[nid] = copy;
     f->len[nid] = (uint32_t)n;
@@ -111,7 +131,7 @@ static int frames_append(struct ember_frames *f, const char *copy, size_t n, uin
         memset(&f->loc[nid], 0, sizeof(f->loc[nid]));
     f->count++;
     if ((uint64_t)f->count * 2 > (uint64_t)f->mask + 1) {
-        int err = frames_rehash(f);
+        int err = frames_rehash(f, (f->mask + 1) * 2);
         if (err < 0)
             return err;
     } else {

@@ -182,6 +182,9 @@ int ember_profile_labelled_copy(struct ember_profile *dst, const struct ember_pr
 
 int ember_frames_init(struct ember_frames *f);
 void ember_frames_release(struct ember_frames *f);
+/* Room for n frames in all, its table sized for them: for one who knows
+ * how many are coming (a merge: at least as many as its largest source). */
+int ember_frames_reserve(struct ember_frames *f, size_t n);
 int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, uint64_t h,
                              uint32_t *id);
 /* A frame with a loc (interned like a name alone when loc says nothing). */

@@ -193,6 +193,11 @@ int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *
         s[i].marks = marks[i].v;
         s[i].nmarks = marks[i].n;
     }
+    uint32_t most = dst->frames.count; /* the result has at least every source's */
+    for (unsigned i = 0; i < n; i++)
+        most = src[i]->frames.count > most ? src[i]->frames.count : most;
+    if (!err)
+        err = ember_frames_reserve(&dst->frames, most);
     struct ember_piece_mark *all = err ? NULL : sorted_marks(marks, n, &total);
     if (!err && !all)
         err = -ENOMEM;
