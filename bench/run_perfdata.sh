@@ -26,39 +26,41 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM, quiet; CPU time is the figure to compare;
-# Release build of main after issue 20's seventh session: records framed
-# on the reading thread and their rounds sorted on threads of their own,
-# every sample's record decoded, unwound and built on every thread at -j 2
-# and more, --inline's files' DWARF read on every thread, the file read
-# ahead on N - 1 threads; FP_DATA=/work/perfbench/fp.data
+# Release build of main after issue 20's eighth session: the raw nodes
+# named, placed and weighed on every thread at -j 2 and more, the trie's
+# tables grown ahead on a worker, the file read into 64-byte-aligned
+# buffers; recordings made again that day, FP_DATA=/work/perfbench/fp.data
 # DWARF_DATA=/work/perfbench/dwarf.data).
 # Before the first session (main at 094ffc8): fp 1.319 s CPU (13.0x), DWARF
 # --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the third: 0.762 s
 # (21.3x), 0.349 s (10.7x), 0.240 s (12.2x); after the fourth: 0.799 s
 # (19.3x, fp -j 2 0.697 s wall and 0.780 s CPU), 0.347 s (10.9x), 0.259 s
 # (11.2x); after the sixth: 0.853 s (19.8x, fp -j 2 0.705 s wall and
-# 1.002 s CPU), 0.361 s (10.8x), 0.267 s (11.3x). This VM ran about 10%
-# slower on the day of the run below (-j 1 alternated with the sixth
-# session's build: the same times), hence the lower ratios at -j 1.
-# fp: /work/perfbench/fp.data, 6664077 samples, 9041546 frames, 446457496 bytes
-#   ember flamegraph -j 1                          0.932 s wall   0.932 s CPU   107.6 MB RSS      140 ns/sample
-#   ember flamegraph -j 2                          0.669 s wall   0.992 s CPU   114.2 MB RSS      149 ns/sample
-#   perf script | ember flamegraph                12.147 s wall  16.701 s CPU   450.2 MB RSS     2506 ns/sample
-# DWARF, inlines resolved: /work/perfbench/dwarf.data, 78925 samples, 1342062 frames, 666197544 bytes
-#   ember flamegraph --inline -j 1                 0.382 s wall   0.382 s CPU    58.9 MB RSS     4840 ns/sample  284.6 ns/frame
-#   ember flamegraph --inline -j 2                 0.312 s wall   0.443 s CPU    62.4 MB RSS     5613 ns/sample  330.1 ns/frame
-#   perf script | ember flamegraph                 3.654 s wall   4.103 s CPU   661.2 MB RSS    51986 ns/sample 3057.2 ns/frame
-# DWARF, no inlines: 78925 samples, 1341888 frames
-#   ember flamegraph -j 1                          0.276 s wall   0.276 s CPU    30.8 MB RSS     3497 ns/sample  205.7 ns/frame
-#   ember flamegraph -j 2                          0.240 s wall   0.316 s CPU    33.6 MB RSS     4004 ns/sample  235.5 ns/frame
-#   perf script --no-inline | ember flamegraph     2.670 s wall   3.077 s CPU   660.7 MB RSS    38986 ns/sample 2293.0 ns/frame
+# 1.002 s CPU), 0.361 s (10.8x), 0.267 s (11.3x); after the seventh:
+# 0.932 s (17.9x), 0.382 s (10.7x), 0.276 s (11.1x), on a 6.66 M-sample fp
+# and a 78,925-sample DWARF recording. In the run below the VM ran about
+# half as fast as in the session before (perf's side too: 4.3 us a DWARF
+# frame for perf script --no-inline against 2.3 us); the run before it
+# gave 30.3x, 13.1x and 10.2x.
+# fp: /work/perfbench/fp.data, 4349964 samples, 28440488 frames, 492906720 bytes
+#   ember flamegraph -j 1                          1.556 s wall   1.529 s CPU    75.0 MB RSS      351 ns/sample
+#   ember flamegraph -j 2                          0.989 s wall   1.539 s CPU    95.2 MB RSS      354 ns/sample
+#   perf script | ember flamegraph                31.903 s wall  46.451 s CPU   495.3 MB RSS    10678 ns/sample
+# DWARF, inlines resolved: /work/perfbench/dwarf.data, 55703 samples, 985949 frames, 470218796 bytes
+#   ember flamegraph --inline -j 1                 0.522 s wall   0.520 s CPU    60.7 MB RSS     9335 ns/sample  527.4 ns/frame
+#   ember flamegraph --inline -j 2                 0.517 s wall   0.661 s CPU    62.0 MB RSS    11867 ns/sample  670.4 ns/frame
+#   perf script | ember flamegraph                 5.918 s wall   5.211 s CPU   474.6 MB RSS    93550 ns/sample 5285.3 ns/frame
+# DWARF, no inlines: 55703 samples, 985711 frames
+#   ember flamegraph -j 1                          0.317 s wall   0.313 s CPU    30.8 MB RSS     5619 ns/sample  317.5 ns/frame
+#   ember flamegraph -j 2                          0.309 s wall   0.427 s CPU    35.2 MB RSS     7666 ns/sample  433.2 ns/frame
+#   perf script --no-inline | ember flamegraph     3.621 s wall   4.252 s CPU   474.0 MB RSS    76333 ns/sample 4313.6 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              17.9x
-#   fp, ember -j 2                                               16.8x
-#   DWARF inlines (perf script), ember --inline -j 1             10.7x
-#   DWARF inlines, ember --inline -j 2                            9.3x
-#   DWARF no inlines (perf script --no-inline), ember -j 1       11.1x
-#   DWARF no inlines, ember -j 2                                  9.7x
+#   fp (perf script | ember flamegraph), ember -j 1              30.4x
+#   fp, ember -j 2                                               30.2x
+#   DWARF inlines (perf script), ember --inline -j 1             10.0x
+#   DWARF inlines, ember --inline -j 2                            7.9x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       13.6x
+#   DWARF no inlines, ember -j 2                                 10.0x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
