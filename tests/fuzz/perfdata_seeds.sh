@@ -6,7 +6,10 @@
 # committed ones (tests/fuzz/seeds/perf-data, made the same way, and
 # error-order.data, the fuzzer's: an fp sample whose call chain does not
 # fit, then a record shorter than its header, where threads that had not
-# decoded the sample yet said the second error, one thread the first), and
+# decoded the sample yet said the second error, one thread the first;
+# late-error-event-name.data, the fuzzer's too: a corrupt sample in the
+# last batch, whose error threads said once the feature sections had
+# renamed its event "cpu-clock:ppp", one thread as "cpu-clock"), and
 # each cut short by cut_seeds.sh, as a perf record that was killed leaves
 # it. Where perf cannot record, the committed seeds alone (exit 0).
 #

@@ -158,6 +158,15 @@ static void on_progress(void *ctx)
         r->o->progress(r->o->progress_ctx, r->in);
 }
 
+/* The samples a batch holds built before the features are read: an
+ * error in one names its event as one thread does, by its attribute (the
+ * features may name it otherwise: "cpu-clock:ppp"). */
+static int on_data_end(void *ctx)
+{
+    struct reader *r = ctx;
+    return pd_jobs_drain(r->jobs);
+}
+
 static const struct pd_reader_tool profile_tool = {
     .header = on_header,
     .attr = on_attr,
@@ -172,6 +181,7 @@ static const struct pd_reader_tool profile_tool = {
     .lost = on_lost,
     .throttle = on_task,
     .other = on_task,
+    .data_end = on_data_end,
     .progress = on_progress,
 };
 

@@ -140,7 +140,7 @@ int pd_file_parse_sample(const struct pd_file *f, const struct pd_attr *a,
     struct cursor c = {r->data + 8, r->data + r->size};
     const char *what;
     if (sample_fields(a, &c, out, &what) < 0)
-        return pd_corrupt(d, f->name, r, "its %s do not fit in it (event '%s')", what, a->name);
+        return pd_corrupt(d, f->name, r, "it ends inside its %s (event '%s')", what, a->name);
     if (!out->stack)
         out->stack_size = 0;
     return 0;

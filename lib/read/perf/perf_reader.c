@@ -311,6 +311,8 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
         err = pd_stream_read_ahead(&rd->s, rd->threads - 1, tool->progress, ctx);
     if (!err)
         err = read_data(rd);
+    if (!err && tool->data_end)
+        err = tool->data_end(ctx);
     if (!err)
         err = pd_file_read_features(&rd->f, &rd->s, d);
     pd_stream_stop_ahead(&rd->s); /* the input is the caller's again */

@@ -73,6 +73,11 @@ struct pd_reader_tool {
     pd_record_cb other;    /* any other kernel record (KSYMBOL, AUX, ...) */
     /* perf's own records but HEADER_ATTR (FINISHED_ROUND, ...) */
     int (*user)(void *ctx, const struct pd_record *r);
+    /* The data section read and every record delivered, before the
+     * feature sections are: a client that holds samples back finishes
+     * them here, as one thread reading each as it comes does (event names
+     * then are still the attributes' own, not the features'). */
+    int (*data_end)(void *ctx);
     /* Every PD_READER_PROGRESS_EVERY records read; with the input read
      * ahead, after each chunk, in order, on the thread that runs the
      * reader. */
