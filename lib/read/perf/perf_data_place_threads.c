@@ -57,8 +57,8 @@ struct placer {
     bool started;
 };
 
-/* p's values made those of `of`, in their order: the merge adds a
- * source's weights to the result's value of the same index. */
+/* p's values made those of `of`, in their order: a thread weighs its
+ * nodes by the reader's value indices (pd_values), which must be p's. */
 static int values_like(struct ember_profile *p, const struct ember_profile *of)
 {
     unsigned n = ember_profile_values(of);
