@@ -17,9 +17,10 @@ nanoseconds where perf records cpu-clock (a VM); each sample goes to the
 first phase whose text is in its stack (Release builds inline much: the
 names are those left after LTO, the unwinder inside pd_raw_sample). The caller's
 thread is the serial part: with -j N (2 and more) the file is read on
-N - 1 threads of their own, 4 at most (perf_data_ahead.c), its rounds of
-records sorted on as many (perf_data_rounds.c; the caller's thread only
-frames them, and sorts a round no thread has taken), /proc/kallsyms on another
+N - 1 threads of their own, 4 at most (perf_data_ahead.c), each chunk's
+records framed there too, its rounds of records sorted on as many
+(perf_data_rounds.c; the caller's thread only copies the frames, and sorts
+a round no thread has taken), /proc/kallsyms on another
 (perf_data_names.c), samples' records are decoded, unwound, built and
 weighed on the caller's thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
@@ -40,7 +41,8 @@ import sys
 PREPARED = "ember_symbol_module_inlines;"
 
 PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
-          ("read() of the file", ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
+          ("read() of the file, its records framed",
+           ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("raw nodes named and placed (every thread's share)", ["placer_main", "place_pieces"]),
           ("placing: the threads' profiles' nodes merged (every thread's share)",

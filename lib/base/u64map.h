@@ -62,6 +62,16 @@ static inline struct ember_u64slot *ember_u64map_slot(const struct ember_u64map 
             return &m->slots[i];
 }
 
+/* The slot key's probe starts at: to prefetch for a lookup soon, as a
+ * large table's lookups are cache misses one after the other (prefetched
+ * where the lookup's loop is: GCC drops a call to a function that only
+ * prefetches, as it does nothing). */
+static inline const struct ember_u64slot *ember_u64map_home(const struct ember_u64map *m,
+                                                            uint64_t key)
+{
+    return &m->slots[(uint32_t)ember_hash_u64(key) & m->mask];
+}
+
 static inline bool ember_u64map_get(const struct ember_u64map *m, uint64_t key, uint32_t *value)
 {
     const struct ember_u64slot *s = ember_u64map_slot(m, key);

@@ -98,7 +98,7 @@ static void read_file(const char *path, unsigned readers, uint64_t stop_at)
     const uint8_t *p;
     assert_int_equal(pd_stream_read(&st, HEAD, &p, "the header", NULL), 0);
     uint64_t base = ember_input_consumed(r.in);
-    assert_int_equal(pd_stream_read_ahead(&st, readers, progress, &r), 0);
+    assert_int_equal(pd_stream_read_ahead(&st, readers, NULL, progress, &r), 0);
     assert_non_null(st.ahead);
     uint64_t rng = 0x9e3779b97f4a7c15ULL ^ readers ^ stop_at;
     read_rest(&st, &rng, stop_at);
@@ -132,7 +132,7 @@ static int cut_error(const char *path, unsigned readers, char *msg)
     pd_stream_init(&st, in);
     const uint8_t *p;
     assert_int_equal(pd_stream_read(&st, HEAD, &p, "the header", NULL), 0);
-    assert_int_equal(pd_stream_read_ahead(&st, readers, NULL, NULL), 0);
+    assert_int_equal(pd_stream_read_ahead(&st, readers, NULL, NULL, NULL), 0);
     assert_true(readers == 0 || st.ahead);
     assert_int_equal(pd_stream_skip(&st, (3 << 20) + 50000 - HEAD, "a skip", NULL), 0);
     struct ember_diag d = {0};

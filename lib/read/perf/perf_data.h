@@ -63,6 +63,49 @@ static inline uint16_t pd_u16(const uint8_t *p)
 
 /* ---- the stream (perf_data_stream.c) ------------------------------------ */
 
+/* The input's chunks: a fuzzing build's are small, so that its small
+ * inputs cross chunks, read ahead on threads and framed there. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+enum { PD_CHUNK = 4 << 10 };
+#else
+enum { PD_CHUNK = 1 << 20 };
+#endif
+
+/* A kernel record framed where it lies (perf_data_rounds.c): its header
+ * and time read by the thread that read its chunk, or by the reading
+ * thread. */
+struct pd_frame {
+    const uint8_t *p; /* where it is pinned, or NULL: the round's next copy */
+    uint64_t time;
+    uint32_t type;
+    uint16_t size, misc;
+};
+/* A chunk's records framed ahead, in file order: each one wholly in it,
+ * perf's own among them (time 0), up to where the chain stops. */
+struct pd_frames {
+    struct pd_frame *at;
+    size_t n, cap;
+};
+/* Where the records stand at a chunk's start, as they are framed ahead:
+ * the next one starts at file offset next, its header's first ntail bytes
+ * in tail where the last chunk cut it; stop: none is framed from here on
+ * (the data's end, a record the reading thread must read first, a broken
+ * size). */
+struct pd_chain {
+    uint64_t next;
+    uint8_t tail[8];
+    uint8_t ntail;
+    bool stop;
+};
+/* Frames the records of len bytes at p, the input's from file offset at
+ * (out NULL: only follows the chain), on the thread that read them; ctx
+ * is read, never written, while the chunks are framed. */
+struct pd_framer {
+    void (*frame)(const void *ctx, const uint8_t *p, size_t len, uint64_t at, struct pd_chain *c,
+                  struct pd_frames *out);
+    const void *ctx;
+};
+
 /* The input as bytes at offsets: a record is handed out whole and
  * contiguous (copied only when it straddles two chunks). */
 struct pd_stream {
@@ -75,7 +118,9 @@ struct pd_stream {
     size_t jdrop;    /* bytes at join's front handed out, dropped at the next call */
     uint64_t offset; /* file offset of the next byte */
     bool eof;
-    struct pd_ahead *ahead; /* chunks read on a thread of their own, or NULL */
+    struct pd_ahead *ahead;  /* chunks read on a thread of their own, or NULL */
+    struct pd_frames framed; /* the current chunk's records framed ahead, from fcur */
+    size_t fcur;
     /* chunks that queued records point into (pd_stream_pin) */
     uint64_t chunk_id;    /* the current chunk's number */
     size_t chunk_pins;    /* records in it still queued */
@@ -158,20 +203,26 @@ int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct e
 /* From here on, the input's chunks read ahead on up to readers threads of
  * their own (4 at most), the stream's thread calling progress(ctx) after
  * taking each: for a regular file or memory, read at any offset; with no
- * reader, elsewhere, or without a thread, nothing changes. 0 or -ENOMEM. */
-int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)(void *ctx),
-                         void *ctx);
+ * reader, elsewhere, or without a thread, nothing changes. With a framer,
+ * each chunk's records are framed too, in order, on the thread that read
+ * it, from the record at the stream's offset on. 0 or -ENOMEM. */
+int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, const struct pd_framer *framer,
+                         void (*progress)(void *ctx), void *ctx);
 /* The reading threads joined (also done by pd_stream_release): no thread
  * touches the input any more, the stream reads on as before. */
 void pd_stream_stop_ahead(struct pd_stream *s);
 /* The threads' side (perf_data_ahead.c): started at the input's offset
- * base (*a NULL without a thread), the next chunk into c (whose buffer is
- * given back: 1, 0 at the input's end, or its error), the threads joined
- * (chunks read on the caller's thread from then on), freed. */
+ * base (*a NULL without a thread), its records framed from chain on where
+ * there is a framer (NULL: none); the next chunk into c and its records
+ * framed into fr (whose buffers are given back: 1, 0 at the input's end,
+ * or its error), the threads joined (chunks read on the caller's thread
+ * from then on, none framed), freed. */
 struct pd_ahead;
 int pd_ahead_start(struct pd_ahead **a, struct ember_input *in, uint64_t base, unsigned readers,
+                   const struct pd_framer *framer, const struct pd_chain *chain,
                    void (*progress)(void *ctx), void *ctx);
-int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *d);
+int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct pd_frames *fr,
+                  struct ember_diag *d);
 void pd_ahead_stop(struct pd_ahead *a);
 void pd_ahead_free(struct pd_ahead *a);
 /* Whether the next n bytes are at hand, contiguous, without reading. */
@@ -189,6 +240,9 @@ bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *ch
  * Taking n of them moves the stream past them, pins of them pinned. */
 const uint8_t *pd_stream_at_hand(struct pd_stream *s, size_t *n, uint64_t *chunk);
 void pd_stream_take(struct pd_stream *s, size_t n, size_t pins);
+/* The records from p (at hand) on as framed ahead: *n of them, in file
+ * order, or NULL where p's was not. */
+const struct pd_frame *pd_stream_framed(struct pd_stream *s, const uint8_t *p, size_t *n);
 /* n pins on chunk let go. */
 void pd_stream_unpin(struct pd_stream *s, uint64_t chunk, size_t n);
 /* One more pin on a chunk pinned now. */

@@ -22,6 +22,16 @@
  * progress callback (once per chunk, in order); the threads are joined by
  * pd_ahead_stop, after which the stream's thread reads the next chunks
  * itself, so the stream goes on seeing the same bytes.
+ *
+ * With a framer, each chunk's records are framed there too (the reading
+ * thread's other serial work: an fp sample's header and time cost it a
+ * cache miss on bytes another core read, 20 ns): in chunk order, as a
+ * chunk's first record is where its predecessor's last one ends, by the
+ * thread that finds the next chunk to frame read (its own, just read and
+ * in its caches, when chunks come in order), one thread at a time.
+ * Invariants: chunks before fnext are framed, the chain says where
+ * chunk fnext's records start; the stream takes a chunk once framed, or
+ * unframed (none of its records framed) once the threads are joined.
  */
 #include "read/perf/perf_data.h"
 #include "read/read_impl.h"
@@ -32,7 +42,7 @@
 #include <stdlib.h>
 
 enum {
-    AHEAD_CHUNK = 1 << 20,
+    AHEAD_CHUNK = PD_CHUNK,
     AHEAD_READERS = 4, /* at most: copying being a third of the work, 4 let it go 12x */
     AHEAD_SLOTS = AHEAD_READERS + 2,
 };
@@ -40,7 +50,8 @@ enum {
 struct ahead_slot {
     struct ember_chunk c;
     int r; /* 1: bytes read, 0: none (the input's end), < 0: error (d) */
-    bool full;
+    bool full, framed;
+    struct pd_frames fr;
     struct ember_diag d;
 };
 
@@ -59,6 +70,10 @@ struct pd_ahead {
     uint64_t next; /* the chunk a thread reads next */
     uint64_t end;  /* no chunk from this one on is read or taken */
     bool stop;
+    struct pd_framer framer; /* frame NULL: none */
+    struct pd_chain chain;   /* at chunk fnext */
+    uint64_t fnext;          /* the next chunk to frame */
+    bool framing;            /* a thread frames fnext */
 };
 
 /* Reads chunk k into its slot: whether it is the last one (short, empty
@@ -66,7 +81,8 @@ struct pd_ahead {
 static bool read_slot(struct pd_ahead *a, struct ahead_slot *s, uint64_t k)
 {
     size_t got = 0;
-    s->c.len = 0;
+    s->c.len = s->fr.n = 0;
+    s->framed = false;
     s->r = ember_chunk_reserve(&s->c, AHEAD_CHUNK);
     if (s->r == 0)
         s->r = ember_input_pread(a->in, s->c.data, AHEAD_CHUNK, a->base + k * AHEAD_CHUNK, &got,
@@ -89,6 +105,27 @@ static void filled(struct pd_ahead *a, struct ahead_slot *s, uint64_t k, bool la
     pthread_cond_signal(&a->filled);
 }
 
+/* Frames the chunks read from fnext on, in order, while no other thread
+ * does (a->mu held, let go while framing). */
+static void frame_read(struct pd_ahead *a)
+{
+    while (a->framer.frame && !a->framing && a->fnext < a->next) {
+        struct ahead_slot *s = &a->slot[a->fnext % a->nslots];
+        if (!s->full)
+            return; /* its reader frames it */
+        a->framing = true;
+        pthread_mutex_unlock(&a->mu);
+        if (s->r > 0)
+            a->framer.frame(a->framer.ctx, (const uint8_t *)s->c.data, s->c.len,
+                            a->base + a->fnext * AHEAD_CHUNK, &a->chain, &s->fr);
+        pthread_mutex_lock(&a->mu);
+        s->framed = true;
+        a->fnext++;
+        a->framing = false;
+        pthread_cond_signal(&a->filled);
+    }
+}
+
 static void *ahead_main(void *arg)
 {
     struct pd_ahead *a = arg;
@@ -104,12 +141,14 @@ static void *ahead_main(void *arg)
         bool last = read_slot(a, s, k);
         pthread_mutex_lock(&a->mu);
         filled(a, s, k, last);
+        frame_read(a);
     }
     pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
 int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, uint64_t base, unsigned readers,
+                   const struct pd_framer *framer, const struct pd_chain *chain,
                    void (*progress)(void *ctx), void *ctx)
 {
     *out = NULL;
@@ -117,6 +156,10 @@ int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, uint64_t base,
     if (!a)
         return -ENOMEM;
     *a = (struct pd_ahead){.in = in, .progress = progress, .ctx = ctx, .base = base};
+    if (framer && !chain->stop) {
+        a->framer = *framer;
+        a->chain = *chain;
+    }
     a->end = UINT64_MAX;
     size_t want = readers < AHEAD_READERS ? readers : AHEAD_READERS;
     a->nslots = want + 2; /* each thread's being read, the stream's next, one spare */
@@ -133,13 +176,14 @@ int pd_ahead_start(struct pd_ahead **out, struct ember_input *in, uint64_t base,
     return 0;
 }
 
-/* The slot of chunk head once it is read (by the stream's thread itself
- * after the threads are stopped), or NULL at the end. */
+/* The slot of chunk head once it is read and framed (by the stream's
+ * thread itself, unframed, after the threads are stopped), or NULL at the
+ * end. */
 static struct ahead_slot *wait_head(struct pd_ahead *a)
 {
     struct ahead_slot *s = &a->slot[a->head % a->nslots];
     pthread_mutex_lock(&a->mu);
-    while (a->head < a->end && !s->full && a->nthreads)
+    while (a->head < a->end && !(s->full && (s->framed || !a->framer.frame)) && a->nthreads)
         pthread_cond_wait(&a->filled, &a->mu);
     bool at_end = a->head >= a->end, full = s->full;
     pthread_mutex_unlock(&a->mu);
@@ -151,7 +195,8 @@ static struct ahead_slot *wait_head(struct pd_ahead *a)
     return a->head < a->end ? s : NULL;
 }
 
-int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *d)
+int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct pd_frames *fr,
+                  struct ember_diag *d)
 {
     struct ahead_slot *s = wait_head(a);
     if (!s)
@@ -160,9 +205,12 @@ int pd_ahead_next(struct pd_ahead *a, struct ember_chunk *c, struct ember_diag *
         *d = s->d;
         return s->r;
     }
-    struct ember_chunk mine = *c; /* its buffer is filled again by a thread */
+    struct ember_chunk mine = *c; /* its buffers are filled again by a thread */
     *c = s->c;
     s->c = mine;
+    struct pd_frames frames = *fr;
+    *fr = s->fr;
+    s->fr = frames;
     pthread_mutex_lock(&a->mu);
     s->full = false;
     a->head++;
@@ -202,8 +250,10 @@ void pd_ahead_free(struct pd_ahead *a)
     if (!a)
         return;
     pd_ahead_stop(a);
-    for (size_t i = 0; i < AHEAD_SLOTS; i++)
+    for (size_t i = 0; i < AHEAD_SLOTS; i++) {
         ember_chunk_release(&a->slot[i].c);
+        free(a->slot[i].fr.at);
+    }
     pthread_cond_destroy(&a->filled);
     pthread_cond_destroy(&a->room);
     pthread_mutex_destroy(&a->mu);

@@ -421,12 +421,29 @@ static int merge_maps(struct pd_raw *dst, const struct pd_raw *src, struct pd_ra
     return 0;
 }
 
+/* An overlay's new frames and nodes are looked up in the reader's tables
+ * (another overlay merged before may have made them), nearly all missing:
+ * a cache miss each, one after the other, unless the slots of those
+ * MERGE_AHEAD further on are fetched meanwhile. */
+enum { MERGE_AHEAD = 8 };
+
+/* Where looking frame i up starts. */
+static const void *frame_home(const struct pd_raw *dst, const struct pd_raw *src,
+                              const struct pd_raw_merge *m, size_t i)
+{
+    const struct raw_frame *f = &src->frames[i];
+    struct frame_slot probe = {f->ip, over(m->maps, f->mapref), 0};
+    return &dst->fslots[(uint32_t)frame_slot_hash(&probe) & dst->fmask];
+}
+
 static int merge_frames(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
                         size_t upto)
 {
     if (EMBER_VEC_RESERVE(m->frames, m->fcap, upto) < 0)
         return -ENOMEM;
     for (; m->nframes < upto; m->nframes++) {
+        if (m->nframes + MERGE_AHEAD < upto)
+            __builtin_prefetch(frame_home(dst, src, m, m->nframes + MERGE_AHEAD));
         const struct raw_frame *f = &src->frames[m->nframes];
         int err = pd_raw_frame(dst, over(m->maps, f->mapref), f->ip, &m->frames[m->nframes]);
         if (err)
@@ -450,6 +467,21 @@ static int merge_node(struct pd_raw *dst, const struct pd_raw *src, struct pd_ra
     return err;
 }
 
+/* Where looking node i up in the child table starts: its parent's number
+ * is known once merged, and guessed before (most new nodes are new in the
+ * reader too, numbered on from its count); a root's is not looked up. */
+static const void *node_home(const struct pd_raw *dst, const struct pd_raw *src,
+                             const struct pd_raw_merge *m, size_t i)
+{
+    uint32_t parent = src->parent[i];
+    size_t pi = parent & ~PD_OVER;
+    if (parent == 0)
+        return &src->parent[i]; /* its key is a root's, not a frame's */
+    if (parent & PD_OVER)
+        parent = pi < m->nnodes ? m->nodes[pi] : (uint32_t)(dst->nnodes + (pi - m->nnodes));
+    return ember_u64map_home(&dst->children, (uint64_t)parent << 32 | over(m->frames, src->key[i]));
+}
+
 int pd_raw_merge(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
                  struct pd_raw_count upto)
 {
@@ -458,8 +490,11 @@ int pd_raw_merge(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_mer
         err = merge_frames(dst, src, m, upto.frames);
     if (!err && EMBER_VEC_RESERVE(m->nodes, m->ncap, upto.nodes) < 0)
         err = -ENOMEM;
-    for (; !err && m->nnodes < upto.nodes; m->nnodes++)
+    for (; !err && m->nnodes < upto.nodes; m->nnodes++) {
+        if (m->nnodes + MERGE_AHEAD < upto.nodes)
+            __builtin_prefetch(node_home(dst, src, m, m->nnodes + MERGE_AHEAD));
         err = merge_node(dst, src, m, m->nnodes);
+    }
     dst->dwarf |= src->dwarf;
     return err;
 }

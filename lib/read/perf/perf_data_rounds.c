@@ -4,11 +4,13 @@
  * anything else it did with an fp recording's samples (pushing each into
  * the queue, sorting, handing each over: about 30 ns a record), and a
  * round's sorting needs nothing but the round. So the reading thread only
- * frames the records (each one's header and time read while its bytes are
- * in its caches, a 24-byte entry written), rounds are sorted wherever a
- * thread is free, and the reading thread delivers them in order
- * (perf_reader.c), merging each with what the queue kept and handing runs
- * of samples over as they are (perf_data_order.c).
+ * frames the records (each one's header and time read, a 24-byte entry
+ * written; or the entries copied, where the threads that read the file
+ * framed its chunks ahead: pd_round_frame_ahead, perf_data_ahead.c),
+ * rounds are sorted wherever a thread is free, and the reading thread
+ * delivers them in order (perf_reader.c), merging each with what the
+ * queue kept and handing runs of samples over as they are
+ * (perf_data_order.c).
  *
  * Rounds wait in a ring of RING slots: the reading thread frames into the
  * next free one (pd_rounds_open) and submits it; a thread sorts the
@@ -127,10 +129,91 @@ static inline uint64_t time_at(const struct pd_file *f, int word, const uint8_t 
     return (size_t)word < (size_t)(size - 8) / 8 ? pd_u64(p + 8 + 8 * word) : 0;
 }
 
+/* Whether records after one of type are framed ahead: not after those of
+ * perf's own records that change how later ones are read (an event's
+ * attributes and ids, pd_file_user_record) or have bytes after them. */
+static bool passable(uint32_t type)
+{
+    return type != PD_RECORD_HEADER_ATTR && type != PD_RECORD_HEADER_FEATURE &&
+           type != PD_RECORD_AUXTRACE && type != PD_RECORD_HEADER_TRACING_DATA;
+}
+
+/* The record whose header is at h (c->next, in the data) followed; into
+ * out where it lies wholly in the len bytes at p (its offset there: used):
+ * false where the chain stops at it. */
+static bool follow(const struct pd_file *f, int word, const uint8_t *h, struct pd_chain *c,
+                   size_t len, size_t used, struct pd_frames *out)
+{
+    uint32_t type = pd_u32(h);
+    uint16_t size = pd_u16(h + 6);
+    if (size < 8 || !passable(type) || size > f->data_offset + f->data_size - c->next)
+        return !(c->stop = true);
+    if (out && size <= len - used) {
+        if (EMBER_VEC_RESERVE(out->at, out->cap, out->n + 1) < 0)
+            return !(c->stop = true); /* the reading thread frames the rest */
+        uint64_t t = type < PD_RECORD_HEADER_ATTR ? time_at(f, word, h, type, size) : 0;
+        out->at[out->n++] = (struct pd_frame){h, t, type, size, pd_u16(h + 4)};
+    }
+    c->next += size;
+    return true;
+}
+
+void pd_round_frame_ahead(const void *ctx, const uint8_t *p, size_t len, uint64_t at,
+                          struct pd_chain *c, struct pd_frames *out)
+{
+    const struct pd_file *f = ctx;
+    if (out)
+        out->n = 0;
+    if (c->stop)
+        return; /* f may be the reading thread's again */
+    uint64_t end = f->data_offset + f->data_size;
+    int word = sample_time_word(f);
+    if (c->ntail) { /* the chunks before cut a header */
+        size_t need = 8 - c->ntail, take = len < need ? len : need;
+        memcpy(c->tail + c->ntail, p, take);
+        c->ntail = (uint8_t)(c->ntail + take);
+        if (c->ntail < 8)
+            return;
+        c->ntail = 0;
+        if (!follow(f, word, c->tail, c, 0, 0, NULL))
+            return;
+    }
+    while (c->next < end && c->next - at < len) {
+        size_t used = (size_t)(c->next - at);
+        if (len - used < 8) {
+            memcpy(c->tail, p + used, len - used);
+            c->ntail = (uint8_t)(len - used);
+            return;
+        }
+        if (!follow(f, word, p + used, c, len, used, out))
+            return;
+    }
+    c->stop = c->next >= end;
+}
+
+/* The kernel records framed ahead from p on, up to one of perf's own. */
+static int take_framed(struct pd_round *rd, struct pd_stream *s, const uint8_t *p, uint64_t chunk,
+                       const struct pd_frame *fr, size_t n)
+{
+    size_t k = 0;
+    while (k < n && fr[k].type < PD_RECORD_HEADER_ATTR)
+        k++;
+    if (!k)
+        return 0;
+    if (add_pinned(rd, p, s->offset, chunk) < 0 ||
+        EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->n + k) < 0)
+        return -ENOMEM;
+    memcpy(rd->frame + rd->n, fr, k * sizeof(*fr));
+    rd->n += k;
+    pd_stream_take(s, (size_t)(fr[k - 1].p + fr[k - 1].size - p), k);
+    return 0;
+}
+
 /* The kernel records wholly in the stream's chunk, framed where they are
  * (the reading thread's only work with most records: their headers read,
- * their places written), up to one the general path must read: perf's
- * own, one across the chunk's end or the data's, or a broken size. */
+ * their places written; or their frames copied, framed ahead), up to one
+ * the general path must read: perf's own, one across the chunk's end or
+ * the data's, or a broken size. */
 static int frame_at_hand(struct pd_round *rd, const struct pd_file *f, struct pd_stream *s)
 {
     size_t n, used = 0, first = rd->n;
@@ -140,6 +223,9 @@ static int frame_at_hand(struct pd_round *rd, const struct pd_file *f, struct pd
     uint64_t left = f->data_offset + f->data_size - s->offset;
     if (!p || n < 8)
         return 0;
+    const struct pd_frame *ahead = pd_stream_framed(s, p, &n);
+    if (ahead)
+        return take_framed(rd, s, p, chunk, ahead, n);
     n = n < left ? n : (size_t)left;
     if (add_pinned(rd, p, s->offset, chunk) < 0)
         return -ENOMEM;

@@ -26,8 +26,8 @@ void pd_stream_init(struct pd_stream *s, struct ember_input *in)
 
 static size_t avail(const struct pd_stream *s);
 
-int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)(void *ctx),
-                         void *ctx)
+int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, const struct pd_framer *framer,
+                         void (*progress)(void *ctx), void *ctx)
 {
     /* the input's next byte is the one after the stream's last chunk,
      * where the input holds none back (its count of bytes read says so;
@@ -36,7 +36,13 @@ int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, void (*progress)
     if (s->ahead || s->eof || !readers || !ember_input_seekable(s->in) ||
         ember_input_consumed(s->in) != at)
         return 0;
-    return pd_ahead_start(&s->ahead, s->in, at, readers, progress, ctx);
+    /* the records from the stream's offset on, through the bytes it holds
+     * (none gathered: a record starts there), to the threads' first */
+    struct pd_chain chain = {.next = s->offset, .stop = !framer || s->jlen};
+    if (!chain.stop)
+        framer->frame(framer->ctx, (const uint8_t *)s->chunk.data + s->pos, avail(s), s->offset,
+                      &chain, NULL);
+    return pd_ahead_start(&s->ahead, s->in, at, readers, framer, &chain, progress, ctx);
 }
 
 void pd_stream_stop_ahead(struct pd_stream *s)
@@ -68,6 +74,7 @@ void pd_stream_release(struct pd_stream *s)
     free(s->held);
     pd_stream_drop_spare(s);
     free(s->spare);
+    free(s->framed.at);
 }
 
 bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk)
@@ -146,8 +153,9 @@ static int refill(struct pd_stream *s, struct ember_diag *d)
         return 0;
     if (hold_chunk(s) < 0)
         return -ENOMEM;
-    int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, d)
-                     : ember_input_read_chunk(s->in, &s->chunk, EMBER_CUT_BYTES, d);
+    s->framed.n = s->fcur = 0;
+    int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, &s->framed, d)
+                     : ember_input_read_chunk_upto(s->in, &s->chunk, EMBER_CUT_BYTES, PD_CHUNK, d);
     s->pos = 0;
     if (r <= 0) {
         s->chunk.len = 0;
@@ -234,6 +242,17 @@ void pd_stream_take(struct pd_stream *s, size_t n, size_t pins)
     s->pos += n;
     s->offset += n;
     s->chunk_pins += pins;
+}
+
+const struct pd_frame *pd_stream_framed(struct pd_stream *s, const uint8_t *p, size_t *n)
+{
+    const struct pd_frames *fr = &s->framed;
+    while (s->fcur < fr->n && fr->at[s->fcur].p < p) /* p only moves on */
+        s->fcur++;
+    if (s->fcur == fr->n || fr->at[s->fcur].p != p)
+        return NULL;
+    *n = fr->n - s->fcur;
+    return fr->at + s->fcur;
 }
 
 int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d)

@@ -79,12 +79,6 @@ struct pd_copy { /* a record framed as a copy (frame NULL) */
     size_t at;
     uint64_t offset;
 };
-struct pd_frame {     /* a kernel record as framed, by the thread that read it */
-    const uint8_t *p; /* where it is pinned, or NULL: the round's next copy */
-    uint64_t time;
-    uint32_t type;
-    uint16_t size, misc;
-};
 struct pd_round {
     /* as framed: each kernel record (its time read while its bytes are in
      * the reading thread's caches), numbered from seq */
@@ -118,6 +112,10 @@ struct pd_round {
  * order): 0 or -ENOMEM. seq numbers its records. */
 int pd_round_frame(struct pd_round *rd, struct pd_file *f, struct pd_stream *s, uint64_t *seq,
                    struct ember_diag *d);
+/* The framer of a file's chunks read ahead (ctx: its struct pd_file):
+ * every record's frame as pd_round_frame makes it. */
+void pd_round_frame_ahead(const void *ctx, const uint8_t *p, size_t len, uint64_t at,
+                          struct pd_chain *c, struct pd_frames *out);
 /* Rounds sorted on up to threads threads of their own (4 at most; none:
  * the reading thread sorts them): 0 or -ENOMEM. */
 struct pd_rounds;

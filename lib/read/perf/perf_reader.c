@@ -307,8 +307,13 @@ int pd_reader_run(struct pd_reader *rd, const struct pd_reader_tool *tool, void 
      * always keep up, and where there are just N cores one thread fewer
      * competes for them (-j 2 on 2 cores: 0.229 s wall with one reader,
      * 0.260 s with two, the same CPU). One thread reads as it goes. */
-    if (!err && rd->threads > 1)
-        err = pd_stream_read_ahead(&rd->s, rd->threads - 1, tool->progress, ctx);
+    if (!err && rd->threads > 1) {
+        /* the records framed there too, where rounds are (read_data) */
+        struct pd_framer framer = {pd_round_frame_ahead, &rd->f};
+        bool rounds = !rd->f.pipe && rd->f.nattrs;
+        err = pd_stream_read_ahead(&rd->s, rd->threads - 1, rounds ? &framer : NULL, tool->progress,
+                                   ctx);
+    }
     if (!err)
         err = read_data(rd);
     if (!err && tool->data_end)
