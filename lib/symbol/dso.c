@@ -57,8 +57,8 @@ int ember_dso_elf_first(struct ember_symbolizer *sym, const struct ember_dso_elf
 }
 
 int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
-                          struct ember_arena *names, struct ember_symbol_module **mod,
-                          struct ember_symtab **syms, struct ember_diag *why)
+                          struct ember_symbol_module **mod, const struct ember_symtab **syms,
+                          struct ember_diag *why)
 {
     char cached[4096];
     const char *order[2] = {e->path, NULL};
@@ -84,7 +84,7 @@ int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_e
         if (full)
             break;
     }
-    return *mod ? ember_elfsyms_read(*mod, names, syms) : err;
+    return *mod ? ember_elfsyms_of(*mod, syms) : err;
 }
 
 const char *ember_dso_symbol_at(const struct ember_symbol_module *mod,

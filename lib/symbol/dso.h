@@ -44,8 +44,8 @@ struct ember_dso_elf {
  * file changed since recording, -ENOENT). 0, a negative errno, -ENOMEM.
  */
 int ember_dso_elf_symbols(struct ember_symbolizer *sym, const struct ember_dso_elf *e,
-                          struct ember_arena *names, struct ember_symbol_module **mod,
-                          struct ember_symtab **syms, struct ember_diag *why);
+                          struct ember_symbol_module **mod, const struct ember_symtab **syms,
+                          struct ember_diag *why);
 /* The module ember_dso_elf_symbols looks at first (the cached copy, else
  * the file), opened in sym, for its symbols to be read ahead
  * (ember_symbol_modules_read_symbols): 0, or the symbolizer's error, which

@@ -256,8 +256,8 @@ static int fill(struct ember_symbol_module *m, Elf *main, struct ember_arena *na
     return err ? err : ember_symtab_finish(t);
 }
 
-int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
-                       struct ember_symtab **out)
+static int elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
+                        struct ember_symtab **out)
 {
     uint64_t bias;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
@@ -272,4 +272,15 @@ int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
     if (!err)
         *out = t;
     return err;
+}
+
+int ember_elfsyms_of(struct ember_symbol_module *m, const struct ember_symtab **out)
+{
+    struct ember_module_perf_syms *k = ember_symbol_module_perf_syms(m);
+    if (!k->read) {
+        k->err = elfsyms_read(m, &k->names, &k->syms);
+        k->read = true;
+    }
+    *out = k->syms;
+    return k->err;
 }

@@ -19,11 +19,11 @@
  * .symtab (or the debug file's, or .dynsym: libdwfl picks as perf does),
  * then .dynsym when the file has both, each round settled as perf settles
  * them, and the PLT's stubs. Addresses are file addresses; names are
- * perf's (demangled) and live in names. Returns 0 with *out finished,
+ * perf's (demangled). Read once (on whichever thread asks first: one at a
+ * time), kept with m and freed with it. Returns 0 with *out finished,
  * -ENOENT when m has no ELF file, or -ENOMEM.
  */
-int ember_elfsyms_read(struct ember_symbol_module *m, struct ember_arena *names,
-                       struct ember_symtab **out);
+int ember_elfsyms_of(struct ember_symbol_module *m, const struct ember_symtab **out);
 
 /* Whether m has a symbol table, its own or its debug file's (not .dynsym
  * alone): perf reads the first file that has one, of those it looks at. */

@@ -36,6 +36,7 @@ struct ember_symbol_module {
     size_t nloads;
     struct ember_symtab *symtab;   /* NULL until first asked for */
     struct ember_inlines *inlines; /* the same */
+    struct ember_module_perf_syms perf;
     uint32_t key;
     char error[200];
 };
@@ -156,6 +157,8 @@ void ember_symbol_module_free(struct ember_symbol_module *m)
         return;
     ember_symtab_free(m->symtab);
     ember_inlines_free(m->inlines);
+    ember_symtab_free(m->perf.syms);
+    ember_arena_release(&m->perf.names);
     if (m->dwfl)
         dwfl_end(m->dwfl);
     free(m->loads);
@@ -280,6 +283,11 @@ int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct embe
     }
     *out = m->symtab;
     return 0;
+}
+
+struct ember_module_perf_syms *ember_symbol_module_perf_syms(struct ember_symbol_module *m)
+{
+    return &m->perf;
 }
 
 int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inlines **out)

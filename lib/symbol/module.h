@@ -13,6 +13,7 @@
 
 #include "symbol/inlines.h"
 #include "symbol/symtab.h"
+#include "base/arena.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdbool.h>
@@ -61,6 +62,15 @@ int ember_symbol_module_file_address(const struct ember_symbol_module *m, uint64
 /* The file's ELF symbols (.symtab, else .dynsym), loaded on first use:
  * 0 with *t, -ENOENT for an unusable file, -ENOMEM. */
 int ember_symbol_module_symbols(struct ember_symbol_module *m, const struct ember_symtab **t);
+/* Room kept with m for perf's symbols of it (elfsyms.h: ember_elfsyms_of
+ * fills it once), freed with it. */
+struct ember_module_perf_syms {
+    struct ember_symtab *syms;
+    struct ember_arena names;
+    int err;
+    bool read;
+};
+struct ember_module_perf_syms *ember_symbol_module_perf_syms(struct ember_symbol_module *m);
 
 /* One symbol of the file's table, as libdwfl reads it: .symtab, else the
  * separate debug file's, else .dynsym. */
@@ -92,7 +102,8 @@ int ember_symbol_module_inlines(struct ember_symbol_module *m, struct ember_inli
  * first resolve, which meets it again. */
 void ember_symbol_modules_prepare(struct ember_symbol_module *const *m, size_t n, unsigned threads);
 /* The same for the modules' symbol tables, as libdwfl reads them (from
- * the debug file when the file has none), kept for the first lookup. */
+ * the debug file when the file has none), kept for the first lookup, and
+ * perf's symbols of them (elfsyms.h), kept with each module. */
 void ember_symbol_modules_read_symbols(struct ember_symbol_module *const *m, size_t n,
                                        unsigned threads);
 

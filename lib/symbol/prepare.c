@@ -14,6 +14,7 @@
  * joined before the call returns.
  */
 #include "symbol/module.h"
+#include "symbol/elfsyms.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,9 +44,11 @@ static void inlines(struct ember_symbol_module *m)
 static void symbols(struct ember_symbol_module *m)
 {
     uint64_t bias;
+    const struct ember_symtab *perf;
     Dwfl_Module *mod = ember_symbol_module_dwfl(m, &bias);
     if (mod)
         dwfl_module_getsymtab(mod); /* read once, kept by the module */
+    ember_elfsyms_of(m, &perf);     /* the same (its error met again, and said, when used) */
 }
 
 /* fn on each of the n modules, on up to `threads` threads. */

@@ -39,8 +39,7 @@ struct bin {
     struct ember_symbolizer *s;
     struct ember_symbol_module *m;
     const struct ember_symtab *all;
-    struct ember_symtab *perf;
-    struct ember_arena names;
+    const struct ember_symtab *perf; /* kept with m */
 };
 
 static void open_bin(struct bin *b, const char *name)
@@ -48,17 +47,14 @@ static void open_bin(struct bin *b, const char *name)
     char path[256];
     struct ember_diag d;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    ember_arena_init(&b->names);
     assert_int_equal(ember_symbolizer_new(&b->s), 0);
     assert_int_equal(ember_symbolizer_module(b->s, path, strlen(path), NULL, 0, &b->m, &d), 0);
     assert_int_equal(ember_symbol_module_symbols(b->m, &b->all), 0);
-    assert_int_equal(ember_elfsyms_read(b->m, &b->names, &b->perf), 0);
+    assert_int_equal(ember_elfsyms_of(b->m, &b->perf), 0);
 }
 
 static void close_bin(struct bin *b)
 {
-    ember_symtab_free(b->perf);
-    ember_arena_release(&b->names);
     ember_symbolizer_free(b->s);
 }
 

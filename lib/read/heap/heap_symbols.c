@@ -22,7 +22,6 @@
 #include "read/perf/perf_opts.h"
 #include "symbol/dso.h"
 #include "symbol/symbolizer.h"
-#include "base/arena.h"
 #include "base/diag.h"
 #include "base/u64map.h"
 #include "base/vec.h"
@@ -35,8 +34,8 @@
 struct mod_state {
     int state; /* 0 untried, 1 loaded, -1 unusable */
     struct ember_symbol_module *mod;
-    struct ember_symtab *syms;
-    uint32_t id; /* the profile's module */
+    const struct ember_symtab *syms; /* perf's symbols, kept with mod */
+    uint32_t id;                     /* the profile's module */
 };
 
 struct span {
@@ -49,7 +48,6 @@ struct heap_symbols {
     const char *input;
     bool inline_frames, context;
     struct ember_symbolizer *sym;
-    struct ember_arena names;
     struct ember_u64map memo; /* address -> span */
     struct span *spans;
     size_t nspans, scap;
@@ -72,7 +70,6 @@ int heap_symbols_new(struct heap_symbols **out, struct ember_profile *prof,
     s->input = input;
     s->context = ember_read_opts_flag(o, "context");
     s->inline_frames = s->context || ember_read_opts_flag(o, "inline");
-    ember_arena_init(&s->names);
     int err = ember_u64map_init(&s->memo);
     if (!err)
         err = ember_symbolizer_new(&s->sym);
@@ -86,8 +83,6 @@ int heap_symbols_new(struct heap_symbols **out, struct ember_profile *prof,
 
 void heap_symbols_reset(struct heap_symbols *s)
 {
-    for (size_t i = 0; i < s->nmods; i++)
-        ember_symtab_free(s->mods[i].syms);
     free(s->mods);
     s->mods = NULL;
     s->nmods = 0;
@@ -104,7 +99,6 @@ void heap_symbols_free(struct heap_symbols *s)
         heap_symbols_reset(s);
     ember_u64map_release(&s->memo);
     ember_symbolizer_free(s->sym);
-    ember_arena_release(&s->names);
     free(s->spans);
     free(s->frames);
     free(s->buf);
@@ -162,7 +156,7 @@ static int module(struct heap_symbols *s, const struct heap_proc *p, size_t i,
         ember_profile_set_main_module(s->prof, st->id);
     struct ember_dso_elf e = {m->path, m->build_id, m->build_id_len, false};
     struct ember_diag why;
-    err = ember_dso_elf_symbols(s->sym, &e, &s->names, &st->mod, &st->syms, &why);
+    err = ember_dso_elf_symbols(s->sym, &e, &st->mod, &st->syms, &why);
     if (err == -ENOMEM)
         return err;
     st->state = st->mod ? 1 : -1;

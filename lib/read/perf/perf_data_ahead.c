@@ -242,6 +242,10 @@ void pd_ahead_stop(struct pd_ahead *a)
             ember_chunk_release(&a->slot[i].c);
             a->slot[i].full = false;
         }
+        if (!a->slot[i].full) { /* and the frames of chunks not taken framed */
+            free(a->slot[i].fr.at);
+            a->slot[i].fr = (struct pd_frames){0};
+        }
     }
 }
 

@@ -45,7 +45,8 @@
 struct dso_syms {
     int state; /* 0 untried, 1 loaded, -1 none */
     struct ember_symbol_module *mod;
-    struct ember_symtab *syms; /* perf's symbols: file addresses (JIT: process addresses) */
+    const struct ember_symtab *syms; /* perf's symbols: file addresses (JIT: process addresses) */
+    struct ember_symtab *jit;        /* a JIT map's, ours (an ELF file's are its module's) */
 };
 
 struct pd_names {
@@ -130,7 +131,7 @@ void pd_names_free(struct pd_names *n)
     }
     join_kernel(n);
     for (size_t i = 0; i < n->ndsos; i++)
-        ember_symtab_free(n->dsos[i].syms);
+        ember_symtab_free(n->dsos[i].jit);
     free(n->dsos);
     ember_symbolizer_free(n->sym);
     ember_kallsyms_release(&n->kernel);
@@ -153,7 +154,7 @@ static int open_elf(struct pd_names *n, struct dso_syms *d, const struct pd_dso 
     const struct pd_build_id *b = pd_file_build_id(n->f, dso->name, false);
     struct ember_dso_elf e = {path, b ? b->bits : NULL, b ? b->size : 0, dso->kind == PD_DSO_VDSO};
     struct ember_diag why;
-    int err = ember_dso_elf_symbols(n->sym, &e, &n->arena, &d->mod, &d->syms, &why);
+    int err = ember_dso_elf_symbols(n->sym, &e, &d->mod, &d->syms, &why);
     if (!d->mod && (err == -ESTALE || (err == -ENOENT && dso->kind == PD_DSO_FILE)))
         ember_read_warn(n->o, n->f->name, "%s: %s; its frames are [unknown]", dso->name, why.msg);
     return err;
@@ -175,7 +176,8 @@ static int load(struct pd_names *n, uint32_t id, struct dso_syms *d)
             err = open_elf(n, d, dso, n->vdso_path);
         break;
     case PD_DSO_JIT:
-        err = ember_dso_jit_symbols(dso->name, &n->arena, &d->syms);
+        err = ember_dso_jit_symbols(dso->name, &n->arena, &d->jit);
+        d->syms = d->jit;
         break;
     default:
         err = 0;

@@ -48,6 +48,9 @@ int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, const struct pd_
 void pd_stream_stop_ahead(struct pd_stream *s)
 {
     pd_ahead_stop(s->ahead);
+    free(s->framed.at); /* the rest of this chunk is framed here */
+    s->framed = (struct pd_frames){0};
+    s->fcur = 0;
 }
 
 /* A chunk set aside while records point into it. */
