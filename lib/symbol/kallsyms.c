@@ -273,24 +273,38 @@ static size_t running_build_id(const char *notes, uint8_t *out)
     return got;
 }
 
+const char *ember_kallsyms_path(struct ember_kallsyms *k, const struct ember_kallsyms_source *src)
+{
+    k->loaded = true;
+    if (!src->build_id_len)
+        return src->kallsyms;
+    uint8_t now[20];
+    size_t n = running_build_id(src->notes, now);
+    if (n == src->build_id_len && memcmp(now, src->build_id, n) == 0)
+        return src->kallsyms;
+    if (!src->cached)
+        snprintf(k->why, sizeof(k->why),
+                 "the running kernel is not the recorded one (its build-id in %s differs) "
+                 "and perf's build-id cache has no copy of its kallsyms",
+                 src->notes);
+    return src->cached; /* perf record's copy, of the recorded kernel */
+}
+
+int ember_kallsyms_read(struct ember_kallsyms *k, const char *path)
+{
+    return read_file(k, path);
+}
+
 int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_source *src)
 {
-    const char *path = src->kallsyms;
+    const char *path = ember_kallsyms_path(k, src);
+    return path ? ember_kallsyms_finish(k, src, path, read_file(k, path)) : 0;
+}
+
+int ember_kallsyms_finish(struct ember_kallsyms *k, const struct ember_kallsyms_source *src,
+                          const char *path, int err)
+{
     k->loaded = true;
-    if (src->build_id_len) {
-        uint8_t now[20];
-        size_t n = running_build_id(src->notes, now);
-        if ((n != src->build_id_len || memcmp(now, src->build_id, n) != 0) && !src->cached) {
-            snprintf(k->why, sizeof(k->why),
-                     "the running kernel is not the recorded one (its build-id in %s differs) "
-                     "and perf's build-id cache has no copy of its kallsyms",
-                     src->notes);
-            return 0;
-        }
-        if (n != src->build_id_len || memcmp(now, src->build_id, n) != 0)
-            path = src->cached; /* perf record's copy, of the recorded kernel */
-    }
-    int err = read_file(k, path);
     if (err == -ENOMEM)
         return err;
     if (err) {

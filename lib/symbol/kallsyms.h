@@ -36,6 +36,16 @@ void ember_kallsyms_init(struct ember_kallsyms *k);
 void ember_kallsyms_release(struct ember_kallsyms *k);
 /* Reads the table once: 0 (usable, or not and why says why), -ENOMEM. */
 int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_source *src);
+/* The same in steps, so that the file can be read before src is known
+ * (on a thread of its own, from a recording's start): the file the table
+ * of src is read from (src->kallsyms where the running kernel is the
+ * recorded one, else perf's copy; NULL: none, why says why); the file
+ * read into k (no other call on k meanwhile): 0 or its error; the table
+ * made src's from the read's error err: 0 (usable or not), -ENOMEM. */
+const char *ember_kallsyms_path(struct ember_kallsyms *k, const struct ember_kallsyms_source *src);
+int ember_kallsyms_read(struct ember_kallsyms *k, const char *path);
+int ember_kallsyms_finish(struct ember_kallsyms *k, const struct ember_kallsyms_source *src,
+                          const char *path, int err);
 /* The symbol at a recorded kernel address (module: "[name]" or NULL for
  * the kernel proper): 0, or -ENOENT. */
 int ember_kallsyms_find(const struct ember_kallsyms *k, const char *module, size_t mlen,

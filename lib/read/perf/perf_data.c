@@ -72,6 +72,16 @@ static int close_intervals(struct reader *r)
 /* ---- the reader's callbacks ---------------------------------------------- */
 
 /* The events of a file, known from its header (a pipe's come later). */
+/* Whether an event of f's may sample the kernel: its symbols are then
+ * read from the data's start, where threads are to spare. */
+static bool records_kernel(const struct pd_file *f)
+{
+    for (size_t i = 0; i < f->nattrs; i++)
+        if (!f->attrs[i].exclude_kernel)
+            return true;
+    return false;
+}
+
 static int on_header(void *ctx, const struct pd_file *f)
 {
     struct reader *r = ctx;
@@ -80,7 +90,7 @@ static int on_header(void *ctx, const struct pd_file *f)
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
     r->records_jobs = pd_jobs_records_start(r->jobs);
-    return 0;
+    return r->o->threads > 1 && records_kernel(f) ? pd_kernel_read_early(&r->kernel_early) : 0;
 }
 
 /* Pipe mode: events arrive as records. */
@@ -221,6 +231,7 @@ static int reader_init(struct reader *r, struct ember_profile *p, struct ember_i
 static void reader_release(struct reader *r)
 {
     pd_jobs_free(r->jobs); /* first: its batch holds the reader's records */
+    pd_kernel_ahead_free(r->kernel_early);
     pd_reader_free(r->rd);
     pd_unwind_free(r->uw);
     pd_offcpu_free(r->oc);

@@ -138,7 +138,7 @@ struct pd_attr {
     uint64_t config, sample_type, read_format, sample_regs_user, branch_sample_type;
     uint64_t sample_period;
     uint32_t sample_stack_user;
-    bool sample_id_all, freq;
+    bool sample_id_all, freq, exclude_kernel;
     char name[128]; /* as perf script prints it ("cpu-clock:ppp") */
 };
 
@@ -479,6 +479,7 @@ struct pd_frame_src {
 };
 
 struct pd_names;
+struct pd_kernel_ahead;
 
 int pd_names_new(struct pd_names **n, struct ember_profile *p, const struct pd_file *f,
                  const struct pd_tasks *t, const struct ember_read_opts *o);
@@ -489,8 +490,26 @@ void pd_names_free(struct pd_names *n);
  * outlive it and not change meanwhile. */
 int pd_names_fork(const struct pd_names *n, struct ember_profile *p, struct pd_names **out);
 /* The kernel's symbols read on a thread of their own from now on (the
- * recording has kernel frames, and threads to spare): 0 or -ENOMEM. */
-int pd_names_read_kernel_ahead(struct pd_names *n);
+ * recording has kernel frames, and threads to spare), *early's taken
+ * where it reads the right file (and set NULL): 0 or -ENOMEM. */
+int pd_names_read_kernel_ahead(struct pd_names *n, struct pd_kernel_ahead **early);
+
+/* The kernel's symbols on a thread of their own (perf_data_kernel.c):
+ * /proc/kallsyms read from now on, before the recorded kernel is known
+ * (*a NULL without a thread); a thread for src's table, *early's where
+ * it reads src's file (source fills src from ctx: the recorded kernel's),
+ * else a new one (*out NULL without a thread), *early taken and set NULL;
+ * the table joined into `into` (0 or its error); a thread joined and
+ * freed, its table let go. */
+struct ember_kallsyms;
+struct ember_kallsyms_source;
+int pd_kernel_read_early(struct pd_kernel_ahead **a);
+int pd_kernel_read_late(struct pd_kernel_ahead **early, struct pd_kernel_ahead **out,
+                        void (*source)(const void *ctx, struct ember_kallsyms_source *src,
+                                       char *cached),
+                        const void *ctx);
+int pd_kernel_join(struct pd_kernel_ahead *a, struct ember_kallsyms *into);
+void pd_kernel_ahead_free(struct pd_kernel_ahead *a);
 /* The symbol tables of the k dsos (ids) naming will open read ahead on up
  * to threads threads, saying nothing (naming says what it says as it
  * opens them): 0 or -ENOMEM. */

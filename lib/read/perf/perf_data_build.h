@@ -147,11 +147,12 @@ struct reader {
     struct pd_reader *rd;    /* the file's records, to the callbacks of perf_data.c */
     const struct pd_file *f; /* the reader's */
     struct pd_tasks *t;
-    struct pd_unwind *uw; /* DWARF call graphs */
-    struct pd_jobs *jobs; /* samples built on several threads (-j 2+) */
-    bool records_jobs;    /* ...and decoded there (pd_jobs_record) */
-    struct pd_offcpu *oc; /* context switches: off-CPU intervals */
-    uint32_t mark[2];     /* raw frames: blocked, preempted; UINT32_MAX until used */
+    struct pd_unwind *uw;                 /* DWARF call graphs */
+    struct pd_jobs *jobs;                 /* samples built on several threads (-j 2+) */
+    struct pd_kernel_ahead *kernel_early; /* /proc/kallsyms read from the data's start (-j 2+) */
+    bool records_jobs;                    /* ...and decoded there (pd_jobs_record) */
+    struct pd_offcpu *oc;                 /* context switches: off-CPU intervals */
+    uint32_t mark[2]; /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
     struct pd_raw raw;
 

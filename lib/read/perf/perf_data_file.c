@@ -174,6 +174,7 @@ static void parse_attr(const uint8_t *p, size_t len, struct pd_attr *a)
     uint64_t flags = pd_u64(buf + 40);
     a->freq = flags >> 10 & 1;
     a->sample_id_all = flags >> 18 & 1;
+    a->exclude_kernel = flags >> 5 & 1;
     a->branch_sample_type = pd_u64(buf + 72);
     a->sample_regs_user = pd_u64(buf + 80);
     a->sample_stack_user = pd_u32(buf + 88);

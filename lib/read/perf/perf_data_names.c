@@ -16,12 +16,13 @@
  * line and the calls inlined at the address), as for perf script text.
  * Invariants: each dso's symbols are loaded once; each mapping is one
  * profile module; results are memoized by the caller. With -j 2 and more
- * the kernel's symbols are read on a thread of their own while the first
- * frames are named (reading /proc/kallsyms is some 30 ms of the kernel's
- * time), joined where the first kernel frame is named, or at the end:
- * what is said of them is said there, as with one thread. The files'
- * symbol tables are read ahead on every thread (symbol/prepare.c), which
- * says nothing: naming then finds them read. With --inline as well, the
+ * the kernel's symbols are read on a thread of their own
+ * (perf_data_kernel.c: /proc/kallsyms from the data's start, taken where
+ * it is the recorded kernel's), joined where the first kernel frame is
+ * named, or at the end: what is said of them is said there, as with one
+ * thread. The files' symbol tables, and perf's tables of them, are read
+ * ahead on every thread (symbol/prepare.c), which says nothing: naming
+ * then finds them read. With --inline as well, the
  * files are opened first, in the order naming would open them (so what
  * is said of them is said in that order), and their DWARF read on every
  * thread before any frame is named.
@@ -37,7 +38,6 @@
 #include "base/vec.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -60,7 +60,7 @@ struct pd_names {
     struct dso_syms *dsos;
     size_t ndsos;
     struct ember_kallsyms kernel;
-    struct kernel_ahead *ahead; /* kernel being read on a thread, or NULL */
+    struct pd_kernel_ahead *ahead; /* kernel being read on a thread, or NULL */
     int vdso_fd;
     char vdso_path[64];
     struct ember_arena arena; /* symbol names: JIT's, demangled, PLT stubs' */
@@ -206,8 +206,9 @@ static int dso_state(struct pd_names *n, uint32_t id, struct dso_syms **out)
 
 /* Where the recorded kernel's symbols are; cached holds perf's copy's
  * path (4096 bytes). */
-static void kernel_source(const struct pd_names *n, struct ember_kallsyms_source *src, char *cached)
+static void kernel_source(const void *ctx, struct ember_kallsyms_source *src, char *cached)
 {
+    const struct pd_names *n = ctx;
     const struct pd_build_id *b = pd_file_build_id(n->f, "[kernel.kallsyms]", true);
     *src = (struct ember_kallsyms_source){
         .kallsyms = "/proc/kallsyms",
@@ -220,51 +221,22 @@ static void kernel_source(const struct pd_names *n, struct ember_kallsyms_source
     src->have_text = pd_tasks_kernel_text(n->t, &src->text);
 }
 
-struct kernel_ahead {
-    pthread_t thread;
-    struct ember_kallsyms k;
-    struct ember_kallsyms_source src;
-    char cached[4096];
-    int err;
-};
-
-static void *kernel_main(void *arg)
+int pd_names_read_kernel_ahead(struct pd_names *n, struct pd_kernel_ahead **early)
 {
-    struct kernel_ahead *a = arg;
-    a->err = ember_kallsyms_load(&a->k, &a->src);
-    return NULL;
-}
-
-int pd_names_read_kernel_ahead(struct pd_names *n)
-{
-    if (n->ahead || n->kernel.loaded)
-        return 0;
-    struct kernel_ahead *a = calloc(1, sizeof(*a));
-    if (!a)
-        return -ENOMEM;
-    kernel_source(n, &a->src, a->cached);
-    ember_kallsyms_init(&a->k);
-    if (pthread_create(&a->thread, NULL, kernel_main, a) != 0) {
-        free(a); /* no thread: read where the first kernel frame is named */
+    if (n->ahead || n->kernel.loaded) {
+        pd_kernel_ahead_free(*early);
+        *early = NULL;
         return 0;
     }
-    n->ahead = a;
-    return 0;
+    return pd_kernel_read_late(early, &n->ahead, kernel_source, n);
 }
 
 /* The table read ahead, now n's: 0, or its error. */
 static int join_kernel(struct pd_names *n)
 {
-    struct kernel_ahead *a = n->ahead;
-    if (!a)
-        return 0;
-    pthread_join(a->thread, NULL);
-    ember_kallsyms_release(&n->kernel);
-    n->kernel = a->k; /* the table's memory moves with it */
-    int err = a->err;
-    free(a);
+    struct pd_kernel_ahead *a = n->ahead;
     n->ahead = NULL;
-    return err;
+    return a ? pd_kernel_join(a, &n->kernel) : 0;
 }
 
 static int kernel_table(struct pd_names *n)

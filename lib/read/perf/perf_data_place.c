@@ -417,7 +417,9 @@ int pd_place_profile(struct reader *r)
     if (!err)
         err = pd_names_new(&nm, r->p, r->f, r->t, r->o);
     if (!err && r->o->threads > 1 && has_kernel_frames(r))
-        err = pd_names_read_kernel_ahead(nm);
+        err = pd_names_read_kernel_ahead(nm, &r->kernel_early);
+    pd_kernel_ahead_free(r->kernel_early); /* read for nothing: no kernel frame */
+    r->kernel_early = NULL;
     bool weighed = false;
     if (!err)
         err = place_nodes(r, nm, keep, &v, pnode, &weighed);
