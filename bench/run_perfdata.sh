@@ -26,11 +26,12 @@
 #   recording (either, or both); SKIP_FP=1 or SKIP_DWARF=1 leaves one out.
 #
 # Measured here (2-core VM, quiet; CPU time is the figure to compare;
-# Release build of main after issue 20's eighth session: the raw nodes
-# named, placed and weighed on every thread at -j 2 and more, the trie's
-# tables grown ahead on a worker, the file read into 64-byte-aligned
-# buffers; recordings made again that day, FP_DATA=/work/perfbench/fp.data
-# DWARF_DATA=/work/perfbench/dwarf.data).
+# Release build of main after issue 20's ninth session: each chunk's
+# records framed on the thread that read it, the overlays merged with
+# their table slots fetched ahead, perf's symbol tables built on the
+# threads that read the files' symbols, /proc/kallsyms read from the
+# data's start; the recordings of the eighth session,
+# FP_DATA=/work/perfbench/fp.data DWARF_DATA=/work/perfbench/dwarf.data).
 # Before the first session (main at 094ffc8): fp 1.319 s CPU (13.0x), DWARF
 # --inline 1.181 s (3.4x), DWARF 1.090 s (2.7x); after the third: 0.762 s
 # (21.3x), 0.349 s (10.7x), 0.240 s (12.2x); after the fourth: 0.799 s
@@ -38,29 +39,31 @@
 # (11.2x); after the sixth: 0.853 s (19.8x, fp -j 2 0.705 s wall and
 # 1.002 s CPU), 0.361 s (10.8x), 0.267 s (11.3x); after the seventh:
 # 0.932 s (17.9x), 0.382 s (10.7x), 0.276 s (11.1x), on a 6.66 M-sample fp
-# and a 78,925-sample DWARF recording. In the run below the VM ran about
-# half as fast as in the session before (perf's side too: 4.3 us a DWARF
-# frame for perf script --no-inline against 2.3 us); the run before it
-# gave 30.3x, 13.1x and 10.2x.
+# and a 78,925-sample DWARF recording; after the eighth, on these
+# recordings, the VM about half as fast as in the seventh (perf's side
+# too: 4.3 us a DWARF frame for perf script --no-inline against 2.3 us):
+# 1.529 s (30.4x, fp -j 2 0.989 s wall), 0.520 s (10.0x, -j 2 0.517 s
+# wall), 0.313 s (13.6x, -j 2 0.309 s wall). The run before the one below
+# gave 41.5x, 10.8x and 15.4x.
 # fp: /work/perfbench/fp.data, 4349964 samples, 28440488 frames, 492906720 bytes
-#   ember flamegraph -j 1                          1.556 s wall   1.529 s CPU    75.0 MB RSS      351 ns/sample
-#   ember flamegraph -j 2                          0.989 s wall   1.539 s CPU    95.2 MB RSS      354 ns/sample
-#   perf script | ember flamegraph                31.903 s wall  46.451 s CPU   495.3 MB RSS    10678 ns/sample
+#   ember flamegraph -j 1                          1.394 s wall   1.384 s CPU    76.0 MB RSS      318 ns/sample
+#   ember flamegraph -j 2                          0.956 s wall   1.572 s CPU    96.8 MB RSS      361 ns/sample
+#   perf script | ember flamegraph                30.999 s wall  45.456 s CPU   495.3 MB RSS    10450 ns/sample
 # DWARF, inlines resolved: /work/perfbench/dwarf.data, 55703 samples, 985949 frames, 470218796 bytes
-#   ember flamegraph --inline -j 1                 0.522 s wall   0.520 s CPU    60.7 MB RSS     9335 ns/sample  527.4 ns/frame
-#   ember flamegraph --inline -j 2                 0.517 s wall   0.661 s CPU    62.0 MB RSS    11867 ns/sample  670.4 ns/frame
-#   perf script | ember flamegraph                 5.918 s wall   5.211 s CPU   474.6 MB RSS    93550 ns/sample 5285.3 ns/frame
+#   ember flamegraph --inline -j 1                 0.486 s wall   0.486 s CPU    60.3 MB RSS     8725 ns/sample  492.9 ns/frame
+#   ember flamegraph --inline -j 2                 0.383 s wall   0.522 s CPU    62.4 MB RSS     9371 ns/sample  529.4 ns/frame
+#   perf script | ember flamegraph                 6.038 s wall   5.257 s CPU   474.4 MB RSS    94376 ns/sample 5331.9 ns/frame
 # DWARF, no inlines: 55703 samples, 985711 frames
-#   ember flamegraph -j 1                          0.317 s wall   0.313 s CPU    30.8 MB RSS     5619 ns/sample  317.5 ns/frame
-#   ember flamegraph -j 2                          0.309 s wall   0.427 s CPU    35.2 MB RSS     7666 ns/sample  433.2 ns/frame
-#   perf script --no-inline | ember flamegraph     3.621 s wall   4.252 s CPU   474.0 MB RSS    76333 ns/sample 4313.6 ns/frame
+#   ember flamegraph -j 1                          0.247 s wall   0.246 s CPU    30.8 MB RSS     4416 ns/sample  249.6 ns/frame
+#   ember flamegraph -j 2                          0.201 s wall   0.325 s CPU    35.0 MB RSS     5835 ns/sample  329.7 ns/frame
+#   perf script --no-inline | ember flamegraph     3.426 s wall   4.091 s CPU   474.1 MB RSS    73443 ns/sample 4150.3 ns/frame
 # perf's CPU / ember's CPU:
-#   fp (perf script | ember flamegraph), ember -j 1              30.4x
-#   fp, ember -j 2                                               30.2x
-#   DWARF inlines (perf script), ember --inline -j 1             10.0x
-#   DWARF inlines, ember --inline -j 2                            7.9x
-#   DWARF no inlines (perf script --no-inline), ember -j 1       13.6x
-#   DWARF no inlines, ember -j 2                                 10.0x
+#   fp (perf script | ember flamegraph), ember -j 1              32.8x
+#   fp, ember -j 2                                               28.9x
+#   DWARF inlines (perf script), ember --inline -j 1             10.8x
+#   DWARF inlines, ember --inline -j 2                           10.1x
+#   DWARF no inlines (perf script --no-inline), ember -j 1       16.6x
+#   DWARF no inlines, ember -j 2                                 12.6x
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build-rel}
