@@ -71,17 +71,21 @@ static int close_intervals(struct reader *r)
 
 /* ---- the reader's callbacks ---------------------------------------------- */
 
-/* The events of a file, known from its header (a pipe's come later). */
-/* Whether an event of f's may sample the kernel: its symbols are then
- * read from the data's start, where threads are to spare. */
-static bool records_kernel(const struct pd_file *f)
+/* Whether the kernel's symbols are read from the data's start, where
+ * threads are to spare (perf_data_kernel.c): where an event of f's may
+ * sample the kernel, and the data is long enough for reading it to hide
+ * the 90-110 ms of reading /proc/kallsyms (the rest of the time, it is
+ * read where the records are placed, if a kernel frame is in them). */
+static bool kernel_early(const struct pd_file *f)
 {
+    enum { EARLY_DATA_MIN = 8 << 20 };
     for (size_t i = 0; i < f->nattrs; i++)
         if (!f->attrs[i].exclude_kernel)
-            return true;
+            return f->data_size >= EARLY_DATA_MIN;
     return false;
 }
 
+/* The events of a file, known from its header (a pipe's come later). */
 static int on_header(void *ctx, const struct pd_file *f)
 {
     struct reader *r = ctx;
@@ -90,7 +94,7 @@ static int on_header(void *ctx, const struct pd_file *f)
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
     r->records_jobs = pd_jobs_records_start(r->jobs);
-    return r->o->threads > 1 && records_kernel(f) ? pd_kernel_read_early(&r->kernel_early) : 0;
+    return r->o->threads > 1 && kernel_early(f) ? pd_kernel_read_early(&r->kernel_early) : 0;
 }
 
 /* Pipe mode: events arrive as records. */
