@@ -208,8 +208,10 @@ int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *
         err = copy_piece(dst, &s[all[k].source], &all[k], !par);
     if (!err && par)
         err = rank_pieces(s, n, all, total);
-    for (unsigned i = 0; i < n && !err && par; i++)
+    for (unsigned i = 0; i < n && !err && par; i++) {
         drop_lookup(src[i]);
+        ember_frames_release(&src[i]->frames); /* copied: the nodes' merge reads s->frames */
+    }
     if (!err && par && (err = ember_merge_nodes(dst, s, n, total, threads)) == 1) {
         err = 0;
         for (size_t k = 0; k < total && !err; k++)

@@ -38,8 +38,8 @@ int ember_profile_mark_piece(struct ember_piece_marks *m, uint64_t at,
  * thread reading the input would have made their modules, frames and
  * nodes, on up to `threads` threads (1: on the caller's alone). Weights
  * are added as they are (the sources' decimals are dst's). The sources are
- * left to be freed: on several threads their child tables are dropped
- * first, to make room. */
+ * left to be freed: on several threads their child tables and, once
+ * copied, their frame tables are dropped first, to make room. */
 int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *const *src,
                                struct ember_piece_marks *marks, unsigned n, unsigned threads);
 
