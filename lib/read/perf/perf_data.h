@@ -3,7 +3,8 @@
  * (library-internal).
  *
  * perf_data_stream.c the input as bytes at offsets, each record whole
- * perf_data_ahead.c  the input's chunks read ahead on threads (-j 2 and more)
+ * perf_data_ahead.c  the input's chunks read ahead on threads (-j 2 and more),
+ *                    their records framed there (perf_data_rounds.c's framer)
  * perf_data_file.c   the file: header, attributes, records
  * perf_data_sample.c the layout of a sample
  * perf_reader.c      the records, in time order, to a table of callbacks
@@ -12,7 +13,8 @@
  *                    perf_data_rounds.c, rounds sorted on threads (perf_order.h)
  * perf_data_tasks.c  threads, their names and memory maps, as perf tracks them
  * perf_data_names.c  an address in a map -> the frames perf script would print
- *                    (symbols from lib/symbol: dso.h, kallsyms.h)
+ *                    (symbols from lib/symbol: dso.h, kallsyms.h), the kernel's
+ *                    read on a thread of their own by perf_data_kernel.c
  * perf_data_unwind.c DWARF call graphs: the reader's glue to symbol/unwind.h
  * perf_data_values.c the event kept and the values its samples weigh
  * perf_data.c        the format's row: the reader's records -> the profile,
