@@ -129,6 +129,15 @@ static inline uint64_t time_at(const struct pd_file *f, int word, const uint8_t 
     return (size_t)word < (size_t)(size - 8) / 8 ? pd_u64(p + 8 + 8 * word) : 0;
 }
 
+/* A record's frame: where it is, its header, and its time (perf's own
+ * records: 0). */
+static struct pd_frame frame_of(const struct pd_file *f, int word, const uint8_t *h, uint32_t type,
+                                uint16_t size)
+{
+    uint64_t t = type < PD_RECORD_HEADER_ATTR ? time_at(f, word, h, type, size) : 0;
+    return (struct pd_frame){h, t, type, size, pd_u16(h + 4)};
+}
+
 /* Whether records after one of type are framed ahead: not after those of
  * perf's own records that change how later ones are read (an event's
  * attributes and ids, pd_file_user_record) or have bytes after them. */
@@ -151,8 +160,7 @@ static bool follow(const struct pd_file *f, int word, const uint8_t *h, struct p
     if (out && size <= len - used) {
         if (EMBER_VEC_RESERVE(out->at, out->cap, out->n + 1) < 0)
             return !(c->stop = true); /* the reading thread frames the rest */
-        uint64_t t = type < PD_RECORD_HEADER_ATTR ? time_at(f, word, h, type, size) : 0;
-        out->at[out->n++] = (struct pd_frame){h, t, type, size, pd_u16(h + 4)};
+        out->at[out->n++] = frame_of(f, word, h, type, size);
     }
     c->next += size;
     return true;
@@ -223,9 +231,10 @@ static int frame_at_hand(struct pd_round *rd, const struct pd_file *f, struct pd
     uint64_t left = f->data_offset + f->data_size - s->offset;
     if (!p || n < 8)
         return 0;
-    const struct pd_frame *ahead = pd_stream_framed(s, p, &n);
+    size_t nframed;
+    const struct pd_frame *ahead = pd_stream_framed(s, p, &nframed);
     if (ahead)
-        return take_framed(rd, s, p, chunk, ahead, n);
+        return take_framed(rd, s, p, chunk, ahead, nframed);
     n = n < left ? n : (size_t)left;
     if (add_pinned(rd, p, s->offset, chunk) < 0)
         return -ENOMEM;
@@ -237,8 +246,7 @@ static int frame_at_hand(struct pd_round *rd, const struct pd_file *f, struct pd
             break;
         if (EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->n + 1) < 0)
             return -ENOMEM;
-        rd->frame[rd->n++] =
-            (struct pd_frame){h, time_at(f, word, h, type, size), type, size, pd_u16(h + 4)};
+        rd->frame[rd->n++] = frame_of(f, word, h, type, size);
         used += size;
     }
     if (rd->n == first && rd->stretch[rd->nstretches - 1].first == first)
