@@ -32,6 +32,11 @@ thread and j - 1 others, each into a profile of its own
 (perf_data_place_threads.c), the profiles' nodes merged on as many and
 their modules and frames on the caller's (model/profile_merge.c), and
 everything else is the caller's.
+
+Of the serial part, what the caller does while the workers build the
+batch before (it fills the next: the records handed over) is given apart:
+it adds to the read's time only where it outlasts the building; the rest
+is the caller's alone, the workers idle.
 """
 import collections
 import sys
@@ -88,6 +93,13 @@ def main(path, one=None):
     print_serial(per, total, sampled(one) if one else None)
 
 
+# The caller's work while the workers build the batch before (where
+# samples' records are handed over, perf_data_records.c): it fills the
+# next batch meanwhile, so that work adds to the read's time only where
+# it outlasts the building (few cores: never; many: about as long).
+BESIDE = ("records: ordering, parsing, tasks", "read() of the file")
+
+
 def is_caller(thread):
     """Whether "comm-PID/TID" is the process's first thread, the caller's."""
     pid, _, tid = thread.rpartition("-")[2].partition("/")
@@ -104,10 +116,16 @@ def print_serial(per, total, one):
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))
+            beside = sum(w for n, w in phases.items() if n.startswith(BESIDE))
             print("serial part (the caller's own work): %.1f%%" % (100 * own / total))
             if one:
                 print("  %.1f ms, %.1f%% of the -j 1 read's %.3f s" % (own / 1e6, 100 * own / one,
                                                                      one / 1e9))
+            print("  of which beside the workers' building (records handed over): %.1f ms"
+                  % (beside / 1e6))
+            print("  alone (the workers idle): %.1f ms%s" %
+                  ((own - beside) / 1e6,
+                   ", %.1f%% of the -j 1 read" % (100 * (own - beside) / one) if one else ""))
     others = [(sum(w for n, w in ph.items() if n != "waiting (condition variables)"), t)
               for t, ph in per.items() if not is_caller(t)]
     if others:

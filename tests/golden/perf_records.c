@@ -11,7 +11,9 @@
  * With --order, read with THREADS threads (pd_reader_threads: above 1,
  * the rounds sorted on threads, samples taken in runs, sample_records),
  * prints instead each record as delivered, "TYPE OFFSET", in order: the
- * same lines with any THREADS, or the reader's threads deliver otherwise.
+ * same lines with any THREADS, or the reader's threads deliver otherwise;
+ * "changes" before each of perf's own records but FINISHED_ROUND, where
+ * the reader says the file is about to change (file_changes).
  * Invariants: every record callback of the table is set and counts the record it
  * is handed, so a record the reader drops or delivers twice shows.
  */
@@ -90,6 +92,15 @@ static int print_sample(void *ctx, const struct pd_record *r, int attr, const st
     return print_user(ctx, r);
 }
 
+/* One of perf's own records is about to change the file: "changes",
+ * which must come just before that record's line. */
+static int print_changes(void *ctx)
+{
+    (void)ctx;
+    printf("changes\n");
+    return 0;
+}
+
 /* A run of samples, taken: printed, and let go of. */
 static int print_run(void *ctx, const struct pd_held_record *recs, size_t n)
 {
@@ -114,6 +125,7 @@ static const struct pd_reader_tool printer = {
     .throttle = print_kernel,
     .other = print_kernel,
     .user = print_user,
+    .file_changes = print_changes,
 };
 
 static const struct pd_reader_tool counter = {

@@ -21,7 +21,9 @@ the aggregated one ("cpu-clock:ppp stats:"), which split samples by event.
 Each recording is also read with --order at 1 and 3 threads: the reader
 delivers the same records in the same order (each printed as its type and
 file offset), whether one thread orders the records or rounds are sorted
-on threads and samples handed over in runs (perf_data_rounds.c).
+on threads and samples handed over in runs (perf_data_rounds.c); and says
+the file is about to change ("changes") just before each of perf's own
+records but FINISHED_ROUND, and nowhere else.
 
 usage: perf_records.py CC SOURCE_DIR WORKDIR PERF_RECORDS
 (skips, exit 77, as perfdata.py where perf cannot record)
@@ -94,7 +96,25 @@ def check_order(data, what):
                     "%s against %s" % (what, at + 1, len(one), len(three),
                                        three[at] if at < len(three) else "the end",
                                        one[at] if at < len(one) else "the end"))
+    check_changes(one, what)
     print("ok: %s: %d records delivered in the same order by 3 threads" % (what, len(one)))
+
+
+def check_changes(lines, what):
+    """"changes" just before each of perf's own records but FINISHED_ROUND
+    (types from 64, but 68), and nowhere else: the reader says the file is
+    about to change before it takes such a record, so that a client's
+    threads reading the file's events finish first."""
+    def own(line):
+        return line != "changes" and int(line.split()[0]) >= 64 and line.split()[0] != "68"
+    for i, line in enumerate(lines):
+        said = i > 0 and lines[i - 1] == "changes"
+        if line == "changes" and (i + 1 == len(lines) or not own(lines[i + 1])):
+            golden.fail("%s: \"changes\" at line %d, not before one of perf's own records"
+                        % (what, i + 1))
+        if own(line) and not said:
+            golden.fail("%s: record %d (%s), perf's own, without \"changes\" before it"
+                        % (what, i + 1, line))
 
 
 def check(data, what, must=("SAMPLE", "MMAP2", "COMM", "FORK", "EXIT")):

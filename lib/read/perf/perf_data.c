@@ -181,6 +181,14 @@ static int on_data_end(void *ctx)
     return pd_jobs_drain(r->jobs);
 }
 
+/* The batches built before one of perf's own records changes the events
+ * the threads read samples by. */
+static int on_file_changes(void *ctx)
+{
+    struct reader *r = ctx;
+    return pd_jobs_drain(r->jobs);
+}
+
 static const struct pd_reader_tool profile_tool = {
     .header = on_header,
     .attr = on_attr,
@@ -196,6 +204,7 @@ static const struct pd_reader_tool profile_tool = {
     .throttle = on_task,
     .other = on_task,
     .data_end = on_data_end,
+    .file_changes = on_file_changes,
     .progress = on_progress,
 };
 

@@ -116,9 +116,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* The batch cut into pieces, taken by every thread (the caller's alone
- * when no worker could be started). */
-static void run_pieces(struct pd_jobs *j, bool alone)
+/* The batch cut into pieces: one for the caller's thread alone. */
+static void cut_pieces(struct pd_jobs *j, bool alone)
 {
     size_t want = alone ? 1 : (size_t)j->nb * PIECES_PER_THREAD;
     size_t n = j->nrecs ? j->nrecs : j->n;
@@ -128,18 +127,38 @@ static void run_pieces(struct pd_jobs *j, bool alone)
         j->pieces[j->npieces++] =
             (struct piece){.from = from, .to = from + size < n ? from + size : n};
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
-    if (alone) {
-        take_pieces(j, &j->b[0]);
-        return;
-    }
+}
+
+void pd_jobs_launch(struct pd_jobs *j)
+{
+    cut_pieces(j, false);
     /* planned for twice the last batch's new nodes: most batches make
      * fewer than the one before */
     pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
     atomic_store(&j->busy, j->nb - 1);
     wake_next(j, 0);
+}
+
+/* The pieces of the batch launched that are left, taken on the caller's
+ * thread too, then the workers waited for. */
+static void help_and_wait(struct pd_jobs *j)
+{
     take_pieces(j, &j->b[0]);
     while (sem_wait(&j->done) != 0)
         ; /* EINTR */
+}
+
+/* The batch cut into pieces, taken by every thread (the caller's alone
+ * when no worker could be started). */
+static void run_pieces(struct pd_jobs *j, bool alone)
+{
+    if (alone) {
+        cut_pieces(j, true);
+        take_pieces(j, &j->b[0]);
+        return;
+    }
+    pd_jobs_launch(j);
+    help_and_wait(j);
 }
 
 /* The rest of a piece its builder stopped in, on the caller's thread: the
@@ -215,9 +234,15 @@ int pd_jobs_run(struct pd_jobs *j)
     return merge_pieces(j);
 }
 
+int pd_jobs_land(struct pd_jobs *j)
+{
+    help_and_wait(j);
+    return merge_pieces(j);
+}
+
 int pd_jobs_drain(struct pd_jobs *j)
 {
-    if (j && j->nrecs)
+    if (j && (j->nrecs || j->nfill || j->err))
         return pd_records_drain(j);
     if (!j || j->n == 0)
         return 0;
@@ -281,10 +306,7 @@ void pd_jobs_free(struct pd_jobs *j)
         sem_destroy(&j->b[i].go);
     sem_destroy(&j->done);
     free(j->b);
-    for (size_t i = 0; i < j->nrecs; i++) /* an error left them */
-        if (j->recs[i].hold == RECORD_COPIED)
-            free((void *)j->recs[i].data);
-    free(j->recs);
+    pd_records_free(j);
     free(j->firsts);
     free(j->seens);
     free(j->jobs);
@@ -335,8 +357,10 @@ int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
     j->jobs = malloc(JOBS_BATCH * sizeof(*j->jobs));
     j->walks = malloc(JOBS_WALKS * sizeof(*j->walks));
     j->recs = malloc(JOBS_RECORDS * sizeof(*j->recs));
+    j->fill = malloc(JOBS_RECORDS * sizeof(*j->fill));
     j->pieces = malloc(((size_t)threads * PIECES_PER_THREAD + 1) * sizeof(*j->pieces));
-    int err = j->jobs && j->walks && j->recs && j->pieces ? start_builders(j, threads) : -ENOMEM;
+    int err = j->jobs && j->walks && j->recs && j->fill && j->pieces ? start_builders(j, threads)
+                                                                     : -ENOMEM;
     if (err) {
         pd_jobs_free(j);
         return err;

@@ -21,10 +21,18 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 
+enum { PIECES_PER_THREAD = 4 };
+
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
  * tens of microseconds, an fp sample about 100 ns; DWARF ones (and DWARF
- * samples) by JOBS_WALKS, so that their 8 KB stay in the caches. */
-enum { PIECES_PER_THREAD = 4, JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
+ * samples) by JOBS_WALKS, so that their 8 KB stay in the caches. A
+ * fuzzing build's batches are small, so that its small inputs fill
+ * several, each built on the workers while the next fills. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+enum { JOBS_RECORDS = 16, JOBS_WALKS = 4 };
+#else
+enum { JOBS_RECORDS = 16384, JOBS_WALKS = 128 };
+#endif
 
 struct walk {
     int res; /* pd_unwind_sample_fast's: 0, 1 (libdwfl's to do), or its error */
@@ -99,6 +107,13 @@ struct pd_jobs {
     size_t n;
     struct pd_held_record *recs; /* the batch, when it is records (n is 0) */
     size_t nrecs, max_recs;
+    /* records: the next batch, filled while the workers build recs
+     * (flying: launched, not landed yet); the first error met, which
+     * every later drain returns */
+    struct pd_held_record *fill;
+    size_t nfill;
+    bool flying;
+    int err;
     uint32_t *firsts; /* each piece's first[] and seen[], by the file's events */
     uint8_t *seens;
     struct walk *walks;
@@ -119,10 +134,19 @@ struct pd_jobs {
  * caller's alone when no worker could be started), then merged in order
  * and weighed; the overlays emptied. */
 int pd_jobs_run(struct pd_jobs *j);
+/* The same in two steps: the batch cut into pieces and the workers woken
+ * to build it, the caller's thread free meanwhile; then the pieces left
+ * taken by the caller's thread too, the workers waited for, the pieces
+ * merged in order and weighed. */
+void pd_jobs_launch(struct pd_jobs *j);
+int pd_jobs_land(struct pd_jobs *j);
 
 /* perf_data_records.c */
-/* The batch of records built, merged, weighed, and let go. */
+/* The batch of records flying landed, then the one filled built, merged
+ * and weighed, each let go. */
 int pd_records_drain(struct pd_jobs *j);
+/* The records of both batches an error left, let go of. */
+void pd_records_free(struct pd_jobs *j);
 /* A piece of records built by b, on any thread, until one is the
  * caller's to build (b then stops for the batch). */
 void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc);

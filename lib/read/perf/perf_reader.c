@@ -158,9 +158,11 @@ static int on_held(void *ctx, const struct pd_held_record *recs, size_t n)
 static int on_user_record(struct pd_reader *rd, const struct pd_record *r)
 {
     const struct pd_reader_tool *t = rd->tool;
-    int err = r->type == PD_RECORD_FINISHED_ROUND
-                  ? pd_queue_flush(&rd->q, NULL, PD_FLUSH_DUE, &rd->sink)
-                  : pd_file_user_record(&rd->f, r, rd->d);
+    bool round = r->type == PD_RECORD_FINISHED_ROUND;
+    int err = !round && t->file_changes ? t->file_changes(rd->ctx) : 0;
+    if (!err)
+        err = round ? pd_queue_flush(&rd->q, NULL, PD_FLUSH_DUE, &rd->sink)
+                    : pd_file_user_record(&rd->f, r, rd->d);
     if (err)
         return err;
     if (r->type == PD_RECORD_HEADER_ATTR)

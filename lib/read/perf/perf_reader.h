@@ -73,6 +73,10 @@ struct pd_reader_tool {
     pd_record_cb other;    /* any other kernel record (KSYMBOL, AUX, ...) */
     /* perf's own records but HEADER_ATTR (FINISHED_ROUND, ...) */
     int (*user)(void *ctx, const struct pd_record *r);
+    /* One of perf's own records but FINISHED_ROUND is about to be taken,
+     * which may change the file's events (struct pd_file): a client whose
+     * threads read them lets those finish first. */
+    int (*file_changes)(void *ctx);
     /* The data section read and every record delivered, before the
      * feature sections are: a client that holds samples back finishes
      * them here, as one thread reading each as it comes does (event names
