@@ -33,6 +33,10 @@ thread and j - 1 others, each into a profile of its own
 their modules and frames on the caller's (model/profile_merge.c), and
 everything else is the caller's.
 
+What the command does once the profile is read (collapse's writer,
+freeing at exit) is shown, and left out of the serial part and of the
+-j 1 read's work: it is not the reader's.
+
 Of the serial part, what the caller does while the workers build the
 batch before (it fills the next: the records handed over) is given apart:
 it adds to the read's time only where it outlasts the building; the rest
@@ -45,7 +49,12 @@ import sys
 # not by the first address resolved in it
 PREPARED = "ember_symbol_module_inlines;"
 
-PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
+# What the command does with the profile once read (collapse's writer,
+# freeing it at exit): not the reader's, left out of both shares.
+WRITER = "the output written, the profile freed (after the read)"
+
+PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"]),
+          ("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
           ("read() of the file, its records framed",
            ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
@@ -70,8 +79,19 @@ PHASES = [("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"])
 
 
 def sampled(path):
-    """The CPU time a profile sampled, in ns."""
-    return sum(float(line.rpartition(" ")[2]) for line in open(path, errors="replace"))
+    """The CPU time a profile sampled, in ns, less the writer's."""
+    total = 0.0
+    for line in open(path, errors="replace"):
+        stack, _, weight = line.rstrip("\n").rpartition(" ")
+        if phase_of(";".join(stack.split(";")[1:]) + ";") != WRITER:
+            total += float(weight)
+    return total
+
+
+def phase_of(body):
+    """The phase of a stack (its frames, each followed by ";")."""
+    return next((n for n, keys in PHASES if any(k in body for k in keys) and
+                 not (PREPARED in keys and "ember_symbolizer_resolve" in body)), "other")
 
 
 def main(path, one=None):
@@ -82,9 +102,7 @@ def main(path, one=None):
         frames = stack.split(";")
         body = ";".join(frames[1:]) + ";"
         total += float(weight)
-        name = next((n for n, keys in PHASES if any(k in body for k in keys) and
-                     not (PREPARED in keys and "ember_symbolizer_resolve" in body)), "other")
-        per[frames[0]][name] += float(weight)
+        per[frames[0]][phase_of(body)] += float(weight)
     print("%.3f s of CPU sampled" % (total / 1e9))
     for thread, phases in sorted(per.items(), key=lambda t: -sum(t[1].values())):
         print("%-28s %5.1f%%" % (thread, 100 * sum(phases.values()) / total))
@@ -112,7 +130,8 @@ def print_serial(per, total, one):
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
     shared = ("samples unwound, stacks built", "rounds of records sorted", "files' symbols",
-              "waiting", "raw nodes named and placed", "placing: the threads' profiles' nodes")
+              "waiting", "raw nodes named and placed", "placing: the threads' profiles' nodes",
+              WRITER)
     for thread, phases in per.items():
         if is_caller(thread):
             own = sum(w for n, w in phases.items() if not n.startswith(shared))

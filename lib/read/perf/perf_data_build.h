@@ -223,22 +223,26 @@ static inline void pd_raw_merge_reset(struct pd_raw_merge *m)
 }
 void pd_raw_merge_release(struct pd_raw_merge *m);
 
-/* The reader's trie's node arrays and child table grown ahead: made on a
- * worker while a batch is built (the trie does not change then), taken
- * by the caller before the batch's merge, so that merging does not grow
- * them on the caller's thread (copying the nodes and rehashing the
- * children, and first touching the new pages, which cost more than the
- * merge's own work on an fp read). */
+/* The reader's trie's node arrays and child table, and its frames and
+ * their table, grown ahead: made on a worker while a batch is built (the
+ * trie does not change then), taken by the caller before the batch's
+ * merge, so that merging does not grow them on the caller's thread
+ * (copying the nodes and rehashing the children, and first touching the
+ * new pages, which cost more than the merge's own work on an fp read). */
 struct pd_raw_spare {
-    size_t nnodes;          /* the trie's, planned for; 0: no plan */
-    size_t ncap;            /* the node arrays' to be */
-    uint32_t mask;          /* the child table's to be (as planned: unchanged) */
+    size_t nnodes, nframes; /* the trie's, planned for; nnodes 0: no plan */
+    size_t ncap, fcap;      /* the node and frame arrays' to be */
+    uint32_t mask, fmask;   /* the child and frame tables' to be (unchanged: kept) */
     uint32_t *parent, *key; /* made: the node arrays, at ncap */
     uint64_t *samples, *period;
     struct ember_u64slot *slots; /* made: the child table, mask + 1 slots */
+    struct raw_frame *frames;    /* made: the frames, at fcap */
+    struct frame_slot *fslots;   /* made: their table, fmask + 1 slots */
 };
-/* Planned on the caller's thread, if merging `more` nodes would grow raw. */
-void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp);
+/* Planned on the caller's thread, if merging `more` nodes and `frames`
+ * frames would grow raw. */
+void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, size_t frames,
+                       struct pd_raw_spare *sp);
 /* Made as planned, on any thread, while raw does not change (what finds
  * no memory is left: the merge grows it as it would have). */
 void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp);

@@ -508,20 +508,41 @@ void pd_raw_merge_release(struct pd_raw_merge *m)
 
 /* ---- growing ahead ------------------------------------------------------- */
 
-void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp)
+/* cap doubled (from 16) till it holds n, as EMBER_VEC_RESERVE and
+ * grow_nodes grow. */
+static size_t grown_cap(size_t cap, size_t n)
+{
+    if (cap >= n)
+        return cap;
+    for (cap = cap ? cap : 16; cap < n && cap * 2 > cap;)
+        cap *= 2;
+    return cap;
+}
+
+/* A table's mask once it holds count entries, at most half full. */
+static uint32_t grown_mask(uint32_t mask, size_t count)
+{
+    while (count * 2 > (size_t)mask + 1 && mask * 2 + 1 > mask)
+        mask = mask * 2 + 1;
+    return mask;
+}
+
+void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, size_t frames,
+                       struct pd_raw_spare *sp)
 {
     *sp = (struct pd_raw_spare){0};
-    size_t cap = raw->ncap, n = raw->nnodes + more;
-    uint32_t mask = raw->children.mask;
-    while (cap && cap < n && cap * 2 > cap)
-        cap *= 2; /* grow_nodes' steps */
-    while (((size_t)raw->children.count + more) * 2 > (size_t)mask + 1 && mask * 2 + 1 > mask)
-        mask = mask * 2 + 1; /* ember_u64map_put's */
-    if (cap == raw->ncap && mask == raw->children.mask)
+    size_t cap = raw->ncap ? grown_cap(raw->ncap, raw->nnodes + more) : 0;
+    uint32_t mask = grown_mask(raw->children.mask, (size_t)raw->children.count + more);
+    size_t fcap = grown_cap(raw->fcap, raw->nframes + frames);
+    uint32_t fmask = grown_mask(raw->fmask, (size_t)raw->fcount + frames + 1);
+    if (cap == raw->ncap && mask == raw->children.mask && fcap == raw->fcap && fmask == raw->fmask)
         return;
     sp->nnodes = raw->nnodes;
+    sp->nframes = raw->nframes;
     sp->ncap = cap;
     sp->mask = mask;
+    sp->fcap = fcap;
+    sp->fmask = fmask;
 }
 
 /* A copy of the first n of an array of cap, the rest zeroed (their pages
@@ -548,6 +569,11 @@ void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp)
     if (sp->mask != raw->children.mask)
         sp->slots = ember_table_regrown(raw->children.slots, raw->children.mask, sp->mask,
                                         sizeof(*sp->slots), ember_u64slot_hash, ember_u64slot_used);
+    if (sp->fcap != raw->fcap)
+        sp->frames = copied(raw->frames, raw->nframes, sp->fcap, sizeof(*raw->frames));
+    if (sp->fmask != raw->fmask)
+        sp->fslots = ember_table_regrown(raw->fslots, raw->fmask, sp->fmask, sizeof(*sp->fslots),
+                                         frame_slot_hash, frame_slot_used);
 }
 
 void pd_raw_spare_release(struct pd_raw_spare *sp)
@@ -557,6 +583,8 @@ void pd_raw_spare_release(struct pd_raw_spare *sp)
     free(sp->samples);
     free(sp->period);
     free(sp->slots);
+    free(sp->frames);
+    free(sp->fslots);
     *sp = (struct pd_raw_spare){0};
 }
 
@@ -581,6 +609,19 @@ void pd_raw_spare_take(struct pd_raw *raw, struct pd_raw_spare *sp)
         raw->children.slots = sp->slots;
         raw->children.mask = sp->mask;
         sp->slots = NULL;
+    }
+    as_planned = as_planned && sp->nframes == raw->nframes;
+    if (as_planned && sp->frames) {
+        free(raw->frames);
+        raw->frames = sp->frames;
+        raw->fcap = sp->fcap;
+        sp->frames = NULL;
+    }
+    if (as_planned && sp->fslots) {
+        free(raw->fslots);
+        raw->fslots = sp->fslots;
+        raw->fmask = sp->fmask;
+        sp->fslots = NULL;
     }
     pd_raw_spare_release(sp);
 }
