@@ -4,8 +4,10 @@
  *
  * perf_data.c        the format: the reader's callbacks, off-CPU time
  * perf_data_stacks.c samples -> raw stacks (a trie of (map, address) frames)
- * perf_data_raw.c    the trie, and the workers' overlays on it
- * perf_data_jobs.c   DWARF samples unwound and built on several threads
+ * perf_data_raw.c    the trie, and the workers' overlays on it, with
+ *                    perf_data_raw_spare.c, the trie grown ahead of merges
+ * perf_data_jobs.c   samples decoded, unwound and built on several threads
+ *                    (perf_data_records.c: their records handed over)
  * perf_data_place.c  raw stacks -> the profile: named, placed, weighed
  * perf_data_place_threads.c  the same on several threads, then merged
  *
@@ -178,6 +180,9 @@ void pd_raw_release(struct pd_raw *raw);
 void pd_raw_drop(struct pd_raw *raw);
 /* An overlay emptied, once merged. 0 or -ENOMEM. */
 int pd_raw_reset(struct pd_raw *raw);
+/* The frame table's slots' hash and use (perf_data_raw_spare.c regrows it). */
+uint64_t pd_raw_frame_slot_hash(const void *slot);
+bool pd_raw_frame_slot_used(const void *slot);
 /* The raw frame (mapref, ip), numbered on first sight (mapref 0: no map). */
 int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id);
 /* The child of parent under key, made when new. */

@@ -176,13 +176,13 @@ static uint32_t own_id(const struct pd_raw *raw, size_t i)
 
 /* ---- frames and maps ----------------------------------------------------- */
 
-static uint64_t frame_slot_hash(const void *slot)
+uint64_t pd_raw_frame_slot_hash(const void *slot)
 {
     const struct frame_slot *s = slot;
     return ember_hash_u64(s->ip * 31 + s->mapref);
 }
 
-static bool frame_slot_used(const void *slot)
+bool pd_raw_frame_slot_used(const void *slot)
 {
     return ((const struct frame_slot *)slot)->id1 != 0;
 }
@@ -190,7 +190,8 @@ static bool frame_slot_used(const void *slot)
 static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip)
 {
     struct frame_slot probe = {ip, mapref, 0};
-    for (uint32_t i = (uint32_t)frame_slot_hash(&probe) & raw->fmask;; i = (i + 1) & raw->fmask) {
+    for (uint32_t i = (uint32_t)pd_raw_frame_slot_hash(&probe) & raw->fmask;;
+         i = (i + 1) & raw->fmask) {
         struct frame_slot *s = &raw->fslots[i];
         if (!s->id1 || (s->ip == ip && s->mapref == mapref))
             return s;
@@ -215,7 +216,7 @@ int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
         return -ERANGE;
     if ((raw->fcount + 1) * 2 > raw->fmask + 1) {
         if (ember_table_grow((void **)&raw->fslots, &raw->fmask, sizeof(*raw->fslots),
-                             frame_slot_hash, frame_slot_used) < 0)
+                             pd_raw_frame_slot_hash, pd_raw_frame_slot_used) < 0)
             return -ENOMEM;
         s = frame_find(raw, mapref, ip);
     }
@@ -433,7 +434,7 @@ static const void *frame_home(const struct pd_raw *dst, const struct pd_raw *src
 {
     const struct raw_frame *f = &src->frames[i];
     struct frame_slot probe = {f->ip, over(m->maps, f->mapref), 0};
-    return &dst->fslots[(uint32_t)frame_slot_hash(&probe) & dst->fmask];
+    return &dst->fslots[(uint32_t)pd_raw_frame_slot_hash(&probe) & dst->fmask];
 }
 
 static int merge_frames(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,
@@ -504,124 +505,4 @@ void pd_raw_merge_release(struct pd_raw_merge *m)
     free(m->maps);
     free(m->frames);
     free(m->nodes);
-}
-
-/* ---- growing ahead ------------------------------------------------------- */
-
-/* cap doubled (from 16) till it holds n, as EMBER_VEC_RESERVE and
- * grow_nodes grow. */
-static size_t grown_cap(size_t cap, size_t n)
-{
-    if (cap >= n)
-        return cap;
-    for (cap = cap ? cap : 16; cap < n && cap * 2 > cap;)
-        cap *= 2;
-    return cap;
-}
-
-/* A table's mask once it holds count entries, at most half full. */
-static uint32_t grown_mask(uint32_t mask, size_t count)
-{
-    while (count * 2 > (size_t)mask + 1 && mask * 2 + 1 > mask)
-        mask = mask * 2 + 1;
-    return mask;
-}
-
-void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, size_t frames,
-                       struct pd_raw_spare *sp)
-{
-    *sp = (struct pd_raw_spare){0};
-    size_t cap = raw->ncap ? grown_cap(raw->ncap, raw->nnodes + more) : 0;
-    uint32_t mask = grown_mask(raw->children.mask, (size_t)raw->children.count + more);
-    size_t fcap = grown_cap(raw->fcap, raw->nframes + frames);
-    uint32_t fmask = grown_mask(raw->fmask, (size_t)raw->fcount + frames + 1);
-    if (cap == raw->ncap && mask == raw->children.mask && fcap == raw->fcap && fmask == raw->fmask)
-        return;
-    sp->nnodes = raw->nnodes;
-    sp->nframes = raw->nframes;
-    sp->ncap = cap;
-    sp->mask = mask;
-    sp->fcap = fcap;
-    sp->fmask = fmask;
-}
-
-/* A copy of the first n of an array of cap, the rest zeroed (their pages
- * touched here, not where they are written). */
-static void *copied(const void *from, size_t n, size_t cap, size_t size)
-{
-    char *to = malloc(cap * size);
-    if (to) {
-        memcpy(to, from, n * size);
-        memset(to + n * size, 0, (cap - n) * size);
-    }
-    return to;
-}
-
-void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp)
-{
-    size_t n = raw->nnodes;
-    if (sp->ncap != raw->ncap) {
-        sp->parent = copied(raw->parent, n, sp->ncap, sizeof(*raw->parent));
-        sp->key = copied(raw->key, n, sp->ncap, sizeof(*raw->key));
-        sp->samples = copied(raw->samples, n, sp->ncap, sizeof(*raw->samples));
-        sp->period = copied(raw->period, n, sp->ncap, sizeof(*raw->period));
-    }
-    if (sp->mask != raw->children.mask)
-        sp->slots = ember_table_regrown(raw->children.slots, raw->children.mask, sp->mask,
-                                        sizeof(*sp->slots), ember_u64slot_hash, ember_u64slot_used);
-    if (sp->fcap != raw->fcap)
-        sp->frames = copied(raw->frames, raw->nframes, sp->fcap, sizeof(*raw->frames));
-    if (sp->fmask != raw->fmask)
-        sp->fslots = ember_table_regrown(raw->fslots, raw->fmask, sp->fmask, sizeof(*sp->fslots),
-                                         frame_slot_hash, frame_slot_used);
-}
-
-void pd_raw_spare_release(struct pd_raw_spare *sp)
-{
-    free(sp->parent);
-    free(sp->key);
-    free(sp->samples);
-    free(sp->period);
-    free(sp->slots);
-    free(sp->frames);
-    free(sp->fslots);
-    *sp = (struct pd_raw_spare){0};
-}
-
-void pd_raw_spare_take(struct pd_raw *raw, struct pd_raw_spare *sp)
-{
-    bool as_planned = sp->nnodes && sp->nnodes == raw->nnodes;
-    if (as_planned && sp->parent && sp->key && sp->samples && sp->period) {
-        free(raw->parent);
-        free(raw->key);
-        free(raw->samples);
-        free(raw->period);
-        raw->parent = sp->parent;
-        raw->key = sp->key;
-        raw->samples = sp->samples;
-        raw->period = sp->period;
-        raw->ncap = sp->ncap;
-        sp->parent = sp->key = NULL;
-        sp->samples = sp->period = NULL;
-    }
-    if (as_planned && sp->slots) {
-        free(raw->children.slots);
-        raw->children.slots = sp->slots;
-        raw->children.mask = sp->mask;
-        sp->slots = NULL;
-    }
-    as_planned = as_planned && sp->nframes == raw->nframes;
-    if (as_planned && sp->frames) {
-        free(raw->frames);
-        raw->frames = sp->frames;
-        raw->fcap = sp->fcap;
-        sp->frames = NULL;
-    }
-    if (as_planned && sp->fslots) {
-        free(raw->fslots);
-        raw->fslots = sp->fslots;
-        raw->fmask = sp->fmask;
-        sp->fslots = NULL;
-    }
-    pd_raw_spare_release(sp);
 }
