@@ -9,7 +9,10 @@
 # decoded the sample yet said the second error, one thread the first;
 # late-error-event-name.data, the fuzzer's too: a corrupt sample in the
 # last batch, whose error threads said once the feature sections had
-# renamed its event "cpu-clock:ppp", one thread as "cpu-clock"), and
+# renamed its event "cpu-clock:ppp", one thread as "cpu-clock";
+# round-runs-moved.data, the fuzzer's too: a record framed by the
+# reading thread after a run of records framed ahead, whose round read
+# its last run through a pointer that growing its runs had moved), and
 # each cut short by cut_seeds.sh, as a perf record that was killed leaves
 # it. Where perf cannot record, the committed seeds alone (exit 0).
 #

@@ -5,8 +5,9 @@
  * of random sizes, from a byte to thousands, so that headers and records
  * are cut anywhere: each record wholly in its piece is framed there as
  * the reading thread frames it (its place, time, type, size and misc), no
- * other is; the chain stops at the data's end and at an event's
- * attributes (HEADER_ATTR), which change how later records are read.
+ * other is, and perf's own among them are listed (own); the chain stops
+ * at the data's end and at an event's attributes (HEADER_ATTR), which
+ * change how later records are read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +107,22 @@ static bool in_one_piece(const struct section *s, size_t i, const size_t *ends, 
     return *k < npieces && to <= ends[*k];
 }
 
+/* A chunk's frames say where perf's own records are among them: each
+ * one, in order, and no other. */
+static void check_own(const struct pd_frames *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        if (out->at[i].type < PD_RECORD_HEADER_ATTR)
+            continue;
+        if (k == out->nown || out->own[k] != i)
+            fail_msg("frame %zu (type %u): not the next of perf's own (%zu of %zu)", i,
+                     out->at[i].type, k, out->nown);
+        k++;
+    }
+    assert_int_equal(k, out->nown);
+}
+
 /* The section framed in pieces of 1 to most bytes: each record framed as
  * want says where it lies wholly in a piece and comes before stop_at
  * (the record the chain stops at; NRECORDS where it does not), and no
@@ -125,6 +142,7 @@ static void frame_in_pieces(const struct section *s, uint64_t *rng, size_t most,
         len = len < s->len - at ? len : s->len - at;
         ends[npieces] = at + len;
         pd_round_frame_ahead(&f, s->bytes + at, len, at, &c, &out);
+        check_own(&out);
         for (size_t i = 0; i < out.n; i++) {
             size_t off = (size_t)(out.at[i].p - s->bytes);
             while (next < s->n && (size_t)(uintptr_t)s->want[next].p < off)
@@ -146,7 +164,7 @@ static void frame_in_pieces(const struct section *s, uint64_t *rng, size_t most,
                      framed[i]);
     free(ends);
     free(framed);
-    free(out.at);
+    pd_frames_free(&out);
     f.attrs = NULL; /* static */
     pd_file_release(&f);
 }

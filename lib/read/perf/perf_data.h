@@ -83,10 +83,20 @@ struct pd_frame {
     uint16_t size, misc;
 };
 /* A chunk's records framed ahead, in file order: each one wholly in it,
- * perf's own among them (time 0), up to where the chain stops. */
+ * perf's own among them (time 0, their places in own), up to where the
+ * chain stops. */
 struct pd_frames {
     struct pd_frame *at;
     size_t n, cap;
+    size_t *own; /* at[own[i]] is one of perf's own records, in order */
+    size_t nown, ocap;
+};
+void pd_frames_free(struct pd_frames *fr);
+/* A chunk's buffer with its frames: rounds point into both while its
+ * records are pinned (the stream's spare buffers). */
+struct pd_buffer {
+    struct ember_chunk c;
+    struct pd_frames fr;
 };
 /* Where the records stand at a chunk's start, as they are framed ahead:
  * the next one starts at file offset next, its header's first ntail bytes
@@ -122,13 +132,13 @@ struct pd_stream {
     bool eof;
     struct pd_ahead *ahead;  /* chunks read on a thread of their own, or NULL */
     struct pd_frames framed; /* the current chunk's records framed ahead, from fcur */
-    size_t fcur;
+    size_t fcur, ocur;       /* and framed.own's first from fcur on */
     /* chunks that queued records point into (pd_stream_pin) */
     uint64_t chunk_id;    /* the current chunk's number */
     size_t chunk_pins;    /* records in it still queued */
     struct pd_held *held; /* earlier chunks still pinned, by number */
     size_t nheld, hcap;
-    struct ember_chunk *spare; /* buffers to read into again */
+    struct pd_buffer *spare; /* buffers to read into again */
     size_t nspare, spcap;
 };
 
@@ -211,7 +221,8 @@ int pd_stream_skip(struct pd_stream *s, uint64_t n, const char *inside, struct e
 int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, const struct pd_framer *framer,
                          void (*progress)(void *ctx), void *ctx);
 /* The reading threads joined (also done by pd_stream_release): no thread
- * touches the input any more, the stream reads on as before. */
+ * touches the input any more, the stream reads on as before; the current
+ * chunk's frames let go (no round may point into them any more). */
 void pd_stream_stop_ahead(struct pd_stream *s);
 /* The threads' side (perf_data_ahead.c): started at the input's offset
  * base (*a NULL without a thread), its records framed from chain on where
@@ -242,9 +253,12 @@ bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *ch
  * Taking n of them moves the stream past them, pins of them pinned. */
 const uint8_t *pd_stream_at_hand(struct pd_stream *s, size_t *n, uint64_t *chunk);
 void pd_stream_take(struct pd_stream *s, size_t n, size_t pins);
-/* The records from p (at hand) on as framed ahead: *n of them, in file
- * order, or NULL where p's was not. */
+/* The records from p (at hand) on as framed ahead, up to the first of
+ * perf's own (not included): *n of them, in file order, or NULL where p's
+ * was not. They stay where they are while any of them is pinned. */
 const struct pd_frame *pd_stream_framed(struct pd_stream *s, const uint8_t *p, size_t *n);
+/* pd_stream_take of the first k of those, each pinned: n bytes. */
+void pd_stream_take_framed(struct pd_stream *s, size_t n, size_t k);
 /* n pins on chunk let go. */
 void pd_stream_unpin(struct pd_stream *s, uint64_t chunk, size_t n);
 /* One more pin on a chunk pinned now. */

@@ -242,10 +242,8 @@ void pd_ahead_stop(struct pd_ahead *a)
             ember_chunk_release(&a->slot[i].c);
             a->slot[i].full = false;
         }
-        if (!a->slot[i].full) { /* and the frames of chunks not taken framed */
-            free(a->slot[i].fr.at);
-            a->slot[i].fr = (struct pd_frames){0};
-        }
+        if (!a->slot[i].full) /* and the frames of chunks not taken framed */
+            pd_frames_free(&a->slot[i].fr);
     }
 }
 
@@ -256,7 +254,7 @@ void pd_ahead_free(struct pd_ahead *a)
     pd_ahead_stop(a);
     for (size_t i = 0; i < AHEAD_SLOTS; i++) {
         ember_chunk_release(&a->slot[i].c);
-        free(a->slot[i].fr.at);
+        pd_frames_free(&a->slot[i].fr);
     }
     pthread_cond_destroy(&a->filled);
     pthread_cond_destroy(&a->room);

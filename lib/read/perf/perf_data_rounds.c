@@ -5,8 +5,9 @@
  * the queue, sorting, handing each over: about 30 ns a record), and a
  * round's sorting needs nothing but the round. So the reading thread only
  * frames the records (each one's header and time read, a 24-byte entry
- * written; or the entries copied, where the threads that read the file
- * framed its chunks ahead: pd_round_frame_ahead, perf_data_ahead.c),
+ * written; or, where the threads that read the file framed its chunks
+ * ahead, pd_round_frame_ahead and perf_data_ahead.c, the round points at
+ * their entries, which the chunk keeps while its records are pinned),
  * rounds are sorted wherever a thread is free, and the reading thread
  * delivers them in order (perf_reader.c), merging each with what the
  * queue kept and handing runs of samples over as they are
@@ -19,9 +20,11 @@
  * it) and frees its slot, unless the queue keeps the round's rest.
  * Invariants: rounds are taken, sorted and delivered in the order they
  * were framed; sorting reads only the round's entries (not the records'
- * bytes, nor the file); the reading thread alone touches the stream and
- * the queue; a record's sequence number is its place in the file, as one
- * thread pushing records numbers them.
+ * bytes, nor the file), which stay where they are till it is delivered
+ * (its records pin their chunks, whose frames go with them); the reading
+ * thread alone touches the stream and the queue; a record's sequence
+ * number is its place in the file, as one thread pushing records numbers
+ * them.
  */
 #include "read/perf/perf_order.h"
 #include "base/vec.h"
@@ -84,27 +87,49 @@ static int add_pinned(struct pd_round *rd, const uint8_t *p, uint64_t offset, ui
     return 0;
 }
 
+/* The next record's frame, framed here. */
+static int add_own(struct pd_round *rd, struct pd_frame fr)
+{
+    bool more = rd->nruns && !rd->run[rd->nruns - 1].ext; /* one more in the last run */
+    if (EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->nown + 1) < 0 ||
+        (!more && EMBER_VEC_RESERVE(rd->run, rd->rcap, rd->nruns + 1) < 0))
+        return -ENOMEM;
+    if (more)
+        rd->run[rd->nruns - 1].n++;
+    else
+        rd->run[rd->nruns++] = (struct pd_frame_run){NULL, rd->nown, 1};
+    rd->frame[rd->nown++] = fr;
+    rd->n++;
+    return 0;
+}
+
+/* The next k records' frames, framed ahead at fr. */
+static int add_run(struct pd_round *rd, const struct pd_frame *fr, size_t k)
+{
+    if (EMBER_VEC_RESERVE(rd->run, rd->rcap, rd->nruns + 1) < 0)
+        return -ENOMEM;
+    rd->run[rd->nruns++] = (struct pd_frame_run){fr, 0, k};
+    rd->n += k;
+    return 0;
+}
+
 /* A kernel record into the round, pinned where it is (or copied). */
 static int add_record(struct pd_round *rd, const struct pd_file *f, struct pd_stream *s,
                       const struct pd_record *r)
 {
     uint64_t chunk;
-    if (EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->n + 1) < 0)
-        return -ENOMEM;
-    struct pd_frame *fr = &rd->frame[rd->n];
-    *fr = (struct pd_frame){r->data, pd_file_time_of(f, r), r->type, (uint16_t)r->size, r->misc};
+    struct pd_frame fr = {r->data, pd_file_time_of(f, r), r->type, (uint16_t)r->size, r->misc};
     if (pd_stream_pin(s, r->data, r->size, &chunk)) {
         int err = add_pinned(rd, r->data, r->offset, chunk); /* from this record on */
-        rd->n++;
-        return err;
+        return err ? err : add_own(rd, fr);
     }
     if (EMBER_VEC_RESERVE(rd->copy, rd->ccap, rd->ncopies + 1) < 0)
         return -ENOMEM;
     struct pd_copy *c = &rd->copy[rd->ncopies++];
     c->offset = r->offset;
-    fr->p = NULL;
-    rd->n++;
-    return copy_bytes(rd, r->data, r->size, &c->at);
+    fr.p = NULL;
+    int err = add_own(rd, fr);
+    return err ? err : copy_bytes(rd, r->data, r->size, &c->at);
 }
 
 /* Where a sample's time is, in words after its header, where the file
@@ -158,8 +183,12 @@ static bool follow(const struct pd_file *f, int word, const uint8_t *h, struct p
     if (size < 8 || !passable(type) || size > f->data_offset + f->data_size - c->next)
         return !(c->stop = true);
     if (out && size <= len - used) {
-        if (EMBER_VEC_RESERVE(out->at, out->cap, out->n + 1) < 0)
+        bool own = type >= PD_RECORD_HEADER_ATTR;
+        if (EMBER_VEC_RESERVE(out->at, out->cap, out->n + 1) < 0 ||
+            (own && EMBER_VEC_RESERVE(out->own, out->ocap, out->nown + 1) < 0))
             return !(c->stop = true); /* the reading thread frames the rest */
+        if (own)
+            out->own[out->nown++] = out->n;
         out->at[out->n++] = frame_of(f, word, h, type, size);
     }
     c->next += size;
@@ -171,7 +200,7 @@ void pd_round_frame_ahead(const void *ctx, const uint8_t *p, size_t len, uint64_
 {
     const struct pd_file *f = ctx;
     if (out)
-        out->n = 0;
+        out->n = out->nown = 0;
     if (c->stop)
         return; /* f may be the reading thread's again */
     uint64_t end = f->data_offset + f->data_size;
@@ -199,21 +228,16 @@ void pd_round_frame_ahead(const void *ctx, const uint8_t *p, size_t len, uint64_
     c->stop = c->next >= end;
 }
 
-/* The kernel records framed ahead from p on, up to one of perf's own. */
+/* The k kernel records framed ahead from p on (up to one of perf's own):
+ * the round points at their frames, as it does at their bytes. */
 static int take_framed(struct pd_round *rd, struct pd_stream *s, const uint8_t *p, uint64_t chunk,
-                       const struct pd_frame *fr, size_t n)
+                       const struct pd_frame *fr, size_t k)
 {
-    size_t k = 0;
-    while (k < n && fr[k].type < PD_RECORD_HEADER_ATTR)
-        k++;
     if (!k)
         return 0;
-    if (add_pinned(rd, p, s->offset, chunk) < 0 ||
-        EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->n + k) < 0)
+    if (add_pinned(rd, p, s->offset, chunk) < 0 || add_run(rd, fr, k) < 0)
         return -ENOMEM;
-    memcpy(rd->frame + rd->n, fr, k * sizeof(*fr));
-    rd->n += k;
-    pd_stream_take(s, (size_t)(fr[k - 1].p + fr[k - 1].size - p), k);
+    pd_stream_take_framed(s, (size_t)(fr[k - 1].p + fr[k - 1].size - p), k);
     return 0;
 }
 
@@ -244,9 +268,8 @@ static int frame_at_hand(struct pd_round *rd, const struct pd_file *f, struct pd
         uint16_t size = pd_u16(h + 6);
         if (type >= PD_RECORD_HEADER_ATTR || size < 8 || size > n - used)
             break;
-        if (EMBER_VEC_RESERVE(rd->frame, rd->fcap, rd->n + 1) < 0)
+        if (add_own(rd, frame_of(f, word, h, type, size)) < 0)
             return -ENOMEM;
-        rd->frame[rd->n++] = frame_of(f, word, h, type, size);
         used += size;
     }
     if (rd->n == first && rd->stretch[rd->nstretches - 1].first == first)
@@ -272,7 +295,8 @@ static int end_at(struct pd_round *rd, const struct pd_record *r)
 int pd_round_frame(struct pd_round *rd, struct pd_file *f, struct pd_stream *s, uint64_t *seq,
                    struct ember_diag *d)
 {
-    rd->n = rd->ntimed = rd->nimm = rd->used = rd->nstretches = rd->ncopies = 0;
+    rd->n = rd->nown = rd->nruns = 0;
+    rd->ntimed = rd->nimm = rd->used = rd->nstretches = rd->ncopies = 0;
     rd->max_time = 0;
     rd->err = 0;
     rd->seq = *seq;
@@ -321,11 +345,11 @@ static int held_records(struct pd_round *rd)
     return 0;
 }
 
-/* Record i as framed: where it is, its place, its header and time (its
- * bytes not read again). */
-static struct pd_queued framed(const struct pd_round *rd, size_t i, size_t *st, size_t *cp)
+/* Record i as framed (fr): where it is, its place, its header and time
+ * (its bytes not read again). */
+static struct pd_queued framed(const struct pd_round *rd, const struct pd_frame *fr, size_t i,
+                               size_t *st, size_t *cp)
 {
-    const struct pd_frame *fr = &rd->frame[i];
     struct pd_queued e = {fr->time, rd->seq + i, 0, PD_COPIED, {0}, fr->type, fr->size, fr->misc};
     if (fr->p) {
         while (*st + 1 < rd->nstretches && rd->stretch[*st + 1].first <= i)
@@ -346,20 +370,24 @@ static struct pd_queued framed(const struct pd_round *rd, size_t i, size_t *st, 
  * ones sorted. */
 static int sort_round(struct pd_round *rd, struct pd_sort_room *room)
 {
-    size_t w = 0, st = 0, cp = 0;
+    size_t w = 0, st = 0, cp = 0, i = 0;
     if (EMBER_VEC_RESERVE(rd->ev, rd->cap, rd->n) < 0)
         return -ENOMEM;
-    for (size_t i = 0; i < rd->n; i++) {
-        struct pd_queued e = framed(rd, i, &st, &cp);
-        if (e.time == 0 || e.time == UINT64_MAX) { /* untimed (synthesized): at once, as perf */
-            if (EMBER_VEC_RESERVE(rd->imm, rd->icap, rd->nimm + 1) < 0)
-                return -ENOMEM;
-            rd->imm[rd->nimm++] = e;
-            continue;
+    for (size_t r = 0; r < rd->nruns; r++) {
+        const struct pd_frame_run *run = &rd->run[r];
+        const struct pd_frame *at = run->ext ? run->ext : rd->frame + run->first;
+        for (size_t k = 0; k < run->n; k++, i++) {
+            struct pd_queued e = framed(rd, &at[k], i, &st, &cp);
+            if (e.time == 0 || e.time == UINT64_MAX) { /* untimed (synthesized): at once */
+                if (EMBER_VEC_RESERVE(rd->imm, rd->icap, rd->nimm + 1) < 0)
+                    return -ENOMEM;
+                rd->imm[rd->nimm++] = e;
+                continue;
+            }
+            if (e.time > rd->max_time)
+                rd->max_time = e.time;
+            rd->ev[w++] = e;
         }
-        if (e.time > rd->max_time)
-            rd->max_time = e.time;
-        rd->ev[w++] = e;
     }
     rd->ntimed = w;
     int err = pd_queue_sort(rd->ev, w, 0, room);
@@ -438,6 +466,7 @@ void pd_rounds_free(struct pd_rounds *rs)
         free(rs->ring[i].bytes);
         free(rs->ring[i].held);
         free(rs->ring[i].frame);
+        free(rs->ring[i].run);
         free(rs->ring[i].stretch);
         free(rs->ring[i].copy);
         free(rs->ring[i].special);

@@ -6,9 +6,10 @@
  * stream; bytes that straddle two chunks are copied into join, which is
  * handed out first; offset is always the file offset of the next byte; a
  * read past the end is a truncation error naming what was being read.
- * A chunk with pinned records is set aside at the next refill and its
- * buffer read into again once the last of them is unpinned; pins name a
- * chunk by its number, which grows with each chunk read.
+ * A chunk with pinned records is set aside at the next refill, with its
+ * records' frames (rounds point into both), and its buffer and frames
+ * read into again once the last of them is unpinned; pins name a chunk
+ * by its number, which grows with each chunk read.
  */
 #include "read/perf/perf_data.h"
 #include "read/read_impl.h"
@@ -48,22 +49,31 @@ int pd_stream_read_ahead(struct pd_stream *s, unsigned readers, const struct pd_
 void pd_stream_stop_ahead(struct pd_stream *s)
 {
     pd_ahead_stop(s->ahead);
-    free(s->framed.at); /* the rest of this chunk is framed here */
-    s->framed = (struct pd_frames){0};
-    s->fcur = 0;
+    pd_frames_free(&s->framed); /* the rest of this chunk is framed here */
+    s->fcur = s->ocur = 0;
 }
 
-/* A chunk set aside while records point into it. */
+void pd_frames_free(struct pd_frames *fr)
+{
+    free(fr->at);
+    free(fr->own);
+    *fr = (struct pd_frames){0};
+}
+
+/* A chunk set aside while records point into it (and rounds into its
+ * frames). */
 struct pd_held {
-    struct ember_chunk c;
+    struct pd_buffer b;
     uint64_t id;
     size_t pins;
 };
 
 void pd_stream_drop_spare(struct pd_stream *s)
 {
-    for (size_t i = 0; i < s->nspare; i++)
-        ember_chunk_release(&s->spare[i]);
+    for (size_t i = 0; i < s->nspare; i++) {
+        ember_chunk_release(&s->spare[i].c);
+        pd_frames_free(&s->spare[i].fr);
+    }
     s->nspare = 0; /* the array stays: room for every held chunk */
 }
 
@@ -72,12 +82,14 @@ void pd_stream_release(struct pd_stream *s)
     pd_ahead_free(s->ahead);
     ember_chunk_release(&s->chunk);
     free(s->join);
-    for (size_t i = 0; i < s->nheld; i++)
-        ember_chunk_release(&s->held[i].c);
+    for (size_t i = 0; i < s->nheld; i++) {
+        ember_chunk_release(&s->held[i].b.c);
+        pd_frames_free(&s->held[i].b.fr);
+    }
     free(s->held);
     pd_stream_drop_spare(s);
     free(s->spare);
-    free(s->framed.at);
+    pd_frames_free(&s->framed);
 }
 
 bool pd_stream_pin(struct pd_stream *s, const uint8_t *p, size_t n, uint64_t *chunk)
@@ -121,7 +133,7 @@ void pd_stream_unpin(struct pd_stream *s, uint64_t chunk, size_t n)
     size_t i = held_index(s, chunk);
     if ((s->held[i].pins -= n) > 0)
         return;
-    s->spare[s->nspare++] = s->held[i].c; /* room was made when it was held */
+    s->spare[s->nspare++] = s->held[i].b; /* room was made when it was held */
     memmove(s->held + i, s->held + i + 1, (s->nheld - i - 1) * sizeof(*s->held));
     s->nheld--;
 }
@@ -139,8 +151,10 @@ static int hold_chunk(struct pd_stream *s)
         s->chunk_id++;
         return 0;
     }
-    s->held[s->nheld++] = (struct pd_held){s->chunk, s->chunk_id++, pins};
-    s->chunk = s->nspare ? s->spare[--s->nspare] : (struct ember_chunk){0};
+    s->held[s->nheld++] = (struct pd_held){{s->chunk, s->framed}, s->chunk_id++, pins};
+    struct pd_buffer b = s->nspare ? s->spare[--s->nspare] : (struct pd_buffer){0};
+    s->chunk = b.c;
+    s->framed = b.fr;
     return 0;
 }
 
@@ -156,7 +170,7 @@ static int refill(struct pd_stream *s, struct ember_diag *d)
         return 0;
     if (hold_chunk(s) < 0)
         return -ENOMEM;
-    s->framed.n = s->fcur = 0;
+    s->framed.n = s->framed.nown = s->fcur = s->ocur = 0;
     int r = s->ahead ? pd_ahead_next(s->ahead, &s->chunk, &s->framed, d)
                      : ember_input_read_chunk_upto(s->in, &s->chunk, EMBER_CUT_BYTES, PD_CHUNK, d);
     s->pos = 0;
@@ -254,8 +268,16 @@ const struct pd_frame *pd_stream_framed(struct pd_stream *s, const uint8_t *p, s
         s->fcur++;
     if (s->fcur == fr->n || fr->at[s->fcur].p != p)
         return NULL;
-    *n = fr->n - s->fcur;
+    while (s->ocur < fr->nown && fr->own[s->ocur] < s->fcur)
+        s->ocur++;
+    *n = (s->ocur < fr->nown ? fr->own[s->ocur] : fr->n) - s->fcur;
     return fr->at + s->fcur;
+}
+
+void pd_stream_take_framed(struct pd_stream *s, size_t n, size_t k)
+{
+    pd_stream_take(s, n, k);
+    s->fcur += k;
 }
 
 int pd_stream_at_end(struct pd_stream *s, struct ember_diag *d)

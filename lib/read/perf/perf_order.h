@@ -79,11 +79,19 @@ struct pd_copy { /* a record framed as a copy (frame NULL) */
     size_t at;
     uint64_t offset;
 };
+struct pd_frame_run { /* n frames in a row: at ext, or the round's own from frame[first] */
+    const struct pd_frame *ext;
+    size_t first, n;
+};
 struct pd_round {
-    /* as framed: each kernel record (its time read while its bytes are in
-     * the reading thread's caches), numbered from seq */
+    /* as framed: each kernel record, numbered from seq, n in all, in runs:
+     * framed ahead, where the chunk's frames are (pinned with its records),
+     * or framed here (its time read while its bytes are in the reading
+     * thread's caches), into frame[0, nown) */
     struct pd_frame *frame;
-    size_t n, fcap;
+    size_t n, nown, fcap;
+    struct pd_frame_run *run;
+    size_t nruns, rcap;
     uint64_t seq;
     struct pd_stretch *stretch;
     size_t nstretches, stcap;
