@@ -180,9 +180,6 @@ void pd_raw_release(struct pd_raw *raw);
 void pd_raw_drop(struct pd_raw *raw);
 /* An overlay emptied, once merged. 0 or -ENOMEM. */
 int pd_raw_reset(struct pd_raw *raw);
-/* The frame table's slots' hash and use (perf_data_raw_spare.c regrows it). */
-uint64_t pd_raw_frame_slot_hash(const void *slot);
-bool pd_raw_frame_slot_used(const void *slot);
 /* The raw frame (mapref, ip), numbered on first sight (mapref 0: no map). */
 int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id);
 /* The child of parent under key, made when new. */
@@ -228,26 +225,24 @@ static inline void pd_raw_merge_reset(struct pd_raw_merge *m)
 }
 void pd_raw_merge_release(struct pd_raw_merge *m);
 
-/* The reader's trie's node arrays and child table, and its frames and
- * their table, grown ahead: made on a worker while a batch is built (the
- * trie does not change then), taken by the caller before the batch's
- * merge, so that merging does not grow them on the caller's thread
- * (copying the nodes and rehashing the children, and first touching the
- * new pages, which cost more than the merge's own work on an fp read). */
+/* The reader's trie's node arrays and child table grown ahead: made on a
+ * worker while a batch is built (the trie does not change then), taken
+ * by the caller before the batch's merge, so that merging does not grow
+ * them on the caller's thread (copying the nodes and rehashing the
+ * children, and first touching the new pages, which cost more than the
+ * merge's own work on an fp read). Not the frames': planned ahead as the
+ * nodes are, their table doubled early (where the read would have ended
+ * before needing it) and cost fp -j 2 4-5 MB of peak RSS, for 4-5 ms. */
 struct pd_raw_spare {
-    size_t nnodes, nframes; /* the trie's, planned for; nnodes 0: no plan */
-    size_t ncap, fcap;      /* the node and frame arrays' to be */
-    uint32_t mask, fmask;   /* the child and frame tables' to be (unchanged: kept) */
+    size_t nnodes;          /* the trie's, planned for; 0: no plan */
+    size_t ncap;            /* the node arrays' to be */
+    uint32_t mask;          /* the child table's to be (as planned: unchanged) */
     uint32_t *parent, *key; /* made: the node arrays, at ncap */
     uint64_t *samples, *period;
     struct ember_u64slot *slots; /* made: the child table, mask + 1 slots */
-    struct raw_frame *frames;    /* made: the frames, at fcap */
-    struct frame_slot *fslots;   /* made: their table, fmask + 1 slots */
 };
-/* Planned on the caller's thread, if merging `more` nodes and `frames`
- * frames would grow raw. */
-void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, size_t frames,
-                       struct pd_raw_spare *sp);
+/* Planned on the caller's thread, if merging `more` nodes would grow raw. */
+void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp);
 /* Made as planned, on any thread, while raw does not change (what finds
  * no memory is left: the merge grows it as it would have). */
 void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp);

@@ -134,7 +134,7 @@ void pd_jobs_launch(struct pd_jobs *j)
     cut_pieces(j, false);
     /* planned for twice the last batch's new nodes: most batches make
      * fewer than the one before */
-    pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, 2 * j->last_frames, &j->spare);
+    pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
     atomic_store(&j->busy, j->nb - 1);
     wake_next(j, 0);
 }
@@ -203,7 +203,7 @@ static int weigh_jobs(struct pd_jobs *j, const struct piece *pc, const struct pd
 static int merge_pieces(struct pd_jobs *j)
 {
     struct reader *r = j->r;
-    size_t before = r->raw.nnodes, frames = r->raw.nframes;
+    size_t before = r->raw.nnodes;
     int err = 0;
     pd_raw_spare_take(&r->raw, &j->spare);
     for (size_t k = 0; k < j->npieces && !err; k++) {
@@ -225,7 +225,6 @@ static int merge_pieces(struct pd_jobs *j)
         err = err ? err : e;
     }
     j->last_new = r->raw.nnodes - before;
-    j->last_frames = r->raw.nframes - frames;
     return err;
 }
 

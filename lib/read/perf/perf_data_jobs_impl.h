@@ -128,7 +128,6 @@ struct pd_jobs {
     atomic_size_t next;        /* the next piece to take */
     struct pd_raw_spare spare; /* the reader's trie grown ahead, by worker 1 */
     size_t last_new;           /* the nodes the last batch's merge made */
-    size_t last_frames;        /* and the frames */
 };
 
 /* perf_data_jobs.c: the batch's pieces built by every thread (the

@@ -176,13 +176,13 @@ static uint32_t own_id(const struct pd_raw *raw, size_t i)
 
 /* ---- frames and maps ----------------------------------------------------- */
 
-uint64_t pd_raw_frame_slot_hash(const void *slot)
+static uint64_t frame_slot_hash(const void *slot)
 {
     const struct frame_slot *s = slot;
     return ember_hash_u64(s->ip * 31 + s->mapref);
 }
 
-bool pd_raw_frame_slot_used(const void *slot)
+static bool frame_slot_used(const void *slot)
 {
     return ((const struct frame_slot *)slot)->id1 != 0;
 }
@@ -190,8 +190,7 @@ bool pd_raw_frame_slot_used(const void *slot)
 static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip)
 {
     struct frame_slot probe = {ip, mapref, 0};
-    for (uint32_t i = (uint32_t)pd_raw_frame_slot_hash(&probe) & raw->fmask;;
-         i = (i + 1) & raw->fmask) {
+    for (uint32_t i = (uint32_t)frame_slot_hash(&probe) & raw->fmask;; i = (i + 1) & raw->fmask) {
         struct frame_slot *s = &raw->fslots[i];
         if (!s->id1 || (s->ip == ip && s->mapref == mapref))
             return s;
@@ -216,7 +215,7 @@ int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
         return -ERANGE;
     if ((raw->fcount + 1) * 2 > raw->fmask + 1) {
         if (ember_table_grow((void **)&raw->fslots, &raw->fmask, sizeof(*raw->fslots),
-                             pd_raw_frame_slot_hash, pd_raw_frame_slot_used) < 0)
+                             frame_slot_hash, frame_slot_used) < 0)
             return -ENOMEM;
         s = frame_find(raw, mapref, ip);
     }
@@ -434,7 +433,7 @@ static const void *frame_home(const struct pd_raw *dst, const struct pd_raw *src
 {
     const struct raw_frame *f = &src->frames[i];
     struct frame_slot probe = {f->ip, over(m->maps, f->mapref), 0};
-    return &dst->fslots[(uint32_t)pd_raw_frame_slot_hash(&probe) & dst->fmask];
+    return &dst->fslots[(uint32_t)frame_slot_hash(&probe) & dst->fmask];
 }
 
 static int merge_frames(struct pd_raw *dst, const struct pd_raw *src, struct pd_raw_merge *m,

@@ -1,12 +1,12 @@
 /*
  * perf_data_raw_spare.c - the reader's trie grown ahead (struct
- * pd_raw_spare): its node arrays, child table, frames and frame table
- * made bigger on a worker while a batch is built, the trie unchanged
- * meanwhile, and taken by the reading thread before the batch's merge,
- * where the trie is still as it was planned for (else let go: the merge
- * grows the trie as it would have).
+ * pd_raw_spare): its node arrays and child table made bigger on a worker
+ * while a batch is built, the trie unchanged meanwhile, and taken by the
+ * reading thread before the batch's merge, where the trie is still as it
+ * was planned for (else let go: the merge grows the trie as it would
+ * have).
  * Invariants: making a spare only reads the trie; taking one renumbers
- * nothing (nodes and frames keep their places, entries their keys).
+ * nothing (nodes keep their places, entries their keys).
  */
 #include "read/perf/perf_data_build.h"
 #include "base/table.h"
@@ -14,13 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cap doubled (from 16) till it holds n, as EMBER_VEC_RESERVE and
- * grow_nodes grow. */
+/* cap doubled till it holds n, as grow_nodes grows it. */
 static size_t grown_cap(size_t cap, size_t n)
 {
-    if (cap >= n)
-        return cap;
-    for (cap = cap ? cap : 16; cap < n && cap * 2 > cap;)
+    while (cap < n && cap * 2 > cap)
         cap *= 2;
     return cap;
 }
@@ -33,22 +30,16 @@ static uint32_t grown_mask(uint32_t mask, size_t count)
     return mask;
 }
 
-void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, size_t frames,
-                       struct pd_raw_spare *sp)
+void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp)
 {
     *sp = (struct pd_raw_spare){0};
     size_t cap = raw->ncap ? grown_cap(raw->ncap, raw->nnodes + more) : 0;
     uint32_t mask = grown_mask(raw->children.mask, (size_t)raw->children.count + more);
-    size_t fcap = grown_cap(raw->fcap, raw->nframes + frames);
-    uint32_t fmask = grown_mask(raw->fmask, (size_t)raw->fcount + frames + 1);
-    if (cap == raw->ncap && mask == raw->children.mask && fcap == raw->fcap && fmask == raw->fmask)
+    if (cap == raw->ncap && mask == raw->children.mask)
         return;
     sp->nnodes = raw->nnodes;
-    sp->nframes = raw->nframes;
     sp->ncap = cap;
     sp->mask = mask;
-    sp->fcap = fcap;
-    sp->fmask = fmask;
 }
 
 /* A copy of the first n of an array of cap, the rest zeroed (their pages
@@ -75,11 +66,6 @@ void pd_raw_spare_make(const struct pd_raw *raw, struct pd_raw_spare *sp)
     if (sp->mask != raw->children.mask)
         sp->slots = ember_table_regrown(raw->children.slots, raw->children.mask, sp->mask,
                                         sizeof(*sp->slots), ember_u64slot_hash, ember_u64slot_used);
-    if (sp->fcap != raw->fcap)
-        sp->frames = copied(raw->frames, raw->nframes, sp->fcap, sizeof(*raw->frames));
-    if (sp->fmask != raw->fmask)
-        sp->fslots = ember_table_regrown(raw->fslots, raw->fmask, sp->fmask, sizeof(*sp->fslots),
-                                         pd_raw_frame_slot_hash, pd_raw_frame_slot_used);
 }
 
 void pd_raw_spare_release(struct pd_raw_spare *sp)
@@ -89,8 +75,6 @@ void pd_raw_spare_release(struct pd_raw_spare *sp)
     free(sp->samples);
     free(sp->period);
     free(sp->slots);
-    free(sp->frames);
-    free(sp->fslots);
     *sp = (struct pd_raw_spare){0};
 }
 
@@ -115,19 +99,6 @@ void pd_raw_spare_take(struct pd_raw *raw, struct pd_raw_spare *sp)
         raw->children.slots = sp->slots;
         raw->children.mask = sp->mask;
         sp->slots = NULL;
-    }
-    as_planned = as_planned && sp->nframes == raw->nframes;
-    if (as_planned && sp->frames) {
-        free(raw->frames);
-        raw->frames = sp->frames;
-        raw->fcap = sp->fcap;
-        sp->frames = NULL;
-    }
-    if (as_planned && sp->fslots) {
-        free(raw->fslots);
-        raw->fslots = sp->fslots;
-        raw->fmask = sp->fmask;
-        sp->fslots = NULL;
     }
     pd_raw_spare_release(sp);
 }
