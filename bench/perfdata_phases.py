@@ -75,6 +75,10 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           ("samples: unwound, raw stacks built", ["pd_raw_sample", "ember_unwind_frames"]),
           ("placing: names, kallsyms, DWARF (after the records)",
            ["place_nodes", "pd_place_profile", "pd_names"]),
+          ("drains: a batch built at once (a record that changes threads or maps)",
+           ["pd_records_drain", "pd_jobs_drain"]),
+          ("records let go (a batch landed), while the next is built", ["let_go"]),
+          ("a batch launched: the workers woken", ["send.", "pd_jobs_launch"]),
           ("records: ordering, parsing, tasks", ["perf_data_read", "pd_reader_run", "pd_queue"])]
 
 
@@ -115,7 +119,7 @@ def main(path, one=None):
 # samples' records are handed over, perf_data_records.c): it fills the
 # next batch meanwhile, so that work adds to the read's time only where
 # it outlasts the building (few cores: never; many: about as long).
-BESIDE = ("records: ordering, parsing, tasks", "read() of the file")
+BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go")
 
 
 def is_caller(thread):

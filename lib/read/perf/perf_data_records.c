@@ -244,36 +244,43 @@ void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
     }
 }
 
-/* The batch built (recs) let go: its records' holds, runs in one chunk
- * at once, and its copies. */
-static void let_go(struct pd_jobs *j)
+/* n records of a batch let go: their holds (runs in one chunk at once)
+ * and their copies. A call of its own: the read's profile tells it from
+ * launching a batch (bench/perfdata_phases.py). */
+__attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_held_record *recs,
+                                             size_t n)
 {
-    for (size_t i = 0, k; i < j->nrecs; i = k) {
-        uint64_t hold = j->recs[i].hold;
-        for (k = i + 1; k < j->nrecs && j->recs[k].hold == hold && hold != RECORD_COPIED; k++)
+    for (size_t i = 0, k; i < n; i = k) {
+        uint64_t hold = recs[i].hold;
+        for (k = i + 1; k < n && recs[k].hold == hold && hold != RECORD_COPIED; k++)
             ;
         if (hold == RECORD_COPIED)
-            free((void *)j->recs[i].data);
+            free((void *)recs[i].data);
         else
             pd_reader_let_go(j->r->rd, hold, k - i);
     }
-    j->nrecs = 0;
 }
 
-/* The batch flying, if any, landed and let go: 0 or the error met. */
-static int land(struct pd_jobs *j)
+/* The error of a batch, the first one's kept. */
+static int failed(struct pd_jobs *j, int err)
 {
-    if (!j->flying)
-        return j->err;
-    j->flying = false;
-    int err = pd_jobs_land(j);
-    let_go(j);
     if (err && !j->err)
         j->err = err;
     return j->err;
 }
 
-/* The batch filled becomes the one built. */
+/* The batch flying, if any, landed (its records still held): 0 or the
+ * error met. */
+static int land(struct pd_jobs *j)
+{
+    if (!j->flying)
+        return j->err;
+    j->flying = false;
+    return failed(j, pd_jobs_land(j));
+}
+
+/* The batch filled becomes the one built, the one built (landed) the one
+ * to fill. */
 static void swap(struct pd_jobs *j)
 {
     struct pd_held_record *t = j->recs;
@@ -286,35 +293,39 @@ static void swap(struct pd_jobs *j)
 int pd_records_drain(struct pd_jobs *j)
 {
     int err = land(j);
+    let_go(j, j->recs, j->nrecs);
+    j->nrecs = 0;
     if (err || j->nfill == 0)
         return err;
     swap(j);
     err = pd_jobs_run(j);
-    let_go(j);
-    if (err && !j->err)
-        j->err = err;
-    return j->err;
+    let_go(j, j->recs, j->nrecs);
+    j->nrecs = 0;
+    return failed(j, err);
 }
 
-/* A full batch to the workers, the one they build landed first: the
- * reading thread fills the next meanwhile. Without workers, built here. */
+/* A full batch to the workers, the one they build landed first; the
+ * landed one's records let go while they build, and the reading thread
+ * fills the next meanwhile. Without workers, built here. */
 static int send(struct pd_jobs *j)
 {
     if (j->nb == 1)
         return pd_records_drain(j);
     int err = land(j);
     if (err)
-        return err;
+        return err; /* its records let go at the next drain */
+    size_t landed = j->nrecs;
     swap(j);
     pd_jobs_launch(j);
     j->flying = true;
+    let_go(j, j->fill, landed);
     return 0;
 }
 
 void pd_records_free(struct pd_jobs *j)
 {
     for (size_t i = 0; i < j->nrecs; i++)
-        if (j->recs && j->recs[i].hold == RECORD_COPIED)
+        if (j->recs[i].hold == RECORD_COPIED)
             free((void *)j->recs[i].data);
     for (size_t i = 0; i < j->nfill; i++)
         if (j->fill[i].hold == RECORD_COPIED)
