@@ -172,18 +172,12 @@ static void on_progress(void *ctx)
         r->o->progress(r->o->progress_ctx, r->in);
 }
 
-/* The samples a batch holds built before the features are read: an
- * error in one names its event as one thread does, by its attribute (the
- * features may name it otherwise: "cpu-clock:ppp"). */
-static int on_data_end(void *ctx)
-{
-    struct reader *r = ctx;
-    return pd_jobs_drain(r->jobs);
-}
-
-/* The batches built before one of perf's own records changes the events
- * the threads read samples by. */
-static int on_file_changes(void *ctx)
+/* The samples a batch holds built: at the data's end, before the features
+ * are read (an error in one names its event as one thread does, by its
+ * attribute: the features may name it otherwise, "cpu-clock:ppp"), and
+ * before one of perf's own records changes the events the threads read
+ * samples by. */
+static int drain_jobs(void *ctx)
 {
     struct reader *r = ctx;
     return pd_jobs_drain(r->jobs);
@@ -203,8 +197,8 @@ static const struct pd_reader_tool profile_tool = {
     .lost = on_lost,
     .throttle = on_task,
     .other = on_task,
-    .data_end = on_data_end,
-    .file_changes = on_file_changes,
+    .data_end = drain_jobs,
+    .file_changes = drain_jobs,
     .progress = on_progress,
 };
 

@@ -322,14 +322,18 @@ static int send(struct pd_jobs *j)
     return 0;
 }
 
+/* The copies among n records of a batch freed. */
+static void free_copies(const struct pd_held_record *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].hold == RECORD_COPIED)
+            free((void *)recs[i].data);
+}
+
 void pd_records_free(struct pd_jobs *j)
 {
-    for (size_t i = 0; i < j->nrecs; i++)
-        if (j->recs[i].hold == RECORD_COPIED)
-            free((void *)j->recs[i].data);
-    for (size_t i = 0; i < j->nfill; i++)
-        if (j->fill[i].hold == RECORD_COPIED)
-            free((void *)j->fill[i].data);
+    free_copies(j->recs, j->nrecs);
+    free_copies(j->fill, j->nfill);
     free(j->recs);
     free(j->fill);
 }

@@ -68,12 +68,16 @@ struct pd_held {
     size_t pins;
 };
 
+static void buffer_release(struct pd_buffer *b)
+{
+    ember_chunk_release(&b->c);
+    pd_frames_free(&b->fr);
+}
+
 void pd_stream_drop_spare(struct pd_stream *s)
 {
-    for (size_t i = 0; i < s->nspare; i++) {
-        ember_chunk_release(&s->spare[i].c);
-        pd_frames_free(&s->spare[i].fr);
-    }
+    for (size_t i = 0; i < s->nspare; i++)
+        buffer_release(&s->spare[i]);
     s->nspare = 0; /* the array stays: room for every held chunk */
 }
 
@@ -82,10 +86,8 @@ void pd_stream_release(struct pd_stream *s)
     pd_ahead_free(s->ahead);
     ember_chunk_release(&s->chunk);
     free(s->join);
-    for (size_t i = 0; i < s->nheld; i++) {
-        ember_chunk_release(&s->held[i].b.c);
-        pd_frames_free(&s->held[i].b.fr);
-    }
+    for (size_t i = 0; i < s->nheld; i++)
+        buffer_release(&s->held[i].b);
     free(s->held);
     pd_stream_drop_spare(s);
     free(s->spare);
