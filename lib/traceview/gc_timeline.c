@@ -18,9 +18,9 @@
  * first): speedscope sorts X events by start and longest duration, stably,
  * so a parent and a child of equal extent keep that order; ts is written as
  * microseconds with three decimals, exact to the nanosecond, and so is dur
- * unless a viewer's doubles would then end a span after its parent (put_x):
- * then dur is a few ulps shorter, and ts + dur rounds to the exact
- * nanosecond.
+ * unless a viewer's doubles would then end a span after its parent, or at
+ * a begin of its name (wire/trace_time.h, put_x): then dur is a few ulps
+ * shorter, and ts + dur rounds to the exact nanosecond or just before it.
  */
 #include "ember/traceview.h"
 #include "base/writer.h"
@@ -280,17 +280,19 @@ void ember_timeline_process_name(const struct timeline *t, uint32_t pid, char *b
 }
 
 /* Events are separated by commas: the first has none. The spans open on
- * the track being written, outermost first: their exact ends, and the ends
- * viewers compute, which a child must not pass. */
+ * the track being written, outermost first: their exact ends, and the
+ * starts, durations and ends viewers compute, which a child must not pass;
+ * and where and with which names the track's spans begin. */
 struct out {
     struct ember_writer w;
     bool started;
     double t0; /* the track's first ts, as a double */
     struct open_end {
         uint64_t end;
-        double end_d; /* (ts - t0) + dur in doubles */
+        struct ember_trace_viewed v;
     } * open;
     size_t nopen, ocap;
+    struct ember_trace_starts starts;
     int err;
 };
 
@@ -309,11 +311,21 @@ static void new_track(struct out *o, uint64_t ns)
     o->nopen = 0;
 }
 
+/* Where a span of the current track begins, and with which name. */
+static void add_start(struct out *o, uint64_t begin, const char *name, size_t len, const char *mark)
+{
+    char ts[EMBER_TRACE_EVENT_TIME_MAX];
+    ember_trace_event_time(ts, begin, false);
+    if (ember_trace_starts_add(&o->starts, strtod(ts, NULL),
+                               ember_trace_name_hash(name, len, mark)))
+        o->err = -ENOMEM;
+}
+
 /* A span of the current track (spans come by begin, outer first): times as
- * microseconds, exact to the nanosecond; dur is fitted (wire/trace_time.h)
- * where the end a viewer computes would pass the exact end or the parent's:
- * speedscope takes each track's times from its first ts, in doubles, and
- * adds dur. */
+ * microseconds, exact to the nanosecond; dur is fitted where the end a
+ * viewer computes would pass the exact end or the parent's, or meet a
+ * begin of its name: speedscope takes each track's times from its first
+ * ts, in doubles, and adds dur. */
 static void put_x(struct out *o, uint32_t pid, uint32_t tid, uint64_t begin, uint64_t end,
                   const char *name, size_t len, const char *cat, const char *mark)
 {
@@ -324,18 +336,16 @@ static void put_x(struct out *o, uint32_t pid, uint32_t tid, uint64_t begin, uin
     ember_trace_event_time(ts, begin, false);
     ember_trace_event_time(fin, end, false);
     ember_trace_event_time(dur, end - begin, false);
-    double at = strtod(ts, NULL) - o->t0, target = strtod(fin, NULL) - o->t0;
-    if (o->nopen && o->open[o->nopen - 1].end_d < target)
-        target = o->open[o->nopen - 1].end_d;
-    double d = strtod(dur, NULL);
-    if (at + d > target) {
-        d = ember_trace_fitted_dur(at, target);
+    double at = strtod(ts, NULL) - o->t0, exact = strtod(dur, NULL);
+    double d = ember_trace_viewer_dur(&o->starts, o->nopen ? &o->open[o->nopen - 1].v : NULL,
+                                      ember_trace_name_hash(name, len, mark), at, exact,
+                                      strtod(fin, NULL), o->t0);
+    if (d != exact)
         snprintf(dur, sizeof(dur), "%.17g", d);
-    }
     if (EMBER_VEC_RESERVE(o->open, o->ocap, o->nopen + 1) < 0)
         o->err = -ENOMEM;
     else
-        o->open[o->nopen++] = (struct open_end){end, at + d};
+        o->open[o->nopen++] = (struct open_end){end, {at, d, at + d}};
     next_event(o);
     ember_trace_event_open(w, "", "X");
     ember_trace_event_cat(w, cat);
@@ -356,26 +366,56 @@ static void put_name(struct out *o, const char *what, uint32_t pid, uint32_t tid
     ember_trace_event_meta_name(w, name, strlen(name), EMBER_JSON_FFFD_BYTES);
 }
 
+static size_t spell_span(const struct timeline *t, const struct tl_span *s, char *buf, size_t cap,
+                         struct ember_frame *fr)
+{
+    ember_profile_frame(t->p, ember_profile_node_frame(t->p, s->node), fr);
+    size_t n = ember_frame_spell(fr, buf, cap);
+    return n < cap ? n : cap - 1;
+}
+
+/* Where the samples' spans of the thread at spans [a, ...) begin; returns
+ * the index after the thread's spans. */
+static size_t thread_starts(struct out *o, const struct timeline *t, size_t a)
+{
+    char buf[4096];
+    struct ember_frame fr;
+    size_t b = a;
+    o->starts.n = 0;
+    for (;
+         b < t->nspans && t->spans[b].pid == t->spans[a].pid && t->spans[b].tid == t->spans[a].tid;
+         b++)
+        add_start(o, t->spans[b].begin, buf, spell_span(t, &t->spans[b], buf, sizeof(buf), &fr),
+                  "");
+    ember_trace_starts_seal(&o->starts);
+    return b;
+}
+
 static void write_samples(struct out *w, const struct timeline *t)
 {
     char buf[4096];
-    for (size_t i = 0; i < t->nspans; i++) {
+    for (size_t i = 0, track_end = 0; i < t->nspans; i++) {
         const struct tl_span *s = &t->spans[i];
         if (i == 0 || s->pid != t->spans[i - 1].pid) {
             ember_timeline_process_name(t, s->pid, buf, sizeof(buf));
             put_name(w, "process_name", s->pid, s->pid, buf);
         }
-        if (i == 0 || s->tid != t->spans[i - 1].tid || s->pid != t->spans[i - 1].pid) {
+        if (i == track_end) {
             ember_timeline_thread_name(t, s->pid, s->tid, buf, sizeof(buf));
             put_name(w, "thread_name", s->pid, s->tid, buf);
             new_track(w, s->begin);
+            track_end = thread_starts(w, t, i);
         }
         struct ember_frame fr;
-        ember_profile_frame(t->p, ember_profile_node_frame(t->p, s->node), &fr);
-        size_t n = ember_frame_spell(&fr, buf, sizeof(buf));
-        put_x(w, s->pid, s->tid, s->begin, s->end, buf, n < sizeof(buf) ? n : sizeof(buf) - 1,
+        size_t n = spell_span(t, s, buf, sizeof(buf), &fr);
+        put_x(w, s->pid, s->tid, s->begin, s->end, buf, n,
               fr.kind == EMBER_FRAME_OFFCPU ? "off-cpu" : "cpu", "");
     }
+}
+
+static const char *slice_mark(const struct ember_gc_slice *s)
+{
+    return s->open_at_end ? EMBER_OPEN_SPAN_MARK : "";
 }
 
 static void write_phases(struct out *w, const struct ember_gc_phases *g)
@@ -389,10 +429,16 @@ static void write_phases(struct out *w, const struct ember_gc_phases *g)
         snprintf(buf, sizeof(buf), "OCaml domain %u: GC phases", dm);
         put_name(w, "thread_name", pid, DOMAIN_TID_BASE + dm, buf);
         new_track(w, ember_gc_phases_slice(g, dm, 0)->begin);
+        w->starts.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct ember_gc_slice *s = ember_gc_phases_slice(g, dm, i);
+            add_start(w, s->begin, s->name, strlen(s->name), slice_mark(s));
+        }
+        ember_trace_starts_seal(&w->starts);
         for (size_t i = 0; i < n; i++) {
             const struct ember_gc_slice *s = ember_gc_phases_slice(g, dm, i);
             put_x(w, pid, DOMAIN_TID_BASE + dm, s->begin, s->end, s->name, strlen(s->name), "gc",
-                  s->open_at_end ? EMBER_OPEN_SPAN_MARK : "");
+                  slice_mark(s));
         }
     }
 }
@@ -421,6 +467,7 @@ int ember_gc_timeline_chrome(const struct ember_profile *p, const struct ember_g
         err = ember_writer_flush(&o->w);
         err = o->err ? o->err : err;
         free(o->open);
+        ember_trace_starts_release(&o->starts);
         free(o);
     }
     ember_timeline_release(&t);

@@ -15,10 +15,11 @@
  * events on a process of their own.
  *
  * Times are microseconds. Viewers compute an event's end as ts + dur in
- * doubles: integral times are exact; for fractional ones, dur is the
- * largest double that keeps that sum at most the exact end and at most the
- * parent's computed end, which keeps children inside their parents and
- * siblings in order (ts is always the double of the exact start).
+ * doubles: integral times are exact; where the exact dur would not do, dur
+ * is the largest double that keeps that sum at most the exact end, at most
+ * the parent's computed end, and before a begin of the span's name at its
+ * exact end (wire/trace_time.h), which keeps children inside their parents
+ * and siblings in order (ts is always the double of the exact start).
  */
 #include "write/write_impl.h"
 #include "base/escape.h"
@@ -46,6 +47,7 @@ struct chrome {
     size_t nspans, scap;
     size_t *open; /* spans of the frames open, outermost first */
     size_t nopen, ocap;
+    struct ember_trace_starts starts;
 };
 
 static int on_open(void *ctx, uint32_t node, int64_t at)
@@ -90,30 +92,54 @@ static int put_time(struct chrome *c, int64_t v, char *text)
     return n < 0 ? n : 0;
 }
 
-/* Writes span s; limit is where its parent ends as viewers compute it,
- * *end_d where s does. */
-static int put_span(struct chrome *c, const struct span *s, double limit, double *end_d)
+/* Where the spans begin, by name. */
+static int span_starts(struct chrome *c)
+{
+    char ts[48];
+    for (size_t i = 0; i < c->nspans; i++) {
+        size_t len;
+        const char *name =
+            ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, c->spans[i].node), &len);
+        int err = put_time(c, c->spans[i].start, ts);
+        if (!err)
+            err = ember_trace_starts_add(&c->starts, strtod(ts, NULL),
+                                         ember_trace_name_hash(name, len, ""));
+        if (err)
+            return err;
+    }
+    ember_trace_starts_seal(&c->starts);
+    return 0;
+}
+
+/* A span open around the one being written: its exact end, and as
+ * viewers compute it. */
+struct open_end {
+    int64_t end;
+    struct ember_trace_viewed v;
+};
+
+/* Writes span s inside up (NULL at the root); *o is s as viewers see it. */
+static int put_span(struct chrome *c, const struct span *s, const struct open_end *up,
+                    struct open_end *o)
 {
     char ts[48], end[48], dur[48];
     int err = put_time(c, s->start, ts);
     if (!err)
         err = put_time(c, s->end, end);
-    if (err)
-        return err;
-    if (!strchr(ts, '.') && !strchr(end, '.')) {
-        err = put_time(c, s->end - s->start, dur); /* integers: exact in doubles */
-        *end_d = strtod(end, NULL);
-    } else {
-        double ts_d = strtod(ts, NULL), target = strtod(end, NULL);
-        double dur_d = ember_trace_fitted_dur(ts_d, target < limit ? target : limit);
-        snprintf(dur, sizeof(dur), "%.17g", dur_d);
-        *end_d = ts_d + dur_d;
-    }
+    if (!err)
+        err = put_time(c, s->end - s->start, dur);
     if (err)
         return err;
     size_t len;
     const char *name =
         ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, s->node), &len);
+    double at = strtod(ts, NULL), exact = strtod(dur, NULL);
+    double d =
+        ember_trace_viewer_dur(&c->starts, up ? &up->v : NULL, ember_trace_name_hash(name, len, ""),
+                               at, exact, strtod(end, NULL), 0);
+    if (d != exact)
+        snprintf(dur, sizeof(dur), "%.17g", d); /* integral times are exact */
+    *o = (struct open_end){s->end, {at, d, at + d}};
     ember_trace_event_open(&c->w, ",\n", "X");
     ember_trace_event_ids(&c->w, 1, 1);
     ember_trace_event_ts(&c->w, ts);
@@ -124,25 +150,22 @@ static int put_span(struct chrome *c, const struct span *s, double limit, double
 }
 
 /* The spans in open order, each kept inside its parent as viewers compute
- * ends: the enclosing spans' ends (exact, and as doubles) are stacked. */
+ * ends: the enclosing spans are stacked. */
 static int put_spans(struct chrome *c)
 {
-    struct open_end {
-        int64_t end;
-        double end_d;
-    } *ends = NULL;
+    struct open_end *ends = NULL;
     size_t n = 0, cap = 0;
-    int err = 0;
+    int err = span_starts(c);
     for (size_t i = 0; i < c->nspans && !err; i++) {
         const struct span *s = &c->spans[i];
         while (n && ends[n - 1].end <= s->start)
             n--;
-        double end_d;
-        err = put_span(c, s, n ? ends[n - 1].end_d : INFINITY, &end_d);
+        struct open_end o;
+        err = put_span(c, s, n ? &ends[n - 1] : NULL, &o);
         if (!err && EMBER_VEC_RESERVE(ends, cap, n + 1) < 0)
             err = -ENOMEM;
         if (!err)
-            ends[n++] = (struct open_end){s->end, end_d};
+            ends[n++] = o;
     }
     free(ends);
     return err;
@@ -234,6 +257,7 @@ static int write_chrome(const struct ember_profile *p, const struct ember_conver
     int ferr = ember_writer_flush(&c->w);
     free(c->spans);
     free(c->open);
+    ember_trace_starts_release(&c->starts);
     free(c);
     return err ? err : ferr;
 }

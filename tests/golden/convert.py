@@ -24,10 +24,12 @@ import io
 import json
 import os
 import pty
+import random
 import re
 import subprocess
 
 import golden
+import speedscope_chrome
 
 case, main = golden.cases()
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -261,6 +263,20 @@ def round_trip_inputs(d):
         f.write(b'main;caf\xc3\xa9;bad\xff\xfename;\xe2\x82 3\nmain;"quoted, comma"\tand tab 2\n'
                 b"main;x\x01y;new\\line 0.125\nmain 1\n")
     inputs.append(("odd-bytes", odd))
+    # names that end at one depth where they begin at another, in integral
+    # and fractional weights: speedscope orders such a begin before the end
+    meet = os.path.join(d, "names-meet.folded")
+    with open(meet, "wb") as f:
+        f.write(b"main;a;q;r 2\nmain;q;a 1\nmain;r;q;a 3\nmain;r;r;q 0.5\nmain;z;z;z 0.25\n")
+    inputs.append(("names-meet", meet))
+    rng = random.Random(20)
+    many = os.path.join(d, "names-meet-random.folded")
+    with open(many, "wb") as f:
+        for _ in range(3000):
+            stack = [rng.choice("abcde") for _ in range(rng.randint(1, 7))]
+            f.write(b"%s %s\n" % (";".join(stack).encode(), rng.choice(
+                ["1", "3", "0.1", "0.2", "0.3", "0.001", "12.125"]).encode()))
+    inputs.append(("names-meet-random", many))
     return inputs
 
 
@@ -369,6 +385,9 @@ def round_trips(d):
         golden.run(["convert", "--to", "chrome", "--format", "folded", path, "-o", ch])
         compare("%s: chrome" % name, spelled(chrome_stacks(open(ch, "rb").read())),
                 {replace_invalid(k): v.normalize() for k, v in want.items()})
+        warned = speedscope_chrome.warnings(json.load(open(ch, encoding="utf-8"))["traceEvents"])
+        if warned:
+            golden.fail("%s: speedscope would unbalance the chrome trace: %s" % (name, warned[:3]))
         for to, delim, eol in (("csv", ",", b"\r\n"), ("tsv", "\t", b"\n")):
             data = golden.run(["convert", "--to", to, "--format", "folded", path])[0]
             if not data.endswith(eol):

@@ -36,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
+import speedscope_chrome  # noqa: E402
 from recording import perf, skip  # noqa: E402
 
 FIXTURE = os.path.join(golden.CORPUS, "ocaml5", "bin", "fixture")
@@ -268,12 +269,16 @@ def test_one_domain(work):
 
 
 def check_timeline(path):
-    """The Chrome trace at path: valid JSON, a GC track per domain, samples
-    per thread; the share of samples in GC functions inside GC phases."""
+    """The Chrome trace at path: valid JSON that speedscope imports
+    balanced, a GC track per domain, samples per thread; the share of
+    samples in GC functions inside GC phases."""
     import json
     with open(path) as f:
         doc = json.load(f)
     ev = doc["traceEvents"]
+    warned = speedscope_chrome.warnings(ev)
+    if warned:
+        golden.fail("%s: speedscope would unbalance it: %s" % (path, warned[:3]))
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
              if e["ph"] == "M" and e["name"] == "thread_name"}
     domains = [k for k, v in names.items() if v.startswith("OCaml domain ")]

@@ -36,6 +36,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "trace"))
 import golden  # noqa: E402
+import speedscope_chrome  # noqa: E402
 from recording import compile_c, perf, skip  # noqa: E402
 
 NAMES = {"threads", "alpha", "beta"}
@@ -103,7 +104,8 @@ def check_overlap(path, tracks):
 
 
 def check_structure(path):
-    """A track per thread of threads.c, named, nested, overlapping."""
+    """A track per thread of threads.c, named, nested, overlapping, and
+    balanced as speedscope imports it."""
     tracks, threads, processes = tracks_of(path)
     names = sorted(threads.get(k, "?") for k in tracks)
     if len(tracks) != 3 or set(names) != NAMES or len({k[0] for k in tracks}) != 1:
@@ -114,6 +116,11 @@ def check_structure(path):
     for k, v in tracks.items():
         roots(path, k, v)
     check_overlap(path, tracks)
+    with open(path) as f:
+        doc = json.load(f)
+    warned = speedscope_chrome.warnings(doc["traceEvents"] if isinstance(doc, dict) else doc)
+    if warned:
+        golden.fail("%s: speedscope would unbalance it: %s" % (path, warned[:3]))
     return tracks, threads, processes
 
 
