@@ -82,8 +82,7 @@ void ember_trace_event_close(struct ember_writer *w)
 
 size_t ember_trace_event_time(char *buf, uint64_t ns, bool negative)
 {
-    int n = snprintf(buf, EMBER_TRACE_EVENT_TIME_MAX, "%s%llu.%03llu",
-                     negative && ns >= 1000 ? "-" : "", (unsigned long long)(ns / 1000),
-                     (unsigned long long)(ns % 1000));
+    int n = snprintf(buf, EMBER_TRACE_EVENT_TIME_MAX, "%s%llu.%03llu", negative && ns ? "-" : "",
+                     (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
     return n > 0 ? (size_t)n : 0;
 }

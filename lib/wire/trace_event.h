@@ -57,10 +57,9 @@ void ember_trace_event_counter(struct ember_writer *w, const char *key, size_t n
 /* The end of an event: } */
 void ember_trace_event_close(struct ember_writer *w);
 
-/* ns nanoseconds as microseconds to the nanosecond ("12.345") into buf
- * (EMBER_TRACE_EVENT_TIME_MAX bytes), from its magnitude and sign: the
- * sign is written only with a whole microsecond (the trace export's
- * "%lld.%03lld" of a negative time kept as it was). Returns the length. */
+/* ns nanoseconds as microseconds to the nanosecond ("12.345", "-0.250")
+ * into buf (EMBER_TRACE_EVENT_TIME_MAX bytes), from its magnitude and
+ * sign. Returns the length. */
 size_t ember_trace_event_time(char *buf, uint64_t ns, bool negative);
 
 #endif

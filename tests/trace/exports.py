@@ -18,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import golden  # noqa: E402
+import speedscope_chrome  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUESTS, WORKERS = 400, 3
@@ -120,6 +121,9 @@ def check_chrome(trace, work, dumped):
                 golden.fail("Chrome export: an E without its B on thread %d" % e["tid"])
     if any(depth.values()):
         golden.fail("Chrome export: spans left open %r" % dict(depth))
+    warned = speedscope_chrome.warnings(events)
+    if warned:
+        golden.fail("Chrome export: speedscope would unbalance it: %s" % warned[:3])
     slow = [e for e in events if e["name"] == "slow path"]
     if not slow or slow[0]["args"]["why"] != "cache miss":
         golden.fail("Chrome export lost the fields of instants")
