@@ -28,7 +28,6 @@
 #include "base/vec.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

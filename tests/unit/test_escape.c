@@ -97,8 +97,10 @@ static void test_trace_time(void **state)
     assert_string_equal(buf, "1234.567");
     ember_trace_event_time(buf, 1500, true);
     assert_string_equal(buf, "-1.500");
-    ember_trace_event_time(buf, 500, true); /* as "%lld.%03lld" wrote it */
-    assert_string_equal(buf, "0.500");
+    ember_trace_event_time(buf, 500, true); /* the sign below a microsecond too */
+    assert_string_equal(buf, "-0.500");
+    ember_trace_event_time(buf, 0, true);
+    assert_string_equal(buf, "0.000");
 }
 
 static void test_varint(void **state)
