@@ -1,17 +1,23 @@
 """speedscope's import of Chrome Trace Event JSON, as its importer does it
-(src/import/chrome.ts of the speedscope the e2e tests load: per (pid, tid),
-times taken from the least ts; X events sorted by ts, then the longer dur
-first, and split into a begin at ts and an end at ts + dur, in doubles;
-begins and ends each sorted by time, stably; at equal times a begin goes
-first when its name is that of the next end, and ends are reordered to
-close the innermost span first where one at that time has its name). The
-warnings it would print, so that the golden tests can see a trace that
-speedscope unbalances without a browser: the e2e tests see it in one."""
+(src/import/chrome.ts of the speedscope the e2e tests load): per (pid,
+tid), times taken from the least ts; X events sorted by ts, then the
+longer dur first, and split into a begin at ts and an end at ts + dur, in
+doubles; begins and ends each sorted by time, stably; at equal times a
+begin goes first when its key (name and args) is that of the next end, and
+ends are reordered to close the innermost span first where one at that
+time has its key, or else its name. The warnings it would print, so that
+the golden tests see a trace that speedscope unbalances without a
+browser: the e2e tests see it in one."""
 import collections
+import json
 
 
 def _key(e):
-    return e.get("name") or "(unnamed)"
+    """A frame's key: its name, and its args as JSON.stringify writes them."""
+    key = e.get("name") or "(unnamed)"
+    if "args" in e:
+        key += " " + json.dumps(e["args"], separators=(",", ":"), ensure_ascii=False)
+    return key
 
 
 def _queues(events):
@@ -57,6 +63,9 @@ def _track_warnings(events):
             warnings.append("ts=%r: Tried to end %r when %r was on the top of the stack" %
                             (end["ts"], _key(end), _key(stack[-1])))
         else:
+            if _key(end) != _key(stack[-1]):
+                warnings.append("ts=%r: Tried to end %r when %r was on the top of the stack; "
+                                "ending it instead" % (end["ts"], _key(end), _key(stack[-1])))
             stack.pop()
     warnings += ["%r still open at the end" % _key(e) for e in stack]
     return warnings
