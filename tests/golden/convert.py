@@ -357,7 +357,8 @@ def compare(what, got, want):
 @case
 def round_trips(d):
     """Lossless: folded -> pprof -> folded byte for byte; speedscope,
-    chrome, csv and tsv carry every stack with its exact weight."""
+    chrome, csv and tsv carry every stack with its exact weight; speedscope
+    imports the chrome trace balanced (speedscope_chrome.py)."""
     for name, path in round_trip_inputs(d):
         folded = collapse(path, "--format", "folded")
         want = {k: decimal.Decimal(v) for k, v in folded_lines(folded).items()}
