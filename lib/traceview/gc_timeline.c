@@ -316,8 +316,7 @@ static void add_start(struct out *o, uint64_t begin, const char *name, size_t le
 {
     char ts[EMBER_TRACE_EVENT_TIME_MAX];
     ember_trace_event_time(ts, begin, false);
-    if (ember_trace_starts_add(&o->starts, strtod(ts, NULL),
-                               ember_trace_name_hash(name, len, mark)))
+    if (ember_trace_starts_add(&o->starts, ts, ember_trace_name_hash(name, len, mark)))
         o->err = -ENOMEM;
 }
 

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-double ember_trace_fitted_dur(double ts, double limit)
+/* The largest dur (>= 0) for which ts + dur, in doubles, is at most limit. */
+static double fitted_dur(double ts, double limit)
 {
     /* ts + (limit - ts) can round above limit, and no dur may give limit
      * exactly: step down a few ulps */
@@ -26,11 +27,11 @@ uint64_t ember_trace_name_hash(const char *name, size_t len, const char *suffix)
     return *suffix ? ember_hash_bytes(suffix, strlen(suffix), h) : h;
 }
 
-int ember_trace_starts_add(struct ember_trace_starts *s, double at, uint64_t name)
+int ember_trace_starts_add(struct ember_trace_starts *s, const char *ts, uint64_t name)
 {
     if (EMBER_VEC_RESERVE(s->v, s->cap, s->n + 1) < 0)
         return -ENOMEM;
-    s->v[s->n++] = (struct ember_trace_start){at, name};
+    s->v[s->n++] = (struct ember_trace_start){strtod(ts, NULL), name};
     return 0;
 }
 
@@ -48,7 +49,7 @@ void ember_trace_starts_seal(struct ember_trace_starts *s)
         qsort(s->v, s->n, sizeof(*s->v), by_time_name);
 }
 
-bool ember_trace_starts_has(const struct ember_trace_starts *s, double at, uint64_t name)
+static bool starts_has(const struct ember_trace_starts *s, double at, uint64_t name)
 {
     struct ember_trace_start key = {at, name};
     return s->n && bsearch(&key, s->v, s->n, sizeof(*s->v), by_time_name) != NULL;
@@ -65,10 +66,10 @@ double ember_trace_viewer_dur(const struct ember_trace_starts *s,
                               double dur, double end, double t0)
 {
     double limit = end - t0;
-    if (ember_trace_starts_has(s, end, name))
+    if (starts_has(s, end, name))
         limit = nextafter(limit, -INFINITY);
     if (up && up->end < limit)
         limit = up->end;
-    double d = at + dur > limit ? ember_trace_fitted_dur(at, limit) : dur;
+    double d = at + dur > limit ? fitted_dur(at, limit) : dur;
     return up && up->at == at && d > up->dur ? up->dur : d;
 }

@@ -26,9 +26,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The largest dur (>= 0) for which ts + dur, in doubles, is at most limit. */
-double ember_trace_fitted_dur(double ts, double limit);
-
 /* The times and names at which one track's spans begin: times as the
  * doubles of the ts written (two times a nanosecond apart can be one
  * double, uptimes being large), names as written, suffix and all, hashed
@@ -43,9 +40,9 @@ struct ember_trace_starts {
 };
 
 uint64_t ember_trace_name_hash(const char *name, size_t len, const char *suffix);
-int ember_trace_starts_add(struct ember_trace_starts *s, double at, uint64_t name);
+/* A span begins at ts (as written) with the name hashed as name. */
+int ember_trace_starts_add(struct ember_trace_starts *s, const char *ts, uint64_t name);
 void ember_trace_starts_seal(struct ember_trace_starts *s);
-bool ember_trace_starts_has(const struct ember_trace_starts *s, double at, uint64_t name);
 void ember_trace_starts_release(struct ember_trace_starts *s);
 
 /* A span as a viewer computes it: its start (ts less the track's first

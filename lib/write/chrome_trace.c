@@ -101,8 +101,7 @@ static int span_starts(struct chrome *c)
             ember_profile_frame_name(c->p, ember_profile_node_frame(c->p, c->spans[i].node), &len);
         int err = put_time(c, c->spans[i].start, ts);
         if (!err)
-            err = ember_trace_starts_add(&c->starts, strtod(ts, NULL),
-                                         ember_trace_name_hash(name, len, ""));
+            err = ember_trace_starts_add(&c->starts, ts, ember_trace_name_hash(name, len, ""));
         if (err)
             return err;
     }
