@@ -190,6 +190,11 @@ int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, ui
 /* A frame with a loc (interned like a name alone when loc says nothing). */
 int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
                             const struct ember_frame_loc *loc, uint32_t *id);
+/* src's frames [from, to) interned in f, in order (a merge: the frames
+ * another thread made), src's modules f's by mods; out[i - from]: frame
+ * i's id in f. */
+int ember_frames_copy(struct ember_frames *f, const struct ember_frames *src, uint32_t from,
+                      uint32_t to, const uint32_t *mods, uint32_t *out);
 /* Whether the folded view spells the name [s, s + n) otherwise: it holds a
  * ';' or a control character (spell.c). */
 bool ember_name_unfit_folded(const char *s, size_t n);
@@ -260,9 +265,9 @@ bool ember_profile_child_place_within(struct ember_profile *p, uint32_t n, uint3
 void ember_profile_child_place(struct ember_profile *p, uint32_t n);
 
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
-static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
+static inline int ember_frames_intern_hashed(struct ember_frames *f, const char *s, size_t n,
+                                             uint64_t h, uint32_t *id)
 {
-    uint64_t h = ember_hash_bytes(s, n, 0);
     uint32_t tag = (uint32_t)(h >> 32) | 1u; /* odd: a name alone */
     for (uint32_t i = (uint32_t)h & f->mask;; i = (i + 1) & f->mask) {
         uint32_t slot = f->slots[i];
@@ -275,6 +280,11 @@ static inline int ember_frames_intern(struct ember_frames *f, const char *s, siz
         }
     }
     return ember_frames_intern_slow(f, s, n, h, id);
+}
+
+static inline int ember_frames_intern(struct ember_frames *f, const char *s, size_t n, uint32_t *id)
+{
+    return ember_frames_intern_hashed(f, s, n, ember_hash_bytes(s, n, 0), id);
 }
 
 /* The path hash of a child from its parent's. */

@@ -12,7 +12,8 @@
  * this piece, where one thread reading it all would make it too (readers
  * make things at first sight). A node's weights are sums, added whole.
  *
- * Modules and frames are few and are copied so, on the caller's thread.
+ * Modules and frames are few and are copied so, on the caller's thread
+ * (frames.c's ember_frames_copy: each frame's slot fetched ahead).
  * Nodes grow with distinct stacks, as many in every source where stacks
  * are spread evenly, so copying them one after the other is a serial part
  * as large as the parsing it follows. On several threads, each taking
@@ -88,14 +89,11 @@ static void source_release(struct merge_source *s)
 
 static int copy_frames(struct ember_profile *dst, struct merge_source *s, uint32_t upto)
 {
-    int err = 0;
-    for (; s->done.frames < upto && !err; s->done.frames++) {
-        struct ember_frame fr;
-        ember_profile_frame(s->p, s->done.frames, &fr);
-        if (fr.module != EMBER_NO_MODULE)
-            fr.module = s->mods[fr.module];
-        err = ember_profile_intern_frame(dst, &fr, &s->frames[s->done.frames]);
-    }
+    if (upto <= s->done.frames)
+        return 0;
+    int err = ember_frames_copy(&dst->frames, &s->p->frames, s->done.frames, upto, s->mods,
+                                &s->frames[s->done.frames]);
+    s->done.frames = upto;
     return err;
 }
 
@@ -182,6 +180,22 @@ static struct ember_piece_mark *sorted_marks(struct ember_piece_marks *marks, un
     return all;
 }
 
+/* Room for the result's frames, so that the copy neither grows nor
+ * rehashes its table: all the sources' where they share few (threads
+ * given pieces of different programs), but at most twice the largest
+ * source's (the result has at least that many: at most half the room
+ * unused). */
+static size_t frames_expected(const struct ember_profile *dst, struct ember_profile *const *src,
+                              unsigned n)
+{
+    size_t most = dst->frames.count, sum = dst->frames.count;
+    for (unsigned i = 0; i < n; i++) {
+        most = src[i]->frames.count > most ? src[i]->frames.count : most;
+        sum += src[i]->frames.count;
+    }
+    return sum < 2 * most ? sum : 2 * most;
+}
+
 int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *const *src,
                                struct ember_piece_marks *marks, unsigned n, unsigned threads)
 {
@@ -193,11 +207,8 @@ int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *
         s[i].marks = marks[i].v;
         s[i].nmarks = marks[i].n;
     }
-    uint32_t most = dst->frames.count; /* the result has at least every source's */
-    for (unsigned i = 0; i < n; i++)
-        most = src[i]->frames.count > most ? src[i]->frames.count : most;
     if (!err)
-        err = ember_frames_reserve(&dst->frames, most);
+        err = ember_frames_reserve(&dst->frames, frames_expected(dst, src, n));
     struct ember_piece_mark *all = err ? NULL : sorted_marks(marks, n, &total);
     if (!err && !all)
         err = -ENOMEM;

@@ -290,9 +290,20 @@ const char *ember_kallsyms_path(struct ember_kallsyms *k, const struct ember_kal
     return src->cached; /* perf record's copy, of the recorded kernel */
 }
 
+/* The table settled once (its ends fixed, as fix_ends), where it has
+ * addresses: work of its own, done by whoever reads the file. */
+static int settle(struct ember_kallsyms *k)
+{
+    if (k->settled || !k->have_text || k->text_now == 0)
+        return 0;
+    k->settled = true;
+    return fix_ends(k);
+}
+
 int ember_kallsyms_read(struct ember_kallsyms *k, const char *path)
 {
-    return read_file(k, path);
+    int err = read_file(k, path);
+    return err ? err : settle(k);
 }
 
 int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_source *src)
@@ -317,7 +328,7 @@ int ember_kallsyms_finish(struct ember_kallsyms *k, const struct ember_kallsyms_
         k->n = 0;
         return 0;
     }
-    if ((err = fix_ends(k)) < 0)
+    if ((err = settle(k)) < 0)
         return err;
     k->delta = src->have_text ? k->text_now - src->text : 0;
     k->usable = k->nkernel > 0;

@@ -20,6 +20,7 @@ struct ember_kallsyms {
     size_t nlen, ncap;
     uint64_t text_now, delta;
     bool have_text, loaded, usable;
+    bool settled;  /* its ends fixed (read settles it, where it has addresses) */
     char why[256]; /* why kernel frames stay unknown */
 };
 
@@ -40,7 +41,9 @@ int ember_kallsyms_load(struct ember_kallsyms *k, const struct ember_kallsyms_so
  * (on a thread of its own, from a recording's start): the file the table
  * of src is read from (src->kallsyms where the running kernel is the
  * recorded one, else perf's copy; NULL: none, why says why); the file
- * read into k (no other call on k meanwhile): 0 or its error; the table
+ * read into k and its table settled (sorted as perf sorts it: the work
+ * that does not depend on src; no other call on k meanwhile): 0 or its
+ * error; the table
  * made src's from the read's error err: 0 (usable or not), -ENOMEM. */
 const char *ember_kallsyms_path(struct ember_kallsyms *k, const struct ember_kallsyms_source *src);
 int ember_kallsyms_read(struct ember_kallsyms *k, const char *path);

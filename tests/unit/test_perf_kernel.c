@@ -5,7 +5,8 @@
  * table is read from, and gives the table one thread reading it then
  * gives; where the recorded kernel is another (and perf's cache has no
  * copy of it), it is let go, and the table is the other kernel's answer:
- * unusable, saying why. The steps of symbol/kallsyms.h give load's table.
+ * unusable, saying why. The steps of symbol/kallsyms.h give load's table,
+ * the table's sorting done by the read (on the thread), not by finish.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,8 +106,12 @@ static void test_steps(void **state)
     struct ember_kallsyms k, want;
     ember_kallsyms_init(&k);
     int err = ember_kallsyms_read(&k, "/proc/kallsyms");
+    const struct ksym *settled =
+        k.syms; /* read settles it: finish (the joining thread's) keeps it */
     assert_ptr_equal(ember_kallsyms_path(&k, &src), src.kallsyms);
     assert_int_equal(ember_kallsyms_finish(&k, &src, src.kallsyms, err), 0);
+    if (k.usable)
+        assert_ptr_equal(k.syms, settled);
     load(&want, running);
     same_table(&k, &want);
     ember_kallsyms_release(&k);

@@ -6,7 +6,9 @@
  * thread reading every piece in order builds: the same frames, nodes
  * (frame, parent), weights and totals, and a child table that finds
  * every node. Also into a profile that has nodes already, with a negative
- * weight (the serial path), and with more threads than sources.
+ * weight (the serial path), and with more threads than sources. Half the
+ * frames have a file, a line, an address and a module, which the sources
+ * number in orders of their own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include "unit_random.h"
 
-enum { PIECES = 60, STACKS = 40, NAMES = 30, DEPTH = 9, SOURCES = 4 };
+enum { PIECES = 60, STACKS = 40, NAMES = 90, DEPTH = 9, SOURCES = 4 };
 
 /* The stacks of one run, piece by piece: frames, depth and weights. */
 struct stack {
@@ -48,17 +50,36 @@ static void make_stacks(uint64_t seed, bool negative)
         stacks[PIECES / 2][3].w[1] = -7;
 }
 
+/* Name k's frame in p: every other one with a file, a line, an address
+ * and a module (the sources meet their modules and files in orders of
+ * their own, the merge maps them), the others the name alone. */
+static uint32_t frame_of(struct ember_profile *p, unsigned k)
+{
+    char name[32], file[32], path[32];
+    int len = snprintf(name, sizeof(name), "f%u", k);
+    struct ember_frame fr = {.name = name, .name_len = (size_t)len, .module = EMBER_NO_MODULE};
+    uint32_t frame;
+    if (k % 2) {
+        snprintf(path, sizeof(path), "/lib/m%u.so", k % 3);
+        struct ember_module m = {.path = path, .start = 0x1000u * (k % 3)};
+        assert_int_equal(ember_profile_module(p, &m, &fr.module), 0);
+        fr.file = file;
+        fr.file_len = (size_t)snprintf(file, sizeof(file), "src%u.c", k % 5);
+        fr.line = k;
+        fr.address = 0x400000u + k;
+        fr.has_address = true;
+    }
+    assert_int_equal(ember_profile_intern_frame(p, &fr, &frame), 0);
+    return frame;
+}
+
 static void add_piece(struct ember_profile *p, unsigned piece, const unsigned *values)
 {
-    char name[32];
     for (unsigned i = 0; i < STACKS; i++) {
         const struct stack *s = &stacks[piece][i];
-        uint32_t node = EMBER_ROOT, frame;
-        for (unsigned d = 0; d < s->depth; d++) {
-            int len = snprintf(name, sizeof(name), "f%u", s->name[d]);
-            assert_int_equal(ember_profile_intern(p, name, (size_t)len, &frame), 0);
-            assert_int_equal(ember_profile_child(p, node, frame, &node), 0);
-        }
+        uint32_t node = EMBER_ROOT;
+        for (unsigned d = 0; d < s->depth; d++)
+            assert_int_equal(ember_profile_child(p, node, frame_of(p, s->name[d]), &node), 0);
         for (unsigned v = 0; v < 2; v++)
             if (s->w[v])
                 assert_int_equal(ember_profile_add(p, node, values[v], s->w[v]), 0);
@@ -115,12 +136,30 @@ static void merge(struct ember_profile *dst, uint64_t seed, unsigned threads)
     }
 }
 
+/* Frame f of a and of b: the same name, file, line, address and module. */
+static void assert_same_frame(const struct ember_profile *a, const struct ember_profile *b,
+                              uint32_t f)
+{
+    struct ember_frame x, y;
+    ember_profile_frame(a, f, &x);
+    ember_profile_frame(b, f, &y);
+    assert_string_equal(x.name, y.name);
+    assert_int_equal(!x.file, !y.file);
+    if (x.file)
+        assert_string_equal(x.file, y.file);
+    assert_int_equal(x.line, y.line);
+    assert_int_equal(x.address, y.address);
+    assert_int_equal(x.module, y.module);
+    if (x.module != EMBER_NO_MODULE)
+        assert_string_equal(ember_profile_module_info(a, x.module)->path,
+                            ember_profile_module_info(b, y.module)->path);
+}
+
 static void assert_same(const struct ember_profile *a, const struct ember_profile *b)
 {
     assert_int_equal(a->frames.count, b->frames.count);
     for (uint32_t f = 0; f < a->frames.count; f++)
-        assert_string_equal(ember_profile_frame_name(a, f, NULL),
-                            ember_profile_frame_name(b, f, NULL));
+        assert_same_frame(a, b, f);
     assert_int_equal(a->nvalues, b->nvalues);
     for (unsigned v = 0; v < a->nvalues; v++)
         assert_int_equal(a->total[v], b->total[v]);
