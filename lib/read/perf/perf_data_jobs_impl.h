@@ -25,7 +25,8 @@ enum { PIECES_PER_THREAD = 4 };
 
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
  * tens of microseconds, an fp sample about 100 ns; DWARF ones (and DWARF
- * samples) by JOBS_WALKS, so that their 8 KB stay in the caches. A
+ * samples) by JOBS_WALKS, so that their 8 KB stay in the caches (records:
+ * JOBS_WALKS for two threads, half as many more for each thread beyond). A
  * fuzzing build's batches are small, so that its small inputs fill
  * several, each built on the workers while the next fills. */
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION

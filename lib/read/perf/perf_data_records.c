@@ -340,6 +340,15 @@ void pd_records_free(struct pd_jobs *j)
 
 /* ---- the reader's side --------------------------------------------------- */
 
+/* DWARF samples' records: a batch that keeps them in the caches, as many
+ * for each thread as two share at -j 2, so that each batch's wake-up and
+ * landing (tens of microseconds) is paid for as well on many threads. */
+static size_t dwarf_batch(unsigned threads)
+{
+    size_t n = (size_t)JOBS_WALKS * (threads > 2 ? threads : 2) / 2;
+    return n < JOBS_RECORDS ? n : JOBS_RECORDS;
+}
+
 bool pd_jobs_records_start(struct pd_jobs *j)
 {
     const struct reader *r = j ? j->r : NULL;
@@ -359,7 +368,7 @@ bool pd_jobs_records_start(struct pd_jobs *j)
         if (pd_offcpu_is_switches(&r->f->attrs[i]))
             return false;
         if (r->f->attrs[i].sample_type & PERF_SAMPLE_REGS_USER)
-            j->max_recs = JOBS_WALKS; /* DWARF samples: a batch of records in the caches */
+            j->max_recs = dwarf_batch(j->nb);
     }
     return true;
 }
