@@ -24,7 +24,8 @@ a round no thread has taken), /proc/kallsyms on another
 (perf_data_names.c), samples' records are decoded, unwound, built and
 weighed on the caller's thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
-perf_data_jobs.c), then merged in order on the caller's (and the
+perf_data_jobs.c), then merged in order on the caller's, while the
+workers build the next batch where they can (send_behind; the
 threads' weights added up at the end), the files' symbol tables (and with
 --inline their DWARF) are read on as many before naming
 (symbol/prepare.c), the raw nodes are named and placed on the caller's
@@ -69,6 +70,7 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           ("files' symbols, --inline's DWARF, read ahead (every thread's share)",
            ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
             "prepare.lto_priv", PREPARED]),
+          ("records: a batch merged in order while the next builds", ["send_behind"]),
           ("samples: stacks merged in order, weighed",
            ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh", "pd_records_finish",
             "pd_jobs_finish"]),
@@ -115,11 +117,13 @@ def main(path, one=None):
     print_serial(per, total, sampled(one) if one else None)
 
 
-# The caller's work while the workers build the batch before (where
-# samples' records are handed over, perf_data_records.c): it fills the
-# next batch meanwhile, so that work adds to the read's time only where
-# it outlasts the building (few cores: never; many: about as long).
-BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go")
+# The caller's work while the workers build a batch (where samples'
+# records are handed over, perf_data_records.c): it merges the batch
+# before and fills the next meanwhile, so that work adds to the read's
+# time only where it outlasts the building (few cores: never; many:
+# about as long).
+BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go",
+          "records: a batch merged")
 
 
 def is_caller(thread):

@@ -54,11 +54,19 @@ static inline void ember_u64map_release(struct ember_u64map *m)
     m->slots = NULL;
 }
 
+/* Whether a slot holds a key. A new key's slot is published by its used,
+ * written last: other threads may look keys up while one thread adds keys
+ * that grow nothing (perf_data_raw.c's pd_raw_room). */
+static inline bool ember_u64slot_taken(const struct ember_u64slot *s)
+{
+    return __atomic_load_n(&s->used, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The slot of key: the one holding it, or the free one where it belongs. */
 static inline struct ember_u64slot *ember_u64map_slot(const struct ember_u64map *m, uint64_t key)
 {
     for (uint32_t i = (uint32_t)ember_hash_u64(key) & m->mask;; i = (i + 1) & m->mask)
-        if (!m->slots[i].used || m->slots[i].key == key)
+        if (!ember_u64slot_taken(&m->slots[i]) || m->slots[i].key == key)
             return &m->slots[i];
 }
 
@@ -75,7 +83,7 @@ static inline const struct ember_u64slot *ember_u64map_home(const struct ember_u
 static inline bool ember_u64map_get(const struct ember_u64map *m, uint64_t key, uint32_t *value)
 {
     const struct ember_u64slot *s = ember_u64map_slot(m, key);
-    if (!s->used)
+    if (!ember_u64slot_taken(s))
         return false;
     *value = s->value;
     return true;
@@ -93,9 +101,11 @@ static inline int ember_u64map_put(struct ember_u64map *m, uint64_t key, uint32_
                 return err;
             s = ember_u64map_slot(m, key);
         }
-        s->used = 1;
         s->key = key;
+        s->value = value;
+        __atomic_store_n(&s->used, 1, __ATOMIC_RELEASE);
         m->count++;
+        return 0;
     }
     s->value = value;
     return 0;

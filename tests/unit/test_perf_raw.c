@@ -8,6 +8,9 @@
  * Both tries must number maps, frames, roots and nodes alike and give
  * each sample the same node. Each world has its own maps: the reader's
  * trie keeps its numbers in them (pd_map.ref), which an overlay reads.
+ * Given room for all its overlays made first (pd_raw_room, as a merge
+ * behind is), a batch's merge moves none of the trie's tables or arrays:
+ * the threads that read them meanwhile find them where they were.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +44,7 @@ static void make_samples(struct sample *s, uint64_t *seed)
         s[i].depth = 1 + next_random(seed) % DEPTH;
         for (size_t d = 0; d < s[i].depth; d++) {
             s[i].map[d] = (uint32_t)(next_random(seed) % (MAPS + 1));
-            s[i].ip[d] = 0x1000 * (d + 1) + next_random(seed) % 5;
+            s[i].ip[d] = 0x1000 * (d + 1) + next_random(seed) % 40; /* past a table's first size */
         }
     }
 }
@@ -66,6 +69,31 @@ static void init_maps(struct pd_map *maps)
 {
     for (uint32_t m = 0; m < MAPS; m++)
         maps[m] = (struct pd_map){.start = 0x1000 * m, .end = 0x1000 * (m + 1), .dso = m % 2};
+}
+
+/* Where the trie's tables and arrays are. */
+struct where {
+    const void *fslots, *children, *parent, *key, *samples, *period, *frames;
+};
+
+static struct where where_of(const struct pd_raw *raw)
+{
+    return (struct where){raw->fslots,  raw->children.slots, raw->parent, raw->key,
+                          raw->samples, raw->period,         raw->frames};
+}
+
+/* Room in dst for all the overlays made, before their merge. */
+static bool with_room;
+
+static struct where give_room(struct pd_raw *dst, const struct pd_raw *ov)
+{
+    size_t frames = 0, nodes = 0;
+    for (unsigned o = 0; o < OVERLAYS; o++) {
+        frames += ov[o].nframes;
+        nodes += ov[o].nnodes;
+    }
+    assert_int_equal(pd_raw_room(dst, frames, nodes), 0);
+    return where_of(dst);
 }
 
 /* A batch [from, to): pieces of 1 to 40 samples, each given to a random
@@ -93,12 +121,16 @@ static void run_batch(struct pd_raw *dst, struct pd_raw *ov, struct pd_raw_merge
             node[i] = build(o, maps, &s[i]);
         piece[k].n = pd_raw_count(o);
     }
+    struct where room = with_room ? give_room(dst, ov) : where_of(dst);
     for (size_t k = 0; k < np; k++) {
         struct pd_raw_merge *mk = &m[piece[k].ov];
         assert_int_equal(pd_raw_merge(dst, &ov[piece[k].ov], mk, piece[k].n), 0);
         for (size_t i = piece[k].from; i < piece[k].to; i++)
             node[i] = pd_raw_merged(mk, node[i]);
     }
+    struct where now = where_of(dst);
+    if (with_room)
+        assert_memory_equal(&room, &now, sizeof(room));
     for (unsigned o = 0; o < OVERLAYS; o++) {
         assert_int_equal(pd_raw_reset(&ov[o]), 0);
         pd_raw_merge_reset(&m[o]);
@@ -127,9 +159,9 @@ static void assert_same(const struct pd_raw *a, const struct pd_raw *b)
     }
 }
 
-static void test_overlays_merged_in_order(void **state)
+static void merged_in_order(bool room)
 {
-    (void)state;
+    with_room = room;
     uint64_t seed = 0x5eed;
     struct sample *s = malloc(SAMPLES * sizeof(*s));
     uint32_t *want = malloc(SAMPLES * sizeof(*want)), *got = malloc(SAMPLES * sizeof(*got));
@@ -161,10 +193,23 @@ static void test_overlays_merged_in_order(void **state)
     free(got);
 }
 
+static void test_overlays_merged_in_order(void **state)
+{
+    (void)state;
+    merged_in_order(false);
+}
+
+static void test_room_moves_nothing(void **state)
+{
+    (void)state;
+    merged_in_order(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overlays_merged_in_order),
+        cmocka_unit_test(test_room_moves_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,6 +241,9 @@ struct pd_raw_spare {
     uint64_t *samples, *period;
     struct ember_u64slot *slots; /* made: the child table, mask + 1 slots */
 };
+/* Room in raw for `frames` frames and `nodes` nodes more, made now, so
+ * that adding them grows no table (perf_data_raw.c): 0 or -ENOMEM. */
+int pd_raw_room(struct pd_raw *raw, size_t frames, size_t nodes);
 /* Planned on the caller's thread, if merging `more` nodes would grow raw. */
 void pd_raw_spare_plan(const struct pd_raw *raw, size_t more, struct pd_raw_spare *sp);
 /* Made as planned, on any thread, while raw does not change (what finds

@@ -22,12 +22,17 @@
  *     libdwfl can do (on the caller's unwinder, whose sessions see the
  *     samples one thread would show them) and the stacks after them; what
  *     the piece's overlay made, merged into the reader's trie; the
- *     piece's weights. Then the overlays are emptied.
+ *     piece's weights. Then the overlays are emptied. A batch of records
+ *     whose pieces were all built whole is merged while the workers build
+ *     the next in a second set of overlays (pd_jobs_behind).
  * A thread that meets a walk only libdwfl can do builds nothing more in
  * that batch (it still walks), so an overlay holds its pieces in order
  * and the caller finishes them in it.
- * Invariants: the tasks and the reader's trie do not change while the
- * threads run; each overlay gets its pieces in increasing order; the
+ * Invariants: the tasks do not change while the threads run, nor does the
+ * reader's trie but by a merge behind, which only adds to it (its frame
+ * and child tables publish each entry last, and are given room for the
+ * whole merge first: nothing the threads read moves); each overlay gets
+ * its pieces in increasing order; the
  * pieces are merged in order, so the reader's trie numbers its maps,
  * frames and nodes as one thread does, and the profile is one thread's,
  * byte for byte; the workers are joined on every path.
@@ -51,7 +56,7 @@ enum { JOBS_BATCH = 4096 };
 static int build(struct pd_jobs *j, struct builder *b, struct job *jb)
 {
     const struct walk *w = jb->walk >= 0 ? &j->walks[jb->walk] : NULL;
-    return pd_raw_stack(&b->raw, jb->ai, &jb->s, &jb->th, w ? w->ips : NULL, w ? w->n : 0,
+    return pd_raw_stack(pd_overlay(b), jb->ai, &jb->s, &jb->th, w ? w->ips : NULL, w ? w->n : 0,
                         &jb->node);
 }
 
@@ -72,17 +77,18 @@ static void take_piece(struct pd_jobs *j, struct builder *b, struct piece *pc)
         }
         pc->built = i + 1;
     }
-    pc->n = pd_raw_count(&b->raw);
+    pc->n = pd_raw_count(pd_overlay(b));
 }
 
 static void take_pieces(struct pd_jobs *j, struct builder *b)
 {
     b->stopped = false;
-    for (size_t k; (k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->npieces;)
+    size_t n = j->npieces[j->set];
+    for (size_t k; (k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < n;)
         if (j->nrecs)
-            pd_records_take(j, b, &j->pieces[k]);
+            pd_records_take(j, b, &j->pieces[j->set][k]);
         else
-            take_piece(j, b, &j->pieces[k]);
+            take_piece(j, b, &j->pieces[j->set][k]);
 }
 
 /* Workers wake in a tree, worker i (from 1) waking 2i and 2i + 1, so that
@@ -96,6 +102,18 @@ static void wake_next(struct pd_jobs *j, unsigned i)
         sem_post(&j->b[k].go);
 }
 
+/* The reader's trie grown ahead for the next merge, by worker 1 once its
+ * pieces are built and the batch before is merged (behind: the trie is
+ * still from then till the next merge). */
+static void spare_after(struct pd_jobs *j)
+{
+    while (sem_wait(&j->merged) != 0)
+        ; /* EINTR */
+    pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
+    if (j->spare.nnodes)
+        pd_raw_spare_make(&j->r->raw, &j->spare);
+}
+
 static void *worker_main(void *arg)
 {
     struct builder *b = arg;
@@ -107,34 +125,47 @@ static void *worker_main(void *arg)
         wake_next(j, i);
         if (atomic_load(&j->stop))
             break;
-        if (i == 1 && j->spare.nnodes)
+        if (i == 1 && j->spare_ahead)
             pd_raw_spare_make(&j->r->raw, &j->spare);
         take_pieces(j, b);
+        if (i == 1 && j->spare_after)
+            spare_after(j);
         if (atomic_fetch_sub(&j->busy, 1) == 1)
             sem_post(&j->done);
     }
     return NULL;
 }
 
-/* The batch cut into pieces: one for the caller's thread alone. */
+/* The batch cut into pieces (one for the caller's thread alone), in the
+ * set of overlays the last batch did not use; the reader's nodes counted
+ * (its threads' tallies are made room for them first). */
 static void cut_pieces(struct pd_jobs *j, bool alone)
 {
     size_t want = alone ? 1 : (size_t)j->nb * PIECES_PER_THREAD;
     size_t n = j->nrecs ? j->nrecs : j->n;
     size_t size = (n + want - 1) / want;
-    j->npieces = 0;
+    j->set ^= 1;
+    j->npieces[j->set] = 0;
     for (size_t from = 0; from < n; from += size)
-        j->pieces[j->npieces++] =
+        j->pieces[j->set][j->npieces[j->set]++] =
             (struct piece){.from = from, .to = from + size < n ? from + size : n};
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    j->tally_nodes = j->r->raw.nnodes;
 }
 
 void pd_jobs_launch(struct pd_jobs *j)
 {
+    /* merged behind, the trie changes while the batch builds: its spare
+     * is made after that merge (pd_jobs_spare_after) */
+    bool behind = j->behind;
+    j->behind = false;
     cut_pieces(j, false);
     /* planned for twice the last batch's new nodes: most batches make
      * fewer than the one before */
-    pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
+    if (!behind)
+        pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
+    j->spare_ahead = !behind && j->spare.nnodes;
+    j->spare_after = behind;
     atomic_store(&j->busy, j->nb - 1);
     wake_next(j, 0);
 }
@@ -183,7 +214,7 @@ static int finish_piece(struct pd_jobs *j, struct piece *pc)
         if (err < 0)
             return err;
     }
-    pc->n = pd_raw_count(&b->raw);
+    pc->n = pd_raw_count(pd_overlay(b));
     return 0;
 }
 
@@ -198,30 +229,30 @@ static int weigh_jobs(struct pd_jobs *j, const struct piece *pc, const struct pd
     return err;
 }
 
-/* Each piece, in order: finished, merged, its samples weighed; then the
- * overlays emptied. */
-static int merge_pieces(struct pd_jobs *j)
+/* Each piece of the batch built in set, in order: finished (only the
+ * batch launched last's can need it), merged, its samples weighed; then
+ * the set's overlays emptied. */
+int pd_jobs_merge(struct pd_jobs *j, unsigned set)
 {
     struct reader *r = j->r;
     size_t before = r->raw.nnodes;
     int err = 0;
-    pd_raw_spare_take(&r->raw, &j->spare);
-    for (size_t k = 0; k < j->npieces && !err; k++) {
-        struct piece *pc = &j->pieces[k];
+    for (size_t k = 0; k < j->npieces[set] && !err; k++) {
+        struct piece *pc = &j->pieces[set][k];
         struct builder *b = &j->b[pc->builder];
         err = j->nrecs ? pd_records_finish(j, pc) : finish_piece(j, pc);
         if (!err)
-            err = pd_raw_merge(&r->raw, &b->raw, &b->m, pc->n);
+            err = pd_raw_merge(&r->raw, &b->raw[set], &b->m[set], pc->n);
         if (!err && j->nrecs)
             pd_records_weigh(j, pc);
         else if (!err)
-            err = weigh_jobs(j, pc, &b->m);
+            err = weigh_jobs(j, pc, &b->m[set]);
     }
     for (unsigned i = 0; i < j->nb; i++) {
         if (!err && j->nrecs)
-            pd_records_overlay_weights(j, &j->b[i]);
-        int e = pd_raw_reset(&j->b[i].raw);
-        pd_raw_merge_reset(&j->b[i].m);
+            pd_records_overlay_weights(j, &j->b[i], set);
+        int e = pd_raw_reset(&j->b[i].raw[set]);
+        pd_raw_merge_reset(&j->b[i].m[set]);
         err = err ? err : e;
     }
     j->last_new = r->raw.nnodes - before;
@@ -231,13 +262,48 @@ static int merge_pieces(struct pd_jobs *j)
 int pd_jobs_run(struct pd_jobs *j)
 {
     run_pieces(j, j->nb == 1);
-    return merge_pieces(j);
+    pd_raw_spare_take(&j->r->raw, &j->spare);
+    return pd_jobs_merge(j, j->set);
+}
+
+void pd_jobs_built(struct pd_jobs *j)
+{
+    help_and_wait(j);
 }
 
 int pd_jobs_land(struct pd_jobs *j)
 {
     help_and_wait(j);
-    return merge_pieces(j);
+    pd_raw_spare_take(&j->r->raw, &j->spare);
+    return pd_jobs_merge(j, j->set);
+}
+
+bool pd_jobs_behind(struct pd_jobs *j)
+{
+    unsigned set = j->set;
+    size_t frames = 0, nodes = 0;
+    for (size_t k = 0; k < j->npieces[set]; k++)
+        if (j->pieces[set][k].built != j->pieces[set][k].to)
+            return false; /* the caller finishes it, maybe changing the tasks */
+    for (unsigned i = 0; i < j->nb; i++) {
+        const struct pd_raw *o = &j->b[i].raw[set];
+        if (o->nmaprefs || o->nroots)
+            return false;
+        frames += o->nframes;
+        nodes += o->nnodes;
+    }
+    pd_raw_spare_take(&j->r->raw, &j->spare);
+    if (pd_raw_room(&j->r->raw, frames, nodes) < 0)
+        return false; /* the merge then finds no memory, and says it */
+    j->behind = true;
+    return true;
+}
+
+int pd_jobs_merge_behind(struct pd_jobs *j, unsigned set)
+{
+    int err = pd_jobs_merge(j, set);
+    sem_post(&j->merged); /* worker 1 may grow the trie ahead now */
+    return err;
 }
 
 int pd_jobs_drain(struct pd_jobs *j)
@@ -290,8 +356,10 @@ static void release_builder(struct pd_jobs *j, struct builder *b)
 {
     if (b != &j->b[0])
         pd_unwind_free(b->uw);
-    pd_raw_release(&b->raw);
-    pd_raw_merge_release(&b->m);
+    for (unsigned set = 0; set < 2; set++) {
+        pd_raw_release(&b->raw[set]);
+        pd_raw_merge_release(&b->m[set]);
+    }
     pd_records_tally_release(&b->tally);
 }
 
@@ -305,15 +373,23 @@ void pd_jobs_free(struct pd_jobs *j)
     for (unsigned i = 1; i < j->nb; i++)
         sem_destroy(&j->b[i].go);
     sem_destroy(&j->done);
+    sem_destroy(&j->merged);
     free(j->b);
     pd_records_free(j);
     free(j->firsts);
     free(j->seens);
     free(j->jobs);
     free(j->walks);
-    free(j->pieces);
+    free(j->pieces[0]);
+    free(j->pieces[1]);
     pd_raw_spare_release(&j->spare);
     free(j);
+}
+
+static int overlays_init(struct pd_jobs *j, struct builder *b)
+{
+    int err = pd_raw_init(&b->raw[0], j->r->t, &j->r->raw);
+    return err ? err : pd_raw_init(&b->raw[1], j->r->t, &j->r->raw);
 }
 
 /* The caller's builder, then the workers, each with an unwinder and an
@@ -326,13 +402,13 @@ static int start_builders(struct pd_jobs *j, unsigned threads)
         return -ENOMEM;
     j->b[0] = (struct builder){.j = j, .uw = j->r->uw};
     j->nb = 1;
-    int err = pd_raw_init(&j->b[0].raw, j->r->t, &j->r->raw);
+    int err = overlays_init(j, &j->b[0]);
     while (!err && j->nb < threads) {
         struct builder *b = &j->b[j->nb];
         b->j = j;
         err = pd_unwind_new(&b->uw, j->r->t);
         if (!err)
-            err = pd_raw_init(&b->raw, j->r->t, &j->r->raw);
+            err = overlays_init(j, b);
         if (err || sem_init(&b->go, 0, 0) != 0) {
             release_builder(j, b);
             break;
@@ -354,13 +430,17 @@ int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
         return -ENOMEM;
     j->r = r;
     sem_init(&j->done, 0, 0);
+    sem_init(&j->merged, 0, 0);
     j->jobs = malloc(JOBS_BATCH * sizeof(*j->jobs));
     j->walks = malloc(JOBS_WALKS * sizeof(*j->walks));
     j->recs = malloc(JOBS_RECORDS * sizeof(*j->recs));
     j->fill = malloc(JOBS_RECORDS * sizeof(*j->fill));
-    j->pieces = malloc(((size_t)threads * PIECES_PER_THREAD + 1) * sizeof(*j->pieces));
-    int err = j->jobs && j->walks && j->recs && j->fill && j->pieces ? start_builders(j, threads)
-                                                                     : -ENOMEM;
+    for (unsigned set = 0; set < 2; set++)
+        j->pieces[set] =
+            malloc(((size_t)threads * PIECES_PER_THREAD + 1) * sizeof(*j->pieces[set]));
+    int err = j->jobs && j->walks && j->recs && j->fill && j->pieces[0] && j->pieces[1]
+                  ? start_builders(j, threads)
+                  : -ENOMEM;
     if (err) {
         pd_jobs_free(j);
         return err;

@@ -8,7 +8,8 @@
  *                      built and weighed there
  *
  * Invariants: a batch is either jobs (n) or records (nrecs), never both;
- * the tasks and the reader's trie do not change while the threads run;
+ * the tasks do not change while the threads run, the reader's trie only
+ * by a merge behind, which adds to it without growing a table;
  * each overlay gets its pieces in increasing order, and the pieces are
  * merged in order.
  */
@@ -90,12 +91,14 @@ struct tally {
     size_t nnodes, nodecap, nevents, eventcap, nprocess, processcap;
 };
 
-/* A thread's: the caller's is b[0] (its unwinder the reader's). */
+/* A thread's: the caller's is b[0] (its unwinder the reader's). Two
+ * overlays, one for each of two batches in a row: a batch's are merged
+ * while the next builds in the others (perf_data_records.c). */
 struct builder {
     struct pd_jobs *j;
     struct pd_unwind *uw;
-    struct pd_raw raw;
-    struct pd_raw_merge m;
+    struct pd_raw raw[2];
+    struct pd_raw_merge m[2];
     struct tally tally;
     bool stopped; /* this batch: builds nothing more */
     sem_t go;     /* a worker's: posted for each batch, and at the end */
@@ -115,12 +118,15 @@ struct pd_jobs {
     size_t nfill;
     bool flying;
     int err;
-    uint32_t *firsts; /* each piece's first[] and seen[], by the file's events */
+    uint32_t *firsts; /* each piece's first[] and seen[], by set and the file's events */
     uint8_t *seens;
     struct walk *walks;
     size_t nwalks;
-    struct piece *pieces;
-    size_t npieces;
+    /* the pieces of the batch built in each set of overlays; set: the
+     * batch launched last's, which the threads build in */
+    struct piece *pieces[2];
+    size_t npieces[2];
+    unsigned set;
     struct builder *b; /* nb: the caller's and the workers' */
     unsigned nb;
     sem_t done;                /* posted by the last worker done with a batch */
@@ -128,8 +134,20 @@ struct pd_jobs {
     atomic_bool stop;          /* the workers end */
     atomic_size_t next;        /* the next piece to take */
     struct pd_raw_spare spare; /* the reader's trie grown ahead, by worker 1 */
-    size_t last_new;           /* the nodes the last batch's merge made */
+    /* this batch: worker 1 makes the spare first, or once its pieces are
+     * built and the batch before merged behind (merged: posted then) */
+    bool spare_ahead, spare_after;
+    sem_t merged;
+    size_t last_new;    /* the nodes the last batch's merge made */
+    size_t tally_nodes; /* the reader's nodes when the batch was launched */
+    bool behind;        /* the batch built is merged behind: the next launch's */
 };
+
+/* The overlay b builds in: its set of the batch launched last. */
+static inline struct pd_raw *pd_overlay(struct builder *b)
+{
+    return &b->raw[b->j->set];
+}
 
 /* perf_data_jobs.c: the batch's pieces built by every thread (the
  * caller's alone when no worker could be started), then merged in order
@@ -141,6 +159,18 @@ int pd_jobs_run(struct pd_jobs *j);
  * merged in order and weighed. */
 void pd_jobs_launch(struct pd_jobs *j);
 int pd_jobs_land(struct pd_jobs *j);
+/* The batch flying built: its pieces left taken here too, the workers
+ * waited for. Then, where it can be merged while the next batch builds
+ * (pd_jobs_behind: every piece built whole, no overlay with maps or roots
+ * of its own, the reader's trie given room for all they made, so that its
+ * merge grows no table the threads read), launching the next batch and
+ * merging this one's set (pd_jobs_merge, the set before the launch's). */
+void pd_jobs_built(struct pd_jobs *j);
+bool pd_jobs_behind(struct pd_jobs *j);
+int pd_jobs_merge(struct pd_jobs *j, unsigned set);
+/* pd_jobs_merge of the batch before, the next one launched: then worker
+ * 1 grows the trie ahead for the next merge (the trie is still till then). */
+int pd_jobs_merge_behind(struct pd_jobs *j, unsigned set);
 
 /* perf_data_records.c */
 /* The batch of records flying landed, then the one filled built, merged
@@ -156,7 +186,7 @@ int pd_records_finish(struct pd_jobs *j, struct piece *pc);
 /* A piece merged: what its order decides (events first seen, unknown). */
 void pd_records_weigh(struct pd_jobs *j, struct piece *pc);
 /* An overlay's own nodes' weights, into the reader's trie once merged. */
-void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b);
+void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b, unsigned set);
 void pd_records_tally_release(struct tally *t);
 
 #endif

@@ -7,10 +7,11 @@
  *
  * Invariants: a raw node's parent was made before it; an overlay only
  * reads its base, and numbers what it makes from PD_OVER (so nodes, frames
- * and maps stay under 2^31); the tasks' pd_map.ref is the reader's trie's
- * number, written by that trie alone; a merge copies what its overlay
- * made since the last one, maps, frames, then nodes, each in the
- * overlay's order.
+ * and maps stay under 2^31); a frame slot (and a child's, u64map.h) is
+ * published by its id, written last and read first, so that overlays may
+ * read a trie that a merge adds to, where pd_raw_room gave it room first; the tasks' pd_map.ref is
+ * the reader's trie's number, written by that trie alone; a merge copies what its overlay made
+ * since the last one, maps, frames, then nodes, each in the overlay's order.
  */
 #include "read/perf/perf_data_build.h"
 #include "base/hash.h"
@@ -187,28 +188,46 @@ static bool frame_slot_used(const void *slot)
     return ((const struct frame_slot *)slot)->id1 != 0;
 }
 
-static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip)
+/* A slot's id1, which publishes it: written last (after its ip and
+ * mapref), read first, so that builders may look the reader's trie up
+ * while a merge adds to it (pd_jobs_behind). */
+static uint32_t slot_id1(const struct frame_slot *s)
+{
+    return __atomic_load_n(&s->id1, __ATOMIC_ACQUIRE);
+}
+
+/* The slot of (mapref, ip), or the free one where it belongs; *id1 its
+ * id1 as read. */
+static struct frame_slot *frame_at(const struct pd_raw *raw, uint32_t mapref, uint64_t ip,
+                                   uint32_t *id1)
 {
     struct frame_slot probe = {ip, mapref, 0};
     for (uint32_t i = (uint32_t)frame_slot_hash(&probe) & raw->fmask;; i = (i + 1) & raw->fmask) {
         struct frame_slot *s = &raw->fslots[i];
-        if (!s->id1 || (s->ip == ip && s->mapref == mapref))
+        if (!(*id1 = slot_id1(s)) || (s->ip == ip && s->mapref == mapref))
             return s;
     }
 }
 
+static struct frame_slot *frame_find(const struct pd_raw *raw, uint32_t mapref, uint64_t ip)
+{
+    uint32_t id1;
+    return frame_at(raw, mapref, ip, &id1);
+}
+
 int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
 {
+    uint32_t id1;
     if (raw->base && !(mapref & PD_OVER)) {
-        const struct frame_slot *b = frame_find(raw->base, mapref, ip);
-        if (b->id1) {
-            *id = b->id1 - 1;
+        frame_at(raw->base, mapref, ip, &id1);
+        if (id1) {
+            *id = id1 - 1;
             return 0;
         }
     }
-    struct frame_slot *s = frame_find(raw, mapref, ip);
-    if (s->id1) {
-        *id = own_id(raw, s->id1 - 1);
+    struct frame_slot *s = frame_at(raw, mapref, ip, &id1);
+    if (id1) {
+        *id = own_id(raw, id1 - 1);
         return 0;
     }
     if (raw->nframes >= PD_OVER - 1)
@@ -222,7 +241,9 @@ int pd_raw_frame(struct pd_raw *raw, uint32_t mapref, uint64_t ip, uint32_t *id)
     if (EMBER_VEC_RESERVE(raw->frames, raw->fcap, raw->nframes + 1) < 0)
         return -ENOMEM;
     raw->frames[raw->nframes] = (struct raw_frame){ip, mapref};
-    *s = (struct frame_slot){ip, mapref, (uint32_t)raw->nframes + 1};
+    s->ip = ip;
+    s->mapref = mapref;
+    __atomic_store_n(&s->id1, (uint32_t)raw->nframes + 1, __ATOMIC_RELEASE);
     raw->fcount++;
     *id = own_id(raw, raw->nframes++);
     return 0;
@@ -398,6 +419,26 @@ int pd_raw_root(struct pd_raw *raw, uint32_t attr, uint32_t pid, uint32_t tid, c
     *id = (uint32_t)(v - 1);
     *root_slot(raw, attr, pid, tid) = *id + 1;
     return 0;
+}
+
+/* Room for `frames` frames and `nodes` nodes more, made now (the table
+ * and arrays grown as adding them would grow them): adding them then
+ * moves nothing that builders read meanwhile (pd_jobs_behind). */
+int pd_raw_room(struct pd_raw *raw, size_t frames, size_t nodes)
+{
+    while (raw->ncap < raw->nnodes + nodes)
+        if (grow_nodes(raw) < 0)
+            return -ENOMEM;
+    struct ember_u64map *c = &raw->children;
+    while (((size_t)c->count + nodes) * 2 > (size_t)c->mask + 1)
+        if (ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), ember_u64slot_hash,
+                             ember_u64slot_used) < 0)
+            return -ENOMEM;
+    while (((size_t)raw->fcount + frames) * 2 > (size_t)raw->fmask + 1)
+        if (ember_table_grow((void **)&raw->fslots, &raw->fmask, sizeof(*raw->fslots),
+                             frame_slot_hash, frame_slot_used) < 0)
+            return -ENOMEM;
+    return EMBER_VEC_RESERVE(raw->frames, raw->fcap, raw->nframes + frames) < 0 ? -ENOMEM : 0;
 }
 
 /* ---- merging an overlay -------------------------------------------------- */

@@ -27,12 +27,17 @@
  * outlasts the building. A drain (a record that changes threads or maps,
  * or the file's events: pd_reader_tool.file_changes, the data's end)
  * lands the one flying, then builds the one filled at once.
+ * Where every piece of the batch landing was built whole, it is merged
+ * after the next is launched, while the workers build that one in their
+ * other overlays (send_behind): the merge only adds to the reader's trie,
+ * given room first, so the workers may look it up meanwhile.
  * Invariants: only where no event is a context switch, the file is not a
  * pipe, no sample's place in the sequence is kept and the caller does not
  * filter samples (pd_jobs_records_start); the reading thread writes the batch, the others
  * only read it; at most one batch flies, and nothing the workers read
- * (the tasks, the file's events, the reader's trie) changes while it does;
- * the profile is one thread's, byte for byte. */
+ * (the tasks, the file's events) changes while it does, nor the reader's
+ * trie but by the merge behind; the profile is one thread's, byte for
+ * byte. */
 #include "read/perf/perf_data_jobs_impl.h"
 
 #include <errno.h>
@@ -61,12 +66,14 @@ static int grow_zeroed(void *pp, size_t *n, size_t *cap, size_t want, size_t siz
     return 0;
 }
 
-/* Room for the weights of the reader's nodes and the file's events. */
-static int tally_ready(struct tally *t, const struct reader *r)
+/* Room for the weights of the reader's first nodes nodes (tally grows it
+ * for later ones) and the file's events. */
+static int tally_ready(struct tally *t, const struct pd_jobs *j, size_t nodes)
 {
-    int err = grow_zeroed(&t->node, &t->nnodes, &t->nodecap, r->raw.nnodes, sizeof(*t->node));
+    int err = grow_zeroed(&t->node, &t->nnodes, &t->nodecap, nodes, sizeof(*t->node));
     return err ? err
-               : grow_zeroed(&t->event, &t->nevents, &t->eventcap, r->f->nattrs, sizeof(*t->event));
+               : grow_zeroed(&t->event, &t->nevents, &t->eventcap, j->r->f->nattrs,
+                             sizeof(*t->event));
 }
 
 /* A sample's weight: on node (the reader's, or the overlay's own), its
@@ -86,12 +93,17 @@ static int tally(struct builder *b, uint32_t node, uint32_t process, int ai,
     t->event[ai].samples++;
     t->event[ai].weighed |= s->has_period && s->period > 0;
     if (node & PD_OVER) {
-        b->raw.samples[node & ~PD_OVER]++;
-        b->raw.period[node & ~PD_OVER] += period;
-    } else {
-        t->node[node].samples++;
-        t->node[node].period += period;
+        pd_overlay(b)->samples[node & ~PD_OVER]++;
+        pd_overlay(b)->period[node & ~PD_OVER] += period;
+        return 0;
     }
+    /* a node made since the piece began: by a merge behind, or by the
+     * merge of the pieces before the one the caller finishes */
+    if (node >= t->nnodes &&
+        grow_zeroed(&t->node, &t->nnodes, &t->nodecap, (size_t)node + 1, sizeof(*t->node)) < 0)
+        return -ENOMEM;
+    t->node[node].samples++;
+    t->node[node].period += period;
     return 0;
 }
 
@@ -113,6 +125,12 @@ static struct pd_record record_of(const struct pd_held_record *jb)
 }
 
 /* ---- a piece ----------------------------------------------------------- */
+
+/* The most pieces a batch is cut into (perf_data_jobs.c's cut_pieces). */
+static size_t pieces_max(const struct pd_jobs *j)
+{
+    return (size_t)j->nb * PIECES_PER_THREAD + 1;
+}
 
 void pd_records_weigh(struct pd_jobs *j, struct piece *pc)
 {
@@ -164,7 +182,7 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
     if (!pd_tasks_thread_known(r->t, s.pid, s.tid, &th.process, &th.comm, &th.comm_len) ||
         (pd_sample_unwinds(&s) && /* 1: libdwfl's, in order, on the caller's unwinder */
          pd_unwind_sample_fast(b->uw, th.process, &s, ips, MAX_STACK, &n) != 0) ||
-        pd_raw_stack(&b->raw, ai, &s, &th, ips, n, &node) < 0 ||
+        pd_raw_stack(pd_overlay(b), ai, &s, &th, ips, n, &node) < 0 ||
         tally(b, node, th.process, ai, &s, true) < 0)
         return 0;
     first_seen(pc, ai);
@@ -173,14 +191,15 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
 
 void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
 {
-    size_t k = (size_t)(pc - j->pieces), nevents = j->r->f->nattrs;
+    size_t k = pieces_max(j) * j->set + (size_t)(pc - j->pieces[j->set]);
+    size_t nevents = j->r->f->nattrs;
     pc->builder = (unsigned)(b - j->b);
     pc->built = pc->from;
     pc->first = j->firsts + k * nevents;
     pc->seen = j->seens + k * nevents;
     pc->nfirst = 0;
     pc->unknown = 0;
-    if (!b->stopped && tally_ready(&b->tally, j->r) < 0)
+    if (!b->stopped && tally_ready(&b->tally, j, j->tally_nodes) < 0)
         b->stopped = true;
     for (size_t i = pc->from; i < pc->to && !b->stopped; i++) {
         if (!build(j, b, pc, &j->recs[i]))
@@ -188,7 +207,7 @@ void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
         else
             pc->built = i + 1;
     }
-    pc->n = pd_raw_count(&b->raw);
+    pc->n = pd_raw_count(pd_overlay(b));
 }
 
 /* What a builder left of a piece, on the caller's thread, as pd_raw_sample
@@ -213,7 +232,7 @@ static int finish(struct pd_jobs *j, struct builder *b, struct piece *pc,
     if (!err && pd_sample_unwinds(&s))
         err = pd_unwind_sample(r->uw, th.process, &s, r->unwound, MAX_STACK, &n);
     if (!err)
-        err = pd_raw_stack(&b->raw, ai, &s, &th, r->unwound, n, &node);
+        err = pd_raw_stack(pd_overlay(b), ai, &s, &th, r->unwound, n, &node);
     if (err)
         return err;
     err = tally(b, node, th.process, ai, &s, false); /* pd_tasks_thread counted it */
@@ -227,20 +246,21 @@ int pd_records_finish(struct pd_jobs *j, struct piece *pc)
     struct builder *b = &j->b[pc->builder];
     if (pc->built == pc->to) /* its overlay holds later pieces' too */
         return 0;
-    int err = tally_ready(&b->tally, j->r);
+    int err = tally_ready(&b->tally, j, j->r->raw.nnodes);
     for (size_t i = pc->built; i < pc->to && !err; i++)
         err = finish(j, b, pc, &j->recs[i]);
-    pc->n = pd_raw_count(&b->raw);
+    pc->n = pd_raw_count(pd_overlay(b));
     return err;
 }
 
-void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b)
+void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b, unsigned set)
 {
     struct pd_raw *dst = &j->r->raw;
-    for (size_t i = 0; i < b->m.nnodes; i++) {
-        uint32_t node = b->m.nodes[i];
-        dst->samples[node] += b->raw.samples[i];
-        dst->period[node] += b->raw.period[i];
+    const struct pd_raw_merge *m = &b->m[set];
+    for (size_t i = 0; i < m->nnodes; i++) {
+        uint32_t node = m->nodes[i];
+        dst->samples[node] += b->raw[set].samples[i];
+        dst->period[node] += b->raw[set].period[i];
     }
 }
 
@@ -304,13 +324,40 @@ int pd_records_drain(struct pd_jobs *j)
     return failed(j, err);
 }
 
-/* A full batch to the workers, the one they build landed first; the
- * landed one's records let go while they build, and the reading thread
- * fills the next meanwhile. Without workers, built here. */
+/* The batch just built (its records in recs, its overlays the set
+ * launched last's) merged while the workers build the full one: launched
+ * first, this one's records let go, then it is merged (worker 1 then
+ * grows the trie ahead for the next merge). A call of its own: the read's profile tells
+ * this merge from one the workers wait for (bench/perfdata_phases.py). */
+__attribute__((noinline)) static int send_behind(struct pd_jobs *j)
+{
+    size_t landed = j->nrecs;
+    unsigned built = j->set;
+    swap(j);
+    pd_jobs_launch(j);
+    j->flying = true;
+    let_go(j, j->fill, landed); /* the merge reads only the overlays */
+    return failed(j, pd_jobs_merge_behind(j, built));
+}
+
+/* A full batch to the workers. The one they build is landed first: merged
+ * while they build the next where it can be (send_behind), else before
+ * they are woken. The landed one's records are let go while they build,
+ * and the reading thread fills the next meanwhile. Without workers, built
+ * here. */
 static int send(struct pd_jobs *j)
 {
     if (j->nb == 1)
         return pd_records_drain(j);
+    if (j->flying && !j->err) {
+        pd_jobs_built(j);
+        j->flying = false;
+        if (pd_jobs_behind(j))
+            return send_behind(j);
+        pd_raw_spare_take(&j->r->raw, &j->spare);
+        if (failed(j, pd_jobs_merge(j, j->set)))
+            return j->err;
+    }
     int err = land(j);
     if (err)
         return err; /* its records let go at the next drain */
@@ -356,7 +403,7 @@ bool pd_jobs_records_start(struct pd_jobs *j)
      * order (ember_read_opts.keep_sample) */
     if (!r || r->f->pipe || r->keep_seq || r->o->keep_sample)
         return false;
-    size_t npieces = (size_t)j->nb * PIECES_PER_THREAD + 1, nevents = r->f->nattrs;
+    size_t npieces = 2 * pieces_max(j), nevents = r->f->nattrs;
     free(j->firsts);
     free(j->seens);
     j->firsts = malloc(npieces * nevents * sizeof(*j->firsts));
