@@ -156,7 +156,7 @@ static void cut_pieces(struct pd_jobs *j, bool alone)
 void pd_jobs_launch(struct pd_jobs *j)
 {
     /* merged behind, the trie changes while the batch builds: its spare
-     * is made after that merge (pd_jobs_spare_after) */
+     * is made once that merge is done (spare_after) */
     bool behind = j->behind;
     j->behind = false;
     cut_pieces(j, false);
