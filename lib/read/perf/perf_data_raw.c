@@ -9,9 +9,10 @@
  * reads its base, and numbers what it makes from PD_OVER (so nodes, frames
  * and maps stay under 2^31); a frame slot (and a child's, u64map.h) is
  * published by its id, written last and read first, so that overlays may
- * read a trie that a merge adds to, where pd_raw_room gave it room first; the tasks' pd_map.ref is
- * the reader's trie's number, written by that trie alone; a merge copies what its overlay made
- * since the last one, maps, frames, then nodes, each in the overlay's order.
+ * read a trie that a merge adds to, where pd_raw_room gave it room first;
+ * the tasks' pd_map.ref is the reader's trie's number, written by that
+ * trie alone; a merge copies what its overlay made since the last one,
+ * maps, frames, then nodes, each in the overlay's order.
  */
 #include "read/perf/perf_data_build.h"
 #include "base/hash.h"

@@ -325,10 +325,11 @@ int pd_records_drain(struct pd_jobs *j)
 }
 
 /* The batch just built (its records in recs, its overlays the set
- * launched last's) merged while the workers build the full one: launched
- * first, this one's records let go, then it is merged (worker 1 then
- * grows the trie ahead for the next merge). A call of its own: the read's profile tells
- * this merge from one the workers wait for (bench/perfdata_phases.py). */
+ * launched last's) merged while the workers build the full one: that one
+ * launched first, this one's records let go, then this one merged
+ * (worker 1 then grows the trie ahead for the next merge). A call of its
+ * own: the read's profile tells this merge from one the workers wait for
+ * (bench/perfdata_phases.py). */
 __attribute__((noinline)) static int send_behind(struct pd_jobs *j)
 {
     size_t landed = j->nrecs;
