@@ -278,14 +278,16 @@ int ember_frames_copy(struct ember_frames *f, const struct ember_frames *src, ui
 {
     struct frame_key ring[COPY_RING];
     int kind[COPY_RING];
-    for (uint32_t i = from; i < to && i < from + COPY_AHEAD; i++)
+    for (uint32_t i = from; i < to && i - from < COPY_AHEAD; i++)
         if ((kind[i % COPY_RING] = key_ahead(f, src, i, mods, &ring[i % COPY_RING])) < 0)
             return kind[i % COPY_RING];
     for (uint32_t i = from; i < to; i++) {
-        uint32_t ahead = i + COPY_AHEAD;
-        if (ahead < to && (kind[ahead % COPY_RING] =
-                               key_ahead(f, src, ahead, mods, &ring[ahead % COPY_RING])) < 0)
-            return kind[ahead % COPY_RING];
+        if (to - i > COPY_AHEAD) { /* frame i + COPY_AHEAD is there */
+            uint32_t ahead = i + COPY_AHEAD;
+            if ((kind[ahead % COPY_RING] =
+                     key_ahead(f, src, ahead, mods, &ring[ahead % COPY_RING])) < 0)
+                return kind[ahead % COPY_RING];
+        }
         const struct frame_key *k = &ring[i % COPY_RING];
         int err = kind[i % COPY_RING] == 1
                       ? ember_frames_intern_hashed(f, k->s, k->n, k->h, &out[i - from])
