@@ -259,11 +259,16 @@ int pd_jobs_merge(struct pd_jobs *j, unsigned set)
     return err;
 }
 
+int pd_jobs_merge_built(struct pd_jobs *j)
+{
+    pd_raw_spare_take(&j->r->raw, &j->spare);
+    return pd_jobs_merge(j, j->set);
+}
+
 int pd_jobs_run(struct pd_jobs *j)
 {
     run_pieces(j, j->nb == 1);
-    pd_raw_spare_take(&j->r->raw, &j->spare);
-    return pd_jobs_merge(j, j->set);
+    return pd_jobs_merge_built(j);
 }
 
 void pd_jobs_built(struct pd_jobs *j)
@@ -274,8 +279,7 @@ void pd_jobs_built(struct pd_jobs *j)
 int pd_jobs_land(struct pd_jobs *j)
 {
     help_and_wait(j);
-    pd_raw_spare_take(&j->r->raw, &j->spare);
-    return pd_jobs_merge(j, j->set);
+    return pd_jobs_merge_built(j);
 }
 
 bool pd_jobs_behind(struct pd_jobs *j)

@@ -168,6 +168,9 @@ int pd_jobs_land(struct pd_jobs *j);
 void pd_jobs_built(struct pd_jobs *j);
 bool pd_jobs_behind(struct pd_jobs *j);
 int pd_jobs_merge(struct pd_jobs *j, unsigned set);
+/* The batch launched last merged now, the trie's spare taken first (the
+ * workers idle). */
+int pd_jobs_merge_built(struct pd_jobs *j);
 /* pd_jobs_merge of the batch before, the next one launched: then worker
  * 1 grows the trie ahead for the next merge (the trie is still till then). */
 int pd_jobs_merge_behind(struct pd_jobs *j, unsigned set);

@@ -355,8 +355,7 @@ static int send(struct pd_jobs *j)
         j->flying = false;
         if (pd_jobs_behind(j))
             return send_behind(j);
-        pd_raw_spare_take(&j->r->raw, &j->spare);
-        if (failed(j, pd_jobs_merge(j, j->set)))
+        if (failed(j, pd_jobs_merge_built(j)))
             return j->err;
     }
     int err = land(j);
