@@ -62,7 +62,8 @@ static inline bool ember_u64slot_taken(const struct ember_u64slot *s)
     return __atomic_load_n(&s->used, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* The slot of key: the one holding it, or the free one where it belongs. */
+/* The slot of key: the one holding it, or the free one where it belongs;
+ * for the thread that adds keys (another may add one there meanwhile). */
 static inline struct ember_u64slot *ember_u64map_slot(const struct ember_u64map *m, uint64_t key)
 {
     for (uint32_t i = (uint32_t)ember_hash_u64(key) & m->mask;; i = (i + 1) & m->mask)
@@ -80,13 +81,20 @@ static inline const struct ember_u64slot *ember_u64map_home(const struct ember_u
     return &m->slots[(uint32_t)ember_hash_u64(key) & m->mask];
 }
 
+/* Each slot's used is read once: read again after the probe, it could
+ * say taken where another thread has just added another key to the free
+ * slot the probe ended on, and answer that key's value. */
 static inline bool ember_u64map_get(const struct ember_u64map *m, uint64_t key, uint32_t *value)
 {
-    const struct ember_u64slot *s = ember_u64map_slot(m, key);
-    if (!ember_u64slot_taken(s))
-        return false;
-    *value = s->value;
-    return true;
+    for (uint32_t i = (uint32_t)ember_hash_u64(key) & m->mask;; i = (i + 1) & m->mask) {
+        const struct ember_u64slot *s = &m->slots[i];
+        if (!ember_u64slot_taken(s))
+            return false;
+        if (s->key == key) {
+            *value = s->value;
+            return true;
+        }
+    }
 }
 
 /* Sets key's value, adding the key if it is new. */
