@@ -21,7 +21,8 @@ N - 1 threads of their own, 4 at most (perf_data_ahead.c), each chunk's
 records framed there too, its rounds of records sorted on as many
 (perf_data_rounds.c; the caller's thread only copies the frames, and sorts
 a round no thread has taken), /proc/kallsyms on another
-(perf_data_names.c), samples' records are decoded, unwound, built and
+(perf_data_names.c), libdwfl's debuginfod client loaded on another
+(perf_data.c: libdwfl loads it once, where a debug file is missing), samples' records are decoded, unwound, built and
 weighed on the caller's thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
 perf_data_jobs.c), then merged in order on the caller's, while the
@@ -59,6 +60,7 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           ("read() of the file, its records framed",
            ["pd_stream_read", "ember_input_read_chunk", "ahead_main"]),
           ("the kernel's symbols, read ahead", ["kernel_main"]),
+          ("libdwfl's debuginfod client loaded, ahead", ["debuginfod_main"]),
           ("raw nodes named and placed (every thread's share)", ["placer_main", "place_pieces"]),
           ("placing: the threads' profiles' nodes merged (every thread's share)",
            ["ember_profile_merge_pieces;run", "ember_merge_nodes", "helper_main"]),

@@ -78,6 +78,17 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     return fd;
 }
 
+void ember_symbol_debuginfod_load(void)
+{
+    static const Dwfl_Callbacks cb = {.find_debuginfo = dwfl_standard_find_debuginfo,
+                                      .section_address = dwfl_offline_section_address};
+    Dwfl *dwfl = dwfl_begin(&cb);
+    if (dwfl) {
+        dwfl_get_debuginfod_client(dwfl);
+        dwfl_end(dwfl);
+    }
+}
+
 int ember_symbolizer_new(struct ember_symbolizer **out)
 {
     struct ember_symbolizer *s = calloc(1, sizeof(*s));

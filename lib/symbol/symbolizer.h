@@ -29,6 +29,15 @@ int ember_symbolizer_new(struct ember_symbolizer **s);
 void ember_symbolizer_free(struct ember_symbolizer *s);
 
 /*
+ * libdwfl's debuginfod client loaded as libdwfl loads it, once a process,
+ * the first time a module's debug file is not on disk, on that thread:
+ * libdebuginfod, and with it libcurl and its TLS, dozens of libraries
+ * (7-9 ms here). A reader with threads calls this on one of its own early,
+ * so that naming does not wait for it. No server is asked anything.
+ */
+void ember_symbol_debuginfod_load(void);
+
+/*
  * Where separate debug files are looked for, in libdwfl's syntax (see
  * dwfl_standard_find_debuginfo: "" is the file's own directory, each
  * absolute directory D is searched as D/.build-id/xx/yyyy.debug and by

@@ -20,6 +20,7 @@
  */
 #include "read/perf/perf_data_build.h"
 #include "read/read_impl.h"
+#include "symbol/symbolizer.h"
 #include "base/diag.h"
 #include "base/vec.h"
 
@@ -85,6 +86,23 @@ static bool kernel_early(const struct pd_file *f)
     return false;
 }
 
+static void *debuginfod_main(void *arg)
+{
+    (void)arg;
+    ember_symbol_debuginfod_load();
+    return NULL;
+}
+
+/* libdwfl's debuginfod client loaded on a thread from the data's start
+ * (-j 2 and more): naming would load it on the caller's thread, where
+ * the workers wait (symbolizer.h). Where no thread can be made, naming
+ * loads it as before. */
+static void debuginfod_ahead(struct reader *r)
+{
+    if (r->o->threads > 1 && !r->debuginfod_loading)
+        r->debuginfod_loading = pthread_create(&r->debuginfod, NULL, debuginfod_main, NULL) == 0;
+}
+
 /* The events of a file, known from its header (a pipe's come later). */
 static int on_header(void *ctx, const struct pd_file *f)
 {
@@ -94,6 +112,7 @@ static int on_header(void *ctx, const struct pd_file *f)
     if (f->nattrs)
         memset(r->seen, 0, f->nattrs * sizeof(*r->seen));
     r->records_jobs = pd_jobs_records_start(r->jobs);
+    debuginfod_ahead(r);
     return r->o->threads > 1 && kernel_early(f) ? pd_kernel_read_early(&r->kernel_early) : 0;
 }
 
@@ -239,6 +258,8 @@ static void reader_release(struct reader *r)
 {
     pd_jobs_free(r->jobs); /* first: its batch holds the reader's records */
     pd_kernel_ahead_free(r->kernel_early);
+    if (r->debuginfod_loading)
+        pthread_join(r->debuginfod, NULL);
     pd_reader_free(r->rd);
     pd_unwind_free(r->uw);
     pd_offcpu_free(r->oc);

@@ -25,6 +25,8 @@
 #include "read/perf/perf_reader.h"
 #include "base/strmap.h"
 
+#include <pthread.h>
+
 enum { MAX_STACK = 127, NO_NODE = UINT32_MAX, ROOT_HOT = 16 };
 
 /* The raw frames that mark off-CPU time, leaves under the stack where a
@@ -152,6 +154,8 @@ struct reader {
     struct pd_unwind *uw;                 /* DWARF call graphs */
     struct pd_jobs *jobs;                 /* samples built on several threads (-j 2+) */
     struct pd_kernel_ahead *kernel_early; /* /proc/kallsyms read from the data's start (-j 2+) */
+    pthread_t debuginfod;                 /* libdwfl's debuginfod client loaded (-j 2+)... */
+    bool debuginfod_loading;              /* ...where that thread was started */
     bool records_jobs;                    /* ...and decoded there (pd_jobs_record) */
     struct pd_offcpu *oc;                 /* context switches: off-CPU intervals */
     uint32_t mark[2]; /* raw frames: blocked, preempted; UINT32_MAX until used */
