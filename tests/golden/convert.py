@@ -153,7 +153,7 @@ def pprof_top(d):
         golden.fail("go tool pprof -top: total should be %d:\n%s" % (total, text[:2000]))
     rows = {}
     for line in text.split("\n"):
-        r = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.*)$", line)
+        r = re.match(golden.pprof_row(r"^\s*(\d+)\s+{p}\s+{p}\s+(\d+)\s+{p}\s+(.*)$"), line)
         if r:  # Java's "Lfoo/Bar;.m": pprof keeps the ';' that the report spells ':'
             rows[r.group(3).replace(";", ":")] = (int(r.group(1)), int(r.group(2)))
     want = every
@@ -539,8 +539,8 @@ def report_lines(d):
     want = {}
     for line in text.splitlines():
         # pprof marks a function inlined at some call sites "(partial-inline)"
-        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)"
-                     r"( \((?:partial-)?inline\))?$",
+        r = re.match(golden.pprof_row(r"^\s*(\d+)(?:ns)?\s+{p}\s+{p}\s+(\d+)(?:ns)?\s+{p}\s+(.*?)"
+                                      r"( \((?:partial-)?inline\))?$"),
                      line)
         if r:
             want[r.group(3)] = (int(r.group(1)), int(r.group(2)))

@@ -55,6 +55,14 @@ def folded_dict(data):
 CONTROL = re.compile(rb"[\x00-\x1f\x7f]|\xc2[\x80-\x9f]")
 
 
+def pprof_row(pattern):
+    """A regular expression for a row of go tool pprof -top, with each {p}
+    in pattern a percentage as pprof prints it: "%5.2g%%" below 1%, so a
+    row under 0.0001% of the total reads "7.1e-05%" (which rows are that
+    small depends on the total: Go's heap profiles vary run to run)."""
+    return pattern.replace("{p}", r"[\d.]+(?:e[-+]?\d+)?%")
+
+
 def spell_controls(name):
     """A name's control characters as ember's folded view spells them:
     each byte as \\xNN (names in folded stacks, reports, the SVG)."""

@@ -165,8 +165,8 @@ def lines_match(script, opts, work, prog):
                           env=env, check=True).stdout
     want = {}
     for line in text.splitlines():
-        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*?)"
-                     r"( \(inline\))?$", line)
+        r = re.match(golden.pprof_row(r"^\s*(\d+)(?:ns)?\s+{p}\s+{p}\s+(\d+)(?:ns)?\s+{p}\s+(.*?)"
+                                      r"( \(inline\))?$"), line)
         if r:
             want[r.group(3)] = (int(r.group(1)), int(r.group(2)))
     # pprof has no processes: ember's export makes the root a function,

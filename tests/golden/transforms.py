@@ -87,7 +87,7 @@ def pprof_cum(path):
                               text=True, env=env, check=True).stdout
     cum = {}
     for line in text.splitlines():
-        r = re.match(r"^\s*(\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.*)$",
+        r = re.match(golden.pprof_row(r"^\s*(\d+)(?:ns)?\s+{p}\s+{p}\s+(\d+)(?:ns)?\s+{p}\s+(.*)$"),
                      line)
         if r:  # pprof names functions as read; folded stacks spell ';' as ':'
             cum[r.group(3).replace(";", ":")] = int(r.group(2))
