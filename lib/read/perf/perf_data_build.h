@@ -152,11 +152,11 @@ struct reader {
     const struct pd_file *f; /* the reader's */
     struct pd_tasks *t;
     struct pd_unwind *uw;                 /* DWARF call graphs */
-    struct pd_jobs *jobs;                 /* samples built on several threads (-j 2+) */
+    struct pd_jobs *jobs;                 /* samples built on several threads (-j 2+)... */
+    bool records_jobs;                    /* ...and decoded there (pd_jobs_record) */
     struct pd_kernel_ahead *kernel_early; /* /proc/kallsyms read from the data's start (-j 2+) */
     pthread_t debuginfod;                 /* libdwfl's debuginfod client loaded (-j 2+)... */
     bool debuginfod_loading;              /* ...where that thread was started */
-    bool records_jobs;                    /* ...and decoded there (pd_jobs_record) */
     struct pd_offcpu *oc;                 /* context switches: off-CPU intervals */
     uint32_t mark[2]; /* raw frames: blocked, preempted; UINT32_MAX until used */
     uint64_t unwound[MAX_STACK];
