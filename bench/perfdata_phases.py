@@ -22,8 +22,9 @@ records framed there too, its rounds of records sorted on as many
 (perf_data_rounds.c; the caller's thread only copies the frames, and sorts
 a round no thread has taken), /proc/kallsyms on another
 (perf_data_names.c), libdwfl's debuginfod client loaded on another
-(perf_data.c: libdwfl loads it once, where a debug file is missing), samples' records are decoded, unwound, built and
-weighed on the caller's thread and j - 1 workers (perf_data_records.c;
+(perf_data.c: libdwfl loads it once, where a debug file is missing),
+samples' records are decoded, unwound, built and weighed on the caller's
+thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
 perf_data_jobs.c), then merged in order on the caller's, while the
 workers build the next batch where they can (send_behind; the

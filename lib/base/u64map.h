@@ -97,6 +97,17 @@ static inline bool ember_u64map_get(const struct ember_u64map *m, uint64_t key, 
     }
 }
 
+/* Room for n keys more, made now: adding them then grows nothing (so
+ * that other threads may look keys up meanwhile). */
+static inline int ember_u64map_reserve(struct ember_u64map *m, size_t n)
+{
+    while (((size_t)m->count + n) * 2 > (size_t)m->mask + 1)
+        if (ember_table_grow((void **)&m->slots, &m->mask, sizeof(*m->slots), ember_u64slot_hash,
+                             ember_u64slot_used) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
 /* Sets key's value, adding the key if it is new. */
 static inline int ember_u64map_put(struct ember_u64map *m, uint64_t key, uint32_t value)
 {

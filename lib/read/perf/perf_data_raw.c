@@ -430,11 +430,8 @@ int pd_raw_room(struct pd_raw *raw, size_t frames, size_t nodes)
     while (raw->ncap < raw->nnodes + nodes)
         if (grow_nodes(raw) < 0)
             return -ENOMEM;
-    struct ember_u64map *c = &raw->children;
-    while (((size_t)c->count + nodes) * 2 > (size_t)c->mask + 1)
-        if (ember_table_grow((void **)&c->slots, &c->mask, sizeof(*c->slots), ember_u64slot_hash,
-                             ember_u64slot_used) < 0)
-            return -ENOMEM;
+    if (ember_u64map_reserve(&raw->children, nodes) < 0)
+        return -ENOMEM;
     while (((size_t)raw->fcount + frames) * 2 > (size_t)raw->fmask + 1)
         if (ember_table_grow((void **)&raw->fslots, &raw->fmask, sizeof(*raw->fslots),
                              frame_slot_hash, frame_slot_used) < 0)

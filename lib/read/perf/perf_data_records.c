@@ -324,6 +324,17 @@ int pd_records_drain(struct pd_jobs *j)
     return failed(j, err);
 }
 
+/* The batch filled launched; the landed one's records (in recs till
+ * then) let go while the workers build it. */
+static void launch_filled(struct pd_jobs *j)
+{
+    size_t landed = j->nrecs;
+    swap(j);
+    pd_jobs_launch(j);
+    j->flying = true;
+    let_go(j, j->fill, landed);
+}
+
 /* The batch just built (its records in recs, its overlays the set
  * launched last's) merged while the workers build the full one: that one
  * launched first, this one's records let go, then this one merged
@@ -332,12 +343,8 @@ int pd_records_drain(struct pd_jobs *j)
  * (bench/perfdata_phases.py). */
 __attribute__((noinline)) static int send_behind(struct pd_jobs *j)
 {
-    size_t landed = j->nrecs;
     unsigned built = j->set;
-    swap(j);
-    pd_jobs_launch(j);
-    j->flying = true;
-    let_go(j, j->fill, landed); /* the merge reads only the overlays */
+    launch_filled(j); /* the merge reads only the overlays */
     return failed(j, pd_jobs_merge_behind(j, built));
 }
 
@@ -361,11 +368,7 @@ static int send(struct pd_jobs *j)
     int err = land(j);
     if (err)
         return err; /* its records let go at the next drain */
-    size_t landed = j->nrecs;
-    swap(j);
-    pd_jobs_launch(j);
-    j->flying = true;
-    let_go(j, j->fill, landed);
+    launch_filled(j);
     return 0;
 }
 
