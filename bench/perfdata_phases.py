@@ -26,9 +26,9 @@ a round no thread has taken), /proc/kallsyms on another
 samples' records are decoded, unwound, built and weighed on the caller's
 thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
-perf_data_jobs.c), then merged in order on the caller's, while the
-workers build the next batch where they can (send_behind; the
-threads' weights added up at the end), the files' symbol tables (and with
+perf_data_jobs.c), then merged in order: where they can be, on worker 1
+while the others build the next batch (merge_behind), else on the
+caller's (the threads' weights added up at the end), the files' symbol tables (and with
 --inline their DWARF) are read on as many before naming
 (symbol/prepare.c), the raw nodes are named and placed on the caller's
 thread and j - 1 others, each into a profile of its own
@@ -43,7 +43,8 @@ freeing at exit) is shown, and left out of the serial part and of the
 Of the serial part, what the caller does while the workers build the
 batch before (it fills the next: the records handed over) is given apart:
 it adds to the read's time only where it outlasts the building; the rest
-is the caller's alone, the workers idle.
+is the caller's alone, the workers idle. The merge behind on worker 1 is
+serial too, beside the building, and given apart.
 """
 import collections
 import sys
@@ -56,6 +57,10 @@ PREPARED = "ember_symbol_module_inlines;"
 # freeing it at exit): not the reader's, left out of both shares.
 WRITER = "the output written, the profile freed (after the read)"
 
+# The batch before merged in order on worker 1, while the others build
+# the next (perf_data_jobs.c's merge_behind): serial, beside the building.
+MERGED_BEHIND = "records: the batch before merged in order (worker 1, while the next builds)"
+
 PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"]),
           ("waiting (condition variables)", ["pthread_cond_wait", "futex_wait"]),
           ("read() of the file, its records framed",
@@ -67,13 +72,13 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
            ["ember_profile_merge_pieces;run", "ember_merge_nodes", "helper_main"]),
           ("placing: the threads' profiles' modules and frames merged",
            ["ember_profile_merge_pieces"]),
+          (MERGED_BEHIND, ["merge_behind"]),
           ("samples unwound, stacks built (every thread's share)",
            ["take_piece", "worker_main"]),
           ("rounds of records sorted (every thread's share)", ["sorter_main", "sort_taken"]),
           ("files' symbols, --inline's DWARF, read ahead (every thread's share)",
            ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
             "prepare.lto_priv", PREPARED]),
-          ("records: a batch merged in order while the next builds", ["send_behind"]),
           ("samples: stacks merged in order, weighed",
            ["merge_pieces", "finish_piece", "pd_raw_merge", "pd_raw_weigh", "pd_records_finish",
             "pd_jobs_finish"]),
@@ -125,8 +130,7 @@ def main(path, one=None):
 # before and fills the next meanwhile, so that work adds to the read's
 # time only where it outlasts the building (few cores: never; many:
 # about as long).
-BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go",
-          "records: a batch merged")
+BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go")
 
 
 def is_caller(thread):
@@ -156,6 +160,11 @@ def print_serial(per, total, one):
             print("  alone (the workers idle): %.1f ms%s" %
                   ((own - beside) / 1e6,
                    ", %.1f%% of the -j 1 read" % (100 * (own - beside) / one) if one else ""))
+    behind = sum(ph[MERGED_BEHIND] for t, ph in per.items() if not is_caller(t))
+    if behind:
+        print("the batch before merged behind, on worker 1 (serial, beside the building): "
+              "%.1f ms%s" % (behind / 1e6,
+                             ", %.1f%% of the -j 1 read" % (100 * behind / one) if one else ""))
     others = [(sum(w for n, w in ph.items() if n != "waiting (condition variables)"), t)
               for t, ph in per.items() if not is_caller(t)]
     if others:

@@ -23,8 +23,8 @@
  *     samples one thread would show them) and the stacks after them; what
  *     the piece's overlay made, merged into the reader's trie; the
  *     piece's weights. Then the overlays are emptied. A batch of records
- *     whose pieces were all built whole is merged while the workers build
- *     the next in a second set of overlays (pd_jobs_behind).
+ *     whose pieces were all built whole is merged by worker 1 while the
+ *     others build the next in a second set of overlays (pd_jobs_behind).
  * A thread that meets a walk only libdwfl can do builds nothing more in
  * that batch (it still walks), so an overlay holds its pieces in order
  * and the caller finishes them in it.
@@ -102,13 +102,21 @@ static void wake_next(struct pd_jobs *j, unsigned i)
         sem_post(&j->b[k].go);
 }
 
+/* The batch before merged by worker 1 while the others build this one
+ * (its records are not read: only the overlays, the pieces' firsts and
+ * the reader's trie, which the caller's thread leaves alone till this
+ * batch lands). A call of its own: the read's profile tells this merge
+ * from one the workers wait for (bench/perfdata_phases.py). */
+__attribute__((noinline)) static void merge_behind(struct pd_jobs *j)
+{
+    j->behind_err = pd_jobs_merge(j, j->behind_set);
+}
+
 /* The reader's trie grown ahead for the next merge, by worker 1 once its
- * pieces are built and the batch before is merged (behind: the trie is
- * still from then till the next merge). */
+ * pieces are built and the batch before merged (behind: the trie is still
+ * from then till the next merge). */
 static void spare_after(struct pd_jobs *j)
 {
-    while (sem_wait(&j->merged) != 0)
-        ; /* EINTR */
     pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
     if (j->spare.nnodes)
         pd_raw_spare_make(&j->r->raw, &j->spare);
@@ -125,10 +133,12 @@ static void *worker_main(void *arg)
         wake_next(j, i);
         if (atomic_load(&j->stop))
             break;
+        if (i == 1 && j->behind)
+            merge_behind(j);
         if (i == 1 && j->spare_ahead)
             pd_raw_spare_make(&j->r->raw, &j->spare);
         take_pieces(j, b);
-        if (i == 1 && j->spare_after)
+        if (i == 1 && j->behind)
             spare_after(j);
         if (atomic_fetch_sub(&j->busy, 1) == 1)
             sem_post(&j->done);
@@ -157,39 +167,41 @@ void pd_jobs_launch(struct pd_jobs *j)
 {
     /* merged behind, the trie changes while the batch builds: its spare
      * is made once that merge is done (spare_after) */
-    bool behind = j->behind;
-    j->behind = false;
+    j->behind_set = j->set;
     cut_pieces(j, false);
     /* planned for twice the last batch's new nodes: most batches make
      * fewer than the one before */
-    if (!behind)
+    if (!j->behind)
         pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
-    j->spare_ahead = !behind && j->spare.nnodes;
-    j->spare_after = behind;
+    j->spare_ahead = !j->behind && j->spare.nnodes;
     atomic_store(&j->busy, j->nb - 1);
     wake_next(j, 0);
 }
 
 /* The pieces of the batch launched that are left, taken on the caller's
- * thread too, then the workers waited for. */
-static void help_and_wait(struct pd_jobs *j)
+ * thread too, then the workers waited for: 0, or the error of the merge
+ * behind worker 1 did first. */
+static int help_and_wait(struct pd_jobs *j)
 {
     take_pieces(j, &j->b[0]);
     while (sem_wait(&j->done) != 0)
         ; /* EINTR */
+    int err = j->behind ? j->behind_err : 0;
+    j->behind = false;
+    return err;
 }
 
 /* The batch cut into pieces, taken by every thread (the caller's alone
  * when no worker could be started). */
-static void run_pieces(struct pd_jobs *j, bool alone)
+static int run_pieces(struct pd_jobs *j, bool alone)
 {
     if (alone) {
         cut_pieces(j, true);
         take_pieces(j, &j->b[0]);
-        return;
+        return 0;
     }
     pd_jobs_launch(j);
-    help_and_wait(j);
+    return help_and_wait(j);
 }
 
 /* The rest of a piece its builder stopped in, on the caller's thread: the
@@ -267,19 +279,19 @@ int pd_jobs_merge_built(struct pd_jobs *j)
 
 int pd_jobs_run(struct pd_jobs *j)
 {
-    run_pieces(j, j->nb == 1);
-    return pd_jobs_merge_built(j);
+    int err = run_pieces(j, j->nb == 1);
+    return err ? err : pd_jobs_merge_built(j);
 }
 
-void pd_jobs_built(struct pd_jobs *j)
+int pd_jobs_built(struct pd_jobs *j)
 {
-    help_and_wait(j);
+    return help_and_wait(j);
 }
 
 int pd_jobs_land(struct pd_jobs *j)
 {
-    help_and_wait(j);
-    return pd_jobs_merge_built(j);
+    int err = help_and_wait(j);
+    return err ? err : pd_jobs_merge_built(j);
 }
 
 bool pd_jobs_behind(struct pd_jobs *j)
@@ -301,13 +313,6 @@ bool pd_jobs_behind(struct pd_jobs *j)
         return false; /* the merge then finds no memory, and says it */
     j->behind = true;
     return true;
-}
-
-int pd_jobs_merge_behind(struct pd_jobs *j, unsigned set)
-{
-    int err = pd_jobs_merge(j, set);
-    sem_post(&j->merged); /* worker 1 may grow the trie ahead now */
-    return err;
 }
 
 int pd_jobs_drain(struct pd_jobs *j)
@@ -377,7 +382,6 @@ void pd_jobs_free(struct pd_jobs *j)
     for (unsigned i = 1; i < j->nb; i++)
         sem_destroy(&j->b[i].go);
     sem_destroy(&j->done);
-    sem_destroy(&j->merged);
     free(j->b);
     pd_records_free(j);
     free(j->firsts);
@@ -434,7 +438,6 @@ int pd_jobs_new(struct pd_jobs **out, struct reader *r, unsigned threads)
         return -ENOMEM;
     j->r = r;
     sem_init(&j->done, 0, 0);
-    sem_init(&j->merged, 0, 0);
     j->jobs = malloc(JOBS_BATCH * sizeof(*j->jobs));
     j->walks = malloc(JOBS_WALKS * sizeof(*j->walks));
     j->recs = malloc(JOBS_RECORDS * sizeof(*j->recs));

@@ -134,13 +134,14 @@ struct pd_jobs {
     atomic_bool stop;          /* the workers end */
     atomic_size_t next;        /* the next piece to take */
     struct pd_raw_spare spare; /* the reader's trie grown ahead, by worker 1 */
-    /* this batch: worker 1 makes the spare first, or once its pieces are
-     * built and the batch before merged behind (merged: posted then) */
-    bool spare_ahead, spare_after;
-    sem_t merged;
+    /* this batch: worker 1 makes the spare first; or (behind) it merges
+     * the batch before first, in set behind_set, then makes the spare once
+     * its pieces are built, the merge's error in behind_err */
+    bool spare_ahead, behind;
+    unsigned behind_set;
+    int behind_err;
     size_t last_new;    /* the nodes the last batch's merge made */
     size_t tally_nodes; /* the reader's nodes when the batch was launched */
-    bool behind;        /* the batch built is merged behind: the next launch's */
 };
 
 /* The overlay b builds in: its set of the batch launched last. */
@@ -160,20 +161,19 @@ int pd_jobs_run(struct pd_jobs *j);
 void pd_jobs_launch(struct pd_jobs *j);
 int pd_jobs_land(struct pd_jobs *j);
 /* The batch flying built: its pieces left taken here too, the workers
- * waited for. Then, where it can be merged while the next batch builds
- * (pd_jobs_behind: every piece built whole, no overlay with maps or roots
- * of its own, the reader's trie given room for all they made, so that its
- * merge grows no table the threads read), launching the next batch and
- * merging this one's set (pd_jobs_merge, the set before the launch's). */
-void pd_jobs_built(struct pd_jobs *j);
+ * waited for (0, or the error of the merge behind it did). Then, where it
+ * can be merged while the next batch builds (pd_jobs_behind: every piece
+ * built whole, no overlay with maps or roots of its own, the reader's
+ * trie given room for all they made, so that its merge grows no table the
+ * threads read), the next batch launched: worker 1 merges this one's set
+ * first (pd_jobs_merge, the set before the launch's), and the trie is the
+ * workers' till the next lands. */
+int pd_jobs_built(struct pd_jobs *j);
 bool pd_jobs_behind(struct pd_jobs *j);
 int pd_jobs_merge(struct pd_jobs *j, unsigned set);
 /* The batch launched last merged now, the trie's spare taken first (the
  * workers idle). */
 int pd_jobs_merge_built(struct pd_jobs *j);
-/* pd_jobs_merge of the batch before, the next one launched: then worker
- * 1 grows the trie ahead for the next merge (the trie is still till then). */
-int pd_jobs_merge_behind(struct pd_jobs *j, unsigned set);
 
 /* perf_data_records.c */
 /* The batch of records flying landed, then the one filled built, merged

@@ -27,10 +27,12 @@
  * outlasts the building. A drain (a record that changes threads or maps,
  * or the file's events: pd_reader_tool.file_changes, the data's end)
  * lands the one flying, then builds the one filled at once.
- * Where every piece of the batch landing was built whole, it is merged
- * after the next is launched, while the workers build that one in their
- * other overlays (send_behind): the merge only adds to the reader's trie,
- * given room first, so the workers may look it up meanwhile.
+ * Where every piece of the batch landing was built whole, worker 1 merges
+ * it once the next is launched, while the others build that one in their
+ * other overlays (pd_jobs_behind), and the reading thread fills the next:
+ * the merge only adds to the reader's trie, given room first, so the
+ * workers may look it up meanwhile, and the reading thread leaves the
+ * trie alone till that batch lands.
  * Invariants: only where no event is a context switch, the file is not a
  * pipe, no sample's place in the sequence is kept and the caller does not
  * filter samples (pd_jobs_records_start); the reading thread writes the batch, the others
@@ -335,33 +337,23 @@ static void launch_filled(struct pd_jobs *j)
     let_go(j, j->fill, landed);
 }
 
-/* The batch just built (its records in recs, its overlays the set
- * launched last's) merged while the workers build the full one: that one
- * launched first, this one's records let go, then this one merged
- * (worker 1 then grows the trie ahead for the next merge). A call of its
- * own: the read's profile tells this merge from one the workers wait for
- * (bench/perfdata_phases.py). */
-__attribute__((noinline)) static int send_behind(struct pd_jobs *j)
-{
-    unsigned built = j->set;
-    launch_filled(j); /* the merge reads only the overlays */
-    return failed(j, pd_jobs_merge_behind(j, built));
-}
-
-/* A full batch to the workers. The one they build is landed first: merged
- * while they build the next where it can be (send_behind), else before
- * they are woken. The landed one's records are let go while they build,
- * and the reading thread fills the next meanwhile. Without workers, built
- * here. */
+/* A full batch to the workers. The one they build is landed first:
+ * merged by worker 1 while the others build the next where it can be
+ * (pd_jobs_behind), else here before they are woken. The landed one's
+ * records are let go while they build, and the reading thread fills the
+ * next meanwhile. Without workers, built here. */
 static int send(struct pd_jobs *j)
 {
     if (j->nb == 1)
         return pd_records_drain(j);
     if (j->flying && !j->err) {
-        pd_jobs_built(j);
         j->flying = false;
-        if (pd_jobs_behind(j))
-            return send_behind(j);
+        if (failed(j, pd_jobs_built(j)))
+            return j->err; /* its records let go at the next drain */
+        if (pd_jobs_behind(j)) {
+            launch_filled(j); /* worker 1 merges the one built first */
+            return 0;
+        }
         if (failed(j, pd_jobs_merge_built(j)))
             return j->err;
     }
