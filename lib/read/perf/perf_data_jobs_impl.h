@@ -24,6 +24,11 @@
 
 enum { PIECES_PER_THREAD = 4 };
 
+/* The chunks a piece of records may be pinned in, counted by its taker
+ * (a piece of a batch in time order holds runs of a few records from
+ * each of a few chunks: about 7 records a run in an fp recording). */
+enum { PIECE_HOLDS = 8 };
+
 /* Records (perf_data_records.c) batch by the thousand: a barrier costs
  * tens of microseconds, an fp sample about 100 ns; DWARF ones (and DWARF
  * samples) by JOBS_WALKS, so that their 8 KB stay in the caches (records:
@@ -73,6 +78,15 @@ struct piece {
     uint8_t *seen;
     size_t nfirst;
     uint64_t unknown;
+    /* records: how many are pinned in each chunk, counted by its taker,
+     * so that the reading thread lets them go a chunk at a time
+     * (nholds > PIECE_HOLDS: in more chunks, or a copy among them: let go
+     * one by one) */
+    struct {
+        uint64_t hold;
+        size_t n;
+    } holds[PIECE_HOLDS];
+    size_t nholds;
 };
 
 /* What a thread weighed of records, added to the reader's at the end

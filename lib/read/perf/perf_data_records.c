@@ -191,8 +191,32 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
     return 1;
 }
 
+/* How many of the piece's records are pinned in each chunk, counted here
+ * on the thread that takes it, not on the reading thread one by one as it
+ * lets them go (let_go). */
+static void count_holds(const struct pd_jobs *j, struct piece *pc)
+{
+    pc->nholds = 0;
+    for (size_t i = pc->from; i < pc->to; i++) {
+        uint64_t hold = j->recs[i].hold;
+        size_t k = 0;
+        while (k < pc->nholds && pc->holds[k].hold != hold)
+            k++;
+        if (k == pc->nholds) {
+            if (k == PIECE_HOLDS || hold == RECORD_COPIED) {
+                pc->nholds = PIECE_HOLDS + 1; /* one by one */
+                return;
+            }
+            pc->holds[pc->nholds++].hold = hold;
+            pc->holds[k].n = 0;
+        }
+        pc->holds[k].n++;
+    }
+}
+
 void pd_records_take(struct pd_jobs *j, struct builder *b, struct piece *pc)
 {
+    count_holds(j, pc);
     size_t k = pieces_max(j) * j->set + (size_t)(pc - j->pieces[j->set]);
     size_t nevents = j->r->f->nattrs;
     pc->builder = (unsigned)(b - j->b);
@@ -266,11 +290,9 @@ void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b, unsigned s
     }
 }
 
-/* n records of a batch let go: their holds (runs in one chunk at once)
- * and their copies. A call of its own: the read's profile tells it from
- * launching a batch (bench/perfdata_phases.py). */
-__attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_held_record *recs,
-                                             size_t n)
+/* n records let go one by one: their holds (runs in one chunk at once)
+ * and their copies. */
+static void let_go_each(struct pd_jobs *j, const struct pd_held_record *recs, size_t n)
 {
     for (size_t i = 0, k; i < n; i = k) {
         uint64_t hold = recs[i].hold;
@@ -280,6 +302,31 @@ __attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_
             free((void *)recs[i].data);
         else
             pd_reader_let_go(j->r->rd, hold, k - i);
+    }
+}
+
+/* The n records of a batch built in set let go: a chunk at a time as its
+ * pieces' takers counted them (count_holds), else one by one. A call of
+ * its own: the read's profile tells it from launching a batch
+ * (bench/perfdata_phases.py). */
+__attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_held_record *recs,
+                                             size_t n, unsigned set)
+{
+    size_t npieces = j->npieces[set];
+    if (n == 0)
+        return;
+    if (npieces == 0 || j->pieces[set][npieces - 1].to != n) { /* not cut from these */
+        let_go_each(j, recs, n);
+        return;
+    }
+    for (size_t k = 0; k < npieces; k++) {
+        const struct piece *pc = &j->pieces[set][k];
+        if (pc->nholds > PIECE_HOLDS) {
+            let_go_each(j, recs + pc->from, pc->to - pc->from);
+            continue;
+        }
+        for (size_t h = 0; h < pc->nholds; h++)
+            pd_reader_let_go(j->r->rd, pc->holds[h].hold, pc->holds[h].n);
     }
 }
 
@@ -315,13 +362,13 @@ static void swap(struct pd_jobs *j)
 int pd_records_drain(struct pd_jobs *j)
 {
     int err = land(j);
-    let_go(j, j->recs, j->nrecs);
+    let_go(j, j->recs, j->nrecs, j->set);
     j->nrecs = 0;
     if (err || j->nfill == 0)
         return err;
     swap(j);
     err = pd_jobs_run(j);
-    let_go(j, j->recs, j->nrecs);
+    let_go(j, j->recs, j->nrecs, j->set);
     j->nrecs = 0;
     return failed(j, err);
 }
@@ -334,7 +381,7 @@ static void launch_filled(struct pd_jobs *j)
     swap(j);
     pd_jobs_launch(j);
     j->flying = true;
-    let_go(j, j->fill, landed);
+    let_go(j, j->fill, landed, j->set ^ 1);
 }
 
 /* A full batch to the workers. The one they build is landed first:
