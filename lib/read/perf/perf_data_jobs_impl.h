@@ -80,13 +80,13 @@ struct piece {
     uint64_t unknown;
     /* records: how many are pinned in each chunk, counted by its taker,
      * so that the reading thread lets them go a chunk at a time
-     * (nholds > PIECE_HOLDS: in more chunks, or a copy among them: let go
-     * one by one) */
+     * (nholds > PIECE_HOLDS: in more chunks, let go one by one), and how
+     * many are copies (freed) */
     struct {
         uint64_t hold;
         size_t n;
     } holds[PIECE_HOLDS];
-    size_t nholds;
+    size_t nholds, copies;
 };
 
 /* What a thread weighed of records, added to the reader's at the end

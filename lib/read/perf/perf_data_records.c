@@ -196,14 +196,18 @@ static int build(struct pd_jobs *j, struct builder *b, struct piece *pc,
  * lets them go (let_go). */
 static void count_holds(const struct pd_jobs *j, struct piece *pc)
 {
-    pc->nholds = 0;
+    pc->nholds = pc->copies = 0;
     for (size_t i = pc->from; i < pc->to; i++) {
         uint64_t hold = j->recs[i].hold;
         size_t k = 0;
+        if (hold == RECORD_COPIED) { /* about one a chunk: the one cut at its end */
+            pc->copies++;
+            continue;
+        }
         while (k < pc->nholds && pc->holds[k].hold != hold)
             k++;
         if (k == pc->nholds) {
-            if (k == PIECE_HOLDS || hold == RECORD_COPIED) {
+            if (k == PIECE_HOLDS) {
                 pc->nholds = PIECE_HOLDS + 1; /* one by one */
                 return;
             }
@@ -290,6 +294,14 @@ void pd_records_overlay_weights(struct pd_jobs *j, struct builder *b, unsigned s
     }
 }
 
+/* The copies among n records of a batch freed. */
+static void free_copies(const struct pd_held_record *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].hold == RECORD_COPIED)
+            free((void *)recs[i].data);
+}
+
 /* n records let go one by one: their holds (runs in one chunk at once)
  * and their copies. */
 static void let_go_each(struct pd_jobs *j, const struct pd_held_record *recs, size_t n)
@@ -327,6 +339,8 @@ __attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_
         }
         for (size_t h = 0; h < pc->nholds; h++)
             pd_reader_let_go(j->r->rd, pc->holds[h].hold, pc->holds[h].n);
+        if (pc->copies)
+            free_copies(recs + pc->from, pc->to - pc->from);
     }
 }
 
@@ -409,14 +423,6 @@ static int send(struct pd_jobs *j)
         return err; /* its records let go at the next drain */
     launch_filled(j);
     return 0;
-}
-
-/* The copies among n records of a batch freed. */
-static void free_copies(const struct pd_held_record *recs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (recs[i].hold == RECORD_COPIED)
-            free((void *)recs[i].data);
 }
 
 void pd_records_free(struct pd_jobs *j)
