@@ -318,20 +318,14 @@ static void let_go_each(struct pd_jobs *j, const struct pd_held_record *recs, si
 }
 
 /* The n records of a batch built in set let go: a chunk at a time as its
- * pieces' takers counted them (count_holds), else one by one. A call of
- * its own: the read's profile tells it from launching a batch
- * (bench/perfdata_phases.py). */
+ * pieces' takers counted them (count_holds), else one by one. Every batch
+ * with records was cut into that set's pieces when launched and waited
+ * for, so each piece was taken and counted. A call of its own: the read's
+ * profile tells it from launching a batch (bench/perfdata_phases.py). */
 __attribute__((noinline)) static void let_go(struct pd_jobs *j, const struct pd_held_record *recs,
                                              size_t n, unsigned set)
 {
-    size_t npieces = j->npieces[set];
-    if (n == 0)
-        return;
-    if (npieces == 0 || j->pieces[set][npieces - 1].to != n) { /* not cut from these */
-        let_go_each(j, recs, n);
-        return;
-    }
-    for (size_t k = 0; k < npieces; k++) {
+    for (size_t k = 0; n > 0 && k < j->npieces[set]; k++) {
         const struct piece *pc = &j->pieces[set][k];
         if (pc->nholds > PIECE_HOLDS) {
             let_go_each(j, recs + pc->from, pc->to - pc->from);
