@@ -28,8 +28,8 @@ thread and j - 1 workers (perf_data_records.c;
 DWARF samples decoded on the caller's where records cannot be taken,
 perf_data_jobs.c), then merged in order: where they can be, on worker 1
 while the others build the next batch (merge_behind), else on the
-caller's (the threads' weights added up at the end), the files' symbol tables (and with
---inline their DWARF) are read on as many before naming
+caller's (the threads' weights added up at the end), the files' symbol
+tables (and with --inline their DWARF) are read on as many before naming
 (symbol/prepare.c), the raw nodes are named and placed on the caller's
 thread and j - 1 others, each into a profile of its own
 (perf_data_place_threads.c), the profiles' nodes merged on as many and
@@ -126,10 +126,10 @@ def main(path, one=None):
 
 
 # The caller's work while the workers build a batch (where samples'
-# records are handed over, perf_data_records.c): it merges the batch
-# before and fills the next meanwhile, so that work adds to the read's
-# time only where it outlasts the building (few cores: never; many:
-# about as long).
+# records are handed over, perf_data_records.c): it lets the batch before
+# go and fills the next meanwhile (worker 1 merges the one before), so
+# that work adds to the read's time only where it outlasts the building
+# (few cores: never; many: about as long).
 BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go")
 
 
