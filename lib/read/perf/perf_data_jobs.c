@@ -102,14 +102,15 @@ static void wake_next(struct pd_jobs *j, unsigned i)
         sem_post(&j->b[k].go);
 }
 
-/* The batch before merged by worker 1 while the others build this one
- * (its records are not read: only the overlays, the pieces' firsts and
- * the reader's trie, which the caller's thread leaves alone till this
- * batch lands). A call of its own: the read's profile tells this merge
- * from one the workers wait for (bench/perfdata_phases.py). */
+/* The batch before (in the other set of overlays) merged by worker 1
+ * while the others build this one (its records are not read: only the
+ * overlays, the pieces' firsts and the reader's trie, which the caller's
+ * thread leaves alone till this batch lands). A call of its own: the
+ * read's profile tells this merge from one the workers wait for
+ * (bench/perfdata_phases.py). */
 __attribute__((noinline)) static void merge_behind(struct pd_jobs *j)
 {
-    j->behind_err = pd_jobs_merge(j, j->behind_set);
+    j->behind_err = pd_jobs_merge(j, j->set ^ 1);
 }
 
 /* The reader's trie grown ahead for the next merge, by worker 1 once its
@@ -165,12 +166,11 @@ static void cut_pieces(struct pd_jobs *j, bool alone)
 
 void pd_jobs_launch(struct pd_jobs *j)
 {
-    /* merged behind, the trie changes while the batch builds: its spare
-     * is made once that merge is done (spare_after) */
-    j->behind_set = j->set;
     cut_pieces(j, false);
     /* planned for twice the last batch's new nodes: most batches make
-     * fewer than the one before */
+     * fewer than the one before; merged behind, the trie changes while
+     * the batch builds: its spare is made once that merge is done
+     * (spare_after) */
     if (!j->behind)
         pd_raw_spare_plan(&j->r->raw, 2 * j->last_new, &j->spare);
     j->spare_ahead = !j->behind && j->spare.nnodes;

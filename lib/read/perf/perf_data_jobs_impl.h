@@ -149,10 +149,9 @@ struct pd_jobs {
     atomic_size_t next;        /* the next piece to take */
     struct pd_raw_spare spare; /* the reader's trie grown ahead, by worker 1 */
     /* this batch: worker 1 makes the spare first; or (behind) it merges
-     * the batch before first, in set behind_set, then makes the spare once
+     * the batch before first, in the other set, then makes the spare once
      * its pieces are built, the merge's error in behind_err */
     bool spare_ahead, behind;
-    unsigned behind_set;
     int behind_err;
     size_t last_new;    /* the nodes the last batch's merge made */
     size_t tally_nodes; /* the reader's nodes when the batch was launched */
