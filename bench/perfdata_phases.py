@@ -32,9 +32,10 @@ caller's (the threads' weights added up at the end), the files' symbol
 tables (and with --inline their DWARF) are read on as many before naming
 (symbol/prepare.c), the raw nodes are named and placed on the caller's
 thread and j - 1 others, each into a profile of its own
-(perf_data_place_threads.c), the profiles' nodes merged on as many and
-their modules and frames on the caller's (model/profile_merge.c), and
-everything else is the caller's.
+(perf_data_place_threads.c), the profiles' frames and nodes merged on
+as many (but the steps of the caller alone, counted serial) and their
+modules on the caller's (model/profile_merge.c), and everything else is
+the caller's.
 
 What the command does once the profile is read (collapse's writer,
 freeing at exit) is shown, and left out of the serial part and of the
@@ -68,9 +69,12 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           ("the kernel's symbols, read ahead", ["kernel_main"]),
           ("libdwfl's debuginfod client loaded, ahead", ["debuginfod_main"]),
           ("raw nodes named and placed (every thread's share)", ["placer_main", "place_pieces"]),
-          ("placing: the threads' profiles' nodes merged (every thread's share)",
-           ["ember_profile_merge_pieces;run", "ember_merge_nodes", "helper_main"]),
-          ("placing: the threads' profiles' modules and frames merged",
+          ("placing: the merges' steps of the caller alone (the others waiting)",
+           ["plan_frames", "plan_nodes", "seed_nodes", "size_table"]),
+          ("placing: the threads' profiles' frames and nodes merged (every thread's share)",
+           ["ember_profile_merge_pieces;run", "ember_crew_run", "ember_merge_frames", "ember_merge_nodes",
+            "helper_main"]),
+          ("placing: the threads' profiles' modules merged, what is left of frames and nodes",
            ["ember_profile_merge_pieces"]),
           (MERGED_BEHIND, ["merge_behind"]),
           ("samples unwound, stacks built (every thread's share)",
@@ -145,7 +149,7 @@ def print_serial(per, total, one):
     thread does alone (the file read on one thread, kallsyms, one file's
     DWARF)."""
     shared = ("samples unwound, stacks built", "rounds of records sorted", "files' symbols",
-              "waiting", "raw nodes named and placed", "placing: the threads' profiles' nodes",
+              "waiting", "raw nodes named and placed", "placing: the threads' profiles' frames",
               WRITER)
     for thread, phases in per.items():
         if is_caller(thread):

@@ -70,6 +70,23 @@ char *ember_arena_strndup(struct ember_arena *a, const char *s, size_t n)
     return p;
 }
 
+void ember_arena_adopt(struct ember_arena *a, struct ember_arena *from)
+{
+    struct arena_block *last = from->head;
+    if (!last)
+        return;
+    while (last->prev)
+        last = last->prev;
+    if (a->head) { /* from's chain goes behind a's head */
+        last->prev = a->head->prev;
+        a->head->prev = from->head;
+    } else {
+        a->head = from->head;
+    }
+    a->bytes += from->bytes;
+    ember_arena_init(from);
+}
+
 void ember_arena_release(struct ember_arena *a)
 {
     struct arena_block *b = a->head;

@@ -23,6 +23,8 @@ void ember_arena_init(struct ember_arena *a);
 void *ember_arena_alloc(struct ember_arena *a, size_t size);
 /* A NUL-terminated copy of n bytes of s; NULL when memory is exhausted. */
 char *ember_arena_strndup(struct ember_arena *a, const char *s, size_t n);
+/* from's blocks made a's (a goes on filling its own): from is left empty. */
+void ember_arena_adopt(struct ember_arena *a, struct ember_arena *from);
 void ember_arena_release(struct ember_arena *a);
 
 #endif

@@ -69,10 +69,15 @@ static uint64_t loc_seed(const struct ember_frame_loc *l)
     return ember_hash_u64(s ^ l->address);
 }
 
+uint64_t ember_frames_hash(const char *s, size_t n, const struct ember_frame_loc *loc)
+{
+    return ember_hash_bytes(s, n, loc ? loc_seed(loc) : 0);
+}
+
 static uint64_t frame_hash(const struct ember_frames *f, uint32_t id)
 {
     const struct ember_frame_loc *l = &f->loc[id];
-    return ember_hash_bytes(f->str[id], f->len[id], l->detailed ? loc_seed(l) : 0);
+    return ember_frames_hash(f->str[id], f->len[id], l->detailed ? l : NULL);
 }
 
 static void frames_place(uint32_t *slots, uint32_t mask, uint64_t h, uint32_t id)
@@ -138,7 +143,7 @@ static int frames_append(struct ember_frames *f, const char *copy, size_t n, uin
     uint32_t nid = f->count;
     f->str[nid] = copy;
     f->len[nid] = (uint32_t)n;
-    f->tag[nid] = loc ? (uint32_t)(h >> 32) & ~1u : (uint32_t)(h >> 32) | 1u;
+    f->tag[nid] = ember_frame_tag(h, loc != NULL);
     if (loc)
         f->loc[nid] = *loc;
     else
@@ -164,7 +169,7 @@ int ember_frames_intern_slow(struct ember_frames *f, const char *s, size_t n, ui
     return copy ? frames_append(f, copy, n, h, NULL, id) : -ENOMEM;
 }
 
-static bool same_loc(const struct ember_frame_loc *a, const struct ember_frame_loc *b)
+bool ember_frame_loc_same(const struct ember_frame_loc *a, const struct ember_frame_loc *b)
 {
     return a->file == b->file && a->line == b->line && a->column == b->column &&
            a->start_line == b->start_line && a->module == b->module && a->address == b->address &&
@@ -180,8 +185,7 @@ static bool loc_says_nothing(const struct ember_frame_loc *l)
            !l->has_address && l->kind == EMBER_FRAME_USER && !l->system_name && !l->folded;
 }
 
-/* The one copy of a file's (or system name's) n bytes; NULL: no memory. */
-static const char *kept_string(struct ember_frames *f, const char *s, size_t n)
+const char *ember_frames_keep(struct ember_frames *f, const char *s, size_t n)
 {
     const char *kept = ember_strmap_get(&f->files, s, n);
     if (!kept) {
@@ -208,29 +212,32 @@ static int key_of(struct ember_frames *f, const char *s, size_t n, const struct 
         return -ERANGE;
     k->loc = *in;
     k->loc.detailed = true;
-    if ((k->loc.file && !(k->loc.file = kept_string(f, k->loc.file, k->loc.file_len))) ||
+    if ((k->loc.file && !(k->loc.file = ember_frames_keep(f, k->loc.file, k->loc.file_len))) ||
         (k->loc.system_name &&
-         !(k->loc.system_name = kept_string(f, k->loc.system_name, k->loc.system_name_len))))
+         !(k->loc.system_name = ember_frames_keep(f, k->loc.system_name, k->loc.system_name_len))))
         return -ENOMEM;
     k->h = ember_hash_bytes(s, n, loc_seed(&k->loc));
     return 0;
 }
 
+uint32_t ember_frames_find(const struct ember_frames *f, const char *s, size_t n,
+                           const struct ember_frame_loc *loc, uint64_t h)
+{
+    uint32_t tag = ember_frame_tag(h, loc != NULL);
+    for (uint32_t i = (uint32_t)h & f->mask; f->slots[i]; i = (i + 1) & f->mask) {
+        uint32_t c = f->slots[i] - 1;
+        if (f->tag[c] == tag && f->len[c] == n && memcmp(f->str[c], s, n) == 0 &&
+            (!loc || ember_frame_loc_same(&f->loc[c], loc)))
+            return c;
+    }
+    return UINT32_MAX;
+}
+
 /* The frame keyed k (with a loc), made when new. */
 static int intern_key(struct ember_frames *f, const struct frame_key *k, uint32_t *id)
 {
-    uint32_t tag = (uint32_t)(k->h >> 32) & ~1u;
-    for (uint32_t i = (uint32_t)k->h & f->mask;; i = (i + 1) & f->mask) {
-        uint32_t slot = f->slots[i];
-        if (slot == 0)
-            break;
-        uint32_t c = slot - 1;
-        if (f->tag[c] == tag && f->len[c] == k->n && memcmp(f->str[c], k->s, k->n) == 0 &&
-            same_loc(&f->loc[c], &k->loc)) {
-            *id = c;
-            return 0;
-        }
-    }
+    if ((*id = ember_frames_find(f, k->s, k->n, &k->loc, k->h)) != UINT32_MAX)
+        return 0;
     /* the name's bytes once, shared with its frame of a name alone */
     uint32_t plain;
     int err = ember_frames_intern(f, k->s, k->n, &plain);
@@ -296,4 +303,15 @@ int ember_frames_copy(struct ember_frames *f, const struct ember_frames *src, ui
             return err;
     }
     return 0;
+}
+
+void ember_frames_place_new(struct ember_frames *f, uint32_t n, const uint64_t *hash)
+{
+    enum { AHEAD = 8 };
+    for (uint32_t i = 0; i < n; i++) {
+        if (i + AHEAD < n)
+            __builtin_prefetch(&f->slots[(uint32_t)hash[i + AHEAD] & f->mask]);
+        frames_place(f->slots, f->mask, hash[i], f->count + i);
+    }
+    f->count += n;
 }

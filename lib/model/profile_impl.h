@@ -195,6 +195,18 @@ int ember_frames_intern_loc(struct ember_frames *f, const char *s, size_t n,
  * i's id in f. */
 int ember_frames_copy(struct ember_frames *f, const struct ember_frames *src, uint32_t from,
                       uint32_t to, const uint32_t *mods, uint32_t *out);
+/* The threads' merge of frames (profile_merge_frames.c), which finds and
+ * writes frames itself: a frame's hash (loc NULL: a name alone); the
+ * frame so keyed, or UINT32_MAX, writing nothing (threads may look up at
+ * once); the one copy in f of a file's (or system name's) n bytes, NULL:
+ * no memory; and n frames written in place after f's (their room made by
+ * ember_frames_reserve) counted and placed, hash[i] frame count + i's. */
+uint64_t ember_frames_hash(const char *s, size_t n, const struct ember_frame_loc *loc);
+uint32_t ember_frames_find(const struct ember_frames *f, const char *s, size_t n,
+                           const struct ember_frame_loc *loc, uint64_t h);
+bool ember_frame_loc_same(const struct ember_frame_loc *a, const struct ember_frame_loc *b);
+const char *ember_frames_keep(struct ember_frames *f, const char *s, size_t n);
+void ember_frames_place_new(struct ember_frames *f, uint32_t n, const uint64_t *hash);
 /* Whether the folded view spells the name [s, s + n) otherwise: it holds a
  * ';' or a control character (spell.c). */
 bool ember_name_unfit_folded(const char *s, size_t n);
@@ -264,11 +276,18 @@ bool ember_profile_child_place_within(struct ember_profile *p, uint32_t n, uint3
                                       uint32_t hi);
 void ember_profile_child_place(struct ember_profile *p, uint32_t n);
 
+/* A frame's tag, the high half of its hash: odd for a name alone, even
+ * with a loc, so that neither lookup stops at the other's frames. */
+static inline uint32_t ember_frame_tag(uint64_t h, bool detailed)
+{
+    return detailed ? (uint32_t)(h >> 32) & ~1u : (uint32_t)(h >> 32) | 1u;
+}
+
 /* The hot paths, inlined into readers: look up, and only call out to insert. */
 static inline int ember_frames_intern_hashed(struct ember_frames *f, const char *s, size_t n,
                                              uint64_t h, uint32_t *id)
 {
-    uint32_t tag = (uint32_t)(h >> 32) | 1u; /* odd: a name alone */
+    uint32_t tag = ember_frame_tag(h, false);
     for (uint32_t i = (uint32_t)h & f->mask;; i = (i + 1) & f->mask) {
         uint32_t slot = f->slots[i];
         if (slot == 0)

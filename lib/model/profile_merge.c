@@ -12,8 +12,10 @@
  * this piece, where one thread reading it all would make it too (readers
  * make things at first sight). A node's weights are sums, added whole.
  *
- * Modules and frames are few and are copied so, on the caller's thread
- * (frames.c's ember_frames_copy: each frame's slot fetched ahead).
+ * Modules are few and are copied so, on the caller's thread. Frames are
+ * as many in every source where they are addresses, and are merged on
+ * several threads as the nodes are, below (profile_merge_frames.c; on
+ * one, frames.c's ember_frames_copy, each frame's slot fetched ahead).
  * Nodes grow with distinct stacks, as many in every source where stacks
  * are spread evenly, so copying them one after the other is a serial part
  * as large as the parsing it follows. On several threads, each taking
@@ -114,17 +116,21 @@ static int copy_nodes(struct ember_profile *dst, struct merge_source *s, uint32_
     return err;
 }
 
-/* What source s made during the piece its mark m ends: its nodes too
- * when `nodes`. */
-static int copy_piece(struct ember_profile *dst, struct merge_source *s,
-                      const struct ember_piece_mark *m, bool nodes)
+static int copy_modules(struct ember_profile *dst, struct merge_source *s, uint32_t upto)
 {
     int err = 0;
-    for (; s->done.modules < m->modules && !err; s->done.modules++)
+    for (; s->done.modules < upto && !err; s->done.modules++)
         err = ember_profile_module(dst, &s->p->modules[s->done.modules], &s->mods[s->done.modules]);
-    if (!err)
-        err = copy_frames(dst, s, m->frames);
-    return err || !nodes ? err : copy_nodes(dst, s, m->nodes);
+    return err;
+}
+
+/* What source s made during the piece its mark m ends. */
+static int copy_piece(struct ember_profile *dst, struct merge_source *s,
+                      const struct ember_piece_mark *m)
+{
+    int err = copy_modules(dst, s, m->modules);
+    err = err ? err : copy_frames(dst, s, m->frames);
+    return err ? err : copy_nodes(dst, s, m->nodes);
 }
 
 /* What only finds a source's nodes, which the threads' merge does not
@@ -196,6 +202,33 @@ static size_t frames_expected(const struct ember_profile *dst, struct ember_prof
     return sum < 2 * most ? sum : 2 * most;
 }
 
+/* The sources' modules copied, then their frames and nodes merged on
+ * several threads; what must take the serial path is left to it. */
+static int merge_threads(struct ember_profile *dst, struct merge_source *s,
+                         struct ember_profile *const *src, unsigned n,
+                         const struct ember_piece_mark *all, size_t total, unsigned threads)
+{
+    int err = 0;
+    for (size_t k = 0; k < total && !err; k++)
+        err = copy_modules(dst, &s[all[k].source], all[k].modules);
+    err = err ? err : rank_pieces(s, n, all, total);
+    if (!err && (err = ember_merge_frames(dst, s, n, total, threads)) == 1) {
+        /* a table too full: the frames one after the other */
+        err = ember_frames_reserve(&dst->frames, frames_expected(dst, src, n));
+        for (size_t k = 0; k < total && !err; k++)
+            err = copy_frames(dst, &s[all[k].source], all[k].frames);
+    }
+    for (unsigned i = 0; i < n && !err; i++) {
+        drop_lookup(src[i]);
+        ember_frames_release(&src[i]->frames); /* copied: the nodes' merge reads s->frames */
+    }
+    err = err ? err : ember_merge_nodes(dst, s, n, total, threads);
+    for (unsigned i = 0; i < n && !err; i++) /* merged: none is left to copy */
+        if (s[i].nmarks && s[i].marks[s[i].nmarks - 1].nodes > s[i].done.nodes)
+            s[i].done.nodes = s[i].marks[s[i].nmarks - 1].nodes;
+    return err == 1 ? 0 : err; /* 1: the nodes take the serial path */
+}
+
 int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *const *src,
                                struct ember_piece_marks *marks, unsigned n, unsigned threads)
 {
@@ -207,27 +240,16 @@ int ember_profile_merge_pieces(struct ember_profile *dst, struct ember_profile *
         s[i].marks = marks[i].v;
         s[i].nmarks = marks[i].n;
     }
-    if (!err)
+    bool par = threads > 1 && !dst->keep_seq && n > 1;
+    if (!err && !par) /* the threads' merge knows how many */
         err = ember_frames_reserve(&dst->frames, frames_expected(dst, src, n));
     struct ember_piece_mark *all = err ? NULL : sorted_marks(marks, n, &total);
     if (!err && !all)
         err = -ENOMEM;
-    if (threads > n)
-        threads = n;
-    bool par = threads > 1 && !dst->keep_seq;
+    if (par)
+        err = err ? err : merge_threads(dst, s, src, n, all, total, threads < n ? threads : n);
     for (size_t k = 0; k < total && !err; k++)
-        err = copy_piece(dst, &s[all[k].source], &all[k], !par);
-    if (!err && par)
-        err = rank_pieces(s, n, all, total);
-    for (unsigned i = 0; i < n && !err && par; i++) {
-        drop_lookup(src[i]);
-        ember_frames_release(&src[i]->frames); /* copied: the nodes' merge reads s->frames */
-    }
-    if (!err && par && (err = ember_merge_nodes(dst, s, n, total, threads)) == 1) {
-        err = 0;
-        for (size_t k = 0; k < total && !err; k++)
-            err = copy_nodes(dst, &s[all[k].source], all[k].nodes);
-    }
+        err = copy_piece(dst, &s[all[k].source], &all[k]); /* what the threads did not */
     for (unsigned i = 0; i < n && !err; i++)
         dst->weighed |= src[i]->weighed; /* as one reader's adds, of zero too */
     for (unsigned i = 0; s && i < n; i++)

@@ -26,16 +26,13 @@ struct path_slot {
 struct merge {
     struct ember_profile *dst;
     struct merge_source *s;
-    unsigned n, threads;
-    size_t npieces;
-    uint32_t *count; /* per piece rank: its new nodes, then its first number */
+    struct merge_crew crew;
+    unsigned n;
+    struct merge_plan plan; /* of nodes */
     struct path_slot *t;
     uint32_t mask;
-    uint32_t before, added; /* dst's nodes before, and the new ones */
-    uint32_t *dst_slot;     /* dst's own nodes' slots */
-    bool fresh;             /* dst's child table is new: every node placed */
-    int err;                /* any thread's; read after a barrier */
-    pthread_barrier_t bar;
+    uint32_t *dst_slot;  /* dst's own nodes' slots */
+    bool fresh;          /* dst's child table is new: every node placed */
     uint32_t **deferred; /* per thread: nodes placed after the threads */
     size_t *ndeferred, *dcap;
 };
@@ -55,14 +52,6 @@ static uint32_t claim(struct merge *m, uint32_t h, uint32_t parent, uint32_t fra
             return i;
     }
     return NO_SLOT;
-}
-
-static void keep_first(uint64_t *first, uint64_t v)
-{
-    uint64_t cur = __atomic_load_n(first, __ATOMIC_RELAXED);
-    while (cur < v &&
-           !__atomic_compare_exchange_n(first, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
 }
 
 /* The first node s made in its piece j (its last is marks[j].nodes - 1). */
@@ -151,7 +140,7 @@ static int claim_source(struct merge *m, struct merge_source *s)
         uint32_t frame = s->frames[p->nodes[k].frame];
         if ((s->slot[k] = claim(m, s->hash[k], s->slot[p->nodes[k].parent], frame)) == NO_SLOT)
             return 1; /* the table is full: the serial path */
-        keep_first(&m->t[s->slot[k]].first, ~(r << 32 | k));
+        ember_merge_keep_first(&m->t[s->slot[k]].first, ~(r << 32 | k));
     }
     return 0;
 }
@@ -164,26 +153,21 @@ static int count_source(struct merge *m, struct merge_source *s)
         fetch_slot(m, s, k);
         if (m->t[s->slot[k]].first == ~((uint64_t)s->rank[j] << 32 | k)) {
             s->slot[k] |= OWNED;
-            m->count[s->rank[j]]++;
+            m->plan.count[s->rank[j]]++;
         }
     }
     return 0;
 }
 
 /* Step 3, the caller's: each piece's first number, room for them all. */
-static int plan(struct merge *m)
+__attribute__((noinline)) static int plan_nodes(struct merge *m)
 {
-    uint64_t next = m->before;
-    for (size_t r = 0; r < m->npieces; r++) {
-        uint32_t c = m->count[r];
-        m->count[r] = (uint32_t)next;
-        next += c;
-        if (next >= UINT32_MAX)
-            return -ERANGE;
-    }
+    int err = ember_merge_number_pieces(&m->plan, UINT32_MAX);
+    if (err)
+        return err;
     struct ember_profile *dst = m->dst;
-    m->added = (uint32_t)(next - m->before);
-    for (uint32_t g = 1; g < m->before; g++)
+    uint32_t next = m->plan.before + m->plan.added;
+    for (uint32_t g = 1; g < m->plan.before; g++)
         m->t[m->dst_slot[g]].first = g;
     if (ember_profile_node_reserve_unzeroed(dst, next) < 0 ||
         EMBER_VEC_RESERVE(dst->child_hash, dst->child_hash_cap, next) < 0 ||
@@ -200,7 +184,7 @@ static int number_source(struct merge *m, struct merge_source *s)
     {
         fetch_slot(m, s, k);
         if (s->slot[k] & OWNED)
-            m->t[s->slot[k] & ~OWNED].first = s->nodes[k] = m->count[s->rank[j]]++;
+            m->t[s->slot[k] & ~OWNED].first = s->nodes[k] = m->plan.count[s->rank[j]]++;
     }
     return 0;
 }
@@ -274,8 +258,8 @@ static int place_range(struct merge *m, unsigned t)
 {
     struct ember_profile *dst = m->dst;
     uint64_t lo, hi;
-    share((uint64_t)dst->child_mask + 1, t, m->threads, &lo, &hi);
-    for (uint32_t g = m->fresh ? 1 : m->before; g < m->before + m->added; g++) {
+    share((uint64_t)dst->child_mask + 1, t, m->crew.threads, &lo, &hi);
+    for (uint32_t g = m->fresh ? 1 : m->plan.before; g < m->plan.before + m->plan.added; g++) {
         uint32_t home = dst->child_hash[g] & dst->child_mask;
         if (home < lo || home >= hi ||
             ember_profile_child_place_within(dst, g, (uint32_t)lo, (uint32_t)hi))
@@ -289,18 +273,17 @@ static int place_range(struct merge *m, unsigned t)
 
 static void fail(struct merge *m, int err)
 {
-    if (err)
-        __atomic_store_n(&m->err, err, __ATOMIC_RELAXED);
+    ember_crew_fail(&m->crew, err);
 }
 
 static int failed(struct merge *m)
 {
-    return __atomic_load_n(&m->err, __ATOMIC_RELAXED);
+    return ember_crew_failed(&m->crew);
 }
 
 /* dst's own nodes in the table, kept by none of the pieces; their numbers
  * go in once the pieces have counted theirs (step 3). */
-static int seed(struct merge *m)
+__attribute__((noinline)) static int seed_nodes(struct merge *m)
 {
     const struct ember_profile *dst = m->dst;
     uint32_t *slot = m->dst_slot;
@@ -325,10 +308,10 @@ static void zero_share(void *table, uint64_t n, size_t size, unsigned t, unsigne
 /* Step 0, the caller's: the table, sized for the distinct paths the
  * sketches count (and a quarter more), at most two thirds full; 1 for the
  * serial path (a negative weight). */
-static int size_table(struct merge *m)
+__attribute__((noinline)) static int size_table(struct merge *m)
 {
     uint8_t reg[SKETCH] = {0};
-    uint64_t sum = m->before, most = 0;
+    uint64_t sum = m->plan.before, most = 0;
     for (unsigned i = 0; i < m->n; i++) {
         const struct merge_source *s = &m->s[i];
         uint64_t nodes = marked(s);
@@ -339,8 +322,8 @@ static int size_table(struct merge *m)
         sum += nodes;
         most = nodes > most ? nodes : most;
     }
-    uint64_t need = (uint64_t)(sketch_count(reg) * 1.25) + m->before, slots = 1024;
-    need = need < most + m->before ? most + m->before : need > sum ? sum : need;
+    uint64_t need = (uint64_t)(sketch_count(reg) * 1.25) + m->plan.before, slots = 1024;
+    need = need < most + m->plan.before ? most + m->plan.before : need > sum ? sum : need;
     while (slots < need + need / 2)
         slots *= 2;
     if (slots >= OWNED) /* a slot's number + 1 fits 31 bits, under TAKEN */
@@ -355,41 +338,44 @@ static int size_table(struct merge *m)
 static void each_source(struct merge *m, unsigned t,
                         int (*step)(struct merge *m, struct merge_source *s))
 {
-    for (unsigned i = t; i < m->n && !failed(m); i += m->threads)
+    for (unsigned i = t; i < m->n && !failed(m); i += m->crew.threads)
         fail(m, step(m, &m->s[i]));
-    pthread_barrier_wait(&m->bar);
+    pthread_barrier_wait(&m->crew.bar);
 }
 
-/* A step of the caller's thread alone, the others waiting. */
+/* A step of the caller's thread alone, the others waiting (each such
+ * step a call of its own, that profiles count it serial:
+ * bench/perfdata_phases.py). */
 static void by_caller(struct merge *m, unsigned t, int (*step)(struct merge *m))
 {
     if (t == 0)
         fail(m, step(m));
-    pthread_barrier_wait(&m->bar);
+    pthread_barrier_wait(&m->crew.bar);
 }
 
 /* Thread t's part of the steps. A failure or the serial path, known after
  * a barrier, ends every thread there. */
-static void run(struct merge *m, unsigned t)
+static void run(void *ctx, unsigned t)
 {
+    struct merge *m = ctx;
     each_source(m, t, hash_source);
     by_caller(m, t, size_table);
     if (failed(m))
         return;
-    zero_share(m->t, (uint64_t)m->mask + 1, sizeof(*m->t), t, m->threads);
-    pthread_barrier_wait(&m->bar);
-    if (m->before > 1)
-        by_caller(m, t, seed);
+    zero_share(m->t, (uint64_t)m->mask + 1, sizeof(*m->t), t, m->crew.threads);
+    pthread_barrier_wait(&m->crew.bar);
+    if (m->plan.before > 1)
+        by_caller(m, t, seed_nodes);
     each_source(m, t, claim_source);
     if (failed(m))
         return;
     each_source(m, t, count_source);
-    by_caller(m, t, plan);
+    by_caller(m, t, plan_nodes);
     if (failed(m))
         return;
     if (m->fresh)
         zero_share(m->dst->child_buckets, (uint64_t)m->dst->child_mask + 1,
-                   sizeof(*m->dst->child_buckets), t, m->threads);
+                   sizeof(*m->dst->child_buckets), t, m->crew.threads);
     each_source(m, t, number_source);
     each_source(m, t, fill_source);
     each_source(m, t, weigh_source);
@@ -407,11 +393,11 @@ static int merge_init(struct merge *m, unsigned threads)
             return -ENOMEM;
     }
     m->dst_slot = malloc((size_t)m->dst->nnodes * sizeof(*m->dst_slot));
-    m->count = calloc(m->npieces + 1, sizeof(*m->count));
+    m->plan.count = calloc(m->plan.npieces + 1, sizeof(*m->plan.count));
     m->deferred = calloc(threads, sizeof(*m->deferred));
     m->ndeferred = calloc(threads, sizeof(*m->ndeferred));
     m->dcap = calloc(threads, sizeof(*m->dcap));
-    return m->dst_slot && m->count && m->deferred && m->ndeferred && m->dcap ? 0 : -ENOMEM;
+    return m->dst_slot && m->plan.count && m->deferred && m->ndeferred && m->dcap ? 0 : -ENOMEM;
 }
 
 static void merge_release(struct merge *m, unsigned threads)
@@ -421,7 +407,7 @@ static void merge_release(struct merge *m, unsigned threads)
     free(m->deferred);
     free(m->ndeferred);
     free(m->dcap);
-    free(m->count);
+    free(m->plan.count);
     free(m->dst_slot);
     free(m->t);
 }
@@ -431,10 +417,10 @@ static void merge_release(struct merge *m, unsigned threads)
 static int merge_finish(struct merge *m)
 {
     struct ember_profile *dst = m->dst;
-    for (unsigned t = 0; t < m->threads; t++)
+    for (unsigned t = 0; t < m->crew.threads; t++)
         for (size_t i = 0; i < m->ndeferred[t]; i++)
             ember_profile_child_place(dst, m->deferred[t][i]);
-    dst->nnodes += m->added;
+    dst->nnodes += m->plan.added;
     for (unsigned i = 0; i < m->n; i++) {
         dst->weighed |= m->s[i].weighed;
         for (unsigned v = 0; v < dst->nvalues; v++)
@@ -444,71 +430,17 @@ static int merge_finish(struct merge *m)
     return 0;
 }
 
-/* Starts up to threads - 1 helpers, which wait at the gate until the
- * count of those started is known (it is the barrier's). */
-struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t open;
-    bool go;
-};
-
-struct helper {
-    struct merge *m;
-    struct gate *g;
-    unsigned t;
-    pthread_t tid;
-};
-
-static void *helper_main(void *arg)
-{
-    struct helper *h = arg;
-    pthread_mutex_lock(&h->g->lock);
-    while (!h->g->go)
-        pthread_cond_wait(&h->g->open, &h->g->lock);
-    pthread_mutex_unlock(&h->g->lock);
-    if (h->t < h->m->threads)
-        run(h->m, h->t);
-    return NULL;
-}
-
-static void run_threads(struct merge *m, unsigned threads)
-{
-    struct gate g = {.go = false};
-    struct helper *h = calloc(threads, sizeof(*h));
-    unsigned started = 0;
-    pthread_mutex_init(&g.lock, NULL);
-    pthread_cond_init(&g.open, NULL);
-    for (unsigned t = 1; h && t < threads; t++) {
-        h[started] = (struct helper){.m = m, .g = &g, .t = t};
-        if (pthread_create(&h[started].tid, NULL, helper_main, &h[started]) != 0)
-            break;
-        started++;
-    }
-    m->threads = started + 1;
-    pthread_barrier_init(&m->bar, NULL, m->threads);
-    pthread_mutex_lock(&g.lock);
-    g.go = true;
-    pthread_cond_broadcast(&g.open);
-    pthread_mutex_unlock(&g.lock);
-    run(m, 0);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(h[i].tid, NULL);
-    pthread_barrier_destroy(&m->bar);
-    pthread_cond_destroy(&g.open);
-    pthread_mutex_destroy(&g.lock);
-    free(h);
-}
-
 /* The nodes of every piece on up to `threads` threads: 1 when they must
  * take the serial path (a negative weight), dst untouched. */
 int ember_merge_nodes(struct ember_profile *dst, struct merge_source *s, unsigned n, size_t npieces,
                       unsigned threads)
 {
-    struct merge m = {.dst = dst, .s = s, .n = n, .npieces = npieces, .before = dst->nnodes};
+    struct merge m = {
+        .dst = dst, .s = s, .n = n, .plan = {.npieces = npieces, .before = dst->nnodes}};
     int err = merge_init(&m, threads);
     if (!err) {
-        run_threads(&m, threads);
-        err = m.err;
+        ember_crew_run(&m.crew, threads, run, &m);
+        err = m.crew.err;
     }
     if (!err)
         err = merge_finish(&m);
