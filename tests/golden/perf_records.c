@@ -10,7 +10,8 @@
  * then "TOTAL COUNT"; exits 1 with the reader's error when it fails.
  * With --order, read with THREADS threads (pd_reader_threads: above 1,
  * the rounds sorted on threads, samples taken in runs, sample_records),
- * prints instead each record as delivered, "TYPE OFFSET", in order: the
+ * prints instead each record as delivered, "TYPE OFFSET SIZE MISC SUM"
+ * (SUM: of its bytes, header included), in order: the
  * same lines with any THREADS, or the reader's threads deliver otherwise;
  * "changes" before each of perf's own records but FINISHED_ROUND, where
  * the reader says the file is about to change (file_changes).
@@ -66,10 +67,20 @@ struct order {
     struct pd_reader *rd;
 };
 
+/* A record's bytes, summed (FNV-1a): what it holds, and not only where. */
+static uint32_t bytes_sum(const struct pd_record *r)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < r->size; i++)
+        h = (h ^ r->data[i]) * 16777619u;
+    return h;
+}
+
 static int print_user(void *ctx, const struct pd_record *r)
 {
     (void)ctx;
-    printf("%u %llu\n", r->type, (unsigned long long)r->offset);
+    printf("%u %llu %u %u %08x\n", r->type, (unsigned long long)r->offset, r->size, r->misc,
+           bytes_sum(r));
     return 0;
 }
 
@@ -106,7 +117,9 @@ static int print_run(void *ctx, const struct pd_held_record *recs, size_t n)
 {
     struct order *o = ctx;
     for (size_t i = 0; i < n; i++) {
-        printf("%u %llu\n", pd_u32(recs[i].data), (unsigned long long)recs[i].offset);
+        const uint8_t *h = recs[i].data;
+        struct pd_record r = {h, pd_u32(h), pd_u16(h + 6), pd_u16(h + 4), recs[i].offset, 0};
+        print_user(ctx, &r);
         pd_reader_let_go(o->rd, recs[i].hold, 1);
     }
     return 1;

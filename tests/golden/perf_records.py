@@ -19,8 +19,8 @@ ones (perf record -z), which ember refuses; and the per-event blocks after
 the aggregated one ("cpu-clock:ppp stats:"), which split samples by event.
 
 Each recording is also read with --order at 1 and 3 threads: the reader
-delivers the same records in the same order (each printed as its type and
-file offset), whether one thread orders the records or rounds are sorted
+delivers the same records in the same order (each printed as its type,
+file offset, size, misc and a sum of its bytes), whether one thread orders the records or rounds are sorted
 on threads and samples handed over in runs (perf_data_rounds.c); and says
 the file is about to change ("changes") just before each of perf's own
 records but FINISHED_ROUND, and nowhere else.
