@@ -307,10 +307,9 @@ int ember_frames_copy(struct ember_frames *f, const struct ember_frames *src, ui
 
 void ember_frames_place_new(struct ember_frames *f, uint32_t n, const uint64_t *hash)
 {
-    enum { AHEAD = 8 };
-    for (uint32_t i = 0; i < n; i++) {
-        if (i + AHEAD < n)
-            __builtin_prefetch(&f->slots[(uint32_t)hash[i + AHEAD] & f->mask]);
+    for (uint32_t i = 0; i < n; i++) { /* slots fetched ahead, as a copy fetches them */
+        if (i + COPY_AHEAD < n)
+            __builtin_prefetch(&f->slots[(uint32_t)hash[i + COPY_AHEAD] & f->mask]);
         frames_place(f->slots, f->mask, hash[i], f->count + i);
     }
     f->count += n;

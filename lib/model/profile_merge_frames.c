@@ -277,7 +277,7 @@ static int name_source(struct fmerge *m, struct merge_source *s)
 }
 
 /* Step 5, the caller's: the names taken over, the new frames placed. */
-static int finish_frames(struct fmerge *m)
+static void finish_frames(struct fmerge *m)
 {
     struct ember_frames *d = &m->dst->frames;
     for (unsigned i = 0; i < m->n; i++) {
@@ -286,7 +286,6 @@ static int finish_frames(struct fmerge *m)
         m->s[i].done.frames = marked(&m->s[i]);
     }
     ember_frames_place_new(d, m->plan.added, m->hash);
-    return 0;
 }
 
 /* Thread t's sources, t, t + threads, ..., through a step (its failure
@@ -354,7 +353,7 @@ int ember_merge_frames(struct ember_profile *dst, struct merge_source *s, unsign
         err = m.crew.err;
     }
     if (!err)
-        err = finish_frames(&m);
+        finish_frames(&m);
     for (unsigned i = 0; i < n; i++) {
         ember_arena_release(&s[i].names); /* what is left: the serial path's */
         free(s[i].files);
