@@ -20,7 +20,7 @@ thread is the serial part: with -j N (2 and more) the file is read on
 N - 1 threads of their own, 4 at most (perf_data_ahead.c), each chunk's
 records framed there too, its rounds of records sorted on as many
 (perf_data_rounds.c; the caller's thread only copies the frames, and sorts
-a round no thread has taken), /proc/kallsyms on another
+a round no thread has taken, counted serial), /proc/kallsyms on another
 (perf_data_names.c), libdwfl's debuginfod client loaded on another
 (perf_data.c: libdwfl loads it once, where a debug file is missing),
 samples' records are decoded, unwound, built and weighed on the caller's
@@ -58,6 +58,10 @@ PREPARED = "ember_symbol_module_inlines;"
 # freeing it at exit): not the reader's, left out of both shares.
 WRITER = "the output written, the profile freed (after the read)"
 
+# Rounds the sorting threads did not take, sorted on the caller's
+# (perf_data_rounds.c): serial, beside the building.
+SORTED_HERE = "records: rounds sorted on the caller's thread (none took them)"
+
 # The batch before merged in order on worker 1, while the others build
 # the next (perf_data_jobs.c's merge_behind): serial, beside the building.
 MERGED_BEHIND = "records: the batch before merged in order (worker 1, while the next builds)"
@@ -79,7 +83,10 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           (MERGED_BEHIND, ["merge_behind"]),
           ("samples unwound, stacks built (every thread's share)",
            ["take_piece", "worker_main"]),
-          ("rounds of records sorted (every thread's share)", ["sorter_main", "sort_taken"]),
+          ("rounds of records sorted (every thread's share)", ["sorter_main"]),
+          # rounds no thread took, sorted on the caller's (a DWARF
+          # recording's small ones, all of them): its ordering, serial
+          (SORTED_HERE, ["sort_taken"]),
           ("files' symbols, --inline's DWARF, read ahead (every thread's share)",
            ["prepare_main", "ember_symbol_modules_prepare", "ember_symbol_modules_read_symbols",
             "prepare.lto_priv", PREPARED]),
@@ -134,7 +141,7 @@ def main(path, one=None):
 # go and fills the next meanwhile (worker 1 merges the one before), so
 # that work adds to the read's time only where it outlasts the building
 # (few cores: never; many: about as long).
-BESIDE = ("records: ordering, parsing, tasks", "read() of the file", "records let go")
+BESIDE = ("records: ordering, parsing, tasks", SORTED_HERE, "read() of the file", "records let go")
 
 
 def is_caller(thread):
