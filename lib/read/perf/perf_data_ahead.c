@@ -48,8 +48,9 @@ enum {
     /* the stream wakes a reader once this many slots are free, and each
      * reader woken wakes the next while there is room: a wake-up cost the
      * stream's thread 10-15 us in a VM, and one per chunk taken was 1-2%
-     * of a DWARF read's work at -j 4, serial; AHEAD_SLOTS - AHEAD_WAKE
-     * chunks still wait read when the readers start again */
+     * of a DWARF read's work at -j 4, serial; the slots less AHEAD_WAKE
+     * (1 at -j 2, 4 from -j 5 on) still hold chunks read when the
+     * readers start again */
     AHEAD_WAKE = 2,
 };
 

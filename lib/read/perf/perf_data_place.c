@@ -264,7 +264,7 @@ static size_t dsos_framed(const struct reader *r, bool *framed)
  * The walk stops once it has every dso a frame is in: the nodes left
  * could add none (the fp recording's 8 files are all found in its first
  * 30 thousand of 253 thousand nodes; walking them all took the reading
- * thread 2-4 ms, with the workers idle). */
+ * thread 2-5 ms, with the workers idle). */
 static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *attr,
                       struct id_vec *want)
 {
