@@ -12,12 +12,14 @@
  * build-id in /sys/kernel/notes), and when kallsyms shows addresses (it
  * shows zeros under kernel.kptr_restrict to those who may not see them).
  * Invariants: kernel and module symbols are sorted by start, each module's
- * symbols together; names live in one buffer, into which the file is
- * read a piece at a time and parsed in place, each name moved down over
- * the lines already read (no copy of a line, no allocation per line:
- * parsing had cost as much CPU as the kernel's writing of the file).
+ * symbols together; names live in one buffer, each copied there from
+ * the piece of the file it is parsed in (kallsyms_read.c reads it a
+ * piece at a time; no copy of a line but the few cut at a piece's end, no
+ * allocation per line: parsing had cost as much CPU as the kernel's
+ * writing of the file).
  */
 #include "symbol/kallsyms.h"
+#include "symbol/kallsyms_impl.h"
 #include "base/vec.h"
 
 #include <ctype.h>
@@ -79,14 +81,12 @@ static const char *address(const char *p, const char *end, uint64_t *addr)
     return p > start && (p == end || hex_digit(*p) < 0) ? p : NULL;
 }
 
-/* s[0, n) kept at the names' end, NUL-terminated: its offset. The text
- * is parsed in place: what is kept moves down over lines already read,
- * never past the one being parsed (a line holds more than its name and
- * module and their NULs). */
+/* s[0, n) kept at the names' end (room made for it), NUL-terminated:
+ * its offset. */
 static uint32_t keep(struct ember_kallsyms *k, const char *s, size_t n)
 {
     uint32_t at = (uint32_t)k->nlen;
-    memmove(k->names + at, s, n);
+    memcpy(k->names + at, s, n);
     k->names[at + n] = '\0';
     k->nlen += n + 1;
     return at;
@@ -118,7 +118,12 @@ static int parse_line(struct ember_kallsyms *k, const char *line, const char *eo
         return 0;
     if (n == 5 && memcmp(name, "_text", 5) == 0)
         k->text_now = addr, k->have_text = true;
-    if (EMBER_VEC_RESERVE(k->syms, k->cap, k->n + 1) < 0)
+    /* the name and module and their NULs take less than the line */
+    size_t need = k->nlen + (size_t)(eol - line);
+    if (need >= UINT32_MAX)
+        return -EFBIG; /* names are 32-bit offsets */
+    if (EMBER_VEC_RESERVE(k->syms, k->cap, k->n + 1) < 0 ||
+        EMBER_VEC_RESERVE(k->names, k->ncap, need) < 0)
         return -ENOMEM;
     uint32_t at = keep(k, name, n);
     uint32_t module =
@@ -127,72 +132,67 @@ static int parse_line(struct ember_kallsyms *k, const char *line, const char *eo
     return 0;
 }
 
-/* The lines read so far: the names kept are names[0, nlen), the text not
- * parsed yet [at, end). */
+/* The text as it is parsed: a line cut at a piece's end waits in carry
+ * for the rest. */
 struct text {
-    size_t at, end;
+    struct ember_kallsyms *k;
+    char *carry;
+    size_t ncarry, ccap;
     uint32_t order, last_module;
 };
 
-/* Parses the whole lines of the text (with eof, the last one too). */
-static int parse_lines(struct ember_kallsyms *k, struct text *t, bool eof)
+/* The line carried, its rest p[0, n) added: parsed once whole. */
+static int carry_on(struct text *t, const char *p, size_t n, bool whole)
 {
-    while (t->at < t->end) {
-        const char *line = k->names + t->at;
-        const char *eol = memchr(line, '\n', t->end - t->at);
-        if (!eol && !eof)
-            break;
-        if (!eol)
-            eol = k->names + t->end;
-        int err = parse_line(k, line, eol, t->order++, &t->last_module);
-        if (err)
-            return err;
-        t->at = (size_t)(eol - k->names) + 1;
-    }
-    if (t->at > t->end)
-        t->at = t->end;
-    return 0;
+    if (EMBER_VEC_RESERVE(t->carry, t->ccap, t->ncarry + n) < 0)
+        return -ENOMEM;
+    if (n) /* carry may still be NULL (memcpy(NULL, p, 0) is undefined) */
+        memcpy(t->carry + t->ncarry, p, n);
+    t->ncarry += n;
+    if (!whole)
+        return 0;
+    size_t len = t->ncarry;
+    t->ncarry = 0;
+    return parse_line(t->k, t->carry, t->carry + len, t->order++, &t->last_module);
 }
 
-/* The file read in pieces of 1 MiB and parsed as it comes (a /proc file
- * says no size, and the kernel writes kallsyms a page at a time however
- * much is asked): memory holds the names and one piece. -errno. */
-static int read_text(struct ember_kallsyms *k, int fd)
+/* A piece of the file (ks_piece_fn): its whole lines parsed, the last
+ * one's start, if cut, carried. */
+static int parse_piece(void *ctx, const char *p, size_t n)
 {
-    struct text t = {.last_module = UINT32_MAX};
-    for (bool eof = false; !eof;) {
-        if (t.end > t.at) /* the rest of a line: names may still be NULL */
-            memmove(k->names + k->nlen, k->names + t.at, t.end - t.at);
-        t.end = k->nlen + (t.end - t.at);
-        t.at = k->nlen;
-        if (EMBER_VEC_RESERVE(k->names, k->ncap, t.end + (1 << 20) + 1) < 0)
-            return -ENOMEM;
-        ssize_t got = read(fd, k->names + t.end, k->ncap - t.end - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -errno;
-        eof = got == 0;
-        t.end += (size_t)got;
-        if (t.end >= UINT32_MAX)
-            return -EFBIG; /* names are 32-bit offsets */
-        int err = parse_lines(k, &t, eof);
-        if (err)
+    struct text *t = ctx;
+    const char *end = p + n, *eol;
+    int err = 0;
+    if (t->ncarry) { /* the line cut at the last piece's end */
+        eol = memchr(p, '\n', n);
+        if ((err = carry_on(t, p, (size_t)((eol ? eol : end) - p), eol != NULL)) || !eol)
             return err;
+        p = eol + 1;
     }
-    char *fit = realloc(k->names, k->nlen + 1); /* the last piece read goes */
-    if (fit)
-        k->names = fit, k->ncap = k->nlen + 1;
-    return 0;
+    for (; p < end && !err; p = eol + 1) {
+        if (!(eol = memchr(p, '\n', (size_t)(end - p))))
+            return carry_on(t, p, (size_t)(end - p), false);
+        err = parse_line(t->k, p, eol, t->order++, &t->last_module);
+    }
+    return err;
 }
 
+/* The file read (beside: on a thread of its own, kallsyms_read.c) and
+ * parsed as it comes: memory holds the names and a few pieces. -errno. */
 static int read_file(struct ember_kallsyms *k, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int err = read_text(k, fd);
+    struct text t = {.k = k, .last_module = UINT32_MAX};
+    int err = ks_read_pieces(fd, k->read_beside, parse_piece, &t);
+    if (!err && t.ncarry) /* the last line, with no newline */
+        err = carry_on(&t, "", 0, true);
     close(fd);
+    free(t.carry);
+    char *fit = err ? NULL : realloc(k->names, k->nlen + 1); /* the room left goes */
+    if (fit)
+        k->names = fit, k->ncap = k->nlen + 1;
     return err;
 }
 

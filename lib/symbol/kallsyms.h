@@ -20,8 +20,9 @@ struct ember_kallsyms {
     size_t nlen, ncap;
     uint64_t text_now, delta;
     bool have_text, loaded, usable;
-    bool settled;  /* its ends fixed (read settles it, where it has addresses) */
-    char why[256]; /* why kernel frames stay unknown */
+    bool settled;     /* its ends fixed (read settles it, where it has addresses) */
+    bool read_beside; /* the file read on a thread of its own while this one parses it */
+    char why[256];    /* why kernel frames stay unknown */
 };
 
 struct ember_kallsyms_source {

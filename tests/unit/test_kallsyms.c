@@ -138,12 +138,54 @@ static void test_other_kernel(void **state)
     ember_kallsyms_release(&k);
 }
 
+/* A table of a megabyte and more, read here and beside (on a thread of
+ * its own): lines are cut at the pieces' ends, the last has no newline;
+ * both tables find every symbol, kernel and module, by its name. */
+static void test_pieces(void **state)
+{
+    (void)state;
+    enum { LINES = 40000 };
+    size_t cap = (size_t)LINES * 64, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (unsigned i = 0; i < LINES; i++) {
+        bool mod = i >= LINES / 2;
+        uint64_t at = (mod ? 0xffffffffc0000000 : 0xffffffff81000000) + (uint64_t)i * 16;
+        len += (size_t)snprintf(text + len, cap - len, "%016llx T fn%u_%.*s%s\n",
+                                (unsigned long long)at, i, (int)(i % 23), "abcdefghijklmnopqrstuvw",
+                                mod ? "\t[mod]" : "");
+        if (i == 0)
+            len = (size_t)snprintf(text, cap, "ffffffff81000000 T _text\n");
+    }
+    text[len - 1] = '\0'; /* the last line, without its newline */
+    for (int beside = 0; beside < 2; beside++) {
+        write_table(text);
+        struct ember_kallsyms_source src = {.kallsyms = path, .notes = "/nonexistent"};
+        struct ember_kallsyms k;
+        ember_kallsyms_init(&k);
+        k.read_beside = beside;
+        assert_int_equal(ember_kallsyms_load(&k, &src), 0);
+        unlink(path);
+        assert_true(k.usable);
+        assert_int_equal(k.n, LINES);
+        for (unsigned i = 1; i < LINES; i++) {
+            bool mod = i >= LINES / 2;
+            uint64_t at = (mod ? 0xffffffffc0000000 : 0xffffffff81000000) + (uint64_t)i * 16;
+            char want[64];
+            snprintf(want, sizeof(want), "fn%u_%.*s", i, (int)(i % 23), "abcdefghijklmnopqrstuvw");
+            expect(&k, mod ? "[mod]" : NULL, at + 3, want, 3);
+        }
+        ember_kallsyms_release(&k);
+    }
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_and_modules), cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_relocated),          cmocka_unit_test(test_hidden),
-        cmocka_unit_test(test_other_kernel),
+        cmocka_unit_test(test_other_kernel),       cmocka_unit_test(test_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

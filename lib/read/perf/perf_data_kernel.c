@@ -1,9 +1,10 @@
 /*
  * perf_data_kernel.c - the kernel's symbols read on a thread of their own
  * (-j 2 and more): reading /proc/kallsyms is the kernel's slow work of
- * printing some 200 thousand lines (90-110 ms of a thread here), as long
- * as the rest of a DWARF recording's naming, so it goes on beside the
- * records' reading.
+ * printing some 120 thousand lines (45-55 ms of system time here, and
+ * 10-15 ms more to parse them, which a second thread does as they come:
+ * kallsyms_read.c), longer than a short DWARF recording's naming, so it
+ * goes on beside the records' reading.
  *
  * Early, from the data's start: only /proc/kallsyms is read, as which
  * kernel was recorded is known from the feature sections after the data;
@@ -47,6 +48,7 @@ static void *kernel_main(void *arg)
 static int kernel_start(struct pd_kernel_ahead *a, struct pd_kernel_ahead **out)
 {
     ember_kallsyms_init(&a->k);
+    a->k.read_beside = true; /* parsed as it is printed: ready when the printing ends */
     if (pthread_create(&a->thread, NULL, kernel_main, a) != 0) {
         free(a);
         a = NULL;
