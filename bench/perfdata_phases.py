@@ -102,6 +102,15 @@ PHASES = [(WRITER, ["ember_write_", "ember_profile_free", "cli_reader_release"])
           ("a batch launched: the workers woken", ["send.", "pd_jobs_launch"]),
           ("records: ordering, parsing, tasks", ["perf_data_read", "pd_reader_run", "pd_queue"])]
 
+# The records' reading set up and torn down (perf_data.c's reader_init and
+# reader_release, the threads the header starts, the input's readers and
+# the workers stopped): the caller's alone, the workers idle. First: their
+# stacks hold the records' phases' names too.
+SET_UP = ("records' reading set up and torn down (threads made and joined, tables made and "
+          "freed)")
+PHASES.insert(2, (SET_UP, ["reader_init", "reader_release", "on_header", "pd_ahead_stop",
+                           "pd_jobs_free"]))
+
 
 def sampled(path):
     """The CPU time a profile sampled, in ns, less the writer's."""

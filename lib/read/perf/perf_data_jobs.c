@@ -123,6 +123,8 @@ static void spare_after(struct pd_jobs *j)
         pd_raw_spare_make(&j->r->raw, &j->spare);
 }
 
+static void release_builder(struct pd_jobs *j, struct builder *b);
+
 static void *worker_main(void *arg)
 {
     struct builder *b = arg;
@@ -132,8 +134,10 @@ static void *worker_main(void *arg)
         while (sem_wait(&b->go) != 0)
             ; /* EINTR */
         wake_next(j, i);
-        if (atomic_load(&j->stop))
+        if (atomic_load(&j->stop)) {
+            release_builder(j, b); /* here: the workers' teardowns at once, not one by one */
             break;
+        }
         if (i == 1 && j->behind)
             merge_behind(j);
         if (i == 1 && j->spare_ahead)
@@ -376,9 +380,8 @@ void pd_jobs_free(struct pd_jobs *j)
 {
     if (!j)
         return;
-    stop_workers(j);
-    for (unsigned i = 0; i < j->nb; i++)
-        release_builder(j, &j->b[i]);
+    stop_workers(j); /* each releases its builder */
+    release_builder(j, &j->b[0]);
     for (unsigned i = 1; i < j->nb; i++)
         sem_destroy(&j->b[i].go);
     sem_destroy(&j->done);

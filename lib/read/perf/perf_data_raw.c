@@ -57,13 +57,9 @@ int pd_raw_init(struct pd_raw *raw, struct pd_tasks *t, const struct pd_raw *bas
     memset(raw, 0, sizeof(*raw));
     raw->t = t;
     raw->base = base;
-    for (size_t i = 0; i < ENTRY_MEMO; i++)
-        raw->memo[i].frame = UINT32_MAX;
     forget_prefixes(raw);
     uint32_t root;
-    int err = pd_leaf_new(&raw->leaf);
-    if (!err)
-        err = init_tables(raw);
+    int err = init_tables(raw);
     if (!err && !base)
         err = new_node(raw, UINT32_MAX, UINT32_MAX, &root); /* node 0: the root */
     return err;
@@ -152,6 +148,7 @@ void pd_raw_release(struct pd_raw *raw)
     ember_u64map_release(&raw->children);
     free(raw->slots);
     free(raw->fslots);
+    free(raw->memo);
     ember_strmap_release(&raw->mapref_ids);
     free_root_stacks(raw);
     ember_strmap_release(&raw->root_ids);
