@@ -30,13 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct ksym {
-    uint64_t start, end;
-    uint32_t name;   /* offset in names */
-    uint32_t module; /* offset in names of "[module]", or UINT32_MAX */
-    uint32_t order;  /* line in kallsyms, for ties */
-};
-
 static int by_address(const void *a, const void *b)
 {
     const struct ksym *x = a, *y = b;

@@ -1,12 +1,21 @@
 /*
  * kallsyms_impl.h - what kallsyms.c's parsing and kallsyms_read.c's
- * reading share (library-internal to the kallsyms table).
+ * reading share, and the table's entries (library-internal to the
+ * kallsyms table, and its fuzz target).
  */
 #ifndef EMBER_SYMBOL_KALLSYMS_IMPL_H
 #define EMBER_SYMBOL_KALLSYMS_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+struct ksym {
+    uint64_t start, end;
+    uint32_t name;   /* offset in names */
+    uint32_t module; /* offset in names of "[module]", or UINT32_MAX */
+    uint32_t order;  /* line in kallsyms, for ties */
+};
 
 /* A piece of the text, p[0, n) (lines may be cut at either end): 0, or a
  * negative errno that ends the reading. */

@@ -23,8 +23,13 @@
 #include <unistd.h>
 
 /* Pieces in flight: the parser keeps up, so a few absorb the unevenness
- * of the two sides; small ones stay in the caches between them. */
+ * of the two sides; small ones stay in the caches between them. A
+ * fuzzing build's are tiny, so that its inputs' lines are cut. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+enum { KS_SLOTS = 4, KS_PIECE = 64 };
+#else
 enum { KS_SLOTS = 4, KS_PIECE = 256 << 10 };
+#endif
 
 /* A piece read: fills buf[0, KS_PIECE) but at the file's end (a /proc
  * file gives a page or so a call). 0, or -errno. */
