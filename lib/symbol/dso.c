@@ -144,8 +144,8 @@ int ember_dso_jit_symbols(const char *path, struct ember_arena *names, struct em
 
 /* The vDSO's file as the kernel maps it whole (getauxval says where):
  * its length from its ELF header, where its section headers and its
- * loaded segment end, the page rounded up. 0 where that header is not
- * ELF64's, as here (an ELF32 vDSO: /proc/self/maps then says its end). */
+ * loaded segment end, the page rounded up. 0 where the header is not an
+ * ELF64 one (an ELF32 vDSO): /proc/self/maps then says where it ends. */
 static size_t vdso_by_auxv(uintptr_t *lo)
 {
     const unsigned char *p = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);

@@ -123,7 +123,17 @@ static void spare_after(struct pd_jobs *j)
         pd_raw_spare_make(&j->r->raw, &j->spare);
 }
 
-static void release_builder(struct pd_jobs *j, struct builder *b);
+/* b[0]'s unwinder is the reader's. */
+static void release_builder(struct pd_jobs *j, struct builder *b)
+{
+    if (b != &j->b[0])
+        pd_unwind_free(b->uw);
+    for (unsigned set = 0; set < 2; set++) {
+        pd_raw_release(&b->raw[set]);
+        pd_raw_merge_release(&b->m[set]);
+    }
+    pd_records_tally_release(&b->tally);
+}
 
 static void *worker_main(void *arg)
 {
@@ -362,18 +372,6 @@ static void stop_workers(struct pd_jobs *j)
     wake_next(j, 0);
     for (unsigned i = 1; i < j->nb; i++)
         pthread_join(j->b[i].thread, NULL);
-}
-
-/* b[0]'s unwinder is the reader's. */
-static void release_builder(struct pd_jobs *j, struct builder *b)
-{
-    if (b != &j->b[0])
-        pd_unwind_free(b->uw);
-    for (unsigned set = 0; set < 2; set++) {
-        pd_raw_release(&b->raw[set]);
-        pd_raw_merge_release(&b->m[set]);
-    }
-    pd_records_tally_release(&b->tally);
 }
 
 void pd_jobs_free(struct pd_jobs *j)
