@@ -268,14 +268,12 @@ static size_t dsos_framed(const struct reader *r, bool *framed)
 static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *attr,
                       struct id_vec *want)
 {
-    size_t ndsos = pd_tasks_dso_count(r->t) + 1, found = 0;
     bool *done = calloc(r->raw.nnodes, sizeof(*done));
-    bool *seen = calloc(ndsos, sizeof(*seen));
-    bool *framed = calloc(ndsos, sizeof(*framed));
+    bool *left = calloc(pd_tasks_dso_count(r->t) + 1, sizeof(*left)); /* framed, not found yet */
     struct id_vec up = {0};
-    int err = done && seen && framed ? 0 : -ENOMEM;
-    size_t all = err ? 0 : dsos_framed(r, framed);
-    for (size_t i = 1; i < r->raw.nnodes && !err && found < all; i++) {
+    int err = done && left ? 0 : -ENOMEM;
+    size_t nleft = err ? 0 : dsos_framed(r, left);
+    for (size_t i = 1; i < r->raw.nnodes && !err && nleft; i++) {
         if (!r->raw.samples[i] || !pd_place_counted(r, i, attr) || done[i])
             continue;
         size_t j = i;
@@ -285,16 +283,15 @@ static int dsos_named(struct reader *r, const uint32_t *rframe, const uint32_t *
         while (up.n && !err) {
             uint32_t k = up.v[--up.n], dso = frame_src(r, r->raw.key[k]).dso;
             done[k] = true;
-            if (kept && dso != PD_NO_DSO && !seen[dso]) {
-                seen[dso] = true;
-                found++;
+            if (kept && dso != PD_NO_DSO && left[dso]) { /* a frame's: framed */
+                left[dso] = false;
+                nleft--;
                 err = push_id(want, dso);
             }
         }
     }
     free(done);
-    free(seen);
-    free(framed);
+    free(left);
     free(up.v);
     return err;
 }
